@@ -1,0 +1,62 @@
+//! klocks: the Linux kernel's lock designs as userspace Rust locks.
+//!
+//! Every lock here is a raw lock implementing [`lock_api::RawMutex`], so the typed
+//! aliases give you `Mutex<T>` with guards, `try_lock`, mapped guards and the rest:
+//!
+//! ```
+//! let counter = klocks::QSpinMutex::new(0u64);
+//! *counter.lock() += 1;
+//! assert_eq!(*counter.lock(), 1);
+//! ```
+//!
+//! | lock | design | use it when | avoid it when |
+//! |---|---|---|---|
+//! | [`QSpinLock`] | kernel queued spinlock (seed 000) | short sections, threads ≤ CPUs, fairness matters | threads can outnumber CPUs |
+//! | [`QSpinLockCmpxchgHandoff`] | the same before seed 000 | re-running seed 000's "before" | production: prefer `QSpinLock` |
+//! | [`TicketLock`] | ticket spinlock | tiny sections on few CPUs | more threads than CPUs; many CPUs |
+//! | [`Padded<L>`] | seed 002: lock alone on its line | hot locks next to other hot data | millions of locks |
+//!
+//! Spinlocks never sleep: with more runnable threads than CPUs a FIFO spinlock hands
+//! the lock to preempted waiters and collapses. Use a sleeping lock there.
+
+#![warn(missing_docs)]
+
+mod padded;
+mod spin;
+mod sync;
+#[doc(hidden)]
+pub mod testing;
+
+pub use padded::Padded;
+pub use spin::mcs::MAX_SLOTS;
+#[cfg(all(feature = "x86-byte-store", target_arch = "x86_64", not(loom)))]
+pub use spin::qspinlock::QSpinLockByteStore;
+pub use spin::qspinlock::{Flavor, QSpinLock, QSpinLockCmpxchgHandoff, RawQSpinLock};
+pub use spin::ticket::TicketLock;
+
+/// Flavours of [`RawQSpinLock`] (how the queue head claims the lock, how the word is
+/// written).
+pub mod flavor {
+    #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64", not(loom)))]
+    pub use crate::spin::qspinlock::X86ByteStore;
+    pub use crate::spin::qspinlock::{CmpxchgHandoff, SimpleWrite};
+}
+
+/// `Mutex<T>` on a [`QSpinLock`].
+#[cfg(not(loom))]
+pub type QSpinMutex<T> = lock_api::Mutex<QSpinLock, T>;
+/// Guard of a [`QSpinMutex`].
+#[cfg(not(loom))]
+pub type QSpinMutexGuard<'a, T> = lock_api::MutexGuard<'a, QSpinLock, T>;
+/// `Mutex<T>` on a [`TicketLock`].
+#[cfg(not(loom))]
+pub type TicketMutex<T> = lock_api::Mutex<TicketLock, T>;
+/// Guard of a [`TicketMutex`].
+#[cfg(not(loom))]
+pub type TicketMutexGuard<'a, T> = lock_api::MutexGuard<'a, TicketLock, T>;
+/// `Mutex<T>` on a cache-line-isolated [`QSpinLock`] (seed 002).
+#[cfg(not(loom))]
+pub type PaddedQSpinMutex<T> = lock_api::Mutex<Padded<QSpinLock>, T>;
+/// `Mutex<T>` on a cache-line-isolated [`TicketLock`] (seed 002).
+#[cfg(not(loom))]
+pub type PaddedTicketMutex<T> = lock_api::Mutex<Padded<TicketLock>, T>;

@@ -1,0 +1,129 @@
+//! Exhaustive checks of the spinlocks' lock, unlock and handoff paths under the C11
+//! memory model: `RUSTFLAGS="--cfg loom" cargo test -p klocks --release loom`.
+//!
+//! Each model runs the shared test client ([`crate::testing::contend`]), whose guarded
+//! data is a loom `UnsafeCell`: loom fails a model if two critical sections are not
+//! ordered by happens-before, or if any execution deadlocks. Under loom there are two
+//! queue slots (`mcs::MAX_SLOTS`), so three queueing threads also cover the slot-less
+//! path.
+
+use super::mcs::with_slot_limit;
+use super::qspinlock::{Flavor, QueueOnly, RawQSpinLock};
+use super::ticket::TicketLock;
+use crate::testing::{contend, BustedLock, Contention, TestLock};
+
+impl<F: Flavor> TestLock for RawQSpinLock<F> {
+    fn new_unlocked() -> Self {
+        Self::new()
+    }
+    fn acquire(&self) {
+        self.lock();
+    }
+    fn release(&self) {
+        self.unlock();
+    }
+}
+
+impl TestLock for TicketLock {
+    fn new_unlocked() -> Self {
+        Self::new()
+    }
+    fn acquire(&self) {
+        self.lock();
+    }
+    fn release(&self) {
+        self.unlock();
+    }
+}
+
+/// Explore every interleaving up to the preemption bound (`LOOM_MAX_PREEMPTIONS`;
+/// default 3 for two threads; 1 for three, because each spin iteration is a branch
+/// and a bound of 2 already takes longer than CI allows), with every reordering the
+/// memory model allows, of `threads` threads each taking the lock `iterations` times.
+fn check<L: TestLock>(threads: usize, iterations: u64) {
+    let mut model = loom::model::Builder::new();
+    if model.preemption_bound.is_none() {
+        model.preemption_bound = Some(if threads > 2 { 1 } else { 3 });
+    }
+    // Every spin iteration is a scheduling branch; waiters spin while preempted owners
+    // are descheduled, so executions are longer than loom's default 1000 branches.
+    model.max_branches = model.max_branches.max(100_000);
+    model.check(move || {
+        contend::<L>(Contention::threads(threads).iterations(iterations))
+            .expect("mutual exclusion violated");
+    });
+}
+
+type SimpleWrite = super::qspinlock::QSpinLock;
+type Cmpxchg = super::qspinlock::QSpinLockCmpxchgHandoff;
+
+#[test]
+fn ticket_two_threads_twice() {
+    check::<TicketLock>(2, 2);
+}
+
+#[test]
+fn ticket_three_threads() {
+    check::<TicketLock>(3, 1);
+}
+
+/// Fast path and the pending-bit acquire: (0,0,1) -> (0,1,1) -> (0,0,1).
+#[test]
+fn qspinlock_pending_handover() {
+    check::<SimpleWrite>(2, 2);
+}
+
+/// Pending owner plus a queued head: the head waits for (pending, locked) to clear,
+/// and newcomers' transient pending bits race with the last head's cmpxchg.
+#[test]
+fn qspinlock_pending_and_queue() {
+    check::<SimpleWrite>(3, 1);
+}
+
+#[test]
+fn qspinlock_cmpxchg_handoff_pending_and_queue() {
+    check::<Cmpxchg>(3, 1);
+}
+
+/// Without the pending bit, two threads queue: the head passes headship to a
+/// successor (simple-write `set_locked`) or leaves as the last waiter (cmpxchg).
+#[test]
+fn qspinlock_queue_head_with_and_without_successor() {
+    check::<RawQSpinLock<QueueOnly<true>>>(2, 2);
+}
+
+#[test]
+fn qspinlock_cmpxchg_queue_head_with_and_without_successor() {
+    check::<RawQSpinLock<QueueOnly<false>>>(2, 2);
+}
+
+/// Two queueing threads, one slot: the slot-less waiter races the queue head at the
+/// full preemption bound, and must never take the lock from under it.
+#[test]
+fn qspinlock_slotless_beside_queue_head() {
+    with_slot_limit(1, || check::<RawQSpinLock<QueueOnly<true>>>(2, 2));
+}
+
+#[test]
+fn qspinlock_cmpxchg_slotless_beside_queue_head() {
+    with_slot_limit(1, || check::<RawQSpinLock<QueueOnly<false>>>(2, 2));
+}
+
+/// Three queueing threads, two slots: one waiter runs the slot-less path beside a
+/// queue, and must never take the lock from under a queue head.
+#[test]
+fn qspinlock_slot_exhaustion() {
+    check::<RawQSpinLock<QueueOnly<true>>>(3, 1);
+}
+
+#[test]
+fn qspinlock_cmpxchg_slot_exhaustion() {
+    check::<RawQSpinLock<QueueOnly<false>>>(3, 1);
+}
+
+/// The negative control: loom must find the race in the busted lock.
+#[test]
+#[should_panic]
+fn busted_lock_is_caught() {
+    check::<BustedLock>(2, 1);
+}

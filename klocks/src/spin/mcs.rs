@@ -1,0 +1,305 @@
+//! MCS queue nodes, per-thread slots and the tail code.
+//!
+//! The kernel's qspinlock queues waiters on per-CPU MCS nodes (four per CPU, one for
+//! each context that can nest: task, softirq, hardirq, NMI) and encodes "which node
+//! is last" as `(cpu + 1, idx)` in the 16-bit tail of the lock word. Userspace has no
+//! CPUs to own, so klocks gives each *thread* one node:
+//!
+//! - A thread takes a **slot** (an index into one global node table) the first time it
+//!   must queue, and gives it back when it exits. The tail code is `slot + 1`, so `0`
+//!   means "no queue". A thread waits in at most one queue at a time, so one node per
+//!   thread suffices.
+//! - The nodes live in a static table, never freed: a node is *type-stable*, so a
+//!   waiter that decodes a tail always reaches a valid node even if the thread that
+//!   owned it has since exited (its slot is only reused once it left every queue).
+//! - **No node, still a lock.** A thread gets no node when all [`MAX_SLOTS`] are held
+//!   by living threads, when its thread-locals are already destroyed (a lock taken in
+//!   a thread-local destructor), or when its node is busy because a signal handler
+//!   interrupted the thread while it was queued and now contends on a lock itself
+//!   (the kernel's nesting case). Such a caller takes the slot-less path of the lock
+//!   (see `qspinlock.rs`), which is correct but neither fair nor local-spinning.
+//!
+//! Slot allocation takes a mutex, but only once per thread lifetime, in the slow path.
+
+use crossbeam_utils::CachePadded;
+use std::cell::Cell;
+
+use crate::sync::{AtomicPtr, AtomicU32, Ordering};
+
+/// How many threads can hold a queue node at once (the tail could encode 65535;
+/// 4096 nodes of 128 bytes are 512 KiB of zero pages until touched).
+///
+/// Unit tests build with 4 slots so that ordinary stress tests also drive the
+/// slot-less path; loom models use 2 so three model threads exhaust them.
+pub const MAX_SLOTS: usize = if cfg!(loom) {
+    2
+} else if cfg!(test) {
+    4
+} else {
+    4096
+};
+
+// Tail codes are `slot + 1` in 16 bits, and 0 means "no tail".
+const _: () = assert!(MAX_SLOTS < 0xffff);
+
+/// One waiter's place in an MCS queue.
+///
+/// Only the owning thread initialises it, only the predecessor writes `locked`, only
+/// the successor writes `next`.
+#[derive(Debug)]
+pub(crate) struct McsNode {
+    /// Set to 1 by the predecessor when this node becomes the queue head.
+    pub(crate) locked: AtomicU32,
+    /// The successor, linked in after it swapped itself into the tail.
+    pub(crate) next: AtomicPtr<McsNode>,
+}
+
+impl McsNode {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        Self {
+            locked: AtomicU32::new(0),
+            next: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    #[cfg(loom)]
+    fn new() -> Self {
+        Self {
+            locked: AtomicU32::new(0),
+            next: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+}
+
+/// All queue nodes, plus the pool of free slot indices.
+struct SlotTable {
+    nodes: [CachePadded<McsNode>; MAX_SLOTS],
+    pool: SlotPool,
+}
+
+#[cfg(not(loom))]
+type SlotPool = std::sync::Mutex<FreeSlots>;
+#[cfg(loom)]
+type SlotPool = loom::sync::Mutex<FreeSlots>;
+
+/// Slots never handed out are `fresh..MAX_SLOTS`; returned ones are on `returned`.
+struct FreeSlots {
+    fresh: usize,
+    returned: Vec<u16>,
+}
+
+impl FreeSlots {
+    fn take(&mut self) -> Option<u16> {
+        if let Some(slot) = self.returned.pop() {
+            return Some(slot);
+        }
+        (self.fresh < slot_limit()).then(|| {
+            self.fresh += 1;
+            (self.fresh - 1) as u16
+        })
+    }
+}
+
+#[cfg(not(loom))]
+fn slot_limit() -> usize {
+    MAX_SLOTS
+}
+
+/// Loom models may hand out fewer than the two loom slots, so that two threads
+/// already reach the slot-less path (at a deeper preemption bound than three could).
+#[cfg(loom)]
+static LOOM_SLOT_LIMIT: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(MAX_SLOTS);
+
+#[cfg(loom)]
+fn slot_limit() -> usize {
+    LOOM_SLOT_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Runs `model` with at most `limit` queue slots (loom's model runs are sequential
+/// within one test, and each test that calls this runs its models under it).
+#[cfg(all(loom, test))]
+pub(crate) fn with_slot_limit<R>(limit: usize, model: impl FnOnce() -> R) -> R {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _only_us = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    LOOM_SLOT_LIMIT.store(limit, std::sync::atomic::Ordering::Relaxed);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(model));
+    LOOM_SLOT_LIMIT.store(MAX_SLOTS, std::sync::atomic::Ordering::Relaxed);
+    result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+#[cfg(not(loom))]
+static TABLE: SlotTable = SlotTable {
+    nodes: [const { CachePadded::new(McsNode::new()) }; MAX_SLOTS],
+    pool: std::sync::Mutex::new(FreeSlots {
+        fresh: 0,
+        returned: Vec::new(),
+    }),
+};
+
+#[cfg(not(loom))]
+fn table() -> &'static SlotTable {
+    &TABLE
+}
+
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref TABLE: SlotTable = SlotTable {
+        nodes: std::array::from_fn(|_| CachePadded::new(McsNode::new())),
+        pool: loom::sync::Mutex::new(FreeSlots { fresh: 0, returned: Vec::new() }),
+    };
+}
+
+#[cfg(loom)]
+fn table() -> &'static SlotTable {
+    &TABLE
+}
+
+/// The node a tail code names. Codes come only from [`with_queue_node`], so they are
+/// always in `1..=MAX_SLOTS`.
+pub(crate) fn decode_tail(code: u32) -> &'static McsNode {
+    &table().nodes[code as usize - 1]
+}
+
+/// A thread's claim on a slot: returned to the pool when the thread exits.
+struct ThreadSlot {
+    slot: Cell<Option<u16>>,
+    /// Set while this thread is queued, so a nested (signal-handler) acquisition on the
+    /// same thread takes the slot-less path instead of reusing a node that is in a queue.
+    in_use: Cell<bool>,
+}
+
+impl ThreadSlot {
+    /// The slot this thread holds, claiming one if it has none yet. `None` when the
+    /// pool is empty or busy: the caller then uses the slot-less path this time.
+    fn claim(&self) -> Option<u16> {
+        if self.slot.get().is_none() {
+            let mut free = match table().pool.try_lock() {
+                Ok(free) => free,
+                Err(_) => return None,
+            };
+            self.slot.set(free.take());
+        }
+        self.slot.get()
+    }
+}
+
+// Loom cannot run model operations inside a thread-local destructor, so under loom
+// slots are not returned (the models never need more than their two slots); slot
+// reuse after thread exit is checked natively below.
+#[cfg(not(loom))]
+impl Drop for ThreadSlot {
+    fn drop(&mut self) {
+        // The thread is exiting, so it is in no queue: nobody can reach its node through
+        // a tail any more, and the slot can go to another thread. A poisoned pool only
+        // means another thread panicked while holding it; the list itself is intact.
+        if let Some(slot) = self.slot.get() {
+            let mut free = table().pool.lock().unwrap_or_else(|e| e.into_inner());
+            free.returned.push(slot);
+        }
+    }
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static THREAD_SLOT: ThreadSlot = const {
+        ThreadSlot { slot: Cell::new(None), in_use: Cell::new(false) }
+    };
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static THREAD_SLOT: ThreadSlot = ThreadSlot { slot: Cell::new(None), in_use: Cell::new(false) };
+}
+
+/// Runs `queue` with this thread's node, reset and ready to be published, and its tail
+/// code; or with `None` when the thread has no usable node (see the module doc).
+pub(crate) fn with_queue_node<R>(queue: impl FnOnce(Option<(u32, &'static McsNode)>) -> R) -> R {
+    let claimed = THREAD_SLOT.try_with(|ts| {
+        if ts.in_use.get() {
+            return None;
+        }
+        let slot = ts.claim()?;
+        ts.in_use.set(true);
+        Some(slot)
+    });
+    let Ok(Some(slot)) = claimed else {
+        return queue(None);
+    };
+    // The signal-handler check above reads `in_use` on this same thread; keep the
+    // compiler from sinking the store past the queueing.
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+
+    let code = u32::from(slot) + 1;
+    let node = decode_tail(code);
+    // Relaxed: nobody can see the node until the tail swap that publishes it, which is
+    // a Release (see `xchg_tail`); the node was last touched by our own previous use.
+    node.locked.store(0, Ordering::Relaxed);
+    node.next.store(std::ptr::null_mut(), Ordering::Relaxed);
+
+    let result = queue(Some((code, node)));
+
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    let _ = THREAD_SLOT.try_with(|ts| ts.in_use.set(false));
+    result
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_reused_after_thread_exit() {
+        // Claim and release more slots than exist, one thread at a time: every thread
+        // must get a node, because each exiting thread returns its slot.
+        for _ in 0..3 * MAX_SLOTS {
+            std::thread::spawn(|| with_queue_node(|node| assert!(node.is_some())))
+                .join()
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn nested_use_on_one_thread_gets_no_node() {
+        with_queue_node(|outer| {
+            assert!(outer.is_some());
+            with_queue_node(|inner| assert!(inner.is_none(), "node handed out twice"));
+        });
+        with_queue_node(|again| assert!(again.is_some(), "node not released"));
+    }
+
+    #[test]
+    fn exhausted_pool_gives_no_node() {
+        // Hold slots from MAX_SLOTS live threads, then ask from one more. Other tests
+        // run concurrently and may hold slots too, so the claim is: never more nodes
+        // handed out than slots, and if every holder got one, the extra thread gets none.
+        let held = std::sync::Barrier::new(MAX_SLOTS + 1);
+        let release = std::sync::Barrier::new(MAX_SLOTS + 1);
+        std::thread::scope(|s| {
+            let holders: Vec<_> = (0..MAX_SLOTS)
+                .map(|_| {
+                    s.spawn(|| {
+                        with_queue_node(|node| {
+                            held.wait();
+                            release.wait();
+                            node.is_some()
+                        })
+                    })
+                })
+                .collect();
+            held.wait();
+            let extra = s.spawn(|| with_queue_node(|n| n.is_some())).join().unwrap();
+            release.wait();
+            let holders_with_node = holders
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .filter(|&got| got)
+                .count();
+            assert!(holders_with_node + usize::from(extra) <= MAX_SLOTS);
+            if holders_with_node == MAX_SLOTS {
+                assert!(!extra, "a node was handed out beyond MAX_SLOTS");
+            }
+        });
+    }
+}

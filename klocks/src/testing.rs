@@ -1,0 +1,227 @@
+//! The one test client every lock runs under every checker (libvsync's habit):
+//! threads take the lock and update data that only the lock protects, then the totals
+//! are checked. Unit stress tests, integration tests and the loom models all call
+//! [`contend`]; under loom the data is a `loom::cell::UnsafeCell`, so loom also proves
+//! that critical sections are ordered by happens-before, not merely disjoint.
+//!
+//! Not part of klocks' API (hidden from the docs); exported for klocks' own tests.
+
+use crate::sync::{AtomicU32, Ordering::Relaxed};
+
+/// The operations the client needs. Every `lock_api::RawMutex` has them; under loom,
+/// where locks cannot be `const`-constructed, the locks implement it directly.
+pub trait TestLock: Send + Sync + 'static {
+    /// An unlocked lock.
+    fn new_unlocked() -> Self;
+    /// Acquire.
+    fn acquire(&self);
+    /// Release; the caller holds the lock.
+    fn release(&self);
+}
+
+#[cfg(not(loom))]
+impl<L: lock_api::RawMutex + Send + Sync + 'static> TestLock for L {
+    fn new_unlocked() -> Self {
+        L::INIT
+    }
+    fn acquire(&self) {
+        self.lock();
+    }
+    fn release(&self) {
+        // SAFETY: the client releases only what it acquired on the same thread.
+        unsafe { self.unlock() }
+    }
+}
+
+/// How hard to contend.
+#[derive(Clone, Copy, Debug)]
+pub struct Contention {
+    /// Threads taking the lock.
+    pub threads: usize,
+    /// Lock/unlock pairs per thread.
+    pub iterations: u64,
+}
+
+impl Contention {
+    /// `threads` threads, 1000 iterations each until changed.
+    pub fn threads(threads: usize) -> Self {
+        Self {
+            threads,
+            iterations: 1000,
+        }
+    }
+
+    /// Sets the iterations per thread.
+    pub fn iterations(self, iterations: u64) -> Self {
+        Self { iterations, ..self }
+    }
+}
+
+/// What a run that broke mutual exclusion looked like.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Increments that should have happened.
+    pub expected: u64,
+    /// Increments found: fewer means lost updates.
+    pub counted: u64,
+    /// Times a thread entered the critical section while another was inside.
+    pub overlaps: u32,
+}
+
+/// Data only the lock protects: two counters that must always move together.
+struct Guarded {
+    count: crate::sync::UnsafeCell<u64>,
+    shadow: crate::sync::UnsafeCell<u64>,
+}
+
+// SAFETY: the counters are only touched inside the lock under test (or after all
+// threads joined); that the lock really excludes is exactly what the client checks.
+unsafe impl Sync for Guarded {}
+
+/// Runs the client: every thread does `iterations` critical sections, each a
+/// read-pause-write of two non-atomic counters, with an occupancy check around it.
+pub fn contend<L: TestLock>(how: Contention) -> Result<(), Violation> {
+    let lock = crate::sync::Arc::new(L::new_unlocked());
+    let guarded = crate::sync::Arc::new(Guarded {
+        count: crate::sync::UnsafeCell::new(0),
+        shadow: crate::sync::UnsafeCell::new(0),
+    });
+    let inside = crate::sync::Arc::new(AtomicU32::new(0));
+    let overlaps = crate::sync::Arc::new(AtomicU32::new(0));
+
+    let workers: Vec<_> = (0..how.threads)
+        .map(|_| {
+            let (lock, guarded) = (lock.clone(), guarded.clone());
+            let (inside, overlaps) = (inside.clone(), overlaps.clone());
+            crate::sync::spawn(move || {
+                for _ in 0..how.iterations {
+                    lock.acquire();
+                    enter(&inside, &overlaps);
+                    critical_section(&guarded);
+                    leave(&inside);
+                    lock.release();
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("a contending thread panicked");
+    }
+
+    let expected = how.threads as u64 * how.iterations;
+    let counted = guarded.count.with_mut(|c| unsafe { *c });
+    let shadow = guarded.shadow.with_mut(|c| unsafe { *c });
+    let overlaps = overlaps.load(Relaxed);
+    if counted == expected && shadow == expected && overlaps == 0 {
+        Ok(())
+    } else {
+        Err(Violation {
+            expected,
+            counted: counted.min(shadow),
+            overlaps,
+        })
+    }
+}
+
+/// Occupancy check for native runs. Under loom it is left out: loom's `UnsafeCell`
+/// already fails any execution in which two critical sections are unordered, and
+/// every extra atomic multiplies the executions loom must explore.
+#[inline]
+fn enter(inside: &AtomicU32, overlaps: &AtomicU32) {
+    if cfg!(not(loom)) && inside.fetch_add(1, Relaxed) != 0 {
+        overlaps.fetch_add(1, Relaxed);
+    }
+}
+
+#[inline]
+fn leave(inside: &AtomicU32) {
+    if cfg!(not(loom)) {
+        inside.fetch_sub(1, Relaxed);
+    }
+}
+
+/// A deliberately slow, racy update: another thread inside at the same time loses
+/// an increment with high probability.
+fn critical_section(guarded: &Guarded) {
+    // SAFETY: only called with the lock held (that is the claim under test); loom
+    // reports a data race here if the lock fails to order critical sections.
+    let before = guarded.count.with_mut(|c| unsafe { *c });
+    #[cfg(not(loom))]
+    for _ in 0..4 {
+        std::hint::spin_loop();
+    }
+    guarded.count.with_mut(|c| unsafe { *c = before + 1 });
+    guarded.shadow.with_mut(|s| unsafe { *s += 1 });
+}
+
+/// The negative control (the kernel's `lock_busted`): a test-and-set lock whose
+/// test and set are two separate steps, so two threads can both see it free.
+/// Every stress test and loom model must be able to catch it.
+#[derive(Debug)]
+pub struct BustedLock(AtomicU32);
+
+impl BustedLock {
+    /// An unlocked busted lock.
+    pub fn new() -> Self {
+        Self(AtomicU32::new(0))
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: none; this lock is broken on purpose and exists only to be caught.
+unsafe impl lock_api::RawMutex for BustedLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self(AtomicU32::new(0));
+    type GuardMarker = lock_api::GuardSend;
+
+    fn lock(&self) {
+        while self.0.load(crate::sync::Ordering::Acquire) != 0 {
+            crate::sync::cpu_relax();
+        }
+        self.0.store(1, Relaxed);
+    }
+
+    fn try_lock(&self) -> bool {
+        false
+    }
+
+    unsafe fn unlock(&self) {
+        self.0.store(0, crate::sync::Ordering::Release);
+    }
+}
+
+#[cfg(loom)]
+impl TestLock for BustedLock {
+    fn new_unlocked() -> Self {
+        Self::new()
+    }
+    fn acquire(&self) {
+        while self.0.load(crate::sync::Ordering::Acquire) != 0 {
+            crate::sync::cpu_relax();
+        }
+        self.0.store(1, Relaxed);
+    }
+    fn release(&self) {
+        self.0.store(0, crate::sync::Ordering::Release);
+    }
+}
+
+impl Default for BustedLock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stress_client_catches_the_busted_lock() {
+        // More threads than CPUs, the same client the real locks pass.
+        let violation = (0..20)
+            .find_map(|_| contend::<BustedLock>(Contention::threads(4).iterations(50_000)).err());
+        let violation = violation.expect("the stress client never caught the busted lock");
+        assert!(violation.counted < violation.expected || violation.overlaps > 0);
+    }
+}

@@ -1,0 +1,326 @@
+//! The locks lockbench measures, behind one trait, and the dispatch from a lock's name
+//! to code monomorphized for its type (no `dyn` anywhere near a hot loop).
+
+use std::cell::UnsafeCell;
+use std::sync::PoisonError;
+
+use lock_api::RawMutex;
+
+/// A lock as the scenarios use it: build one, run a critical section under it.
+///
+/// `with` instead of split lock/unlock so that locks whose only API is a guard
+/// (`std::sync::Mutex`) fit the same generic code as raw locks.
+pub trait BenchLock: Send + Sync + 'static {
+    /// The name `--locks` accepts and the tables print.
+    const NAME: &'static str;
+
+    /// Pauses between reading and writing the guarded counter. Zero for every real
+    /// lock, whose increment then compiles to one instruction. The negative control
+    /// widens the window so that the overlaps it allows lose updates even when its
+    /// threads share one CPU (a one-instruction increment cannot be interrupted
+    /// halfway, so there a broken lock would go unnoticed).
+    const RACE_WINDOW_PAUSES: u32 = 0;
+
+    /// An unlocked lock.
+    fn new() -> Self;
+
+    /// Runs `critical` with the lock held.
+    fn with<R>(&self, critical: impl FnOnce() -> R) -> R;
+}
+
+/// Releases a raw lock when dropped, so a panicking critical section unlocks.
+struct Unlock<'a, L: RawMutex>(&'a L);
+
+impl<L: RawMutex> Drop for Unlock<'_, L> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: an `Unlock` is only built by `with_raw`, right after this thread
+        // acquired the lock, and is dropped on the same thread exactly once.
+        unsafe { self.0.unlock() }
+    }
+}
+
+#[inline]
+fn with_raw<L: RawMutex, R>(lock: &L, critical: impl FnOnce() -> R) -> R {
+    lock.lock();
+    let _unlock = Unlock(lock);
+    critical()
+}
+
+/// Implements [`BenchLock`] for `lock_api` raw mutexes.
+macro_rules! raw_bench_lock {
+    ($($(#[$attr:meta])* $ty:ty => $name:literal,)*) => {$(
+        $(#[$attr])*
+        impl BenchLock for $ty {
+            const NAME: &'static str = $name;
+
+            fn new() -> Self {
+                <$ty as RawMutex>::INIT
+            }
+
+            #[inline]
+            fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
+                with_raw(self, critical)
+            }
+        }
+    )*};
+}
+
+raw_bench_lock! {
+    klocks::QSpinLock => "qspinlock",
+    klocks::QSpinLockCmpxchgHandoff => "qspinlock-cmpxchg",
+    #[cfg(target_arch = "x86_64")]
+    klocks::QSpinLockByteStore => "qspinlock-bytestore",
+    klocks::TicketLock => "ticket",
+    spin::mutex::SpinMutex<()> => "spin",
+    parking_lot::RawMutex => "parking_lot",
+}
+
+/// The negative control, a test-then-set lock that lets two threads in at once.
+impl BenchLock for klocks::testing::BustedLock {
+    const NAME: &'static str = "busted";
+    const RACE_WINDOW_PAUSES: u32 = 4;
+
+    fn new() -> Self {
+        <Self as RawMutex>::INIT
+    }
+
+    #[inline]
+    fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
+        with_raw(self, critical)
+    }
+}
+
+impl BenchLock for std::sync::Mutex<()> {
+    const NAME: &'static str = "std";
+
+    fn new() -> Self {
+        std::sync::Mutex::new(())
+    }
+
+    #[inline]
+    fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
+        // A poisoned lock still excludes; the panic that poisoned it is reported by
+        // the thread that panicked.
+        let _guard = self.lock().unwrap_or_else(PoisonError::into_inner);
+        critical()
+    }
+}
+
+/// A glibc `pthread_mutex_t` of mutex type `KIND`, initialised in place on the heap:
+/// a pthread mutex must not move once initialised, and the box never moves it.
+pub struct PthreadMutex<const KIND: libc::c_int> {
+    mutex: Box<UnsafeCell<libc::pthread_mutex_t>>,
+}
+
+/// glibc's default mutex (`PTHREAD_MUTEX_NORMAL`): futex, no spinning.
+pub type Pthread = PthreadMutex<{ libc::PTHREAD_MUTEX_DEFAULT }>;
+/// glibc's adaptive mutex: spins a bounded while before sleeping on the futex.
+pub type PthreadAdaptive = PthreadMutex<{ libc::PTHREAD_MUTEX_ADAPTIVE_NP }>;
+
+// SAFETY: a pthread mutex is made to be locked and unlocked from any thread; the
+// `UnsafeCell` is only ever passed to the pthread_mutex_* functions.
+unsafe impl<const KIND: libc::c_int> Sync for PthreadMutex<KIND> {}
+
+/// Panics with the error name if a pthread call failed (only misuse can make it).
+fn check(rc: libc::c_int, call: &str) {
+    assert!(
+        rc == 0,
+        "{call} failed: {}",
+        std::io::Error::from_raw_os_error(rc)
+    );
+}
+
+impl<const KIND: libc::c_int> PthreadMutex<KIND> {
+    fn init() -> Self {
+        let mutex = Box::new(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+        let mut attr = std::mem::MaybeUninit::<libc::pthread_mutexattr_t>::uninit();
+        // SAFETY: `attr` is initialised by pthread_mutexattr_init before any other use
+        // and destroyed after its last; `mutex` is a valid, heap-pinned mutex object
+        // that no other thread can see yet.
+        unsafe {
+            check(
+                libc::pthread_mutexattr_init(attr.as_mut_ptr()),
+                "pthread_mutexattr_init",
+            );
+            check(
+                libc::pthread_mutexattr_settype(attr.as_mut_ptr(), KIND),
+                "pthread_mutexattr_settype",
+            );
+            check(
+                libc::pthread_mutex_init(mutex.get(), attr.as_ptr()),
+                "pthread_mutex_init",
+            );
+            check(
+                libc::pthread_mutexattr_destroy(attr.as_mut_ptr()),
+                "pthread_mutexattr_destroy",
+            );
+        }
+        Self { mutex }
+    }
+
+    #[inline]
+    fn locked<R>(&self, critical: impl FnOnce() -> R) -> R {
+        // SAFETY: the mutex was initialised in `init` and is destroyed only in `drop`.
+        check(
+            unsafe { libc::pthread_mutex_lock(self.mutex.get()) },
+            "pthread_mutex_lock",
+        );
+        let _unlock = PthreadUnlock(self);
+        critical()
+    }
+}
+
+/// Unlocks a [`PthreadMutex`] when dropped.
+struct PthreadUnlock<'a, const KIND: libc::c_int>(&'a PthreadMutex<KIND>);
+
+impl<const KIND: libc::c_int> Drop for PthreadUnlock<'_, KIND> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: built only by `locked`, right after this thread locked the mutex.
+        check(
+            unsafe { libc::pthread_mutex_unlock(self.0.mutex.get()) },
+            "pthread_mutex_unlock",
+        );
+    }
+}
+
+impl<const KIND: libc::c_int> Drop for PthreadMutex<KIND> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no thread holds or waits on the mutex any more.
+        check(
+            unsafe { libc::pthread_mutex_destroy(self.mutex.get()) },
+            "pthread_mutex_destroy",
+        );
+    }
+}
+
+impl BenchLock for Pthread {
+    const NAME: &'static str = "pthread";
+
+    fn new() -> Self {
+        Self::init()
+    }
+
+    #[inline]
+    fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
+        self.locked(critical)
+    }
+}
+
+impl BenchLock for PthreadAdaptive {
+    const NAME: &'static str = "pthread-adaptive";
+
+    fn new() -> Self {
+        Self::init()
+    }
+
+    #[inline]
+    fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
+        self.locked(critical)
+    }
+}
+
+/// Code generic over a lock type, run for the lock a [`LockName`] names.
+pub trait LockVisitor {
+    /// What the visit returns.
+    type Output;
+    /// Runs with `L` the named lock.
+    fn visit<L: BenchLock>(self) -> Self::Output;
+}
+
+/// Code generic over a `lock_api` raw lock (the ones [`klocks::Padded`] can wrap).
+pub trait RawLockVisitor {
+    /// What the visit returns.
+    type Output;
+    /// Runs with `L` the named lock.
+    fn visit<L: BenchLock + RawMutex>(self) -> Self::Output;
+}
+
+/// The one list of locks: the name enum, its order, and both dispatchers.
+/// `raw` marks the locks that implement `lock_api::RawMutex`.
+macro_rules! lock_table {
+    ($($(#[$attr:meta])* $variant:ident => $ty:ty $(, $raw:ident)?;)*) => {
+        /// A lock `--locks` can name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum LockName {
+            $($(#[$attr])* #[doc = concat!("`", stringify!($ty), "`")] $variant,)*
+        }
+
+        impl LockName {
+            /// Every lock, in table order.
+            pub const ALL: &'static [LockName] = &[$($(#[$attr])* LockName::$variant,)*];
+
+            /// Runs `visitor` monomorphized for this lock.
+            pub fn visit<V: LockVisitor>(self, visitor: V) -> V::Output {
+                match self {
+                    $($(#[$attr])* LockName::$variant => visitor.visit::<$ty>(),)*
+                }
+            }
+
+            /// Runs `visitor` for this lock if it is a `lock_api` raw lock.
+            pub fn visit_raw<V: RawLockVisitor>(self, visitor: V) -> Option<V::Output> {
+                match self {
+                    $($(#[$attr])* LockName::$variant => lock_table!(@raw visitor, $ty $(, $raw)?),)*
+                }
+            }
+        }
+    };
+    (@raw $visitor:ident, $ty:ty, raw) => { Some($visitor.visit::<$ty>()) };
+    (@raw $visitor:ident, $ty:ty) => { None };
+}
+
+lock_table! {
+    QSpinLockCmpxchg => klocks::QSpinLockCmpxchgHandoff, raw;
+    QSpinLock => klocks::QSpinLock, raw;
+    #[cfg(target_arch = "x86_64")]
+    QSpinLockByteStore => klocks::QSpinLockByteStore, raw;
+    Ticket => klocks::TicketLock, raw;
+    Spin => spin::mutex::SpinMutex<()>, raw;
+    Std => std::sync::Mutex<()>;
+    ParkingLot => parking_lot::RawMutex, raw;
+    Pthread => Pthread;
+    PthreadAdaptive => PthreadAdaptive;
+    Busted => klocks::testing::BustedLock, raw;
+}
+
+/// Reads a lock's [`BenchLock::NAME`].
+struct NameOf;
+
+impl LockVisitor for NameOf {
+    type Output = &'static str;
+    fn visit<L: BenchLock>(self) -> &'static str {
+        L::NAME
+    }
+}
+
+impl LockName {
+    /// The name `--locks` accepts.
+    pub fn name(self) -> &'static str {
+        self.visit(NameOf)
+    }
+
+    /// The negative control: accepted by `--locks`, never listed or run by default.
+    pub fn is_hidden(self) -> bool {
+        self == LockName::Busted
+    }
+
+    /// The locks a scenario runs when `--locks` is not given.
+    pub fn defaults() -> Vec<LockName> {
+        Self::ALL
+            .iter()
+            .copied()
+            .filter(|l| !l.is_hidden())
+            .collect()
+    }
+}
+
+impl clap::ValueEnum for LockName {
+    fn value_variants<'a>() -> &'a [Self] {
+        Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).hide(self.is_hidden()))
+    }
+}

@@ -1,0 +1,199 @@
+//! What the numbers were measured on, and what else the machine was doing meanwhile.
+
+use std::ffi::CStr;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// Machine metadata: printed as the header line and stored in `--json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    /// `model name` from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Online CPUs (`_SC_NPROCESSORS_ONLN`).
+    pub online_cpus: usize,
+    /// Kernel name, release and architecture (uname).
+    pub kernel: String,
+    /// glibc version (`gnu_get_libc_version`).
+    pub glibc: String,
+    /// `rustc --version` of the compiler that built lockbench.
+    pub rustc: &'static str,
+    /// lockbench's own version.
+    pub lockbench: &'static str,
+    /// Cost of one `std::hint::spin_loop()` (x86 `pause`), in ns.
+    pub pause_ns: f64,
+}
+
+impl Machine {
+    /// Reads the metadata and measures the pause.
+    pub fn probe() -> Self {
+        Self {
+            cpu_model: cpu_model().unwrap_or_else(|| "unknown CPU".to_owned()),
+            online_cpus: online_cpus(),
+            kernel: kernel(),
+            glibc: glibc(),
+            rustc: env!("LOCKBENCH_RUSTC_VERSION"),
+            lockbench: env!("CARGO_PKG_VERSION"),
+            pause_ns: pause_ns(),
+        }
+    }
+
+    /// One line for the top of the output.
+    pub fn header(&self) -> String {
+        format!(
+            "lockbench {} | {} | {} online CPUs | {} | glibc {} | {} | pause {:.1} ns",
+            self.lockbench,
+            self.cpu_model,
+            self.online_cpus,
+            self.kernel,
+            self.glibc,
+            self.rustc,
+            self.pause_ns
+        )
+    }
+}
+
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("model name")?.split_once(':'))
+        .map(|(_, model)| model.trim().to_owned())
+}
+
+/// Online CPUs, at least 1.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(online).unwrap_or(1).max(1)
+}
+
+fn kernel() -> String {
+    // SAFETY: an all-zero utsname is a valid value (arrays of c_char).
+    let mut name: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `name` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut name) } != 0 {
+        return "unknown kernel".to_owned();
+    }
+    let field = |f: &[libc::c_char]| {
+        // SAFETY: uname NUL-terminates every field it fills.
+        unsafe { CStr::from_ptr(f.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    format!(
+        "{} {} {}",
+        field(&name.sysname),
+        field(&name.release),
+        field(&name.machine)
+    )
+}
+
+#[cfg(target_env = "gnu")]
+fn glibc() -> String {
+    // SAFETY: returns a pointer to a static NUL-terminated string.
+    unsafe { CStr::from_ptr(libc::gnu_get_libc_version()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(not(target_env = "gnu"))]
+fn glibc() -> String {
+    "none (not a glibc target)".to_owned()
+}
+
+/// Nanoseconds per `spin_loop()`: the best of a few timings of 100,000, so that a
+/// preemption in one of them does not count.
+fn pause_ns() -> f64 {
+    const PAUSES: u32 = 100_000;
+    const TRIALS: usize = 5;
+    let best = (0..TRIALS)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..PAUSES {
+                std::hint::spin_loop();
+            }
+            start.elapsed()
+        })
+        .min()
+        .unwrap_or_default();
+    best.as_secs_f64() * 1e9 / f64::from(PAUSES)
+}
+
+/// A snapshot of system-wide CPU time (/proc/stat) and this process's own (rusage).
+#[derive(Debug, Clone, Copy)]
+pub struct CpuTimes {
+    busy: Duration,
+    steal: Duration,
+    own: Duration,
+}
+
+/// CPU time that was not ours during an interval.
+#[derive(Debug, Clone, Copy)]
+pub struct OtherLoad {
+    /// Time the hypervisor ran something else on our vCPUs.
+    pub steal: Duration,
+    /// Busy time of other processes (system busy minus our own CPU time).
+    pub others: Duration,
+}
+
+impl CpuTimes {
+    /// Reads both clocks; `None` where /proc/stat is unavailable.
+    pub fn now() -> Option<Self> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let ticks: Vec<u64> = stat
+            .lines()
+            .next()?
+            .strip_prefix("cpu ")?
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        // user nice system idle iowait irq softirq steal ...
+        let [user, nice, system, _idle, _iowait, irq, softirq, steal, ..] = ticks[..] else {
+            return None;
+        };
+        Some(Self {
+            busy: ticks_to_duration(user + nice + system + irq + softirq),
+            steal: ticks_to_duration(steal),
+            own: own_cpu_time()?,
+        })
+    }
+
+    /// The load that was not ours between `earlier` and `self`.
+    pub fn since(&self, earlier: &CpuTimes) -> OtherLoad {
+        let busy = self.busy.saturating_sub(earlier.busy);
+        let own = self.own.saturating_sub(earlier.own);
+        OtherLoad {
+            steal: self.steal.saturating_sub(earlier.steal),
+            others: busy.saturating_sub(own),
+        }
+    }
+}
+
+/// One /proc/stat tick (`USER_HZ`).
+pub fn tick() -> Duration {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Duration::from_secs(1) / u32::try_from(hz).unwrap_or(100).max(1)
+}
+
+fn ticks_to_duration(ticks: u64) -> Duration {
+    let tick_ns = u64::try_from(tick().as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(ticks.saturating_mul(tick_ns))
+}
+
+fn own_cpu_time() -> Option<Duration> {
+    // SAFETY: an all-zero rusage is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    Some(timeval(usage.ru_utime)? + timeval(usage.ru_stime)?)
+}
+
+fn timeval(tv: libc::timeval) -> Option<Duration> {
+    let secs = u64::try_from(tv.tv_sec).ok()?;
+    let micros = u64::try_from(tv.tv_usec).ok()?;
+    Some(Duration::from_secs(secs) + Duration::from_micros(micros))
+}

@@ -1,0 +1,270 @@
+//! lockbench: re-runs the kernel seeds' lock experiments on klocks' userspace ports of
+//! the kernel's locks, next to std, parking_lot, glibc and spin.
+
+mod locks;
+mod machine;
+mod report;
+mod scenario;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+
+use crate::locks::LockName;
+use crate::machine::Machine;
+use crate::report::{Cell, Progress, Table};
+use crate::scenario::{c2c, false_sharing, loop_, uncontended, Common, Error};
+
+const LOCKS_HELP: &str = "\
+Locks (--locks):
+  qspinlock-cmpxchg    klocks queued spinlock before seed 000: the queue head always
+                       takes the lock with cmpxchg (the seed's \"before\")
+  qspinlock            klocks queued spinlock, seed 000's \"after\": the queue head
+                       takes the lock with a simple write
+  qspinlock-bytestore  qspinlock with the kernel's x86-64 byte/halfword stores
+                       (x86-64 builds only)
+  ticket               klocks ticket spinlock
+  spin                 spin 0.9 SpinMutex: test-and-set spinlock, not FIFO
+  std                  std::sync::Mutex<()>: futex, spins briefly before sleeping
+  parking_lot          parking_lot::RawMutex: spins a little, then parks
+  pthread              glibc pthread_mutex_t, default type: futex, no spinning
+  pthread-adaptive     glibc PTHREAD_MUTEX_ADAPTIVE_NP: bounded spin, then futex
+
+FIFO spinlocks (qspinlock*, ticket) collapse when threads outnumber CPUs: the lock is
+handed to waiters that are not running. Contended loop runs are therefore capped
+(--cap-secs) and reported as \"DNF x%\" instead of hanging.
+
+Exit status: 0 success, 1 a result failed verification (or an output file could not
+be written), 2 usage error.";
+
+/// Re-runs the kernel seeds' lock experiments on klocks (the Linux kernel's lock
+/// designs in userspace) next to std, parking_lot, glibc and spin.
+///
+/// Without a subcommand, runs the default suite (about a minute on a 2-CPU machine):
+/// c2c, uncontended, loop (seed 000) and false-sharing (seed 002), printing every
+/// table. Every cell is repeated --runs times and reported as the median with
+/// [min–max]; a loop cell whose run hits its time cap is reported as not finished
+/// and not repeated. Every run is verified: the lock-protected counters must match
+/// the work done, or lockbench prints why on stderr and exits with status 1 without
+/// reporting the wrong result.
+#[derive(Debug, Parser)]
+#[command(name = "lockbench", version, after_help = LOCKS_HELP)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, clap::Args)]
+struct GlobalArgs {
+    /// Locks to measure, comma-separated [default: all the possible values]
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "LOCK,..."
+    )]
+    locks: Vec<LockName>,
+
+    /// Repetitions of each cell; tables show the median with [min–max]. A loop cell
+    /// whose run hits the cap is not repeated
+    #[arg(long, global = true, default_value_t = 3, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
+
+    /// Write every cell with all its repetitions, plus machine metadata, as JSON
+    #[arg(long, global = true, value_name = "FILE")]
+    json: Option<PathBuf>,
+
+    /// Write one CSV row per cell
+    #[arg(long, global = true, value_name = "FILE")]
+    csv: Option<PathBuf>,
+
+    /// Use the seeds' sizes: loop with L = 5000000 pairs per thread, threads 1..8 and
+    /// a 60 s cap; uncontended with 5000000 pairs (explicit options still win)
+    #[arg(long, global = true)]
+    seed_scale: bool,
+}
+
+impl GlobalArgs {
+    fn common(&self) -> Common {
+        let mut locks: Vec<LockName> = Vec::new();
+        for lock in &self.locks {
+            if !locks.contains(lock) {
+                locks.push(*lock);
+            }
+        }
+        Common {
+            locks: (!locks.is_empty()).then_some(locks),
+            runs: self.runs,
+            seed_scale: self.seed_scale,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// One thread, no contention: ns per lock + increment + unlock
+    ///
+    /// One thread takes and releases the lock in a loop, incrementing a counter
+    /// inside. Measures the bare cost of an uncontended acquisition and release
+    /// (atomic RMWs, fences, function calls), in ns per pair, with the ratio to
+    /// std::sync::Mutex. Verified: the counter must equal the iterations.
+    Uncontended(uncontended::Args),
+
+    /// Seed 000's loop: N threads × L lock/unlock pairs on one lock, wall ms
+    ///
+    /// N threads start together from a gate and each does L lock/unlock pairs on one
+    /// shared lock; the wall time runs from opening the gate to the last thread
+    /// finishing. The critical section increments a plain (non-atomic) counter and
+    /// records its owner, so every run counts handoffs (the lock passing to another
+    /// thread) and reports ns per handoff and its ratio to the c2c one-way latency
+    /// probed before and after the cell. Cells whose placement (near/far) changed
+    /// during the cell are marked *, cells where steal or other processes took over
+    /// 5% of the CPU time are marked !. A run that exceeds --cap-secs is stopped and
+    /// reported as "DNF x%". Verified: the counter must equal the sum of the
+    /// iterations the threads completed. Tables: the seed-000 comparison (before =
+    /// qspinlock-cmpxchg, after = qspinlock), all locks, and per-cell detail.
+    Loop(loop_::Args),
+
+    /// Seed 002: per-thread locks packed in one cache line vs padded, ops/s
+    ///
+    /// K threads each increment their OWN counter under their OWN lock, so no lock
+    /// is contended; only the cache line is. "packed": the K lock_api::Mutex<L, u64>
+    /// sit side by side in one cache line; "padded": lock_api::Mutex<klocks::Padded<L>,
+    /// u64>, each lock alone on its line. Reports total ops/s for both layouts and
+    /// the gain from padding. Runs the lock_api raw locks (klocks, spin,
+    /// parking_lot); std and pthread cannot be wrapped by Padded and are skipped.
+    /// Verified: every counter must equal its own thread's operation count.
+    FalseSharing(false_sharing::Args),
+
+    /// Core-to-core latency: one cache line bounced between two pinned threads
+    ///
+    /// Two threads pinned to the first two CPUs this process may use pass a counter
+    /// back and forth on one cache line, each waiting for its parity and answering
+    /// with the next value. One-way latency = elapsed / (2 × round trips). On a VM the
+    /// result depends on where the host placed the two vCPUs ("near" ≤ 80 ns, "far"
+    /// above). Skipped on a single CPU. Verified: the line must end at 2 × round trips.
+    C2c(c2c::Args),
+
+    /// The default suite: c2c, uncontended, loop, false-sharing (about a minute)
+    ///
+    /// What lockbench runs without a subcommand: every scenario with its defaults
+    /// (scaled by --seed-scale, restricted by --locks, repeated --runs times).
+    Suite,
+}
+
+/// One scenario, configured.
+enum Step {
+    C2c(c2c::Config),
+    Uncontended(uncontended::Config),
+    Loop(loop_::Config),
+    FalseSharing(false_sharing::Config),
+}
+
+impl Step {
+    fn cells(&self) -> u64 {
+        match self {
+            Step::C2c(config) => config.cells(),
+            Step::Uncontended(config) => config.cells(),
+            Step::Loop(config) => config.cells(),
+            Step::FalseSharing(config) => config.cells(),
+        }
+    }
+
+    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
+        match self {
+            Step::C2c(config) => c2c::run(config, progress),
+            Step::Uncontended(config) => uncontended::run(config, progress),
+            Step::Loop(config) => loop_::run(config, progress),
+            Step::FalseSharing(config) => false_sharing::run(config, progress),
+        }
+    }
+
+    fn tables(&self, cells: &[Cell]) -> Vec<Table> {
+        match self {
+            Step::C2c(_) => c2c::tables(cells),
+            Step::Uncontended(_) => uncontended::tables(cells),
+            Step::Loop(config) => loop_::tables(config, cells),
+            Step::FalseSharing(config) => false_sharing::tables(config, cells),
+        }
+    }
+}
+
+fn plan(command: Option<Command>, common: &Common) -> Vec<Step> {
+    match command {
+        None | Some(Command::Suite) => vec![
+            Step::C2c(c2c::Config::new(&Default::default(), common)),
+            Step::Uncontended(uncontended::Config::new(&Default::default(), common)),
+            Step::Loop(loop_::Config::new(&Default::default(), common)),
+            Step::FalseSharing(false_sharing::Config::new(&Default::default(), common)),
+        ],
+        Some(Command::Uncontended(args)) => {
+            vec![Step::Uncontended(uncontended::Config::new(&args, common))]
+        }
+        Some(Command::Loop(args)) => vec![Step::Loop(loop_::Config::new(&args, common))],
+        Some(Command::FalseSharing(args)) => {
+            vec![Step::FalseSharing(false_sharing::Config::new(
+                &args, common,
+            ))]
+        }
+        Some(Command::C2c(args)) => vec![Step::C2c(c2c::Config::new(&args, common))],
+    }
+}
+
+/// Runs every step, printing its tables as soon as it is done.
+fn measure(steps: &[Step]) -> Result<Vec<Cell>, Error> {
+    let progress = Progress::new(steps.iter().map(Step::cells).sum());
+    let mut cells = Vec::new();
+    for step in steps {
+        let measured = step.run(&progress)?;
+        let text: String = step
+            .tables(&measured)
+            .iter()
+            .map(|table| format!("{table}\n"))
+            .collect();
+        progress.print(&text);
+        cells.extend(measured);
+    }
+    Ok(cells)
+}
+
+fn write_outputs(global: &GlobalArgs, machine: &Machine, cells: &[Cell]) -> Result<(), Error> {
+    let failed = |path: &Path, err| Error::Io(format!("writing {}", path.display()), err);
+    if let Some(path) = &global.json {
+        report::write_json(path, machine, cells).map_err(|err| failed(path, err))?;
+    }
+    if let Some(path) = &global.csv {
+        report::write_csv(path, cells).map_err(|err| failed(path, err))?;
+    }
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<(), Error> {
+    let steps = plan(cli.command, &cli.global.common());
+    let started = Instant::now();
+    let machine = Machine::probe();
+    println!("{}\n", machine.header());
+    let cells = measure(&steps)?;
+    println!(
+        "{} cells in {:.1} s",
+        cells.len(),
+        started.elapsed().as_secs_f64()
+    );
+    write_outputs(&cli.global, &machine, &cells)
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("lockbench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,383 @@
+//! Results and their outputs: aligned text tables, `--json`, `--csv`, the progress bar.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::machine::Machine;
+use crate::scenario::watch::Conditions;
+
+/// Median and range of a cell's runs.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Summary {
+    /// Median (mean of the middle two for an even count).
+    pub median: f64,
+    /// Smallest run.
+    pub min: f64,
+    /// Largest run.
+    pub max: f64,
+}
+
+impl Summary {
+    /// The summary of `values`; `None` when there are none.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Self> {
+        let mut sorted: Vec<f64> = values.into_iter().collect();
+        sorted.sort_by(f64::total_cmp);
+        let (&min, &max) = (sorted.first()?, sorted.last()?);
+        let mid = sorted.len() / 2;
+        let median = if sorted.len() % 2 == 1 {
+            sorted[mid]
+        } else {
+            (sorted[mid - 1] + sorted[mid]) / 2.0
+        };
+        Some(Self { median, min, max })
+    }
+
+    /// `median [min–max]`, each through `format`.
+    pub fn show(&self, format: fn(f64) -> String) -> String {
+        if self.min == self.max {
+            return format(self.median);
+        }
+        format!(
+            "{} [{}–{}]",
+            format(self.median),
+            format(self.min),
+            format(self.max)
+        )
+    }
+}
+
+/// One repetition of a cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    /// The measurement, in the cell's unit.
+    pub value: f64,
+    /// Wall time of the run.
+    pub wall_ns: u64,
+    /// Operations done: lock/unlock pairs, or round trips for c2c.
+    pub operations: u64,
+    /// Operations a finished run does (capped scenarios only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<u64>,
+    /// Times the lock passed from one thread to another (loop only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoffs: Option<u64>,
+    /// Whether the run did all its work before its cap.
+    pub finished: bool,
+}
+
+/// A cell that hit its time cap.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Unfinished {
+    /// Fraction of the target operations done, 0 to 1.
+    pub progress: f64,
+    /// Wall time when the run stopped.
+    pub after_secs: f64,
+}
+
+impl Unfinished {
+    /// `DNF 3.2%`, for matrix tables.
+    pub fn short(&self) -> String {
+        format!("DNF {}", percent(self.progress))
+    }
+
+    /// `not finished (3.2% done after 1.0 s)`.
+    pub fn long(&self) -> String {
+        format!(
+            "not finished ({} done after {:.1} s)",
+            percent(self.progress),
+            self.after_secs
+        )
+    }
+}
+
+/// What a lock handoff cost in a loop cell.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct HandoffCost {
+    /// Handoffs in the median run.
+    pub handoffs: u64,
+    /// Wall ns per handoff, median over runs.
+    pub ns_per_handoff: f64,
+    /// `ns_per_handoff` over the c2c one-way latency probed around the cell.
+    pub per_c2c: Option<f64>,
+    /// The run finished with so few handoffs that its threads took turns instead of
+    /// contending (the scheduler ran them one after another).
+    pub serialized: bool,
+}
+
+/// One measured configuration, with every repetition.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// `uncontended`, `loop`, `false-sharing` or `c2c`.
+    pub scenario: &'static str,
+    /// Lock name (`-` for c2c).
+    pub lock: &'static str,
+    /// Threads (K for false-sharing).
+    pub threads: usize,
+    /// `packed` or `padded` (false-sharing only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<&'static str>,
+    /// Unit of `summary` and of every run's `value`.
+    pub unit: &'static str,
+    /// Over all runs; `None` when the cell did not finish.
+    pub summary: Option<Summary>,
+    /// Set when a run hit its cap (then it is the last run).
+    pub unfinished: Option<Unfinished>,
+    /// Loop cells only.
+    pub handoff: Option<HandoffCost>,
+    /// Contended loop cells only: c2c placement and other load around the cell.
+    pub conditions: Option<Conditions>,
+    /// Every repetition.
+    pub runs: Vec<Run>,
+}
+
+impl Cell {
+    /// Marks for tables: `~` (threads ran one after another), then the conditions'
+    /// `*` (placement changed) and `!` (noisy).
+    pub fn marks(&self) -> String {
+        let serial = self.handoff.is_some_and(|h| h.serialized);
+        let conditions = self.conditions.as_ref().map_or("", Conditions::marks);
+        format!("{}{conditions}", if serial { "~" } else { "" })
+    }
+
+    /// The cell's median with its marks, or `DNF x%`.
+    pub fn short(&self, format: fn(f64) -> String) -> String {
+        let value = match (&self.summary, &self.unfinished) {
+            (_, Some(unfinished)) => unfinished.short(),
+            (Some(summary), None) => format(summary.median),
+            (None, None) => "-".to_owned(),
+        };
+        format!("{value}{}", self.marks())
+    }
+
+    /// The cell's `median [min–max]` with its marks, or the long not-finished text.
+    pub fn long(&self, format: fn(f64) -> String) -> String {
+        let value = match (&self.summary, &self.unfinished) {
+            (_, Some(unfinished)) => unfinished.long(),
+            (Some(summary), None) => summary.show(format),
+            (None, None) => "-".to_owned(),
+        };
+        format!("{value}{}", self.marks())
+    }
+}
+
+/// A plain-text table: first column left-aligned, the others right-aligned.
+#[derive(Debug)]
+pub struct Table {
+    title: String,
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+    notes: Vec<String>,
+}
+
+impl Table {
+    /// An empty table.
+    pub fn new(title: impl Into<String>, headers: &[&str]) -> Self {
+        Self {
+            title: title.into(),
+            headers: headers.iter().map(|h| (*h).to_owned()).collect(),
+            rows: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Appends a row (one entry per header).
+    pub fn row(&mut self, row: Vec<String>) {
+        debug_assert_eq!(row.len(), self.headers.len());
+        self.rows.push(row);
+    }
+
+    /// Appends a line under the table, once.
+    pub fn note(&mut self, note: impl Into<String>) {
+        let note = note.into();
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
+        }
+    }
+
+    fn widths(&self) -> Vec<usize> {
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        widths
+    }
+}
+
+fn write_row(f: &mut fmt::Formatter<'_>, row: &[String], widths: &[usize]) -> fmt::Result {
+    for (i, (cell, &width)) in row.iter().zip(widths).enumerate() {
+        let pad = " ".repeat(width - cell.chars().count());
+        match i {
+            0 => write!(f, "{cell}{pad}")?,
+            _ => write!(f, "  {pad}{cell}")?,
+        }
+    }
+    writeln!(f)
+}
+
+impl fmt::Display for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let widths = self.widths();
+        writeln!(f, "{}", self.title)?;
+        write_row(f, &self.headers, &widths)?;
+        let rule: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+        writeln!(f, "{}", "-".repeat(rule))?;
+        for row in &self.rows {
+            write_row(f, row, &widths)?;
+        }
+        for note in &self.notes {
+            writeln!(f, "{note}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Three significant digits (at least), no exponent: `0.412`, `41.2`, `4120`.
+pub fn num(x: f64) -> String {
+    let decimals = match x.abs() {
+        a if a >= 100.0 => 0,
+        a if a >= 10.0 => 1,
+        a if a >= 1.0 => 2,
+        _ => 3,
+    };
+    format!("{x:.decimals$}")
+}
+
+/// A rate with an SI suffix: `41.2M`.
+pub fn si(x: f64) -> String {
+    match x.abs() {
+        a if a >= 1e9 => format!("{}G", num(x / 1e9)),
+        a if a >= 1e6 => format!("{}M", num(x / 1e6)),
+        a if a >= 1e3 => format!("{}k", num(x / 1e3)),
+        _ => num(x),
+    }
+}
+
+/// A fraction as a percentage, with more digits when it is small: `0.013%`, `3.2%`, `41%`.
+pub fn percent(fraction: f64) -> String {
+    let pct = fraction * 100.0;
+    match pct {
+        p if p >= 10.0 => format!("{p:.0}%"),
+        p if p >= 1.0 => format!("{p:.1}%"),
+        p if p >= 0.01 => format!("{p:.2}%"),
+        p => format!("{p:.4}%"),
+    }
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    machine: &'a Machine,
+    command: Vec<String>,
+    cells: &'a [Cell],
+}
+
+/// Writes every cell with all its runs, plus the machine and the command line.
+pub fn write_json(path: &Path, machine: &Machine, cells: &[Cell]) -> io::Result<()> {
+    let report = JsonReport {
+        machine,
+        command: std::env::args().collect(),
+        cells,
+    };
+    let mut out = BufWriter::new(File::create(path)?);
+    serde_json::to_writer_pretty(&mut out, &report)?;
+    writeln!(out)?;
+    out.flush()
+}
+
+const CSV_HEADER: &str = "scenario,lock,threads,layout,unit,median,min,max,runs,finished,\
+progress_pct,ns_per_handoff,handoff_per_c2c,c2c_before_ns,c2c_after_ns,placement_changed,\
+steal_ms,others_ms,noisy";
+
+fn opt(value: Option<f64>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn csv_row(cell: &Cell) -> String {
+    let summary = cell.summary.as_ref();
+    let conditions = cell.conditions.as_ref();
+    let fields = [
+        cell.scenario.to_owned(),
+        cell.lock.to_owned(),
+        cell.threads.to_string(),
+        cell.layout.unwrap_or_default().to_owned(),
+        cell.unit.to_owned(),
+        opt(summary.map(|s| s.median)),
+        opt(summary.map(|s| s.min)),
+        opt(summary.map(|s| s.max)),
+        cell.runs.len().to_string(),
+        cell.unfinished.is_none().to_string(),
+        opt(cell.unfinished.map(|u| u.progress * 100.0)),
+        opt(cell.handoff.map(|h| h.ns_per_handoff)),
+        opt(cell.handoff.and_then(|h| h.per_c2c)),
+        opt(conditions.and_then(|c| c.c2c_before_ns)),
+        opt(conditions.and_then(|c| c.c2c_after_ns)),
+        conditions
+            .map(|c| c.placement_changed.to_string())
+            .unwrap_or_default(),
+        opt(conditions.map(|c| c.steal_ms)),
+        opt(conditions.map(|c| c.others_ms)),
+        conditions.map(|c| c.noisy.to_string()).unwrap_or_default(),
+    ];
+    fields.map(|f| csv_field(&f)).join(",")
+}
+
+/// Quotes a field that needs it (RFC 4180).
+fn csv_field(field: &str) -> String {
+    if field.contains([',', '"', '\n']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_owned()
+    }
+}
+
+/// Writes one row per cell.
+pub fn write_csv(path: &Path, cells: &[Cell]) -> io::Result<()> {
+    let mut out = BufWriter::new(File::create(path)?);
+    writeln!(out, "{CSV_HEADER}")?;
+    for cell in cells {
+        writeln!(out, "{}", csv_row(cell))?;
+    }
+    out.flush()
+}
+
+/// A progress bar on stderr over all cells of a command; invisible when stderr is
+/// not a terminal. It only redraws between cells, never while one is measured.
+pub struct Progress(ProgressBar);
+
+impl Progress {
+    /// A bar over `cells` cells.
+    pub fn new(cells: u64) -> Self {
+        let bar = ProgressBar::new(cells);
+        let style = ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        Self(bar)
+    }
+
+    /// Names the cell now being measured.
+    pub fn start(&self, label: impl Into<String>) {
+        self.0.set_message(label.into());
+    }
+
+    /// Counts a cell as done.
+    pub fn done(&self) {
+        self.0.inc(1);
+    }
+
+    /// Prints to stdout without tearing the bar.
+    pub fn print(&self, text: &str) {
+        self.0.suspend(|| print!("{text}"));
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}

@@ -1,0 +1,276 @@
+//! Seed 002: K threads, each taking only its OWN lock, so no lock is ever contended.
+//! "packed" puts the K `lock_api::Mutex<L, u64>` side by side in one array (one cache
+//! line): each acquisition steals the line from the threads working on the others,
+//! which is false sharing. "padded" uses `lock_api::Mutex<klocks::Padded<L>, u64>`:
+//! every lock alone on its line, its counter on the next.
+
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+use klocks::Padded;
+use lock_api::{Mutex, RawMutex};
+
+use super::{race, verify_count, Common, Error};
+use crate::locks::{BenchLock, LockName, RawLockVisitor};
+use crate::report::{si, Cell, Progress, Run, Summary, Table};
+
+/// Most threads (locks) the packed array holds: 8 slots of 16 bytes fill the 128
+/// bytes of one `CachePadded` block (a pair of 64-byte lines on x86-64).
+pub const MAX_THREADS: usize = 8;
+
+/// `lockbench false-sharing` options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Args {
+    /// Thread counts K (each thread has its own lock), comma-separated, at most 8
+    /// [default: 2]
+    #[arg(long, value_delimiter = ',', value_name = "K,...",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+              .range(1..=MAX_THREADS as u64))]
+    pub threads: Vec<usize>,
+
+    /// How long each run hammers, in milliseconds [default: 300]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub duration_ms: Option<u64>,
+}
+
+/// Packed or padded.
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    Packed,
+    Padded,
+}
+
+impl Layout {
+    fn name(self) -> &'static str {
+        match self {
+            Layout::Packed => "packed",
+            Layout::Padded => "padded",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    locks: Vec<LockName>,
+    skipped: Vec<LockName>,
+    threads: Vec<usize>,
+    duration: Duration,
+    runs: u32,
+}
+
+/// Answers whether a lock is a `lock_api` raw lock.
+struct IsRaw;
+
+impl RawLockVisitor for IsRaw {
+    type Output = ();
+    fn visit<L: BenchLock + RawMutex>(self) {}
+}
+
+impl Config {
+    /// From the command line; locks that `Padded` cannot wrap are skipped.
+    pub fn new(args: &Args, common: &Common) -> Self {
+        let (locks, skipped) = common
+            .locks()
+            .into_iter()
+            .partition(|lock| lock.visit_raw(IsRaw).is_some());
+        Self {
+            locks,
+            skipped,
+            threads: match args.threads.is_empty() {
+                true => vec![2],
+                false => args.threads.clone(),
+            },
+            duration: Duration::from_millis(args.duration_ms.unwrap_or(300)),
+            runs: common.runs,
+        }
+    }
+
+    /// Cells this config measures.
+    pub fn cells(&self) -> u64 {
+        (self.locks.len() * self.threads.len() * 2) as u64
+    }
+}
+
+/// Measures both layouts for every lock and K.
+pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
+    let mut cells = Vec::new();
+    for &threads in &config.threads {
+        for lock in &config.locks {
+            for layout in [Layout::Packed, Layout::Padded] {
+                progress.start(format!(
+                    "false-sharing {} {} K={threads}",
+                    lock.name(),
+                    layout.name()
+                ));
+                let measure = Measure {
+                    config,
+                    threads,
+                    layout,
+                };
+                if let Some(cell) = lock.visit_raw(measure) {
+                    cells.push(cell?);
+                }
+                progress.done();
+            }
+        }
+    }
+    Ok(cells)
+}
+
+/// Measures one cell.
+struct Measure<'a> {
+    config: &'a Config,
+    threads: usize,
+    layout: Layout,
+}
+
+impl RawLockVisitor for Measure<'_> {
+    type Output = Result<Cell, Error>;
+
+    fn visit<L: BenchLock + RawMutex>(self) -> Result<Cell, Error> {
+        let (threads, duration) = (self.threads, self.config.duration);
+        let runs = (1..=self.config.runs)
+            .map(|index| {
+                let context = format!(
+                    "false-sharing: {}, {}, K={threads}, run {index}",
+                    L::NAME,
+                    self.layout.name()
+                );
+                match self.layout {
+                    Layout::Packed => packed::<L>(threads, duration, &context),
+                    Layout::Padded => padded::<L>(threads, duration, &context),
+                }
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(Cell {
+            scenario: "false-sharing",
+            lock: L::NAME,
+            threads,
+            layout: Some(self.layout.name()),
+            unit: "ops/s",
+            summary: Summary::of(runs.iter().map(|r| r.value)),
+            unfinished: None,
+            handoff: None,
+            conditions: None,
+            runs,
+        })
+    }
+}
+
+/// The first `threads` of `MAX_THREADS` mutexes packed into one 128-byte block.
+fn packed<L: RawMutex + Sync>(
+    threads: usize,
+    duration: Duration,
+    context: &str,
+) -> Result<Run, Error> {
+    let slots: CachePadded<[Mutex<L, u64>; MAX_THREADS]> =
+        CachePadded::new(std::array::from_fn(|_| Mutex::new(0)));
+    hammer(&slots[..threads], duration, context)
+}
+
+/// `threads` mutexes, each lock on its own line.
+fn padded<L: RawMutex + Sync>(
+    threads: usize,
+    duration: Duration,
+    context: &str,
+) -> Result<Run, Error> {
+    let slots: Vec<Mutex<Padded<L>, u64>> = (0..threads).map(|_| Mutex::new(0)).collect();
+    hammer(&slots, duration, context)
+}
+
+/// Thread i increments `slots[i]` under its lock for `duration`; each counter must
+/// equal its own thread's operation count.
+fn hammer<R: RawMutex + Sync>(
+    slots: &[Mutex<R, u64>],
+    duration: Duration,
+    context: &str,
+) -> Result<Run, Error> {
+    let race = race(slots.len(), duration, |me, stop| {
+        let slot = &slots[me];
+        let mut ops = 0_u64;
+        while !stop.requested() {
+            *slot.lock() += 1;
+            ops += 1;
+        }
+        ops
+    });
+    for (me, (slot, &ops)) in slots.iter().zip(&race.results).enumerate() {
+        verify_count(|| format!("{context}, thread {me}"), *slot.lock(), ops)?;
+    }
+    let total: u64 = race.results.iter().sum();
+    Ok(Run {
+        value: total as f64 / race.wall.as_secs_f64(),
+        wall_ns: u64::try_from(race.wall.as_nanos()).unwrap_or(u64::MAX),
+        operations: total,
+        target: None,
+        handoffs: None,
+        finished: true,
+    })
+}
+
+/// Bytes one packed slot takes.
+struct SlotSize;
+
+impl RawLockVisitor for SlotSize {
+    type Output = usize;
+    fn visit<L: BenchLock + RawMutex>(self) -> usize {
+        std::mem::size_of::<Mutex<L, u64>>()
+    }
+}
+
+/// lock | K | packed | padded | gain.
+pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
+    let mut table = Table::new(
+        format!(
+            "false-sharing, seed 002: K threads, each incrementing its own counter under \
+             its own lock for {} ms, ops/s (median [min–max] of {} runs)",
+            config.duration.as_millis(),
+            config.runs
+        ),
+        &[
+            "lock",
+            "K",
+            "packed B",
+            "packed ops/s",
+            "padded ops/s",
+            "gain",
+        ],
+    );
+    for &threads in &config.threads {
+        for lock in &config.locks {
+            let find = |layout: Layout| {
+                cells.iter().find(|cell| {
+                    cell.lock == lock.name()
+                        && cell.threads == threads
+                        && cell.layout == Some(layout.name())
+                })
+            };
+            let (Some(packed), Some(padded)) = (find(Layout::Packed), find(Layout::Padded)) else {
+                continue;
+            };
+            let gain = packed.summary.zip(padded.summary).map_or_else(
+                || "-".to_owned(),
+                |(p, q)| format!("{:.2}×", q.median / p.median),
+            );
+            let bytes = lock.visit_raw(SlotSize).map_or(0, |size| size * threads);
+            table.row(vec![
+                lock.name().to_owned(),
+                threads.to_string(),
+                bytes.to_string(),
+                packed.long(si),
+                padded.long(si),
+                gain,
+            ]);
+        }
+    }
+    table.note("packed B: bytes the K packed mutexes span (lock + u64 counter each); gain = padded / packed");
+    if !config.skipped.is_empty() {
+        let names: Vec<&str> = config.skipped.iter().map(|lock| lock.name()).collect();
+        table.note(format!(
+            "skipped (not lock_api raw locks, so klocks::Padded cannot wrap them): {}",
+            names.join(", ")
+        ));
+    }
+    vec![table]
+}

@@ -1,0 +1,375 @@
+//! Seed 000's "5M loop": N threads each do L lock/unlock pairs on one lock, and the
+//! wall time from opening the start gate to the last thread finishing is the result.
+//!
+//! The critical section increments a plain counter that only the lock protects and
+//! records the owner, so the run counts handoffs (acquisitions from another thread)
+//! and verifies the counter against the completed iterations. A run that exceeds the
+//! cap is stopped (FIFO spinlocks collapse when threads outnumber CPUs), verified all
+//! the same, and reported as not finished.
+
+use std::time::Duration;
+
+use super::watch::{Conditions, Watch, NOISY_NOTE, PLACEMENT_NOTE};
+use super::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
+use crate::locks::{BenchLock, LockName, LockVisitor};
+use crate::report::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
+
+/// `lockbench loop` options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Args {
+    /// Thread counts, comma-separated [default: 1,2,3,4,8; 1,2,...,8 with --seed-scale]
+    #[arg(long, value_delimiter = ',', value_name = "N,...",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    pub threads: Vec<usize>,
+
+    /// Lock/unlock pairs per thread [default: 200000; 5000000 with --seed-scale]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000_000))]
+    pub iterations: Option<u64>,
+
+    /// Time cap per run, in seconds: a run still going is stopped, verified and
+    /// reported as not finished, and its cell is not repeated [default: 1; 60 with
+    /// --seed-scale]
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub cap_secs: Option<Duration>,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    locks: Vec<LockName>,
+    threads: Vec<usize>,
+    iterations: u64,
+    cap: Duration,
+    runs: u32,
+}
+
+impl Config {
+    /// From the command line.
+    pub fn new(args: &Args, common: &Common) -> Self {
+        let seed = common.seed_scale;
+        let threads = match (args.threads.is_empty(), seed) {
+            (false, _) => args.threads.clone(),
+            (true, false) => vec![1, 2, 3, 4, 8],
+            (true, true) => (1..=8).collect(),
+        };
+        Self {
+            locks: common.locks(),
+            threads,
+            iterations: args
+                .iterations
+                .unwrap_or(if seed { 5_000_000 } else { 200_000 }),
+            cap: args
+                .cap_secs
+                .unwrap_or(Duration::from_secs(if seed { 60 } else { 1 })),
+            runs: common.runs,
+        }
+    }
+
+    /// Cells this config measures.
+    pub fn cells(&self) -> u64 {
+        (self.locks.len() * self.threads.len()) as u64
+    }
+}
+
+/// Measures every (threads, lock) cell, thread counts outermost so that the locks
+/// compared in one row run close together in time.
+pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
+    let mut cells = Vec::with_capacity(config.locks.len() * config.threads.len());
+    for &threads in &config.threads {
+        for lock in &config.locks {
+            progress.start(format!("loop {} × {threads} threads", lock.name()));
+            cells.push(lock.visit(Measure { config, threads })?);
+            progress.done();
+        }
+    }
+    Ok(cells)
+}
+
+/// Measures one cell.
+struct Measure<'a> {
+    config: &'a Config,
+    threads: usize,
+}
+
+impl LockVisitor for Measure<'_> {
+    type Output = Result<Cell, Error>;
+
+    fn visit<L: BenchLock>(self) -> Result<Cell, Error> {
+        let watch = (self.threads > 1).then(Watch::start).transpose()?;
+        let runs = self.runs::<L>()?;
+        let conditions = watch.map(Watch::finish).transpose()?;
+        Ok(cell(L::NAME, self.threads, runs, conditions))
+    }
+}
+
+impl Measure<'_> {
+    /// Up to `--runs` runs; a run that hits the cap ends the cell, since every
+    /// repetition would cost the whole cap again.
+    fn runs<L: BenchLock>(&self) -> Result<Vec<Run>, Error> {
+        let mut runs = Vec::new();
+        for index in 1..=self.config.runs {
+            let run = self.run::<L>(index)?;
+            let finished = run.finished;
+            runs.push(run);
+            if !finished {
+                break;
+            }
+        }
+        Ok(runs)
+    }
+
+    /// One run: race the threads, then verify the counter before reporting anything.
+    fn run<L: BenchLock>(&self, index: u32) -> Result<Run, Error> {
+        let (threads, iterations) = (self.threads, self.config.iterations);
+        let guarded = Guarded::<L>::unlocked();
+        let race = race(threads, self.config.cap, |me, stop| {
+            iterate(&guarded, me, iterations, stop)
+        });
+        let completed = race.results.iter().map(|t| t.completed).sum();
+        let context = || format!("loop: {}, {threads} threads, run {index}", L::NAME);
+        verify_count(context, guarded.into_count(), completed)?;
+        let target = iterations * threads as u64;
+        Ok(Run {
+            value: race.wall.as_secs_f64() * 1e3,
+            wall_ns: u64::try_from(race.wall.as_nanos()).unwrap_or(u64::MAX),
+            operations: completed,
+            target: Some(target),
+            handoffs: Some(race.results.iter().map(|t| t.handoffs).sum()),
+            finished: completed == target,
+        })
+    }
+}
+
+/// One thread's count of its own work.
+struct Tally {
+    completed: u64,
+    handoffs: u64,
+}
+
+/// Thread `me`'s loop: up to `iterations` critical sections, checking `stop` each time.
+fn iterate<L: BenchLock>(guarded: &Guarded<L>, me: usize, iterations: u64, stop: &Stop) -> Tally {
+    let mut tally = Tally {
+        completed: 0,
+        handoffs: 0,
+    };
+    while tally.completed < iterations && !stop.requested() {
+        tally.handoffs += u64::from(guarded.enter(me));
+        tally.completed += 1;
+    }
+    tally
+}
+
+/// Summarises a cell's runs.
+fn cell(
+    lock: &'static str,
+    threads: usize,
+    runs: Vec<Run>,
+    conditions: Option<Conditions>,
+) -> Cell {
+    let unfinished = runs
+        .last()
+        .filter(|run| !run.finished)
+        .map(|run| Unfinished {
+            progress: run.operations as f64 / run.target.unwrap_or(run.operations).max(1) as f64,
+            after_secs: run.value / 1e3,
+        });
+    let reported: Vec<&Run> = runs
+        .iter()
+        .filter(|run| run.finished == unfinished.is_none())
+        .collect();
+    Cell {
+        scenario: "loop",
+        lock,
+        threads,
+        layout: None,
+        unit: "ms",
+        summary: unfinished
+            .is_none()
+            .then(|| Summary::of(reported.iter().map(|run| run.value)))
+            .flatten(),
+        unfinished,
+        handoff: handoff_cost(threads, &reported, conditions.as_ref()),
+        conditions,
+        runs,
+    }
+}
+
+/// A finished contended run whose lock changed hands fewer times than this per
+/// thread did not contend: its threads ran one after another (`threads - 1`
+/// handoffs), or nearly so.
+const CONTENDED_MIN_HANDOFFS_PER_THREAD: u64 = 10;
+
+/// Footnote for `~`.
+const SERIALIZED_NOTE: &str = "~ serialized: the lock changed hands fewer than 10 times per \
+thread, so the threads ran one after another (the scheduler did not run them side by side) \
+and the time is not a contended one";
+
+/// Wall ns per handoff (median over the reported runs) and its ratio to c2c.
+fn handoff_cost(
+    threads: usize,
+    runs: &[&Run],
+    conditions: Option<&Conditions>,
+) -> Option<HandoffCost> {
+    let per_handoff = Summary::of(runs.iter().filter_map(|run| {
+        let handoffs = run.handoffs.filter(|&h| h > 0)?;
+        Some(run.wall_ns as f64 / handoffs as f64)
+    }))?;
+    let handoffs = Summary::of(runs.iter().filter_map(|run| run.handoffs.map(|h| h as f64)))?;
+    let handoffs = handoffs.median as u64;
+    let finished = runs.iter().all(|run| run.finished);
+    Some(HandoffCost {
+        handoffs,
+        ns_per_handoff: per_handoff.median,
+        per_c2c: conditions
+            .and_then(Conditions::c2c_ns)
+            .map(|c2c| per_handoff.median / c2c),
+        serialized: finished && handoffs < threads as u64 * CONTENDED_MIN_HANDOFFS_PER_THREAD,
+    })
+}
+
+/// The seed-000 table, the all-locks matrix and the per-cell detail.
+pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
+    let scale = format!(
+        "N threads × {} lock/unlock pairs each on one lock, wall ms (median of up to {} \
+         runs, cap {} s per run)",
+        config.iterations,
+        config.runs,
+        config.cap.as_secs_f64()
+    );
+    let mut tables: Vec<Table> = [
+        seed_table(config, cells, &scale),
+        Some(matrix(config, cells, &scale)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    tables.push(detail(cells));
+    for table in &mut tables {
+        footnotes(table, cells);
+    }
+    tables
+}
+
+fn find<'a>(cells: &'a [Cell], lock: &str, threads: usize) -> Option<&'a Cell> {
+    cells
+        .iter()
+        .find(|cell| cell.lock == lock && cell.threads == threads)
+}
+
+/// threads | before | after | %change, when both seed-000 locks ran.
+fn seed_table(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
+    let (before, after) = (
+        LockName::QSpinLockCmpxchg.name(),
+        LockName::QSpinLock.name(),
+    );
+    if ![LockName::QSpinLockCmpxchg, LockName::QSpinLock]
+        .iter()
+        .all(|lock| config.locks.contains(lock))
+    {
+        return None;
+    }
+    let mut table = Table::new(
+        format!("loop, seed 000 (before = {before}, after = {after}): {scale}"),
+        &["threads", "before ms", "after ms", "%change"],
+    );
+    for &threads in &config.threads {
+        let (Some(before), Some(after)) =
+            (find(cells, before, threads), find(cells, after, threads))
+        else {
+            continue;
+        };
+        let change = before.summary.zip(after.summary).map_or_else(
+            || "-".to_owned(),
+            |(b, a)| format!("{:+.1}%", (a.median - b.median) / b.median * 100.0),
+        );
+        table.row(vec![
+            threads.to_string(),
+            before.short(num),
+            after.short(num),
+            change,
+        ]);
+    }
+    Some(table)
+}
+
+/// threads | one column per lock.
+fn matrix(config: &Config, cells: &[Cell], scale: &str) -> Table {
+    let names: Vec<&str> = config.locks.iter().map(|lock| lock.name()).collect();
+    let headers: Vec<&str> = std::iter::once("threads")
+        .chain(names.iter().copied())
+        .collect();
+    let mut table = Table::new(format!("loop, all locks: {scale}"), &headers);
+    for &threads in &config.threads {
+        let row = std::iter::once(threads.to_string())
+            .chain(names.iter().map(|&lock| {
+                find(cells, lock, threads).map_or_else(|| "-".to_owned(), |cell| cell.short(num))
+            }))
+            .collect();
+        table.row(row);
+    }
+    table
+}
+
+/// One row per cell: the time with its range, the handoff cost, the conditions.
+fn detail(cells: &[Cell]) -> Table {
+    let mut table = Table::new(
+        "loop, per cell: handoff = the lock passed to another thread; c2c = one-way \
+         latency probed before/after the cell",
+        &[
+            "lock",
+            "threads",
+            "wall ms median [min–max]",
+            "handoffs",
+            "ns/handoff",
+            "÷ c2c",
+            "c2c ns",
+            "placement",
+            "steal+others ms",
+        ],
+    );
+    for cell in cells {
+        let handoff = cell.handoff.as_ref();
+        let conditions = cell.conditions.as_ref();
+        table.row(vec![
+            cell.lock.to_owned(),
+            cell.threads.to_string(),
+            cell.long(num),
+            handoff.map_or_else(|| "0".to_owned(), |h| h.handoffs.to_string()),
+            handoff.map_or_else(|| "-".to_owned(), |h| num(h.ns_per_handoff)),
+            handoff
+                .and_then(|h| h.per_c2c)
+                .map_or_else(|| "-".to_owned(), |ratio| format!("{ratio:.1}×")),
+            conditions
+                .and_then(Conditions::c2c_ns)
+                .map_or_else(|| "-".to_owned(), num),
+            conditions.map_or_else(|| "-".to_owned(), Conditions::placement),
+            conditions.map_or_else(
+                || "-".to_owned(),
+                |c| format!("{}+{}", num(c.steal_ms), num(c.others_ms)),
+            ),
+        ]);
+    }
+    table
+}
+
+fn footnotes(table: &mut Table, cells: &[Cell]) {
+    if cells.iter().any(|cell| cell.unfinished.is_some()) {
+        table.note(
+            "DNF x%: the run hit its cap with x% of its pairs done (counter still verified); \
+             a capped cell is not repeated",
+        );
+    }
+    if cells
+        .iter()
+        .any(|cell| cell.handoff.is_some_and(|h| h.serialized))
+    {
+        table.note(SERIALIZED_NOTE);
+    }
+    let conditions = || cells.iter().filter_map(|cell| cell.conditions.as_ref());
+    if conditions().any(|c| c.placement_changed) {
+        table.note(PLACEMENT_NOTE);
+    }
+    if conditions().any(|c| c.noisy) {
+        table.note(NOISY_NOTE);
+    }
+}

@@ -1,0 +1,279 @@
+//! The experiments, and what they share: the guarded critical section, the
+//! start-gate harness, the options every scenario takes, and the error type.
+
+pub mod c2c;
+pub mod false_sharing;
+pub mod loop_;
+pub mod uncontended;
+pub mod watch;
+
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::sync::atomic::{
+    AtomicBool,
+    Ordering::{Acquire, Relaxed, Release},
+};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Barrier;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+
+use crate::locks::{BenchLock, LockName};
+
+/// The global options, resolved.
+#[derive(Debug, Clone)]
+pub struct Common {
+    /// `--locks`, deduplicated; `None` means each scenario's default set.
+    pub locks: Option<Vec<LockName>>,
+    /// `--runs`: repetitions per cell.
+    pub runs: u32,
+    /// `--seed-scale`: the seeds' own sizes.
+    pub seed_scale: bool,
+}
+
+impl Common {
+    /// The locks to run: `--locks`, or every listed lock.
+    pub fn locks(&self) -> Vec<LockName> {
+        self.locks.clone().unwrap_or_else(LockName::defaults)
+    }
+}
+
+/// Why lockbench stopped.
+#[derive(Debug)]
+pub enum Error {
+    /// A result was wrong: the lock (or the machine) broke mutual exclusion.
+    Verification(String),
+    /// The OS refused something (pinning, writing a report).
+    Io(String, std::io::Error),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Verification(what) => write!(f, "verification failed: {what}"),
+            Error::Io(what, err) => write!(f, "{what}: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Fails unless the guarded counter saw every critical section that was counted.
+pub fn verify_count(
+    context: impl FnOnce() -> String,
+    counted: u64,
+    done: u64,
+) -> Result<(), Error> {
+    if counted == done {
+        return Ok(());
+    }
+    Err(Error::Verification(format!(
+        "{}: the lock-protected counter reads {counted} but {done} critical sections \
+         completed ({} updates lost or invented): the lock did not exclude",
+        context(),
+        done.abs_diff(counted)
+    )))
+}
+
+/// Parses a positive number of seconds (fractions allowed), for clap.
+pub fn parse_secs(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!(
+            "{secs} s is out of range: give more than 0 and at most 86400"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Owner id stored before any thread has taken the lock.
+const NO_OWNER: usize = usize::MAX;
+
+/// The data the critical section touches: a plain counter and the last owner's id.
+struct Data {
+    count: u64,
+    owner: usize,
+}
+
+/// A lock and the data only it protects, as in any `Mutex<T>`; alone on its cache
+/// lines so nothing else (stop flags, other locks) shares them.
+pub struct Guarded<L> {
+    inner: CachePadded<GuardedInner<L>>,
+}
+
+struct GuardedInner<L> {
+    lock: L,
+    data: UnsafeCell<Data>,
+}
+
+// SAFETY: `data` is only touched inside `lock.with` (and, once the threads are gone,
+// through `into_count`'s ownership). That this excludes is the claim every scenario
+// verifies; the negative control `busted` breaks it on purpose and is caught.
+unsafe impl<L: BenchLock> Sync for Guarded<L> {}
+
+impl<L: BenchLock> Guarded<L> {
+    /// An unlocked lock, a zero count, no owner yet.
+    pub fn unlocked() -> Self {
+        Self {
+            inner: CachePadded::new(GuardedInner {
+                lock: L::new(),
+                data: UnsafeCell::new(Data {
+                    count: 0,
+                    owner: NO_OWNER,
+                }),
+            }),
+        }
+    }
+
+    /// One critical section by thread `me`: count it and become the last owner.
+    /// Returns whether the lock came from another thread (a handoff).
+    #[inline]
+    pub fn enter(&self, me: usize) -> bool {
+        let previous = self.inner.lock.with(|| {
+            // SAFETY: inside the lock (see the `Sync` impl); the reference does not
+            // outlive the critical section.
+            let data = unsafe { &mut *self.inner.data.get() };
+            data.count = Self::widened_increment(data.count);
+            std::mem::replace(&mut data.owner, me)
+        });
+        previous != me && previous != NO_OWNER
+    }
+
+    /// `count + 1`, with `L::RACE_WINDOW_PAUSES` between the read and the write.
+    #[inline(always)]
+    fn widened_increment(count: u64) -> u64 {
+        if L::RACE_WINDOW_PAUSES == 0 {
+            return count + 1;
+        }
+        // The read must happen before the pauses, not be folded into the write.
+        let count = std::hint::black_box(count);
+        for _ in 0..L::RACE_WINDOW_PAUSES {
+            std::hint::spin_loop();
+        }
+        count + 1
+    }
+
+    /// The final count.
+    pub fn into_count(self) -> u64 {
+        CachePadded::into_inner(self.inner).data.into_inner().count
+    }
+}
+
+/// Asks workers to stop early; they poll it once per operation.
+pub struct Stop(CachePadded<AtomicBool>);
+
+impl Stop {
+    fn new() -> Self {
+        Self(CachePadded::new(AtomicBool::new(false)))
+    }
+
+    /// Whether to stop now.
+    #[inline]
+    pub fn requested(&self) -> bool {
+        // Relaxed: a hint only, paired with nothing. No data is published through the
+        // flag; results are read after the threads are joined, which synchronises.
+        self.0.load(Relaxed)
+    }
+
+    fn request(&self) {
+        // Relaxed: see `requested`.
+        self.0.store(true, Relaxed);
+    }
+}
+
+/// The start gate. Workers wait at it spinning, so that the ones on a CPU all see
+/// it open within a cache-line transfer (a blocking gate wakes them one by one, tens
+/// of microseconds apart, enough for a short run to finish before the next thread
+/// starts). They yield while they spin so that, with more threads than CPUs, the
+/// thread that opens the gate and the other waiters still get to run.
+struct Gate(CachePadded<AtomicBool>);
+
+impl Gate {
+    fn new() -> Self {
+        Self(CachePadded::new(AtomicBool::new(false)))
+    }
+
+    fn wait(&self) {
+        // Acquire: pairs with the Release in `open`, so the worker's run happens after
+        // everything the opener did first, reading the start time included.
+        while !self.0.load(Acquire) {
+            thread::yield_now();
+        }
+    }
+
+    fn open(&self) {
+        // Release: pairs with the Acquire in `wait`; the clock was read before this.
+        self.0.store(true, Release);
+    }
+}
+
+/// What a [`race`] returns.
+pub struct Race<T> {
+    /// Each worker's result, by worker id.
+    pub results: Vec<T>,
+    /// From opening the gate to the last worker returning.
+    pub wall: Duration,
+}
+
+/// Runs `threads` workers `work(id, stop)` from one start gate. The clock starts just
+/// before the gate opens and stops when the last worker returns. If they are not all
+/// done after `limit`, `stop` is requested and they are awaited.
+pub fn race<T: Send>(
+    threads: usize,
+    limit: Duration,
+    work: impl Fn(usize, &Stop) -> T + Sync,
+) -> Race<T> {
+    let (ready, gate, stop) = (Barrier::new(threads + 1), Gate::new(), Stop::new());
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|id| {
+                let (done, ready, gate, stop, work) =
+                    (done_tx.clone(), &ready, &gate, &stop, &work);
+                scope.spawn(move || {
+                    ready.wait();
+                    gate.wait();
+                    let result = work(id, stop);
+                    let finished = Instant::now();
+                    // The receiver outlives the workers; a send cannot fail.
+                    let _ = done.send(());
+                    (result, finished)
+                })
+            })
+            .collect();
+        drop(done_tx);
+        ready.wait();
+        let start = Instant::now();
+        gate.open();
+        await_workers(&done_rx, threads, start + limit, &stop);
+        let (results, finishes): (Vec<T>, Vec<Instant>) = workers.into_iter().map(join).unzip();
+        let last = finishes.into_iter().max().unwrap_or(start);
+        Race {
+            results,
+            wall: last.saturating_duration_since(start),
+        }
+    })
+}
+
+/// Joins a scoped thread, passing its panic on.
+pub fn join<T>(thread: thread::ScopedJoinHandle<'_, T>) -> T {
+    thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Blocks until `threads` workers reported done, requesting a stop at `deadline`.
+fn await_workers(done: &mpsc::Receiver<()>, threads: usize, deadline: Instant, stop: &Stop) {
+    for _ in 0..threads {
+        match done.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(()) => {}
+            Err(RecvTimeoutError::Timeout) => return stop.request(),
+            // Every worker is gone (one panicked); joining reports it.
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The conditions around a contended cell: where the host had placed our vCPUs (a
+//! c2c probe before and after the cell) and how much CPU time went to others.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{c2c, Error};
+use crate::machine::{self, CpuTimes};
+
+/// Largest one-way c2c latency that counts as "near". This host shows two clusters,
+/// 32–42 ns (both vCPUs on one core complex) and about 170 ns (far apart); 80 ns
+/// sits between them with room on both sides.
+pub const NEAR_MAX_NS: f64 = 80.0;
+
+/// Share of the cell's CPU capacity (span × online CPUs) that steal plus other
+/// processes may take before the cell is flagged noisy.
+const NOISY_SHARE: f64 = 0.05;
+
+/// /proc/stat counts whole ticks and rusage does not, so a few ticks of apparent
+/// foreign load are sampling error: below this many, a cell is never noisy.
+const NOISE_FLOOR_TICKS: u32 = 3;
+
+/// Footnote for `*`.
+pub const PLACEMENT_NOTE: &str =
+    "* the c2c placement (near/far) changed between the probes before and after the cell";
+/// Footnote for `!`.
+pub const NOISY_NOTE: &str =
+    "! noisy: steal plus other processes took over 5% of the CPU time during the cell";
+
+/// Where the host had placed the two probe vCPUs relative to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// One-way latency up to [`NEAR_MAX_NS`].
+    Near,
+    /// Anything slower.
+    Far,
+}
+
+impl Placement {
+    /// Classifies a one-way latency.
+    pub fn of(one_way_ns: f64) -> Self {
+        if one_way_ns <= NEAR_MAX_NS {
+            Placement::Near
+        } else {
+            Placement::Far
+        }
+    }
+
+    /// `near` or `far`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Near => "near",
+            Placement::Far => "far",
+        }
+    }
+}
+
+/// What surrounded a cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct Conditions {
+    /// One-way c2c latency probed just before the cell (none on one CPU).
+    pub c2c_before_ns: Option<f64>,
+    /// ... and just after.
+    pub c2c_after_ns: Option<f64>,
+    /// Placement before.
+    pub placement_before: Option<Placement>,
+    /// Placement after.
+    pub placement_after: Option<Placement>,
+    /// The two placements differ: the host moved a vCPU during the cell.
+    pub placement_changed: bool,
+    /// Wall time between the two /proc/stat reads.
+    pub span_ms: f64,
+    /// CPU time the hypervisor gave to others (steal).
+    pub steal_ms: f64,
+    /// CPU time other processes used.
+    pub others_ms: f64,
+    /// Steal plus others exceeded [`NOISY_SHARE`] of the capacity.
+    pub noisy: bool,
+}
+
+impl Conditions {
+    /// The mean of the probes, the c2c latency the cell ran under.
+    pub fn c2c_ns(&self) -> Option<f64> {
+        match (self.c2c_before_ns, self.c2c_after_ns) {
+            (Some(before), Some(after)) => Some((before + after) / 2.0),
+            (one, other) => one.or(other),
+        }
+    }
+
+    /// `*` for a placement change, `!` for noise.
+    pub fn marks(&self) -> &'static str {
+        match (self.placement_changed, self.noisy) {
+            (true, true) => "*!",
+            (true, false) => "*",
+            (false, true) => "!",
+            (false, false) => "",
+        }
+    }
+
+    /// `near`, `far`, or `near→far`.
+    pub fn placement(&self) -> String {
+        match (self.placement_before, self.placement_after) {
+            (Some(before), Some(after)) if before != after => {
+                format!("{}→{}", before.name(), after.name())
+            }
+            (Some(place), _) | (None, Some(place)) => place.name().to_owned(),
+            (None, None) => "-".to_owned(),
+        }
+    }
+}
+
+/// Watches one cell: start it before the cell's first run, finish it after its last.
+pub struct Watch {
+    c2c_before_ns: Option<f64>,
+    cpu_before: Option<CpuTimes>,
+    start: Instant,
+}
+
+impl Watch {
+    /// Probes c2c, then snapshots the CPU times.
+    pub fn start() -> Result<Self, Error> {
+        let c2c_before_ns = c2c::probe()?;
+        Ok(Self {
+            c2c_before_ns,
+            cpu_before: CpuTimes::now(),
+            start: Instant::now(),
+        })
+    }
+
+    /// Snapshots the CPU times, then probes c2c again.
+    pub fn finish(self) -> Result<Conditions, Error> {
+        let span = self.start.elapsed();
+        let load = CpuTimes::now()
+            .zip(self.cpu_before)
+            .map(|(after, before)| after.since(&before));
+        let c2c_after_ns = c2c::probe()?;
+        let (steal, others) = load.map_or((Default::default(), Default::default()), |l| {
+            (l.steal, l.others)
+        });
+        let foreign = steal + others;
+        let capacity = span.as_secs_f64() * machine::online_cpus() as f64;
+        let placement_before = self.c2c_before_ns.map(Placement::of);
+        let placement_after = c2c_after_ns.map(Placement::of);
+        Ok(Conditions {
+            c2c_before_ns: self.c2c_before_ns,
+            c2c_after_ns,
+            placement_before,
+            placement_after,
+            placement_changed: placement_before
+                .zip(placement_after)
+                .is_some_and(|(before, after)| before != after),
+            span_ms: span.as_secs_f64() * 1e3,
+            steal_ms: steal.as_secs_f64() * 1e3,
+            others_ms: others.as_secs_f64() * 1e3,
+            noisy: foreign.as_secs_f64() > NOISY_SHARE * capacity
+                && foreign >= machine::tick() * NOISE_FLOOR_TICKS,
+        })
+    }
+}
