@@ -14,14 +14,19 @@
 //! | [`QSpinLock`] | kernel queued spinlock (seed 000) | short sections, threads ≤ CPUs, fairness matters | threads can outnumber CPUs |
 //! | [`QSpinLockCmpxchgHandoff`] | the same before seed 000 | re-running seed 000's "before" | production: prefer `QSpinLock` |
 //! | [`TicketLock`] | ticket spinlock | tiny sections on few CPUs | more threads than CPUs; many CPUs |
+//! | [`PvTicketLock`] | seed 003: ticket lock whose waiters sleep after a bounded spin | FIFO order with threads that may outnumber CPUs | throughput under heavy oversubscription (a barging lock wins) |
 //! | [`Padded<L>`] | seed 002: lock alone on its line | hot locks next to other hot data | millions of locks |
 //!
-//! Spinlocks never sleep: with more runnable threads than CPUs a FIFO spinlock hands
-//! the lock to preempted waiters and collapses. Use a sleeping lock there.
+//! Pure spinlocks never sleep: with more runnable threads than CPUs a FIFO spinlock
+//! hands the lock to preempted waiters and collapses. The pv ("paravirt") locks spin a
+//! bounded time ([`budget`]) and then sleep on a futex until the unlocker kicks them.
 
 #![warn(missing_docs)]
 
+mod barrier;
+pub mod budget;
 mod padded;
+mod park;
 mod spin;
 mod sync;
 #[doc(hidden)]
@@ -29,6 +34,7 @@ pub mod testing;
 
 pub use padded::Padded;
 pub use spin::mcs::MAX_SLOTS;
+pub use spin::pv_ticket::PvTicketLock;
 #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64", not(loom)))]
 pub use spin::qspinlock::QSpinLockByteStore;
 pub use spin::qspinlock::{Flavor, QSpinLock, QSpinLockCmpxchgHandoff, RawQSpinLock};
@@ -54,6 +60,12 @@ pub type TicketMutex<T> = lock_api::Mutex<TicketLock, T>;
 /// Guard of a [`TicketMutex`].
 #[cfg(not(loom))]
 pub type TicketMutexGuard<'a, T> = lock_api::MutexGuard<'a, TicketLock, T>;
+/// `Mutex<T>` on a [`PvTicketLock`].
+#[cfg(not(loom))]
+pub type PvTicketMutex<T> = lock_api::Mutex<PvTicketLock, T>;
+/// Guard of a [`PvTicketMutex`].
+#[cfg(not(loom))]
+pub type PvTicketMutexGuard<'a, T> = lock_api::MutexGuard<'a, PvTicketLock, T>;
 /// `Mutex<T>` on a cache-line-isolated [`QSpinLock`] (seed 002).
 #[cfg(not(loom))]
 pub type PaddedQSpinMutex<T> = lock_api::Mutex<Padded<QSpinLock>, T>;

@@ -8,11 +8,24 @@
 //! path.
 
 use super::mcs::with_slot_limit;
+use super::pv_ticket::PvTicketLock;
 use super::qspinlock::{Flavor, QueueOnly, RawQSpinLock};
 use super::ticket::TicketLock;
 use crate::testing::{contend, BustedLock, Contention, TestLock};
 
 impl<F: Flavor> TestLock for RawQSpinLock<F> {
+    fn new_unlocked() -> Self {
+        Self::new()
+    }
+    fn acquire(&self) {
+        self.lock();
+    }
+    fn release(&self) {
+        self.unlock();
+    }
+}
+
+impl TestLock for PvTicketLock {
     fn new_unlocked() -> Self {
         Self::new()
     }
@@ -65,6 +78,19 @@ fn ticket_two_threads_twice() {
 #[test]
 fn ticket_three_threads() {
     check::<TicketLock>(3, 1);
+}
+
+/// Under loom a pv waiter does not spin: it announces itself and sleeps, so these
+/// models cover the lost wake-up race of the park/kick protocol: loom fails any
+/// execution in which a sleeper is never woken (deadlock).
+#[test]
+fn pv_ticket_sleep_and_kick() {
+    check::<PvTicketLock>(2, 2);
+}
+
+#[test]
+fn pv_ticket_three_threads() {
+    check::<PvTicketLock>(3, 1);
 }
 
 /// Fast path and the pending-bit acquire: (0,0,1) -> (0,1,1) -> (0,0,1).

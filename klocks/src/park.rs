@@ -1,0 +1,197 @@
+//! Block and wake: the userspace `pv_wait` / `pv_kick`.
+//!
+//! [`wait`] sleeps while a 32-bit word holds an expected value; [`wake_one`] and
+//! [`wake_all`] wake threads sleeping on a word. On Linux this is the futex syscall
+//! with `FUTEX_PRIVATE_FLAG` (the word is never shared between processes, so the
+//! kernel hashes it by address alone, which is cheaper). Under `--cfg loom` it is a
+//! model with the same contract built from loom's mutex and condition variable, so
+//! every sleeping path is model-checked.
+//!
+//! The contract, which every caller must be written against:
+//! - `wait(word, v)` returns at once if `*word != v`; otherwise it sleeps until a
+//!   `wake_*` on the same word, or spuriously (signals). Callers re-check and loop.
+//! - The value check and the sleep are atomic with respect to wakes: a wake issued
+//!   after a store that changed the word, by a thread whose store happens-before its
+//!   wake, either finds the sleeper queued or the sleeper sees the new value.
+//! - A wake on a word nobody sleeps on is a no-op (a syscall, ~0.25 µs: callers avoid
+//!   it with their own "someone may sleep" flag).
+
+use crate::sync::AtomicU32;
+
+#[cfg(not(loom))]
+mod futex {
+    use super::AtomicU32;
+
+    /// Sleeps while `*word == expected` (or until woken, or spuriously).
+    pub(crate) fn wait(word: &AtomicU32, expected: u32) {
+        // SAFETY: `word` is a live, aligned u32 for the whole call; FUTEX_WAIT only reads
+        // it. A null timeout means "no timeout". Errors (EAGAIN: the value differs,
+        // EINTR: a signal) are spurious returns, which the contract allows.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                expected,
+                std::ptr::null::<libc::timespec>(),
+            );
+        }
+    }
+
+    /// Wakes up to `count` threads sleeping on `word`.
+    pub(crate) fn wake(word: &AtomicU32, count: i32) {
+        // SAFETY: as in `wait`; FUTEX_WAKE does not access the word's value.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                count,
+            );
+        }
+    }
+}
+
+#[cfg(loom)]
+mod futex {
+    //! The futex as loom sees it: one table of sleepers under one mutex (the kernel's
+    //! hash-bucket lock), one condition variable. A sleeper is only released when a
+    //! wake picks it, so a wake sent to the wrong word is a lost wake-up here too.
+
+    use super::AtomicU32;
+    use crate::sync::Ordering::Relaxed;
+    use loom::sync::{Condvar, Mutex};
+
+    struct Sleeper {
+        word: usize,
+        id: u64,
+        woken: bool,
+    }
+
+    #[derive(Default)]
+    struct Table {
+        sleepers: Vec<Sleeper>,
+        next_id: u64,
+    }
+
+    loom::lazy_static! {
+        static ref TABLE: (Mutex<Table>, Condvar) = (Mutex::new(Table::default()), Condvar::new());
+    }
+
+    fn key(word: &AtomicU32) -> usize {
+        word as *const AtomicU32 as usize
+    }
+
+    pub(crate) fn wait(word: &AtomicU32, expected: u32) {
+        let (table, wakeup) = &*TABLE;
+        let mut t = table.lock().unwrap();
+        // Relaxed: the table lock orders this read after any store that preceded a
+        // wake which took the lock first, as the kernel's bucket lock does.
+        if word.load(Relaxed) != expected {
+            return;
+        }
+        let id = t.next_id;
+        t.next_id += 1;
+        t.sleepers.push(Sleeper {
+            word: key(word),
+            id,
+            woken: false,
+        });
+        loop {
+            t = wakeup.wait(t).unwrap();
+            let me = t.sleepers.iter().position(|s| s.id == id).unwrap();
+            if t.sleepers[me].woken {
+                t.sleepers.remove(me);
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn wake(word: &AtomicU32, count: i32) {
+        let (table, wakeup) = &*TABLE;
+        let mut t = table.lock().unwrap();
+        let mut left = count;
+        for s in t.sleepers.iter_mut() {
+            if left == 0 {
+                break;
+            }
+            if s.word == key(word) && !s.woken {
+                s.woken = true;
+                left -= 1;
+            }
+        }
+        wakeup.notify_all();
+    }
+}
+
+/// Sleeps while `*word == expected`; may return spuriously. See the module doc.
+#[inline]
+pub(crate) fn wait(word: &AtomicU32, expected: u32) {
+    futex::wait(word, expected);
+}
+
+/// Wakes one thread sleeping on `word`, if any.
+#[inline]
+// Loom builds have no budget calibration, its only user so far.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) fn wake_one(word: &AtomicU32) {
+    futex::wake(word, 1);
+}
+
+/// Wakes every thread sleeping on `word`.
+#[inline]
+pub(crate) fn wake_all(word: &AtomicU32) {
+    futex::wake(word, i32::MAX);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sync::Ordering::SeqCst;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn wait_returns_at_once_when_the_word_differs() {
+        let word = AtomicU32::new(1);
+        wait(&word, 0);
+    }
+
+    #[test]
+    fn wake_one_releases_a_sleeper() {
+        let word = Arc::new(AtomicU32::new(0));
+        let sleeper = {
+            let word = Arc::clone(&word);
+            std::thread::spawn(move || {
+                while word.load(SeqCst) == 0 {
+                    wait(&word, 0);
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        word.store(1, SeqCst);
+        wake_one(&word);
+        sleeper.join().unwrap();
+    }
+
+    #[test]
+    fn wake_all_releases_every_sleeper() {
+        let word = Arc::new(AtomicU32::new(0));
+        let sleepers: Vec<_> = (0..4)
+            .map(|_| {
+                let word = Arc::clone(&word);
+                std::thread::spawn(move || {
+                    while word.load(SeqCst) == 0 {
+                        wait(&word, 0);
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+        word.store(1, SeqCst);
+        wake_all(&word);
+        for s in sleepers {
+            s.join().unwrap();
+        }
+    }
+}
