@@ -1,3 +1,4 @@
+#![cfg(not(loom))]
 //! The typed `lock_api` surface, built as users build it: full slot table (4096), no
 //! test-only hooks.
 

@@ -14,13 +14,6 @@ pub trait BenchLock: Send + Sync + 'static {
     /// The name `--locks` accepts and the tables print.
     const NAME: &'static str;
 
-    /// Pauses between reading and writing the guarded counter. Zero for every real
-    /// lock, whose increment then compiles to one instruction. The negative control
-    /// widens the window so that the overlaps it allows lose updates even when its
-    /// threads share one CPU (a one-instruction increment cannot be interrupted
-    /// halfway, so there a broken lock would go unnoticed).
-    const RACE_WINDOW_PAUSES: u32 = 0;
-
     /// An unlocked lock.
     fn new() -> Self;
 
@@ -74,21 +67,8 @@ raw_bench_lock! {
     klocks::TicketLock => "ticket",
     spin::mutex::SpinMutex<()> => "spin",
     parking_lot::RawMutex => "parking_lot",
-}
-
-/// The negative control, a test-then-set lock that lets two threads in at once.
-impl BenchLock for klocks::testing::BustedLock {
-    const NAME: &'static str = "busted";
-    const RACE_WINDOW_PAUSES: u32 = 4;
-
-    fn new() -> Self {
-        <Self as RawMutex>::INIT
-    }
-
-    #[inline]
-    fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
-        with_raw(self, critical)
-    }
+    // The negative control: a test-then-set lock that lets two threads in at once.
+    klocks::testing::BustedLock => "busted",
 }
 
 impl BenchLock for std::sync::Mutex<()> {

@@ -381,3 +381,45 @@ impl Drop for Progress {
         self.0.finish_and_clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_takes_the_middle() {
+        let odd = Summary::of([3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((odd.median, odd.min, odd.max), (2.0, 1.0, 3.0));
+        assert_eq!(Summary::of([4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
+        assert!(Summary::of([]).is_none());
+    }
+
+    #[test]
+    fn numbers_keep_three_digits() {
+        assert_eq!(num(0.4123), "0.412");
+        assert_eq!(num(41.23), "41.2");
+        assert_eq!(num(4123.4), "4123");
+        assert_eq!(si(41_234_567.0), "41.2M");
+        assert_eq!(percent(0.0312), "3.1%");
+        assert_eq!(percent(0.000_12), "0.01%");
+    }
+
+    #[test]
+    fn tables_align_columns() {
+        let mut table = Table::new("t", &["lock", "ns"]);
+        table.row(vec!["std".to_owned(), "4.41".to_owned()]);
+        table.row(vec!["qspinlock".to_owned(), "12.3 [11–13]".to_owned()]);
+        let text = table.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "lock                 ns");
+        assert_eq!(lines[3], "std                4.41");
+        assert_eq!(lines[4], "qspinlock  12.3 [11–13]");
+    }
+
+    #[test]
+    fn csv_quotes_only_what_needs_it() {
+        assert_eq!(csv_field("std"), "std");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

@@ -22,6 +22,9 @@ pub struct Args {
     pub round_trips: Option<u64>,
 }
 
+/// Default round trips per run: 7 ms near, 35 ms far.
+const ROUND_TRIPS: u64 = 100_000;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -33,7 +36,7 @@ impl Config {
     /// From the command line.
     pub fn new(args: &Args, common: &Common) -> Self {
         Self {
-            round_trips: args.round_trips.unwrap_or(100_000),
+            round_trips: args.round_trips.unwrap_or(ROUND_TRIPS),
             runs: common.runs,
         }
     }

@@ -28,10 +28,15 @@ pub struct Args {
               .range(1..=MAX_THREADS as u64))]
     pub threads: Vec<usize>,
 
-    /// How long each run hammers, in milliseconds [default: 300]
+    /// How long each run hammers, in milliseconds [default: 400]
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=600_000))]
     pub duration_ms: Option<u64>,
 }
+
+/// Default K: two threads, as many as this machine has CPUs.
+const THREADS: usize = 2;
+/// Default run length.
+const DURATION_MS: u64 = 400;
 
 /// Packed or padded.
 #[derive(Debug, Clone, Copy)]
@@ -78,10 +83,10 @@ impl Config {
             locks,
             skipped,
             threads: match args.threads.is_empty() {
-                true => vec![2],
+                true => vec![THREADS],
                 false => args.threads.clone(),
             },
-            duration: Duration::from_millis(args.duration_ms.unwrap_or(300)),
+            duration: Duration::from_millis(args.duration_ms.unwrap_or(DURATION_MS)),
             runs: common.runs,
         }
     }

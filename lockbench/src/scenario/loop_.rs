@@ -22,12 +22,12 @@ pub struct Args {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub threads: Vec<usize>,
 
-    /// Lock/unlock pairs per thread [default: 200000; 5000000 with --seed-scale]
+    /// Lock/unlock pairs per thread [default: 1000000; 5000000 with --seed-scale]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000_000))]
     pub iterations: Option<u64>,
 
     /// Time cap per run, in seconds: a run still going is stopped, verified and
-    /// reported as not finished, and its cell is not repeated [default: 1; 60 with
+    /// reported as not finished, and its cell is not repeated [default: 1.5; 60 with
     /// --seed-scale]
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub cap_secs: Option<Duration>,
@@ -43,24 +43,30 @@ pub struct Config {
     runs: u32,
 }
 
+/// Defaults, sized for a default suite of about a minute on 2 CPUs, and the seed's.
+const THREADS: &[usize] = &[1, 2, 3, 4, 8];
+const SEED_THREADS: &[usize] = &[1, 2, 3, 4, 5, 6, 7, 8];
+const ITERATIONS: u64 = 1_000_000;
+const SEED_ITERATIONS: u64 = 5_000_000;
+const CAP: Duration = Duration::from_millis(1500);
+const SEED_CAP: Duration = Duration::from_secs(60);
+
 impl Config {
     /// From the command line.
     pub fn new(args: &Args, common: &Common) -> Self {
         let seed = common.seed_scale;
         let threads = match (args.threads.is_empty(), seed) {
             (false, _) => args.threads.clone(),
-            (true, false) => vec![1, 2, 3, 4, 8],
-            (true, true) => (1..=8).collect(),
+            (true, false) => THREADS.to_vec(),
+            (true, true) => SEED_THREADS.to_vec(),
         };
         Self {
             locks: common.locks(),
             threads,
             iterations: args
                 .iterations
-                .unwrap_or(if seed { 5_000_000 } else { 200_000 }),
-            cap: args
-                .cap_secs
-                .unwrap_or(Duration::from_secs(if seed { 60 } else { 1 })),
+                .unwrap_or(if seed { SEED_ITERATIONS } else { ITERATIONS }),
+            cap: args.cap_secs.unwrap_or(if seed { SEED_CAP } else { CAP }),
             runs: common.runs,
         }
     }
@@ -200,9 +206,8 @@ fn cell(
 const CONTENDED_MIN_HANDOFFS_PER_THREAD: u64 = 10;
 
 /// Footnote for `~`.
-const SERIALIZED_NOTE: &str = "~ serialized: the lock changed hands fewer than 10 times per \
-thread, so the threads ran one after another (the scheduler did not run them side by side) \
-and the time is not a contended one";
+const SERIALIZED_NOTE: &str = "~ serialized: under 10 handoffs per thread, so the threads \
+ran one after another rather than contending (the scheduler did not run them side by side)";
 
 /// Wall ns per handoff (median over the reported runs) and its ratio to c2c.
 fn handoff_cost(

@@ -137,24 +137,10 @@ impl<L: BenchLock> Guarded<L> {
             // SAFETY: inside the lock (see the `Sync` impl); the reference does not
             // outlive the critical section.
             let data = unsafe { &mut *self.inner.data.get() };
-            data.count = Self::widened_increment(data.count);
+            data.count += 1;
             std::mem::replace(&mut data.owner, me)
         });
         previous != me && previous != NO_OWNER
-    }
-
-    /// `count + 1`, with `L::RACE_WINDOW_PAUSES` between the read and the write.
-    #[inline(always)]
-    fn widened_increment(count: u64) -> u64 {
-        if L::RACE_WINDOW_PAUSES == 0 {
-            return count + 1;
-        }
-        // The read must happen before the pauses, not be folded into the write.
-        let count = std::hint::black_box(count);
-        for _ in 0..L::RACE_WINDOW_PAUSES {
-            std::hint::spin_loop();
-        }
-        count + 1
     }
 
     /// The final count.
@@ -275,5 +261,44 @@ fn await_workers(done: &mpsc::Receiver<()>, threads: usize, deadline: Instant, s
             // Every worker is gone (one panicked); joining reports it.
             Err(RecvTimeoutError::Disconnected) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_parse_with_fractions_and_reject_nonsense() {
+        assert_eq!(parse_secs("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in ["0", "-1", "nan", "inf", "1e9", "soon"] {
+            assert!(parse_secs(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_race_stops_at_its_limit_and_counts_every_worker() {
+        let race = race(3, Duration::from_millis(20), |id, stop| {
+            let mut spins = 0_u64;
+            while !stop.requested() {
+                spins += 1;
+                std::hint::spin_loop();
+            }
+            (id, spins)
+        });
+        assert_eq!(
+            race.results.iter().map(|r| r.0).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        assert!(race.wall >= Duration::from_millis(20));
+    }
+
+    #[test]
+    fn guarded_counts_and_sees_handoffs() {
+        let guarded = Guarded::<std::sync::Mutex<()>>::unlocked();
+        assert!(!guarded.enter(0), "the first acquisition is no handoff");
+        assert!(!guarded.enter(0));
+        assert!(guarded.enter(1));
+        assert_eq!(guarded.into_count(), 3);
     }
 }

@@ -14,6 +14,10 @@ pub struct Args {
     pub iterations: Option<u64>,
 }
 
+/// Default pairs per run, and the seed's loop length.
+const ITERATIONS: u64 = 2_000_000;
+const SEED_ITERATIONS: u64 = 5_000_000;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -26,9 +30,9 @@ impl Config {
     /// From the command line.
     pub fn new(args: &Args, common: &Common) -> Self {
         let default = if common.seed_scale {
-            5_000_000
+            SEED_ITERATIONS
         } else {
-            2_000_000
+            ITERATIONS
         };
         Self {
             locks: common.locks(),
