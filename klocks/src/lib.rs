@@ -11,6 +11,7 @@
 //!
 //! | lock | design | use it when | avoid it when |
 //! |---|---|---|---|
+//! | [`PvQSpinLock`] | kernel pv queued spinlock: spin, then sleep until kicked | **the default**: short sections, any number of threads | critical sections that block |
 //! | [`QSpinLock`] | kernel queued spinlock (seed 000) | short sections, threads ≤ CPUs, fairness matters | threads can outnumber CPUs |
 //! | [`QSpinLockCmpxchgHandoff`] | the same before seed 000 | re-running seed 000's "before" | production: prefer `QSpinLock` |
 //! | [`TicketLock`] | ticket spinlock | tiny sections on few CPUs | more threads than CPUs; many CPUs |
@@ -34,6 +35,7 @@ pub mod testing;
 
 pub use padded::Padded;
 pub use spin::mcs::MAX_SLOTS;
+pub use spin::pv_qspinlock::PvQSpinLock;
 pub use spin::pv_ticket::PvTicketLock;
 #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64", not(loom)))]
 pub use spin::qspinlock::QSpinLockByteStore;
@@ -60,6 +62,12 @@ pub type TicketMutex<T> = lock_api::Mutex<TicketLock, T>;
 /// Guard of a [`TicketMutex`].
 #[cfg(not(loom))]
 pub type TicketMutexGuard<'a, T> = lock_api::MutexGuard<'a, TicketLock, T>;
+/// `Mutex<T>` on a [`PvQSpinLock`]: the recommended klocks mutex.
+#[cfg(not(loom))]
+pub type PvQSpinMutex<T> = lock_api::Mutex<PvQSpinLock, T>;
+/// Guard of a [`PvQSpinMutex`].
+#[cfg(not(loom))]
+pub type PvQSpinMutexGuard<'a, T> = lock_api::MutexGuard<'a, PvQSpinLock, T>;
 /// `Mutex<T>` on a [`PvTicketLock`].
 #[cfg(not(loom))]
 pub type PvTicketMutex<T> = lock_api::Mutex<PvTicketLock, T>;

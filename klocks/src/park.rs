@@ -132,8 +132,6 @@ pub(crate) fn wait(word: &AtomicU32, expected: u32) {
 
 /// Wakes one thread sleeping on `word`, if any.
 #[inline]
-// Loom builds have no budget calibration, its only user so far.
-#[cfg_attr(loom, allow(dead_code))]
 pub(crate) fn wake_one(word: &AtomicU32) {
     futex::wake(word, 1);
 }

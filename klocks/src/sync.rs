@@ -23,10 +23,10 @@ pub(crate) fn cpu_relax() {
 }
 
 #[cfg(not(loom))]
-pub(crate) use std::{sync::Arc, thread::spawn};
+pub(crate) use std::{sync::Arc, thread::spawn, thread::yield_now};
 
 #[cfg(loom)]
-pub(crate) use loom::{cell::UnsafeCell, sync::Arc, thread::spawn};
+pub(crate) use loom::{cell::UnsafeCell, sync::Arc, thread::spawn, thread::yield_now};
 
 /// `std::cell::UnsafeCell` with loom's closure API, so test data can be checked for
 /// races by loom and used unchanged in native stress tests.

@@ -59,6 +59,18 @@ fn padded_mutex_under_contention() {
     hammer::<klocks::Padded<klocks::QSpinLock>>(cpus(), 50_000);
 }
 
+#[test]
+fn pv_qspin_mutex_heavily_oversubscribed() {
+    hammer::<klocks::PvQSpinLock>(cpus(), 50_000);
+    hammer::<klocks::PvQSpinLock>(64 * cpus(), 500);
+}
+
+#[test]
+fn pv_ticket_mutex_heavily_oversubscribed() {
+    hammer::<klocks::PvTicketLock>(cpus(), 50_000);
+    hammer::<klocks::PvTicketLock>(64 * cpus(), 500);
+}
+
 /// Oversubscribed (more threads than CPUs) but short: FIFO spinlocks stay correct,
 /// only slow.
 #[test]

@@ -7,13 +7,26 @@
 //! queue slots (`mcs::MAX_SLOTS`), so three queueing threads also cover the slot-less
 //! path.
 
-use super::mcs::with_slot_limit;
+use super::mcs::{with_default_slots, with_slot_limit};
+use super::pv_qspinlock::PvQSpinLock;
 use super::pv_ticket::PvTicketLock;
 use super::qspinlock::{Flavor, QueueOnly, RawQSpinLock};
 use super::ticket::TicketLock;
 use crate::testing::{contend, BustedLock, Contention, TestLock};
 
 impl<F: Flavor> TestLock for RawQSpinLock<F> {
+    fn new_unlocked() -> Self {
+        Self::new()
+    }
+    fn acquire(&self) {
+        self.lock();
+    }
+    fn release(&self) {
+        self.unlock();
+    }
+}
+
+impl TestLock for PvQSpinLock {
     fn new_unlocked() -> Self {
         Self::new()
     }
@@ -49,11 +62,21 @@ impl TestLock for TicketLock {
     }
 }
 
+/// [`explore`] alongside other models, with the default two queue slots.
+fn check<L: TestLock>(threads: usize, iterations: u64) {
+    with_default_slots(|| explore::<L>(threads, iterations));
+}
+
+/// [`explore`] with at most `slots` queue slots, alone.
+fn check_with_slots<L: TestLock>(slots: usize, threads: usize, iterations: u64) {
+    with_slot_limit(slots, || explore::<L>(threads, iterations));
+}
+
 /// Explore every interleaving up to the preemption bound (`LOOM_MAX_PREEMPTIONS`;
 /// default 3 for two threads; 1 for three, because each spin iteration is a branch
 /// and a bound of 2 already takes longer than CI allows), with every reordering the
 /// memory model allows, of `threads` threads each taking the lock `iterations` times.
-fn check<L: TestLock>(threads: usize, iterations: u64) {
+fn explore<L: TestLock>(threads: usize, iterations: u64) {
     let mut model = loom::model::Builder::new();
     if model.preemption_bound.is_none() {
         model.preemption_bound = Some(if threads > 2 { 1 } else { 3 });
@@ -93,6 +116,25 @@ fn pv_ticket_three_threads() {
     check::<PvTicketLock>(3, 1);
 }
 
+/// pv qspinlock: steal at entry, the head's SLOW mark and sleep on the word, the
+/// unlock that wakes it, and (second iteration) a queued waiter halted on its node.
+#[test]
+fn pv_qspinlock_sleep_and_kick() {
+    check::<PvQSpinLock>(2, 2);
+}
+
+/// Head, queued waiter and a stealer at once.
+#[test]
+fn pv_qspinlock_three_threads() {
+    check::<PvQSpinLock>(3, 1);
+}
+
+/// One slot: the slot-less waiter steals beside a sleeping queue head.
+#[test]
+fn pv_qspinlock_slotless_beside_queue_head() {
+    check_with_slots::<PvQSpinLock>(1, 2, 2);
+}
+
 /// Fast path and the pending-bit acquire: (0,0,1) -> (0,1,1) -> (0,0,1).
 #[test]
 fn qspinlock_pending_handover() {
@@ -127,12 +169,12 @@ fn qspinlock_cmpxchg_queue_head_with_and_without_successor() {
 /// full preemption bound, and must never take the lock from under it.
 #[test]
 fn qspinlock_slotless_beside_queue_head() {
-    with_slot_limit(1, || check::<RawQSpinLock<QueueOnly<true>>>(2, 2));
+    check_with_slots::<RawQSpinLock<QueueOnly<true>>>(1, 2, 2);
 }
 
 #[test]
 fn qspinlock_cmpxchg_slotless_beside_queue_head() {
-    with_slot_limit(1, || check::<RawQSpinLock<QueueOnly<false>>>(2, 2));
+    check_with_slots::<RawQSpinLock<QueueOnly<false>>>(1, 2, 2);
 }
 
 /// Three queueing threads, two slots: one waiter runs the slot-less path beside a

@@ -44,15 +44,24 @@ const _: () = assert!(MAX_SLOTS < 0xffff);
 
 /// One waiter's place in an MCS queue.
 ///
-/// Only the owning thread initialises it, only the predecessor writes `locked`, only
-/// the successor writes `next`.
+/// Only the owning thread initialises it and writes `state`, only the predecessor
+/// writes `locked`, only the successor writes `next`.
 #[derive(Debug)]
 pub(crate) struct McsNode {
-    /// Set to 1 by the predecessor when this node becomes the queue head.
+    /// Set to 1 by the predecessor when this node becomes the queue head; the futex
+    /// word a sleeping pv waiter waits on.
     pub(crate) locked: AtomicU32,
     /// The successor, linked in after it swapped itself into the tail.
     pub(crate) next: AtomicPtr<McsNode>,
+    /// pv locks only: [`RUNNING`] or [`HALTED`] (asleep or about to sleep on `locked`).
+    pub(crate) state: AtomicU32,
 }
+
+/// The waiter spins.
+pub(crate) const RUNNING: u32 = 0;
+/// The waiter sleeps on its `locked` word, or is about to: whoever sets `locked` must
+/// wake it.
+pub(crate) const HALTED: u32 = 1;
 
 impl McsNode {
     #[cfg(not(loom))]
@@ -60,6 +69,7 @@ impl McsNode {
         Self {
             locked: AtomicU32::new(0),
             next: AtomicPtr::new(std::ptr::null_mut()),
+            state: AtomicU32::new(RUNNING),
         }
     }
 
@@ -68,6 +78,7 @@ impl McsNode {
         Self {
             locked: AtomicU32::new(0),
             next: AtomicPtr::new(std::ptr::null_mut()),
+            state: AtomicU32::new(RUNNING),
         }
     }
 }
@@ -117,12 +128,22 @@ fn slot_limit() -> usize {
     LOOM_SLOT_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Runs `model` with at most `limit` queue slots (loom's model runs are sequential
-/// within one test, and each test that calls this runs its models under it).
+/// Serialises loom models against changes of the slot limit: a model that ran while
+/// another test changed the limit would see a nondeterministic slot pool.
+#[cfg(all(loom, test))]
+static SLOT_LIMIT_USERS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Runs `model` with the default slot limit, alongside other such models.
+#[cfg(all(loom, test))]
+pub(crate) fn with_default_slots<R>(model: impl FnOnce() -> R) -> R {
+    let _shared = SLOT_LIMIT_USERS.read().unwrap_or_else(|e| e.into_inner());
+    model()
+}
+
+/// Runs `model` with at most `limit` queue slots, with no other model running.
 #[cfg(all(loom, test))]
 pub(crate) fn with_slot_limit<R>(limit: usize, model: impl FnOnce() -> R) -> R {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _only_us = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _exclusive = SLOT_LIMIT_USERS.write().unwrap_or_else(|e| e.into_inner());
     LOOM_SLOT_LIMIT.store(limit, std::sync::atomic::Ordering::Relaxed);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(model));
     LOOM_SLOT_LIMIT.store(MAX_SLOTS, std::sync::atomic::Ordering::Relaxed);
@@ -237,6 +258,7 @@ pub(crate) fn with_queue_node<R>(queue: impl FnOnce(Option<(u32, &'static McsNod
     // a Release (see `xchg_tail`); the node was last touched by our own previous use.
     node.locked.store(0, Ordering::Relaxed);
     node.next.store(std::ptr::null_mut(), Ordering::Relaxed);
+    node.state.store(RUNNING, Ordering::Relaxed);
 
     let result = queue(Some((code, node)));
 

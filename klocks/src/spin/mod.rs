@@ -1,6 +1,7 @@
 //! Spinlocks: they never sleep.
 
 pub(crate) mod mcs;
+pub mod pv_qspinlock;
 pub mod pv_ticket;
 pub mod qspinlock;
 pub mod ticket;

@@ -107,13 +107,13 @@ use std::marker::PhantomData;
 use super::mcs::{decode_tail, with_queue_node, McsNode};
 use crate::sync::{cpu_relax, AtomicU32, Ordering::*};
 
-const LOCKED_VAL: u32 = 1;
-const LOCKED_MASK: u32 = 0xff;
-const PENDING_VAL: u32 = 1 << 8;
-const PENDING_MASK: u32 = 0xff << 8;
-const LOCKED_PENDING_MASK: u32 = LOCKED_MASK | PENDING_MASK;
-const TAIL_OFFSET: u32 = 16;
-const TAIL_MASK: u32 = 0xffff << TAIL_OFFSET;
+pub(crate) const LOCKED_VAL: u32 = 1;
+pub(crate) const LOCKED_MASK: u32 = 0xff;
+pub(crate) const PENDING_VAL: u32 = 1 << 8;
+pub(crate) const PENDING_MASK: u32 = 0xff << 8;
+pub(crate) const LOCKED_PENDING_MASK: u32 = LOCKED_MASK | PENDING_MASK;
+pub(crate) const TAIL_OFFSET: u32 = 16;
+pub(crate) const TAIL_MASK: u32 = 0xffff << TAIL_OFFSET;
 
 /// How long a newcomer waits for an in-flight pending-to-locked handover,
 /// `(0,1,0) -> (0,0,1)`, before it queues (the kernel's `_Q_PENDING_LOOPS`).
@@ -474,18 +474,23 @@ impl<F: Flavor> RawQSpinLock<F> {
 
 /// Wait for our successor to link in, then make it the queue head.
 fn pass_headship(node: &McsNode) {
-    // Acquire: pairs with the Release store of `prev.next` in `queue_on`.
-    let next = loop {
+    // Release: pairs with the Acquire wait on `node.locked` in `queue_on`.
+    wait_for_next(node).locked.store(1, Release);
+}
+
+/// Our successor, once it has linked itself in behind us.
+pub(crate) fn wait_for_next(node: &McsNode) -> &'static McsNode {
+    loop {
+        // Acquire: pairs with the Release store of `prev.next` in `queue_on`.
         let next = node.next.load(Acquire);
         if !next.is_null() {
-            break next;
+            // SAFETY: `next` is a node in the static slot table (type-stable, never
+            // freed), and its owner is spinning or sleeping on its `locked` until we
+            // write it.
+            return unsafe { &*next };
         }
         cpu_relax();
-    };
-    // SAFETY: `next` is a node in the static slot table (type-stable, never freed), and
-    // its owner is spinning on `locked` until we write it.
-    // Release: pairs with the Acquire wait on `node.locked` in `queue_on`.
-    unsafe { (*next).locked.store(1, Release) };
+    }
 }
 
 #[cold]

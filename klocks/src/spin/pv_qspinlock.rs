@@ -1,0 +1,434 @@
+//! The paravirt queued spinlock (`kernel/locking/qspinlock_paravirt.h`), in userspace.
+//!
+//! # The algorithm
+//!
+//! The queued spinlock of [`qspinlock`](super::qspinlock) with the kernel's pv hooks,
+//! so that it survives more runnable threads than CPUs. Every waiter spins a bounded
+//! budget ([`budget`](crate::budget)) and then sleeps on a futex
+//! ([`park`](crate::park)); whoever would hand it the lock wakes it.
+//!
+//! - **No pending waiter.** As in the kernel's pv build, every contender queues: a
+//!   sleeping pending owner could not be woken by anyone.
+//! - **One steal at slow-path entry.** A contender that finds the lock free
+//!   (`locked == 0` and `pending == 0`) takes it even though others are queued, once,
+//!   before it queues. Running threads keep the lock busy while a sleeping queue head
+//!   wakes up (~33 µs in a VM), instead of the whole queue waiting for it.
+//! - **Bounded stealing.** The queue head sets `pending` while it spins; stealing
+//!   needs `pending == 0`. So steals happen only while the head sleeps, and the head,
+//!   once awake, takes the next release. Because steals exist, the head claims the lock
+//!   with cmpxchg (it is not the only eligible thread, unlike seed 000's head).
+//! - **Queued waiters** spin on their own node, then mark it [`HALTED`] and sleep on
+//!   its `locked` word. They stop spinning early when their predecessor is itself
+//!   halted (the kernel's `pv_wait_early`): their wait will be long. The predecessor,
+//!   when it passes headship, wakes a halted successor right away, so the successor's
+//!   wake-up latency overlaps the current critical section.
+//! - **The queue head** spins on the lock word, then marks the locked byte `SLOW`
+//!   (`_Q_SLOW_VAL`) and sleeps on the lock word itself. Only the head sleeps there.
+//!   Unlock is one `fetch_sub`, as in [`QSpinLock`](super::qspinlock::QSpinLock); only
+//!   when it finds `SLOW` does it clear the byte and wake the head.
+//!
+//! # The word
+//!
+//! The qspinlock word, with one more value of the locked byte:
+//!
+//! ```text
+//!  31              16 15       8 7        0
+//! +------------------+----------+----------+
+//! |  tail (slot + 1) | pending  |  locked  |   locked: 0 free, 1 held, 3 held + SLOW
+//! +------------------+----------+----------+   pending: the queue head is spinning
+//! ```
+//!
+//! ```text
+//! fast path:       (0,0,0) -> (0,0,1)                        cmpxchg
+//! steal:           (*,0,0) -> (*,0,1)                        cmpxchg, once per slow path
+//! queue:           (p,*,*) -> (n,*,*)                        xchg_tail
+//! head spins:      (n,0,*) -> (n,1,*)                        no steals while set
+//! head claims:     (n,1,0) -> (0,0,1) last / (*,1,0) -> (*,0,1)   cmpxchg
+//! head sleeps:     (*,1,1) -> (*,0,1) -> (*,0,3), futex_wait on the word
+//! unlock:          (*,*,1) -> (*,*,0)
+//! unlock, SLOW:    (*,*,3) -> (*,*,2) -> (*,*,0), futex_wake the head
+//! ```
+//!
+//! # No lost wake-ups
+//!
+//! The head's `SLOW` mark and the unlock are RMWs on the same word: either the unlock
+//! comes first (the head's cmpxchg from `locked == 1` fails and it retries) or the
+//! unlock sees `SLOW` and wakes; a futex_wait that starts after the unlock changed the
+//! word returns at once. A queued waiter's `HALTED` and its predecessor's `locked`
+//! store are on different words: that store-buffering pair uses the asymmetric barrier
+//! ([`barrier`](crate::barrier)), as in [`PvTicketLock`](super::pv_ticket::PvTicketLock):
+//!
+//! ```text
+//! waiter                                predecessor (passing headship)
+//! [S] node.state = HALTED               [S] node.locked = 1
+//!     heavy barrier                         light barrier
+//! [L] if node.locked == 0:              [L] if node.state == HALTED:
+//!         futex_wait(node.locked, 0)            futex_wake(node.locked)
+//! ```
+//!
+//! # When to use it, when not
+//!
+//! The default choice among klocks' spinlocks: it costs what [`QSpinLock`] costs
+//! uncontended (one cmpxchg, one RMW), spins locally under contention, and sleeps
+//! instead of collapsing when threads outnumber CPUs. Stealing trades strict FIFO for
+//! throughput (bounded: never while the head spins). For critical sections that block
+//! (I/O, long computations) prefer a sleeping mutex. Relocking from the owner
+//! deadlocks; unlocking an unlocked lock panics.
+//!
+//! [`QSpinLock`]: super::qspinlock::QSpinLock
+//! [`HALTED`]: super::mcs::HALTED
+
+use super::mcs::{decode_tail, with_queue_node, McsNode, HALTED, RUNNING};
+use super::qspinlock::{
+    wait_for_next, Flavor, SimpleWrite, LOCKED_MASK, LOCKED_PENDING_MASK, LOCKED_VAL, PENDING_VAL,
+    TAIL_MASK, TAIL_OFFSET,
+};
+use crate::budget::SpinBudget;
+use crate::sync::{cpu_relax, AtomicU32, Ordering::*};
+use crate::{barrier, park};
+
+/// The locked byte of a held lock whose queue head sleeps on the word.
+const SLOW_VAL: u32 = 3;
+
+/// A waiter checks its predecessor's state once per this many spins.
+const PREV_CHECK_MASK: u32 = 0xff;
+
+/// The spin budget shared by every `PvQSpinLock`.
+static BUDGET: SpinBudget = SpinBudget::new();
+
+/// A queued spinlock whose waiters sleep after a bounded spin. See the module doc.
+pub struct PvQSpinLock {
+    word: AtomicU32,
+}
+
+impl PvQSpinLock {
+    /// An unlocked lock.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self {
+            word: AtomicU32::new(0),
+        }
+    }
+
+    /// An unlocked lock.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self {
+            word: AtomicU32::new(0),
+        }
+    }
+
+    /// Sets how long every `PvQSpinLock` waiter spins before it sleeps, overriding
+    /// `KLOCKS_SPIN_NS` and calibration. See [`crate::budget`].
+    pub fn set_spin_ns(ns: u64) {
+        BUDGET.set_ns(ns);
+    }
+
+    /// Acquires the lock: spins, then sleeps until it is handed over.
+    #[inline]
+    pub fn lock(&self) {
+        // Acquire: pairs with the Release in `unlock`. (0,0,0) -> (0,0,1).
+        if self
+            .word
+            .compare_exchange(0, LOCKED_VAL, Acquire, Relaxed)
+            .is_err()
+        {
+            self.lock_slow();
+        }
+    }
+
+    /// Takes the lock if the word is entirely clear (no owner, no waiter).
+    #[inline]
+    pub fn try_lock(&self) -> bool {
+        // Acquire on success: pairs with the Release in `unlock`.
+        self.word.load(Relaxed) == 0
+            && self
+                .word
+                .compare_exchange(0, LOCKED_VAL, Acquire, Relaxed)
+                .is_ok()
+    }
+
+    /// Releases the lock, waking the queue head if it sleeps.
+    ///
+    /// # Panics
+    /// If the lock is not locked.
+    #[inline]
+    pub fn unlock(&self) {
+        if self.word.load(Relaxed) & LOCKED_MASK == 0 {
+            unlock_of_unlocked();
+        }
+        // Release: pairs with the Acquire of the next acquisition (fast path, steal,
+        // or the head's claim).
+        let before = self.word.fetch_sub(LOCKED_VAL, Release);
+        if before & LOCKED_MASK != LOCKED_VAL {
+            self.unlock_slow(before);
+        }
+    }
+
+    /// Whether some thread holds the lock.
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        self.word.load(Relaxed) & LOCKED_MASK != 0
+    }
+
+    /// `(*,*,3) -> (*,*,2) -> (*,*,0)`, then wake the sleeping head.
+    #[cold]
+    fn unlock_slow(&self, before: u32) {
+        if before & LOCKED_MASK != SLOW_VAL {
+            unlock_of_unlocked();
+        }
+        // The byte reads 2 between the two subtractions: still held, so nobody can
+        // take the lock before the second Release.
+        self.word.fetch_sub(SLOW_VAL - LOCKED_VAL, Release);
+        park::wake_one(&self.word);
+    }
+
+    #[cold]
+    fn lock_slow(&self) {
+        with_queue_node(|node| match node {
+            Some((code, node)) => self.queue_on(code << TAIL_OFFSET, node),
+            None => self.lock_without_node(),
+        });
+    }
+
+    /// One steal attempt: `(*,0,0) -> (*,0,1)` while nobody holds the lock and the
+    /// queue head is not spinning.
+    fn steal(&self) -> bool {
+        let val = self.word.load(Relaxed);
+        // Acquire: pairs with the Release in `unlock`.
+        val & LOCKED_PENDING_MASK == 0
+            && self
+                .word
+                .compare_exchange(val, val | LOCKED_VAL, Acquire, Relaxed)
+                .is_ok()
+    }
+
+    fn queue_on(&self, tail: u32, node: &'static McsNode) {
+        // The kernel steals here, after touching the (possibly cold) node.
+        if self.steal() {
+            return;
+        }
+        let old = SimpleWrite::xchg_tail(&self.word, tail);
+        if old & TAIL_MASK != 0 {
+            let prev = decode_tail(old >> TAIL_OFFSET);
+            // Release: pairs with the Acquire in `wait_for_next`.
+            prev.next
+                .store(node as *const McsNode as *mut McsNode, Release);
+            wait_in_queue(node, prev);
+        }
+        if self.wait_as_head(tail) {
+            kick_successor(node);
+        }
+    }
+
+    /// Queue head: claim the lock as soon as it is free; sleep on the word when
+    /// spinning does not pay. Returns whether others are queued behind us.
+    fn wait_as_head(&self, tail: u32) -> bool {
+        loop {
+            // Stop steals while we are awake to take the lock: (n,0,*) -> (n,1,*).
+            self.word.fetch_or(PENDING_VAL, Relaxed);
+            for _ in 0..=BUDGET.spins() {
+                if let Some(successors) = self.try_claim(tail) {
+                    return successors;
+                }
+                cpu_relax();
+            }
+            // Let running newcomers steal while we sleep: (*,1,*) -> (*,0,*).
+            self.word.fetch_and(!PENDING_VAL, Relaxed);
+            if let Some(successors) = self.try_claim(tail) {
+                return successors;
+            }
+            self.sleep_as_head();
+        }
+    }
+
+    /// `(n,*,0) -> (0,0,1)` when we are last, `(*,*,0) -> (*,0,1)` otherwise, clearing
+    /// our pending bit in the same cmpxchg. `None` while the lock is held.
+    fn try_claim(&self, tail: u32) -> Option<bool> {
+        // Acquire: pairs with the Release in `unlock`.
+        let val = self.word.load(Acquire);
+        if val & LOCKED_MASK != 0 {
+            return None;
+        }
+        let last = val & TAIL_MASK == tail;
+        let claimed = if last {
+            LOCKED_VAL
+        } else {
+            (val & TAIL_MASK) | LOCKED_VAL
+        };
+        // Acquire: the same pairing, for the value the cmpxchg actually replaced.
+        self.word
+            .compare_exchange(val, claimed, Acquire, Relaxed)
+            .ok()
+            .map(|_| !last)
+    }
+
+    /// Mark the held lock `SLOW` and sleep on the word until the unlock wakes us.
+    /// Returns at once if the lock came free meanwhile.
+    fn sleep_as_head(&self) {
+        let mut val = self.word.load(Relaxed);
+        loop {
+            match val & LOCKED_MASK {
+                0 => return,
+                LOCKED_VAL => {
+                    // (*,0,1) -> (*,0,3). Relaxed: an unlock that follows reads the
+                    // mark through its RMW on this same word.
+                    let slow = (val & !LOCKED_MASK) | SLOW_VAL;
+                    match self.word.compare_exchange(val, slow, Relaxed, Relaxed) {
+                        Ok(_) => val = slow,
+                        Err(now) => {
+                            val = now;
+                            continue;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            // Sleeps only while the word is exactly `val` (locked byte SLOW); a change
+            // of tail returns at once and we look again.
+            park::wait(&self.word, val);
+            return;
+        }
+    }
+
+    /// No queue node (see `mcs`): steal-spin, yielding the CPU once the budget is
+    /// spent, so that even thousands of slot-less threads cannot starve the owner.
+    fn lock_without_node(&self) {
+        loop {
+            for _ in 0..=BUDGET.spins() {
+                if self.steal() {
+                    return;
+                }
+                cpu_relax();
+            }
+            crate::sync::yield_now();
+        }
+    }
+}
+
+/// A queued, not-yet-head waiter: spin on our node, then sleep on it until the
+/// predecessor makes us head. Park early when the predecessor itself sleeps.
+fn wait_in_queue(node: &McsNode, prev: &McsNode) {
+    loop {
+        for spin in 0..=BUDGET.spins() {
+            // Acquire: pairs with the Release in `kick_successor`.
+            if node.locked.load(Acquire) != 0 {
+                return;
+            }
+            // Relaxed: a hint only; any value is safe to act on.
+            if spin & PREV_CHECK_MASK == PREV_CHECK_MASK && prev.state.load(Relaxed) == HALTED {
+                break;
+            }
+            cpu_relax();
+        }
+        // Announce, then check (module doc, "No lost wake-ups").
+        node.state.store(HALTED, Relaxed);
+        barrier::heavy();
+        // Acquire: pairs with the Release in `kick_successor`.
+        if node.locked.load(Acquire) == 0 {
+            park::wait(&node.locked, 0);
+        }
+        node.state.store(RUNNING, Relaxed);
+    }
+}
+
+/// Make our successor the queue head, and wake it if it sleeps.
+fn kick_successor(node: &McsNode) {
+    let next = wait_for_next(node);
+    // Release: pairs with the Acquire loads of `locked` in `wait_in_queue`.
+    next.locked.store(1, Release);
+    // Pairs with the waiter's heavy barrier (module doc).
+    barrier::light();
+    if next.state.load(Relaxed) == HALTED {
+        park::wake_one(&next.locked);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unlock_of_unlocked() -> ! {
+    panic!("klocks: unlock of a PvQSpinLock that is not locked");
+}
+
+impl Default for PvQSpinLock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for PvQSpinLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let val = self.word.load(Relaxed);
+        f.debug_struct("PvQSpinLock")
+            .field("tail", &(val >> TAIL_OFFSET))
+            .field("head_spinning", &(val & PENDING_VAL != 0))
+            .field("locked", &(val & LOCKED_MASK != 0))
+            .field("head_sleeps", &(val & LOCKED_MASK == SLOW_VAL))
+            .finish()
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: the locked byte goes from 0 to non-zero only by cmpxchg (fast path, steal,
+// head claim), and back to 0 only in `unlock`, by the holder.
+unsafe impl lock_api::RawMutex for PvQSpinLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    type GuardMarker = lock_api::GuardSend;
+
+    #[inline]
+    fn lock(&self) {
+        PvQSpinLock::lock(self);
+    }
+
+    #[inline]
+    fn try_lock(&self) -> bool {
+        PvQSpinLock::try_lock(self)
+    }
+
+    #[inline]
+    unsafe fn unlock(&self) {
+        PvQSpinLock::unlock(self);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        PvQSpinLock::is_locked(self)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::testing::{contend, Contention};
+
+    #[test]
+    fn layout_is_one_word() {
+        assert_eq!(std::mem::size_of::<PvQSpinLock>(), 4);
+    }
+
+    #[test]
+    fn try_lock_fails_while_held() {
+        let lock = PvQSpinLock::new();
+        assert!(lock.try_lock());
+        assert!(!lock.try_lock(), "a non-recursive lock was taken twice");
+        lock.unlock();
+        assert!(!lock.is_locked());
+    }
+
+    #[test]
+    #[should_panic(expected = "unlock of a PvQSpinLock that is not locked")]
+    fn unlock_of_unlocked_panics() {
+        PvQSpinLock::new().unlock();
+    }
+
+    /// With the unit-test build's 4 queue slots, the oversubscribed runs also drive
+    /// hundreds of slot-less waiters beside the queue.
+    #[test]
+    fn stress_oversubscribed() {
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        contend::<PvQSpinLock>(Contention::threads(cpus).iterations(100_000)).unwrap();
+        contend::<PvQSpinLock>(Contention::threads(64 * cpus).iterations(200)).unwrap();
+        contend::<PvQSpinLock>(Contention::threads(256 * cpus).iterations(20)).unwrap();
+    }
+}
