@@ -124,10 +124,10 @@ enum Command {
     /// finishing. The critical section increments a plain (non-atomic) counter and
     /// records its owner, so every run counts handoffs (the lock passing to another
     /// thread) and reports ns per handoff and its ratio to the c2c one-way latency
-    /// probed before and after the cell. Cells whose placement (near/far) changed
-    /// during the cell are marked *, cells where steal or other processes took over
-    /// 5% of the CPU time are marked !. A run that exceeds --cap-secs is stopped and
-    /// reported as "DNF x%". Verified: the counter must equal the sum of the
+    /// probed before and after the cell. Marks: * the c2c placement (near/far)
+    /// changed during the cell; ! steal or other processes took over 5% of the CPU
+    /// time; ~ serialized, the threads ran one after another instead of contending.
+    /// A run that exceeds --cap-secs is stopped and reported as "DNF x%". Verified: the counter must equal the sum of the
     /// iterations the threads completed. Tables: the seed-000 comparison (before =
     /// qspinlock-cmpxchg, after = qspinlock), all locks, and per-cell detail.
     Loop(loop_::Args),
@@ -138,8 +138,9 @@ enum Command {
     /// is contended; only the cache line is. "packed": the K lock_api::Mutex<L, u64>
     /// sit side by side in one cache line; "padded": lock_api::Mutex<klocks::Padded<L>,
     /// u64>, each lock alone on its line. Reports total ops/s for both layouts and
-    /// the gain from padding. Runs the lock_api raw locks (klocks, spin,
-    /// parking_lot); std and pthread cannot be wrapped by Padded and are skipped.
+    /// the gain from padding, with the c2c placement probed around each cell (marks *
+    /// and ! as in loop). Runs the lock_api raw locks (klocks, spin, parking_lot);
+    /// std and pthread cannot be wrapped by Padded and are skipped.
     /// Verified: every counter must equal its own thread's operation count.
     FalseSharing(false_sharing::Args),
 

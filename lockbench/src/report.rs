@@ -187,7 +187,11 @@ impl Table {
 
     /// Appends a row (one entry per header).
     pub fn row(&mut self, row: Vec<String>) {
-        debug_assert_eq!(row.len(), self.headers.len());
+        assert_eq!(
+            row.len(),
+            self.headers.len(),
+            "a row needs one entry per header"
+        );
         self.rows.push(row);
     }
 

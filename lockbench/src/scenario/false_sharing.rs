@@ -10,6 +10,7 @@ use crossbeam_utils::CachePadded;
 use klocks::Padded;
 use lock_api::{Mutex, RawMutex};
 
+use super::watch::{self, Conditions, Watch};
 use super::{race, verify_count, Common, Error};
 use crate::locks::{BenchLock, LockName, RawLockVisitor};
 use crate::report::{si, Cell, Progress, Run, Summary, Table};
@@ -28,7 +29,7 @@ pub struct Args {
               .range(1..=MAX_THREADS as u64))]
     pub threads: Vec<usize>,
 
-    /// How long each run hammers, in milliseconds [default: 400]
+    /// How long each run hammers, in milliseconds [default: 500]
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=600_000))]
     pub duration_ms: Option<u64>,
 }
@@ -36,7 +37,7 @@ pub struct Args {
 /// Default K: two threads, as many as this machine has CPUs.
 const THREADS: usize = 2;
 /// Default run length.
-const DURATION_MS: u64 = 400;
+const DURATION_MS: u64 = 500;
 
 /// Packed or padded.
 #[derive(Debug, Clone, Copy)]
@@ -135,6 +136,9 @@ impl RawLockVisitor for Measure<'_> {
 
     fn visit<L: BenchLock + RawMutex>(self) -> Result<Cell, Error> {
         let (threads, duration) = (self.threads, self.config.duration);
+        // The line moving between CPUs is the cost measured: its price depends on
+        // where the host placed the vCPUs, so the cell records it.
+        let watch = (threads > 1).then(Watch::start).transpose()?;
         let runs = (1..=self.config.runs)
             .map(|index| {
                 let context = format!(
@@ -148,6 +152,7 @@ impl RawLockVisitor for Measure<'_> {
                 }
             })
             .collect::<Result<Vec<_>, Error>>()?;
+        let conditions = watch.map(Watch::finish).transpose()?;
         Ok(Cell {
             scenario: "false-sharing",
             lock: L::NAME,
@@ -157,7 +162,7 @@ impl RawLockVisitor for Measure<'_> {
             summary: Summary::of(runs.iter().map(|r| r.value)),
             unfinished: None,
             handoff: None,
-            conditions: None,
+            conditions,
             runs,
         })
     }
@@ -240,6 +245,7 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
             "packed ops/s",
             "padded ops/s",
             "gain",
+            "placement",
         ],
     );
     for &threads in &config.threads {
@@ -266,9 +272,11 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
                 packed.long(si),
                 padded.long(si),
                 gain,
+                placements(packed, padded),
             ]);
         }
     }
+    watch::explain_marks(&mut table, cells);
     table.note("packed B: bytes the K packed mutexes span (lock + u64 counter each); gain = padded / packed");
     if !config.skipped.is_empty() {
         let names: Vec<&str> = config.skipped.iter().map(|lock| lock.name()).collect();
@@ -278,4 +286,20 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         ));
     }
     vec![table]
+}
+
+/// The placement during the packed and the padded cell: `near`, or `far | near`
+/// when they differ.
+fn placements(packed: &Cell, padded: &Cell) -> String {
+    let place = |cell: &Cell| {
+        cell.conditions
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), Conditions::placement)
+    };
+    let (packed, padded) = (place(packed), place(padded));
+    if packed == padded {
+        packed
+    } else {
+        format!("{packed} | {padded}")
+    }
 }

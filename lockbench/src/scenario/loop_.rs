@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use super::watch::{Conditions, Watch, NOISY_NOTE, PLACEMENT_NOTE};
+use super::watch::{self, Conditions, Watch};
 use super::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::report::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
@@ -27,7 +27,7 @@ pub struct Args {
     pub iterations: Option<u64>,
 
     /// Time cap per run, in seconds: a run still going is stopped, verified and
-    /// reported as not finished, and its cell is not repeated [default: 1.5; 60 with
+    /// reported as not finished, and its cell is not repeated [default: 2; 60 with
     /// --seed-scale]
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub cap_secs: Option<Duration>,
@@ -48,7 +48,7 @@ const THREADS: &[usize] = &[1, 2, 3, 4, 8];
 const SEED_THREADS: &[usize] = &[1, 2, 3, 4, 5, 6, 7, 8];
 const ITERATIONS: u64 = 1_000_000;
 const SEED_ITERATIONS: u64 = 5_000_000;
-const CAP: Duration = Duration::from_millis(1500);
+const CAP: Duration = Duration::from_secs(2);
 const SEED_CAP: Duration = Duration::from_secs(60);
 
 impl Config {
@@ -370,11 +370,5 @@ fn footnotes(table: &mut Table, cells: &[Cell]) {
     {
         table.note(SERIALIZED_NOTE);
     }
-    let conditions = || cells.iter().filter_map(|cell| cell.conditions.as_ref());
-    if conditions().any(|c| c.placement_changed) {
-        table.note(PLACEMENT_NOTE);
-    }
-    if conditions().any(|c| c.noisy) {
-        table.note(NOISY_NOTE);
-    }
+    watch::explain_marks(table, cells);
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::{c2c, Error};
 use crate::machine::{self, CpuTimes};
+use crate::report::{Cell, Table};
 
 /// Largest one-way c2c latency that counts as "near". This host shows two clusters,
 /// 32–42 ns (both vCPUs on one core complex) and about 170 ns (far apart); 80 ns
@@ -22,10 +23,10 @@ const NOISY_SHARE: f64 = 0.05;
 const NOISE_FLOOR_TICKS: u32 = 3;
 
 /// Footnote for `*`.
-pub const PLACEMENT_NOTE: &str =
+const PLACEMENT_NOTE: &str =
     "* the c2c placement (near/far) changed between the probes before and after the cell";
 /// Footnote for `!`.
-pub const NOISY_NOTE: &str =
+const NOISY_NOTE: &str =
     "! noisy: steal plus other processes took over 5% of the CPU time during the cell";
 
 /// Where the host had placed the two probe vCPUs relative to each other.
@@ -157,5 +158,16 @@ impl Watch {
             noisy: foreign.as_secs_f64() > NOISY_SHARE * capacity
                 && foreign >= machine::tick() * NOISE_FLOOR_TICKS,
         })
+    }
+}
+
+/// Adds the footnotes for the `*` and `!` marks that `cells` carry.
+pub fn explain_marks(table: &mut Table, cells: &[Cell]) {
+    let conditions = || cells.iter().filter_map(|cell| cell.conditions.as_ref());
+    if conditions().any(|c| c.placement_changed) {
+        table.note(PLACEMENT_NOTE);
+    }
+    if conditions().any(|c| c.noisy) {
+        table.note(NOISY_NOTE);
     }
 }
