@@ -88,12 +88,15 @@ pub fn contend<L: TestLock>(how: Contention) -> Result<(), Violation> {
     });
     let inside = crate::sync::Arc::new(AtomicU32::new(0));
     let overlaps = crate::sync::Arc::new(AtomicU32::new(0));
+    let gate = crate::sync::Arc::new(StartGate::default());
 
     let workers: Vec<_> = (0..how.threads)
         .map(|_| {
             let (lock, guarded) = (lock.clone(), guarded.clone());
             let (inside, overlaps) = (inside.clone(), overlaps.clone());
+            let gate = gate.clone();
             crate::sync::spawn(move || {
+                gate.arrive_and_wait();
                 for _ in 0..how.iterations {
                     lock.acquire();
                     enter(&inside, &overlaps);
@@ -104,6 +107,7 @@ pub fn contend<L: TestLock>(how: Contention) -> Result<(), Violation> {
             })
         })
         .collect();
+    gate.open_when_all_arrived(how.threads);
     for worker in workers {
         worker.join().expect("a contending thread panicked");
     }
@@ -120,6 +124,46 @@ pub fn contend<L: TestLock>(how: Contention) -> Result<(), Violation> {
             counted: counted.min(shadow),
             overlaps,
         })
+    }
+}
+
+/// Releases all contending threads at once, so they really contend: spawned one by
+/// one, short runs would otherwise finish before the next thread starts. Waiters spin
+/// and yield rather than block, because woken sleepers trickle out tens of µs apart.
+/// Under loom there is no gate: loom explores every start order anyway.
+#[derive(Default)]
+struct StartGate {
+    #[cfg(not(loom))]
+    arrived: std::sync::atomic::AtomicUsize,
+    #[cfg(not(loom))]
+    open: std::sync::atomic::AtomicBool,
+}
+
+impl StartGate {
+    fn arrive_and_wait(&self) {
+        #[cfg(not(loom))]
+        {
+            use std::sync::atomic::Ordering::{Acquire, Release};
+            // Release/Acquire: pair with the load and store in `open_when_all_arrived`;
+            // nothing is published through the gate, it only times the start.
+            self.arrived.fetch_add(1, Release);
+            while !self.open.load(Acquire) {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn open_when_all_arrived(&self, threads: usize) {
+        #[cfg(not(loom))]
+        {
+            use std::sync::atomic::Ordering::{Acquire, Release};
+            while self.arrived.load(Acquire) < threads {
+                std::thread::yield_now();
+            }
+            self.open.store(true, Release);
+        }
+        #[cfg(loom)]
+        let _ = threads;
     }
 }
 
@@ -178,6 +222,7 @@ unsafe impl lock_api::RawMutex for BustedLock {
         while self.0.load(crate::sync::Ordering::Acquire) != 0 {
             crate::sync::cpu_relax();
         }
+        widen_the_race();
         self.0.store(1, Relaxed);
     }
 
@@ -187,6 +232,16 @@ unsafe impl lock_api::RawMutex for BustedLock {
 
     unsafe fn unlock(&self) {
         self.0.store(0, crate::sync::Ordering::Release);
+    }
+}
+
+/// The busted lock's window between "saw it free" and "took it": wide enough (~1.5 µs)
+/// that a preemption tick lands in it even when the scheduler packs every contending
+/// thread onto one CPU (then only a preemption there lets two threads in).
+#[cfg(not(loom))]
+fn widen_the_race() {
+    for _ in 0..64 {
+        std::hint::spin_loop();
     }
 }
 
