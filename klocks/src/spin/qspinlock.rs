@@ -116,8 +116,11 @@ pub(crate) const TAIL_OFFSET: u32 = 16;
 pub(crate) const TAIL_MASK: u32 = 0xffff << TAIL_OFFSET;
 
 /// How long a newcomer waits for an in-flight pending-to-locked handover,
-/// `(0,1,0) -> (0,0,1)`, before it queues (the kernel's `_Q_PENDING_LOOPS`).
-const PENDING_LOOPS: u32 = 1;
+/// `(0,1,0) -> (0,0,1)`, before it queues (the kernel's `_Q_PENDING_LOOPS`). x86 sets
+/// 512: the handover is a few cycles away, and waiting for it lets the newcomer
+/// become the next pending waiter instead of paying for the MCS queue. That is the
+/// two-thread ping-pong case. Loom models use 1: each iteration is a model branch.
+const PENDING_LOOPS: u32 = if cfg!(loom) { 1 } else { 512 };
 
 /// How a [`RawQSpinLock`] writes its word. Sealed: the flavours are the lock's
 /// published variants.
