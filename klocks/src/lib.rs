@@ -24,14 +24,77 @@
 
 #![warn(missing_docs)]
 
+/// Implements `lock_api::RawMutex`, `Default` and, for the loom models, the test
+/// client's `TestLock` for a klocks lock, all by delegating to its inherent `new`,
+/// `lock`, `try_lock`, `unlock` and `is_locked`. The invoker writes the `// SAFETY:`
+/// argument for why those methods exclude.
+macro_rules! raw_mutex {
+    (for $ty:ty) => {
+        raw_mutex!(@impl [] for $ty);
+    };
+    (<$g:ident: $bound:path> for $ty:ty) => {
+        raw_mutex!(@impl [$g: $bound] for $ty);
+    };
+    (@impl [$($gen:tt)*] for $ty:ty) => {
+        #[cfg(not(loom))]
+        unsafe impl<$($gen)*> lock_api::RawMutex for $ty {
+            #[allow(clippy::declare_interior_mutable_const)]
+            const INIT: Self = Self::new();
+            type GuardMarker = lock_api::GuardSend;
+
+            #[inline]
+            fn lock(&self) {
+                <$ty>::lock(self);
+            }
+
+            #[inline]
+            fn try_lock(&self) -> bool {
+                <$ty>::try_lock(self)
+            }
+
+            #[inline]
+            unsafe fn unlock(&self) {
+                <$ty>::unlock(self);
+            }
+
+            #[inline]
+            fn is_locked(&self) -> bool {
+                <$ty>::is_locked(self)
+            }
+        }
+
+        impl<$($gen)*> Default for $ty {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        #[cfg(all(loom, test))]
+        impl<$($gen)*> crate::testing::TestLock for $ty {
+            fn new_unlocked() -> Self {
+                Self::new()
+            }
+            fn acquire(&self) {
+                self.lock();
+            }
+            fn release(&self) {
+                self.unlock();
+            }
+        }
+    };
+}
+
+// `testing` first: its test macros are used by the lock modules' unit tests.
+#[doc(hidden)]
+#[macro_use]
+pub mod testing;
+
 mod barrier;
 pub mod budget;
 mod padded;
 mod park;
 mod spin;
 mod sync;
-#[doc(hidden)]
-pub mod testing;
 
 pub use padded::Padded;
 pub use spin::mcs::MAX_SLOTS;

@@ -267,6 +267,37 @@ impl Default for BustedLock {
     }
 }
 
+/// The contract every klocks lock shares, as unit tests in the invoking module: one
+/// 32-bit word, `try_lock` refuses a held lock (no recursion), unlocking an unlocked
+/// lock panics with the given message.
+#[cfg(all(test, not(loom)))]
+macro_rules! lock_basics_tests {
+    ($ty:ty, $unlock_panic:literal) => {
+        #[test]
+        fn layout_is_one_word() {
+            assert_eq!(std::mem::size_of::<$ty>(), 4);
+        }
+
+        #[test]
+        fn try_lock_fails_while_held() {
+            let lock = <$ty>::new();
+            assert!(lock.try_lock());
+            assert!(lock.is_locked());
+            assert!(!lock.try_lock(), "a non-recursive lock was taken twice");
+            lock.unlock();
+            assert!(!lock.is_locked());
+            assert!(lock.try_lock());
+            lock.unlock();
+        }
+
+        #[test]
+        #[should_panic(expected = $unlock_panic)]
+        fn unlock_of_unlocked_panics() {
+            <$ty>::new().unlock();
+        }
+    };
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

@@ -10,57 +10,9 @@
 use super::mcs::{with_default_slots, with_slot_limit};
 use super::pv_qspinlock::PvQSpinLock;
 use super::pv_ticket::PvTicketLock;
-use super::qspinlock::{Flavor, QueueOnly, RawQSpinLock};
+use super::qspinlock::{QueueOnly, RawQSpinLock};
 use super::ticket::TicketLock;
 use crate::testing::{contend, BustedLock, Contention, TestLock};
-
-impl<F: Flavor> TestLock for RawQSpinLock<F> {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn acquire(&self) {
-        self.lock();
-    }
-    fn release(&self) {
-        self.unlock();
-    }
-}
-
-impl TestLock for PvQSpinLock {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn acquire(&self) {
-        self.lock();
-    }
-    fn release(&self) {
-        self.unlock();
-    }
-}
-
-impl TestLock for PvTicketLock {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn acquire(&self) {
-        self.lock();
-    }
-    fn release(&self) {
-        self.unlock();
-    }
-}
-
-impl TestLock for TicketLock {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn acquire(&self) {
-        self.lock();
-    }
-    fn release(&self) {
-        self.unlock();
-    }
-}
 
 /// [`explore`] alongside other models, with the default two queue slots.
 fn check<L: TestLock>(threads: usize, iterations: u64) {

@@ -350,12 +350,6 @@ fn unlock_of_unlocked() -> ! {
     panic!("klocks: unlock of a PvQSpinLock that is not locked");
 }
 
-impl Default for PvQSpinLock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl std::fmt::Debug for PvQSpinLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let val = self.word.load(Relaxed);
@@ -368,59 +362,19 @@ impl std::fmt::Debug for PvQSpinLock {
     }
 }
 
-#[cfg(not(loom))]
 // SAFETY: the locked byte goes from 0 to non-zero only by cmpxchg (fast path, steal,
 // head claim), and back to 0 only in `unlock`, by the holder.
-unsafe impl lock_api::RawMutex for PvQSpinLock {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type GuardMarker = lock_api::GuardSend;
-
-    #[inline]
-    fn lock(&self) {
-        PvQSpinLock::lock(self);
-    }
-
-    #[inline]
-    fn try_lock(&self) -> bool {
-        PvQSpinLock::try_lock(self)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self) {
-        PvQSpinLock::unlock(self);
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        PvQSpinLock::is_locked(self)
-    }
-}
+raw_mutex!(for PvQSpinLock);
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::testing::{contend, Contention};
 
-    #[test]
-    fn layout_is_one_word() {
-        assert_eq!(std::mem::size_of::<PvQSpinLock>(), 4);
-    }
-
-    #[test]
-    fn try_lock_fails_while_held() {
-        let lock = PvQSpinLock::new();
-        assert!(lock.try_lock());
-        assert!(!lock.try_lock(), "a non-recursive lock was taken twice");
-        lock.unlock();
-        assert!(!lock.is_locked());
-    }
-
-    #[test]
-    #[should_panic(expected = "unlock of a PvQSpinLock that is not locked")]
-    fn unlock_of_unlocked_panics() {
-        PvQSpinLock::new().unlock();
-    }
+    lock_basics_tests!(
+        PvQSpinLock,
+        "klocks: unlock of a PvQSpinLock that is not locked"
+    );
 
     /// With the unit-test build's 4 queue slots, the oversubscribed runs also drive
     /// hundreds of slot-less waiters beside the queue.

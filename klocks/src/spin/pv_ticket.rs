@@ -279,12 +279,6 @@ fn unlock_of_unlocked() -> ! {
     panic!("klocks: unlock of a PvTicketLock that is not locked");
 }
 
-impl Default for PvTicketLock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl std::fmt::Debug for PvTicketLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let next = self.next.load(Relaxed);
@@ -296,59 +290,19 @@ impl std::fmt::Debug for PvTicketLock {
     }
 }
 
-#[cfg(not(loom))]
 // SAFETY: as for `TicketLock`: each ticket is handed out once and `owner` moves only in
 // `unlock`, by the holder; sleeping changes when a waiter looks, not what it sees.
-unsafe impl lock_api::RawMutex for PvTicketLock {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type GuardMarker = lock_api::GuardSend;
-
-    #[inline]
-    fn lock(&self) {
-        PvTicketLock::lock(self);
-    }
-
-    #[inline]
-    fn try_lock(&self) -> bool {
-        PvTicketLock::try_lock(self)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self) {
-        PvTicketLock::unlock(self);
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        PvTicketLock::is_locked(self)
-    }
-}
+raw_mutex!(for PvTicketLock);
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::testing::{contend, Contention};
 
-    #[test]
-    fn layout_is_one_word() {
-        assert_eq!(std::mem::size_of::<PvTicketLock>(), 4);
-    }
-
-    #[test]
-    fn try_lock_fails_while_held() {
-        let lock = PvTicketLock::new();
-        assert!(lock.try_lock());
-        assert!(!lock.try_lock(), "a non-recursive lock was taken twice");
-        lock.unlock();
-        assert!(!lock.is_locked());
-    }
-
-    #[test]
-    #[should_panic(expected = "unlock of a PvTicketLock that is not locked")]
-    fn unlock_of_unlocked_panics() {
-        PvTicketLock::new().unlock();
-    }
+    lock_basics_tests!(
+        PvTicketLock,
+        "klocks: unlock of a PvTicketLock that is not locked"
+    );
 
     #[test]
     fn tickets_wrap_around() {

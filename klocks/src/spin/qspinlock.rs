@@ -502,12 +502,6 @@ fn unlock_of_unlocked() -> ! {
     panic!("klocks: unlock of a QSpinLock that is not locked");
 }
 
-impl<F: Flavor> Default for RawQSpinLock<F> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl<F: Flavor> std::fmt::Debug for RawQSpinLock<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let val = self.word.load(Relaxed);
@@ -519,64 +513,25 @@ impl<F: Flavor> std::fmt::Debug for RawQSpinLock<F> {
     }
 }
 
-#[cfg(not(loom))]
 // SAFETY: `lock`/`try_lock` return only once the locked byte is ours: the fast path and
 // the last head's cmpxchg from a word with locked clear; the pending owner and the
 // non-last head set it while being the only eligible thread (see the module doc).
-unsafe impl<F: Flavor> lock_api::RawMutex for RawQSpinLock<F> {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type GuardMarker = lock_api::GuardSend;
-
-    #[inline]
-    fn lock(&self) {
-        RawQSpinLock::lock(self);
-    }
-
-    #[inline]
-    fn try_lock(&self) -> bool {
-        RawQSpinLock::try_lock(self)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self) {
-        RawQSpinLock::unlock(self);
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        RawQSpinLock::is_locked(self)
-    }
-}
+raw_mutex!(<F: Flavor> for RawQSpinLock<F>);
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::testing::{contend, Contention};
 
+    lock_basics_tests!(
+        QSpinLock,
+        "klocks: unlock of a QSpinLock that is not locked"
+    );
+
     #[test]
     fn word_layout_matches_the_kernel() {
-        assert_eq!(std::mem::size_of::<QSpinLock>(), 4);
         assert_eq!(LOCKED_PENDING_MASK | TAIL_MASK, u32::MAX);
         assert_eq!(TAIL_MASK >> TAIL_OFFSET, 0xffff);
-    }
-
-    #[test]
-    fn try_lock_fails_while_held_and_after_relock_attempt() {
-        let lock = QSpinLock::new();
-        assert!(lock.try_lock());
-        assert!(lock.is_locked());
-        assert!(!lock.try_lock(), "a non-recursive lock was taken twice");
-        lock.unlock();
-        assert!(!lock.is_locked());
-        assert!(lock.try_lock());
-        lock.unlock();
-    }
-
-    #[test]
-    #[should_panic(expected = "unlock of a QSpinLock that is not locked")]
-    fn unlock_of_unlocked_panics() {
-        QSpinLock::new().unlock();
     }
 
     #[test]

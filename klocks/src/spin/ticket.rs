@@ -122,12 +122,6 @@ fn unlock_of_unlocked() -> ! {
     panic!("klocks: unlock of a TicketLock that is not locked");
 }
 
-impl Default for TicketLock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl std::fmt::Debug for TicketLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TicketLock")
@@ -137,59 +131,19 @@ impl std::fmt::Debug for TicketLock {
     }
 }
 
-#[cfg(not(loom))]
 // SAFETY: a ticket is served to exactly one thread at a time: `owner` moves only in
 // `unlock`, by the holder, to the next ticket, and each ticket is handed out once.
-unsafe impl lock_api::RawMutex for TicketLock {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type GuardMarker = lock_api::GuardSend;
-
-    #[inline]
-    fn lock(&self) {
-        TicketLock::lock(self);
-    }
-
-    #[inline]
-    fn try_lock(&self) -> bool {
-        TicketLock::try_lock(self)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self) {
-        TicketLock::unlock(self);
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        TicketLock::is_locked(self)
-    }
-}
+raw_mutex!(for TicketLock);
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::testing::{contend, Contention};
 
-    #[test]
-    fn layout_is_one_word() {
-        assert_eq!(std::mem::size_of::<TicketLock>(), 4);
-    }
-
-    #[test]
-    fn try_lock_fails_while_held() {
-        let lock = TicketLock::new();
-        assert!(lock.try_lock());
-        assert!(!lock.try_lock(), "a non-recursive lock was taken twice");
-        lock.unlock();
-        assert!(!lock.is_locked());
-    }
-
-    #[test]
-    #[should_panic(expected = "unlock of a TicketLock that is not locked")]
-    fn unlock_of_unlocked_panics() {
-        TicketLock::new().unlock();
-    }
+    lock_basics_tests!(
+        TicketLock,
+        "klocks: unlock of a TicketLock that is not locked"
+    );
 
     #[test]
     fn tickets_wrap_around() {
