@@ -9,10 +9,18 @@
 //! the process executes a full barrier, by IPI, before it returns), and the unlocker's
 //! [`light`] is only a compiler fence. Either the unlocker's barrier point falls after
 //! its store (then the sleeper's load sees it) or before its load (then that load sees
-//! the sleeper's store): no wake-up is lost. Where membarrier is unavailable (kernels
-//! before 4.14, seccomp filters), both sides fall back to a SeqCst fence.
+//! the sleeper's store): no wake-up is lost.
 //!
-//! Under loom both are SeqCst fences: the C11 model of the same guarantee.
+//! The mode is settled by the first sleeper, so unlockers that run before it know
+//! nothing yet; they must not pay a fence for that (it doubles an uncontended ticket
+//! lock's cost). They need not: a sleeper's membarrier reaches every running thread
+//! whatever it read. Only where membarrier is refused (kernels before 4.14, seccomp
+//! filters) does the pairing weaken: from then on unlockers fence, but one that read
+//! the mode before may not have, so [`heavy`] then tells the sleeper to bound its
+//! sleep ([`Pairing::Bounded`]): a wake-up lost to that race costs one timeout, never a
+//! hang.
+//!
+//! Under loom both sides are SeqCst fences, the C11 model of the exact pairing.
 
 #[cfg(not(loom))]
 use std::sync::atomic::{compiler_fence, fence, AtomicU8, Ordering::*};
@@ -28,17 +36,31 @@ const FENCES: u8 = 2;
 #[cfg(not(loom))]
 static MODE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
-/// The unlocker's side: free when membarrier works.
+/// How far a sleeper can trust the barrier pair it just completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pairing {
+    /// No wake-up can be lost: sleep until woken.
+    Exact,
+    /// An unlocker may have skipped its fence: sleep at most [`BOUNDED_SLEEP`].
+    /// (Never under loom, which models the exact pairing.)
+    #[cfg_attr(loom, allow(dead_code))]
+    Bounded,
+}
+
+/// The longest a sleeper sleeps when the pairing is only [`Pairing::Bounded`].
+pub(crate) const BOUNDED_SLEEP: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The unlocker's side: a compiler fence, unless membarrier is known to be refused.
 #[inline(always)]
 pub(crate) fn light() {
     #[cfg(not(loom))]
     {
-        // Relaxed: MODE only ever moves from UNKNOWN to a final value, and `heavy`
-        // settles it before any sleeper relies on it (see `mode`).
-        if MODE.load(Relaxed) == MEMBARRIER {
-            compiler_fence(SeqCst);
-        } else {
+        // Relaxed: a stale UNKNOWN or MEMBARRIER is covered by the sleeper's IPI; a
+        // stale read of FENCES only fences needlessly (module doc).
+        if MODE.load(Relaxed) == FENCES {
             fence(SeqCst);
+        } else {
+            compiler_fence(SeqCst);
         }
     }
     #[cfg(loom)]
@@ -46,7 +68,7 @@ pub(crate) fn light() {
 }
 
 /// The sleeper's side: a full barrier on every running thread of the process.
-pub(crate) fn heavy() {
+pub(crate) fn heavy() -> Pairing {
     #[cfg(not(loom))]
     {
         if mode() == MEMBARRIER {
@@ -62,18 +84,21 @@ pub(crate) fn heavy() {
             // back. The call fails only for an unregistered process (EPERM) or an
             // unknown command (EINVAL), both excluded by `mode`.
             assert_eq!(rc, 0, "klocks: membarrier failed after registration");
+            Pairing::Exact
         } else {
             fence(SeqCst);
+            Pairing::Bounded
         }
     }
     #[cfg(loom)]
-    loom::sync::atomic::fence(crate::sync::Ordering::SeqCst);
+    {
+        loom::sync::atomic::fence(crate::sync::Ordering::SeqCst);
+        Pairing::Exact
+    }
 }
 
-/// Registers for expedited membarrier once; falls back to fences if refused.
-///
-/// An unlocker that still reads UNKNOWN fences, which is only stronger. Two threads
-/// racing here both register (idempotent) and store the same answer.
+/// Registers for expedited membarrier once; falls back to fences if refused. Two
+/// threads racing here both register (idempotent) and store the same answer.
 #[cfg(not(loom))]
 fn mode() -> u8 {
     let mode = MODE.load(Relaxed);
@@ -98,10 +123,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn heavy_settles_a_mode_and_light_follows_it() {
-        heavy();
+    fn heavy_settles_a_mode_and_reports_its_pairing() {
+        let pairing = heavy();
         let mode = MODE.load(Relaxed);
         assert!(mode == MEMBARRIER || mode == FENCES, "mode {mode}");
+        assert_eq!(pairing == Pairing::Exact, mode == MEMBARRIER);
         light();
     }
 }

@@ -21,19 +21,28 @@ use crate::sync::AtomicU32;
 #[cfg(not(loom))]
 mod futex {
     use super::AtomicU32;
+    use std::time::Duration;
 
-    /// Sleeps while `*word == expected` (or until woken, or spuriously).
-    pub(crate) fn wait(word: &AtomicU32, expected: u32) {
+    /// Sleeps while `*word == expected` (or until woken, timed out, or spuriously).
+    pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+        let timeout = timeout.map(|t| libc::timespec {
+            tv_sec: t.as_secs() as libc::time_t,
+            tv_nsec: t.subsec_nanos() as libc::c_long,
+        });
+        let timeout = timeout
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
         // SAFETY: `word` is a live, aligned u32 for the whole call; FUTEX_WAIT only reads
-        // it. A null timeout means "no timeout". Errors (EAGAIN: the value differs,
-        // EINTR: a signal) are spurious returns, which the contract allows.
+        // it. `timeout` is null ("no timeout") or points to a timespec that outlives the
+        // call (a relative time). Errors (EAGAIN: the value differs, EINTR: a signal,
+        // ETIMEDOUT) are spurious returns, which the contract allows.
         unsafe {
             libc::syscall(
                 libc::SYS_futex,
                 word.as_ptr(),
                 libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
                 expected,
-                std::ptr::null::<libc::timespec>(),
+                timeout,
             );
         }
     }
@@ -82,7 +91,8 @@ mod futex {
         word as *const AtomicU32 as usize
     }
 
-    pub(crate) fn wait(word: &AtomicU32, expected: u32) {
+    /// Loom models only take exact pairings (see `barrier`), so never a timeout.
+    pub(crate) fn wait(word: &AtomicU32, expected: u32, _timeout: Option<std::time::Duration>) {
         let (table, wakeup) = &*TABLE;
         let mut t = table.lock().unwrap();
         // Relaxed: the table lock orders this read after any store that preceded a
@@ -127,7 +137,25 @@ mod futex {
 /// Sleeps while `*word == expected`; may return spuriously. See the module doc.
 #[inline]
 pub(crate) fn wait(word: &AtomicU32, expected: u32) {
-    futex::wait(word, expected);
+    futex::wait(word, expected, None);
+}
+
+/// [`wait`] for at most `timeout`.
+#[inline]
+pub(crate) fn wait_at_most(word: &AtomicU32, expected: u32, timeout: std::time::Duration) {
+    futex::wait(word, expected, Some(timeout));
+}
+
+/// [`wait`] after a [`barrier::heavy`](crate::barrier::heavy): bounded when the barrier
+/// pairing is.
+#[inline]
+pub(crate) fn wait_paired(word: &AtomicU32, expected: u32, pairing: crate::barrier::Pairing) {
+    match pairing {
+        crate::barrier::Pairing::Exact => wait(word, expected),
+        crate::barrier::Pairing::Bounded => {
+            wait_at_most(word, expected, crate::barrier::BOUNDED_SLEEP)
+        }
+    }
 }
 
 /// Wakes one thread sleeping on `word`, if any.
@@ -153,6 +181,14 @@ mod tests {
     fn wait_returns_at_once_when_the_word_differs() {
         let word = AtomicU32::new(1);
         wait(&word, 0);
+    }
+
+    #[test]
+    fn a_bounded_wait_times_out() {
+        let word = AtomicU32::new(0);
+        let start = std::time::Instant::now();
+        wait_at_most(&word, 0, Duration::from_millis(5));
+        assert!(start.elapsed() >= Duration::from_millis(4));
     }
 
     #[test]

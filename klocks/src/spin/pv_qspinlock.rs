@@ -323,10 +323,10 @@ fn wait_in_queue(node: &McsNode, prev: &McsNode) {
         }
         // Announce, then check (module doc, "No lost wake-ups").
         node.state.store(HALTED, Relaxed);
-        barrier::heavy();
+        let pairing = barrier::heavy();
         // Acquire: pairs with the Release in `kick_successor`.
         if node.locked.load(Acquire) == 0 {
-            park::wait(&node.locked, 0);
+            park::wait_paired(&node.locked, 0, pairing);
         }
         node.state.store(RUNNING, Relaxed);
     }

@@ -199,11 +199,11 @@ impl PvTicketLock {
         bucket.sleepers.fetch_add(1, Relaxed);
         let seq = bucket.seq.load(Relaxed);
         self.next.fetch_or(SLOWPATH, Relaxed);
-        barrier::heavy();
+        let pairing = barrier::heavy();
         // Acquire: pairs with the Release store in `unlock`.
         let served = self.owner.load(Acquire) == ticket;
         if !served {
-            park::wait(&bucket.seq, seq);
+            park::wait_paired(&bucket.seq, seq, pairing);
         }
         bucket.sleepers.fetch_sub(1, Relaxed);
         served
