@@ -64,7 +64,9 @@ raw_bench_lock! {
     klocks::QSpinLockCmpxchgHandoff => "qspinlock-cmpxchg",
     #[cfg(target_arch = "x86_64")]
     klocks::QSpinLockByteStore => "qspinlock-bytestore",
+    klocks::PvQSpinLock => "pvqspinlock",
     klocks::TicketLock => "ticket",
+    klocks::PvTicketLock => "pvticket",
     spin::mutex::SpinMutex<()> => "spin",
     parking_lot::RawMutex => "parking_lot",
     // The negative control: a test-then-set lock that lets two threads in at once.
@@ -255,7 +257,9 @@ lock_table! {
     QSpinLock => klocks::QSpinLock, raw;
     #[cfg(target_arch = "x86_64")]
     QSpinLockByteStore => klocks::QSpinLockByteStore, raw;
+    PvQSpinLock => klocks::PvQSpinLock, raw;
     Ticket => klocks::TicketLock, raw;
+    PvTicket => klocks::PvTicketLock, raw;
     Spin => spin::mutex::SpinMutex<()>, raw;
     Std => std::sync::Mutex<()>;
     ParkingLot => parking_lot::RawMutex, raw;

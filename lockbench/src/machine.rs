@@ -22,10 +22,15 @@ pub struct Machine {
     pub lockbench: &'static str,
     /// Cost of one `std::hint::spin_loop()` (x86 `pause`), in ns.
     pub pause_ns: f64,
+    /// How long klocks' pv locks spin before they sleep, in ns.
+    pub pv_spin_ns: u64,
+    /// Where `pv_spin_ns` came from: `calibrated` or `KLOCKS_SPIN_NS`.
+    pub pv_spin_source: &'static str,
 }
 
 impl Machine {
-    /// Reads the metadata and measures the pause.
+    /// Reads the metadata, measures the pause and settles the pv spin budget (klocks
+    /// calibrates it here, on a quiet machine, rather than inside the first pv cell).
     pub fn probe() -> Self {
         Self {
             cpu_model: cpu_model().unwrap_or_else(|| "unknown CPU".to_owned()),
@@ -35,20 +40,28 @@ impl Machine {
             rustc: env!("LOCKBENCH_RUSTC_VERSION"),
             lockbench: env!("CARGO_PKG_VERSION"),
             pause_ns: pause_ns(),
+            pv_spin_ns: pv_spin_ns(),
+            pv_spin_source: match std::env::var_os(klocks::budget::SPIN_NS_VAR) {
+                Some(_) => klocks::budget::SPIN_NS_VAR,
+                None => "calibrated",
+            },
         }
     }
 
     /// One line for the top of the output.
     pub fn header(&self) -> String {
         format!(
-            "lockbench {} | {} | {} online CPUs | {} | glibc {} | {} | pause {:.1} ns",
+            "lockbench {} | {} | {} online CPUs | {} | glibc {} | {} | pause {:.1} ns | \
+             pv spin {:.1} µs ({})",
             self.lockbench,
             self.cpu_model,
             self.online_cpus,
             self.kernel,
             self.glibc,
             self.rustc,
-            self.pause_ns
+            self.pause_ns,
+            self.pv_spin_ns as f64 / 1e3,
+            self.pv_spin_source
         )
     }
 }
@@ -119,7 +132,14 @@ fn pause_ns() -> f64 {
     best.as_secs_f64() * 1e9 / f64::from(PAUSES)
 }
 
-/// A snapshot of system-wide CPU time (/proc/stat) and this process's own (rusage).
+/// The spin budget every klocks pv lock of this process uses (a budget without a
+/// per-type override resolves to the process-wide one), calibrating it if needed.
+pub fn pv_spin_ns() -> u64 {
+    klocks::budget::SpinBudget::new().ns()
+}
+
+/// A snapshot of system-wide CPU time (/proc/stat) and this process's own (rusage),
+/// which includes the children it has waited for (overcommit's cell processes).
 #[derive(Debug, Clone, Copy)]
 pub struct CpuTimes {
     busy: Duration,
@@ -183,10 +203,15 @@ fn ticks_to_duration(ticks: u64) -> Duration {
 }
 
 fn own_cpu_time() -> Option<Duration> {
+    Some(cpu_time(libc::RUSAGE_SELF)? + cpu_time(libc::RUSAGE_CHILDREN)?)
+}
+
+/// User plus system time of `who` (`RUSAGE_SELF` or `RUSAGE_CHILDREN`).
+fn cpu_time(who: libc::c_int) -> Option<Duration> {
     // SAFETY: an all-zero rusage is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `usage` is a valid, writable rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
         return None;
     }
     Some(timeval(usage.ru_utime)? + timeval(usage.ru_stime)?)

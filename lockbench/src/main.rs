@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 use crate::locks::LockName;
 use crate::machine::Machine;
 use crate::report::{Cell, Progress, Table};
-use crate::scenario::{c2c, false_sharing, loop_, uncontended, Common, Error};
+use crate::scenario::{c2c, false_sharing, loop_, overcommit, uncontended, Common, Error};
 
 const LOCKS_HELP: &str = "\
 Locks (--locks):
@@ -25,7 +25,13 @@ Locks (--locks):
                        takes the lock with a simple write
   qspinlock-bytestore  qspinlock with the kernel's x86-64 byte/halfword stores
                        (x86-64 builds only)
+  pvqspinlock          klocks paravirt queued spinlock (kernel pv qspinlock): waiters
+                       spin a calibrated budget, then sleep on a futex until kicked;
+                       one bounded lock steal at slow-path entry
   ticket               klocks ticket spinlock
+  pvticket             klocks paravirt ticket lock, seed 003's \"patched\": a ticket
+                       lock whose waiters sleep after a bounded spin; the unlocker
+                       kicks the next ticket
   spin                 spin 0.9 SpinMutex: test-and-set spinlock, not FIFO
   std                  std::sync::Mutex<()>: futex, spins briefly before sleeping
   parking_lot          parking_lot::RawMutex: spins a little, then parks
@@ -34,7 +40,10 @@ Locks (--locks):
 
 FIFO spinlocks (qspinlock*, ticket) collapse when threads outnumber CPUs: the lock is
 handed to waiters that are not running. Contended loop runs are therefore capped
-(--cap-secs) and reported as \"DNF x%\" instead of hanging.
+(--cap-secs) and reported as \"DNF x%\" instead of hanging; overcommit runs each cell
+in a child process and reports one that cannot drain as \"DNF (drain > N s)\". The pv
+locks are seed 003's fix: their spin budget (header: \"pv spin\") is calibrated once
+per process as one futex sleep-to-wake handoff, or set with KLOCKS_SPIN_NS=<ns>.
 
 Exit status: 0 success, 1 a result failed verification (or an output file could not
 be written), 2 usage error.";
@@ -43,10 +52,11 @@ be written), 2 usage error.";
 /// designs in userspace) next to std, parking_lot, glibc and spin.
 ///
 /// Without a subcommand, runs the default suite (about a minute on a 2-CPU machine):
-/// c2c, uncontended, loop (seed 000) and false-sharing (seed 002), printing every
-/// table. Every cell is repeated --runs times and reported as the median with
-/// [min–max]; a loop cell whose run hits its time cap is reported as not finished
-/// and not repeated. Every run is verified: the lock-protected counters must match
+/// c2c, uncontended, loop (seeds 000 and 003), false-sharing (seed 002) and
+/// overcommit (seed 003), printing every table. Every cell is repeated --runs times
+/// and reported as the median with [min–max]; a loop cell whose run hits its time
+/// cap, or an overcommit cell whose threads do not drain in time, is reported as not
+/// finished and not repeated. Every run is verified: the lock-protected counters must match
 /// the work done, or lockbench prints why on stderr and exits with status 1 without
 /// reporting the wrong result.
 #[derive(Debug, Parser)]
@@ -61,7 +71,8 @@ struct Cli {
 
 #[derive(Debug, clap::Args)]
 struct GlobalArgs {
-    /// Locks to measure, comma-separated [default: all the possible values]
+    /// Locks to measure, comma-separated [default: all the possible values; overcommit
+    /// runs its own set, see its --help]
     #[arg(
         long,
         global = true,
@@ -72,7 +83,8 @@ struct GlobalArgs {
     locks: Vec<LockName>,
 
     /// Repetitions of each cell; tables show the median with [min–max]. A loop cell
-    /// whose run hits the cap is not repeated
+    /// whose run hits the cap, or an overcommit cell whose run does not drain, is not
+    /// repeated
     #[arg(long, global = true, default_value_t = 3, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
@@ -86,7 +98,8 @@ struct GlobalArgs {
     csv: Option<PathBuf>,
 
     /// Use the seeds' sizes: loop with L = 5000000 pairs per thread, threads 1..8 and
-    /// a 60 s cap; uncontended with 5000000 pairs (explicit options still win)
+    /// a 60 s cap; uncontended with 5000000 pairs; overcommit with 3 s windows (and
+    /// its full grid in the default suite); explicit options still win
     #[arg(long, global = true)]
     seed_scale: bool,
 }
@@ -129,7 +142,9 @@ enum Command {
     /// time; ~ serialized, the threads ran one after another instead of contending.
     /// A run that exceeds --cap-secs is stopped and reported as "DNF x%". Verified: the counter must equal the sum of the
     /// iterations the threads completed. Tables: the seed-000 comparison (before =
-    /// qspinlock-cmpxchg, after = qspinlock), all locks, and per-cell detail.
+    /// qspinlock-cmpxchg, after = qspinlock), the seed-003 one (base = ticket,
+    /// patched = pvticket; %gain = base ÷ patched wall - 1) and the same for
+    /// qspinlock → pvqspinlock, all locks, and per-cell detail.
     Loop(loop_::Args),
 
     /// Seed 002: per-thread locks packed in one cache line vs padded, ops/s
@@ -153,11 +168,43 @@ enum Command {
     /// above). Skipped on a single CPU. Verified: the line must end at 2 × round trips.
     C2c(c2c::Args),
 
-    /// The default suite: c2c, uncontended, loop, false-sharing (about a minute)
+    /// Seed 003: throughput and fairness with more runnable threads than CPUs
     ///
-    /// What lockbench runs without a subcommand: every scenario with its defaults
-    /// (scaled by --seed-scale, restricted by --locks, repeated --runs times).
+    /// For each lock × threads × critical-section length × overcommit ratio, T threads
+    /// loop for a fixed window: lock; cs pauses and a guarded plain-counter increment;
+    /// unlock; as many pauses outside the lock (so one thread keeps the lock about half
+    /// busy and two running threads saturate it). Ratio r adds (r - 1) × CPUs hog
+    /// threads that spin without touching any lock, so the lock threads get about 1/r
+    /// of the machine, like a VM overcommitted r times. The clock starts before the
+    /// start gate opens; only operations finished before a thread sees the stop flag
+    /// count. Reports throughput (ops/s, all threads), fairness (per-thread
+    /// operations, min ÷ mean and max ÷ mean) and the drain (stop flag to the last
+    /// thread returning). Every run happens in a child process: one whose threads do
+    /// not drain within --drain-cap-secs (a FIFO spinlock with dozens of threads on few
+    /// CPUs) is killed and its cell reported as "DNF (drain > N s)"; the others are
+    /// verified: the counter must equal every operation, counted or late. Tables: the
+    /// seed-003 comparison (base = ticket, patched = pvticket), all locks, the
+    /// pvqspinlock bars (vs the better of parking_lot and pthread, short cs, 16–128
+    /// threads) and per-cell detail. Default locks: ticket, pvticket, qspinlock,
+    /// pvqspinlock, std, parking_lot, pthread, pthread-adaptive, spin. The full default
+    /// grid takes several minutes; with --seed-scale (3 s windows) over an hour.
+    Overcommit(overcommit::Args),
+
+    /// The default suite: c2c, uncontended, loop, false-sharing, overcommit (about a
+    /// minute)
+    ///
+    /// What lockbench runs without a subcommand: every scenario with its defaults,
+    /// except loop with a 1 s cap, false-sharing with 250 ms runs and overcommit on a
+    /// reduced grid (threads 4,16,64;
+    /// short cs; overcommit 1,2; 100 ms windows; 1 s drain cap; ticket, pvticket,
+    /// pvqspinlock, std, parking_lot, pthread). Scaled by --seed-scale (then loop and
+    /// overcommit run their full seed-scale grids), restricted by --locks, repeated
+    /// --runs times.
     Suite,
+
+    /// Runs one overcommit cell in this process (overcommit's child processes)
+    #[command(name = overcommit::CELL_COMMAND, hide = true)]
+    OvercommitCell(overcommit::CellArgs),
 }
 
 /// One scenario, configured.
@@ -166,6 +213,7 @@ enum Step {
     Uncontended(uncontended::Config),
     Loop(loop_::Config),
     FalseSharing(false_sharing::Config),
+    Overcommit(overcommit::Config),
 }
 
 impl Step {
@@ -175,6 +223,7 @@ impl Step {
             Step::Uncontended(config) => config.cells(),
             Step::Loop(config) => config.cells(),
             Step::FalseSharing(config) => config.cells(),
+            Step::Overcommit(config) => config.cells(),
         }
     }
 
@@ -184,26 +233,31 @@ impl Step {
             Step::Uncontended(config) => uncontended::run(config, progress),
             Step::Loop(config) => loop_::run(config, progress),
             Step::FalseSharing(config) => false_sharing::run(config, progress),
+            Step::Overcommit(config) => overcommit::run(config, progress),
         }
     }
 
-    fn tables(&self, cells: &[Cell]) -> Vec<Table> {
+    fn tables(&self, cells: &[Cell], machine: &Machine) -> Vec<Table> {
         match self {
             Step::C2c(_) => c2c::tables(cells),
             Step::Uncontended(_) => uncontended::tables(cells),
             Step::Loop(config) => loop_::tables(config, cells),
             Step::FalseSharing(config) => false_sharing::tables(config, cells),
+            Step::Overcommit(config) => overcommit::tables(config, cells, machine.pause_ns),
         }
     }
 }
 
+/// The steps of a measuring command (not the hidden cell subcommand, which `main`
+/// runs before anything is printed).
 fn plan(command: Option<Command>, common: &Common) -> Vec<Step> {
     match command {
         None | Some(Command::Suite) => vec![
             Step::C2c(c2c::Config::new(&Default::default(), common)),
             Step::Uncontended(uncontended::Config::new(&Default::default(), common)),
-            Step::Loop(loop_::Config::new(&Default::default(), common)),
-            Step::FalseSharing(false_sharing::Config::new(&Default::default(), common)),
+            Step::Loop(loop_::Config::suite(common)),
+            Step::FalseSharing(false_sharing::Config::suite(common)),
+            Step::Overcommit(overcommit::Config::suite(common)),
         ],
         Some(Command::Uncontended(args)) => {
             vec![Step::Uncontended(uncontended::Config::new(&args, common))]
@@ -215,17 +269,21 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Step> {
             ))]
         }
         Some(Command::C2c(args)) => vec![Step::C2c(c2c::Config::new(&args, common))],
+        Some(Command::Overcommit(args)) => {
+            vec![Step::Overcommit(overcommit::Config::new(&args, common))]
+        }
+        Some(Command::OvercommitCell(_)) => Vec::new(),
     }
 }
 
 /// Runs every step, printing its tables as soon as it is done.
-fn measure(steps: &[Step]) -> Result<Vec<Cell>, Error> {
+fn measure(steps: &[Step], machine: &Machine) -> Result<Vec<Cell>, Error> {
     let progress = Progress::new(steps.iter().map(Step::cells).sum());
     let mut cells = Vec::new();
     for step in steps {
         let measured = step.run(&progress)?;
         let text: String = step
-            .tables(&measured)
+            .tables(&measured, machine)
             .iter()
             .map(|table| format!("{table}\n"))
             .collect();
@@ -251,7 +309,7 @@ fn run(cli: Cli) -> Result<(), Error> {
     let started = Instant::now();
     let machine = Machine::probe();
     println!("{}\n", machine.header());
-    let cells = measure(&steps)?;
+    let cells = measure(&steps, &machine)?;
     println!(
         "{} cells in {:.1} s",
         cells.len(),
@@ -261,7 +319,12 @@ fn run(cli: Cli) -> Result<(), Error> {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    if let Some(Command::OvercommitCell(args)) = &cli.command {
+        overcommit::cell(args);
+        return ExitCode::SUCCESS;
+    }
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("lockbench: {err}");

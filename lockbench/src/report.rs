@@ -68,30 +68,109 @@ pub struct Run {
     pub handoffs: Option<u64>,
     /// Whether the run did all its work before its cap.
     pub finished: bool,
+    /// Per-thread operations inside the window (overcommit only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_thread: Option<PerThread>,
+    /// From the stop flag to the last thread returning (overcommit only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain: Option<Drain>,
 }
 
-/// A cell that hit its time cap.
+/// How evenly the threads of a run shared the lock: their operations inside the window.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Unfinished {
-    /// Fraction of the target operations done, 0 to 1.
-    pub progress: f64,
-    /// Wall time when the run stopped.
-    pub after_secs: f64,
+pub struct PerThread {
+    /// The slowest thread's operations.
+    pub min: u64,
+    /// Operations per thread on average.
+    pub mean: f64,
+    /// The fastest thread's operations.
+    pub max: u64,
+}
+
+impl PerThread {
+    /// Summarises per-thread counts; `None` when nothing was counted.
+    pub fn of(counts: &[u64]) -> Option<Self> {
+        let total: u64 = counts.iter().sum();
+        let mean = total as f64 / counts.len() as f64;
+        (total > 0).then(|| Self {
+            min: counts.iter().copied().min().unwrap_or(0),
+            mean,
+            max: counts.iter().copied().max().unwrap_or(0),
+        })
+    }
+
+    /// Fairness: min ÷ mean, 1.0 when every thread did as much as the others.
+    pub fn min_per_mean(&self) -> f64 {
+        self.min as f64 / self.mean
+    }
+
+    /// max ÷ mean: how far the luckiest thread got ahead.
+    pub fn max_per_mean(&self) -> f64 {
+        self.max as f64 / self.mean
+    }
+}
+
+/// The drain after a window: the threads finish their operation in flight, and a
+/// thread queued on a FIFO lock must take it once more.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Drain {
+    /// From the stop flag to the last thread returning.
+    pub ms: f64,
+    /// Operations completed after the stop flag: verified, not counted.
+    pub operations: u64,
+}
+
+/// Why a cell did not finish.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum Unfinished {
+    /// A loop run hit its time cap (its counter was still verified).
+    Capped {
+        /// Fraction of the target operations done, 0 to 1.
+        progress: f64,
+        /// Wall time when the run stopped.
+        after_secs: f64,
+    },
+    /// An overcommit run's threads were still draining (every queued waiter takes the
+    /// lock once after the stop flag) when the drain cap ran out; its process was
+    /// killed, so nothing of the run could be verified or reported.
+    Undrained {
+        /// The drain cap, in seconds.
+        cap_secs: f64,
+    },
 }
 
 impl Unfinished {
-    /// `DNF 3.2%`, for matrix tables.
+    /// `DNF 3.2%` or `DNF (drain > 3 s)`, for matrix tables.
     pub fn short(&self) -> String {
-        format!("DNF {}", percent(self.progress))
+        match self {
+            Unfinished::Capped { progress, .. } => format!("DNF {}", percent(*progress)),
+            Unfinished::Undrained { cap_secs } => format!("DNF (drain > {cap_secs} s)"),
+        }
     }
 
-    /// `not finished (3.2% done after 1.0 s)`.
+    /// `not finished (3.2% done after 1.0 s)` or `not finished (drain > 3 s, killed)`.
     pub fn long(&self) -> String {
-        format!(
-            "not finished ({} done after {:.1} s)",
-            percent(self.progress),
-            self.after_secs
-        )
+        match self {
+            Unfinished::Capped {
+                progress,
+                after_secs,
+            } => format!(
+                "not finished ({} done after {after_secs:.1} s)",
+                percent(*progress)
+            ),
+            Unfinished::Undrained { cap_secs } => {
+                format!("not finished (drain > {cap_secs} s, killed)")
+            }
+        }
+    }
+
+    /// The loop progress, 0 to 1; `None` for an undrained cell.
+    pub fn progress(&self) -> Option<f64> {
+        match self {
+            Unfinished::Capped { progress, .. } => Some(*progress),
+            Unfinished::Undrained { .. } => None,
+        }
     }
 }
 
@@ -125,14 +204,33 @@ pub struct Cell {
     pub unit: &'static str,
     /// Over all runs; `None` when the cell did not finish.
     pub summary: Option<Summary>,
-    /// Set when a run hit its cap (then it is the last run).
+    /// Set when a run hit its cap (then it is the last run) or, in overcommit, did
+    /// not drain (then it is not in `runs`: nothing of it was verified).
     pub unfinished: Option<Unfinished>,
     /// Loop cells only.
     pub handoff: Option<HandoffCost>,
     /// Contended loop cells only: c2c placement and other load around the cell.
     pub conditions: Option<Conditions>,
+    /// Overcommit cells only: the critical section and the machine's load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overcommit: Option<Overcommit>,
     /// Every repetition.
     pub runs: Vec<Run>,
+}
+
+/// An overcommit cell's setup.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Overcommit {
+    /// `short` or `medium`.
+    pub cs: &'static str,
+    /// `spin_loop()` iterations inside the critical section, and again outside it.
+    pub cs_pauses: u32,
+    /// The overcommit ratio r.
+    pub ratio: u32,
+    /// CPU hog threads run beside the lock threads: (r - 1) × online CPUs.
+    pub hogs: usize,
+    /// The planned measurement window.
+    pub window_ms: f64,
 }
 
 impl Cell {
@@ -152,6 +250,11 @@ impl Cell {
             (None, None) => "-".to_owned(),
         };
         format!("{value}{}", self.marks())
+    }
+
+    /// The median over the runs of something some runs have.
+    pub fn median_of(&self, of: impl Fn(&Run) -> Option<f64>) -> Option<f64> {
+        Summary::of(self.runs.iter().filter_map(of)).map(|s| s.median)
     }
 
     /// The cell's `median [min–max]` with its marks, or the long not-finished text.
@@ -296,7 +399,7 @@ pub fn write_json(path: &Path, machine: &Machine, cells: &[Cell]) -> io::Result<
 
 const CSV_HEADER: &str = "scenario,lock,threads,layout,unit,median,min,max,runs,finished,\
 progress_pct,ns_per_handoff,handoff_per_c2c,c2c_before_ns,c2c_after_ns,placement_changed,\
-steal_ms,others_ms,noisy";
+steal_ms,others_ms,noisy,cs,overcommit,min_per_mean,max_per_mean,drain_ms";
 
 fn opt(value: Option<f64>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
@@ -316,7 +419,10 @@ fn csv_row(cell: &Cell) -> String {
         opt(summary.map(|s| s.max)),
         cell.runs.len().to_string(),
         cell.unfinished.is_none().to_string(),
-        opt(cell.unfinished.map(|u| u.progress * 100.0)),
+        opt(cell
+            .unfinished
+            .and_then(|u| u.progress())
+            .map(|p| p * 100.0)),
         opt(cell.handoff.map(|h| h.ns_per_handoff)),
         opt(cell.handoff.and_then(|h| h.per_c2c)),
         opt(conditions.and_then(|c| c.c2c_before_ns)),
@@ -327,6 +433,13 @@ fn csv_row(cell: &Cell) -> String {
         opt(conditions.map(|c| c.steal_ms)),
         opt(conditions.map(|c| c.others_ms)),
         conditions.map(|c| c.noisy.to_string()).unwrap_or_default(),
+        cell.overcommit.map(|o| o.cs).unwrap_or_default().to_owned(),
+        cell.overcommit
+            .map(|o| o.ratio.to_string())
+            .unwrap_or_default(),
+        opt(cell.median_of(|run| run.per_thread.map(|p| p.min_per_mean()))),
+        opt(cell.median_of(|run| run.per_thread.map(|p| p.max_per_mean()))),
+        opt(cell.median_of(|run| run.drain.map(|d| d.ms))),
     ];
     fields.map(|f| csv_field(&f)).join(",")
 }
@@ -406,6 +519,29 @@ mod tests {
         assert_eq!(si(41_234_567.0), "41.2M");
         assert_eq!(percent(0.0312), "3.1%");
         assert_eq!(percent(0.000_12), "0.01%");
+    }
+
+    #[test]
+    fn fairness_divides_by_the_mean() {
+        let spread = PerThread::of(&[1, 2, 3]).unwrap();
+        assert_eq!((spread.min_per_mean(), spread.max_per_mean()), (0.5, 1.5));
+        assert!(
+            PerThread::of(&[0, 0]).is_none(),
+            "no operations, no fairness"
+        );
+    }
+
+    #[test]
+    fn unfinished_cells_say_why() {
+        let capped = Unfinished::Capped {
+            progress: 0.032,
+            after_secs: 1.0,
+        };
+        assert_eq!(capped.short(), "DNF 3.2%");
+        assert_eq!(capped.long(), "not finished (3.2% done after 1.0 s)");
+        let undrained = Unfinished::Undrained { cap_secs: 0.5 };
+        assert_eq!(undrained.short(), "DNF (drain > 0.5 s)");
+        assert_eq!(undrained.progress(), None);
     }
 
     #[test]

@@ -56,6 +56,10 @@ fn bad_values_are_usage_errors() {
         &["false-sharing", "--threads", "9"],
         &["false-sharing", "--duration-ms", "1"],
         &["c2c", "--round-trips", "lots"],
+        &["overcommit", "--cs", "long"],
+        &["overcommit", "--overcommit", "0"],
+        &["overcommit", "--window-ms", "0"],
+        &["overcommit", "--drain-cap-secs", "-1"],
     ];
     for args in cases {
         let out = lockbench(args);
@@ -68,7 +72,19 @@ fn the_hidden_negative_control_is_not_listed() {
     let out = lockbench(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).contains("qspinlock-cmpxchg"));
+    assert!(stdout(&out).contains("pvqspinlock"));
     assert!(!stdout(&out).contains("busted"));
+}
+
+#[test]
+fn the_cell_subcommand_is_hidden() {
+    for args in [&["--help"][..], &["-h"], &["help"]] {
+        let out = lockbench(args);
+        assert_eq!(out.status.code(), Some(0));
+        let text = stdout(&out);
+        assert!(text.contains("overcommit"), "{text}");
+        assert!(!text.contains("overcommit-cell"), "{text}");
+    }
 }
 
 #[test]
@@ -111,6 +127,32 @@ fn the_seed_000_table_compares_before_and_after() {
     let text = stdout(&out);
     assert!(text.contains("seed 000"), "{text}");
     assert!(text.contains("%change"), "{text}");
+}
+
+#[test]
+fn the_seed_003_tables_compare_base_and_patched() {
+    let out = measure(&[
+        "loop",
+        "--locks",
+        "ticket,pvticket,qspinlock,pvqspinlock",
+        "--threads",
+        "1,2",
+        "--iterations",
+        "2000",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("seed 003 (base = ticket, patched = pvticket)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(base = qspinlock, patched = pvqspinlock)"),
+        "{text}"
+    );
+    assert!(text.contains("%gain"), "{text}");
 }
 
 /// The busted lock lets two threads in at once; lockbench must refuse the result.
@@ -233,4 +275,137 @@ fn c2c_reports_a_latency() {
     let out = measure(&["c2c", "--round-trips", "1000", "--runs", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("one-way"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_tiny_overcommit_run_prints_its_tables() {
+    let (json, csv) = (scratch("overcommit.json"), scratch("overcommit.csv"));
+    let out = measure(&[
+        "overcommit",
+        "--locks",
+        "pvqspinlock,std",
+        "--threads",
+        "4",
+        "--cs",
+        "short",
+        "--overcommit",
+        "1",
+        "--window-ms",
+        "200",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("overcommit, all locks"), "{text}");
+    assert!(text.contains("overcommit, per cell"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("4 ") && l.contains("short") && l.contains(" f")),
+        "{text}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("valid JSON");
+    for cell in report["cells"].as_array().unwrap() {
+        assert_eq!(cell["overcommit"]["cs"], "short", "{cell}");
+        let run = &cell["runs"][0];
+        assert!(run["value"].as_f64().unwrap() > 0.0, "{cell}");
+        assert!(run["drain"]["ms"].as_f64().is_some(), "{cell}");
+        assert!(run["per_thread"]["min"].as_u64().is_some(), "{cell}");
+    }
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        rows.lines().next().unwrap().ends_with(",drain_ms"),
+        "{rows}"
+    );
+    assert_eq!(rows.lines().count(), 3, "{rows}");
+    let _ = (std::fs::remove_file(json), std::fs::remove_file(csv));
+}
+
+/// 128 threads on a ticket lock, beside hogs, cannot drain in half a second on a
+/// small machine: every waiter must take the lock once more after the window, and
+/// each handoff to a preempted waiter costs a time slice. The cell is reported, the
+/// child killed, the run goes on.
+#[test]
+fn an_undrainable_fifo_cell_is_reported_not_awaited() {
+    let start = Instant::now();
+    let out = measure(&[
+        "overcommit",
+        "--locks",
+        "ticket,pvqspinlock",
+        "--threads",
+        "128",
+        "--cs",
+        "short",
+        "--overcommit",
+        "2",
+        "--window-ms",
+        "100",
+        "--drain-cap-secs",
+        "0.5",
+        "--runs",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        start.elapsed()
+    );
+    let text = stdout(&out);
+    assert!(text.contains("DNF (drain > 0.5 s)"), "{text}");
+    assert!(
+        text.contains("not finished (drain > 0.5 s, killed)"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("pvqspinlock ") && l.contains(" 128 ")),
+        "{text}"
+    );
+}
+
+/// As in loop: the busted lock must fail verification, in the parent, from the counts
+/// the cell process reports.
+#[test]
+fn the_busted_lock_fails_overcommit_verification() {
+    const ATTEMPTS: usize = 5;
+    let args = [
+        "overcommit",
+        "--locks",
+        "busted",
+        "--threads",
+        "4",
+        "--cs",
+        "short",
+        "--overcommit",
+        "1",
+        "--window-ms",
+        "100",
+        "--runs",
+        "1",
+    ];
+    let caught = (0..ATTEMPTS).find_map(|_| {
+        let out = measure(&args);
+        match out.status.code() {
+            Some(1) => Some(out),
+            Some(0) => None,
+            other => panic!("exit {other:?}: {}", stderr(&out)),
+        }
+    });
+    let out = caught.expect("lockbench never caught the busted lock");
+    assert!(
+        stderr(&out).contains("verification failed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("busted"));
+    assert!(
+        !stdout(&out).contains("busted"),
+        "a wrong result reached a table"
+    );
 }

@@ -84,6 +84,8 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
             target: None,
             handoffs: None,
             finished: true,
+            per_thread: None,
+            drain: None,
         })
         .collect();
     progress.done();
@@ -97,6 +99,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         unfinished: None,
         handoff: None,
         conditions: None,
+        overcommit: None,
         runs,
     }])
 }

@@ -38,6 +38,8 @@ pub struct Args {
 const THREADS: usize = 2;
 /// Default run length.
 const DURATION_MS: u64 = 500;
+/// The default suite's run length: eight raw locks × two layouts × --runs add up.
+const SUITE_DURATION_MS: u64 = 250;
 
 /// Packed or padded.
 #[derive(Debug, Clone, Copy)]
@@ -90,6 +92,16 @@ impl Config {
             duration: Duration::from_millis(args.duration_ms.unwrap_or(DURATION_MS)),
             runs: common.runs,
         }
+    }
+
+    /// The default suite's share: the defaults with 250 ms runs (500 ms with
+    /// --seed-scale).
+    pub fn suite(common: &Common) -> Self {
+        let args = Args {
+            duration_ms: (!common.seed_scale).then_some(SUITE_DURATION_MS),
+            ..Args::default()
+        };
+        Self::new(&args, common)
     }
 
     /// Cells this config measures.
@@ -163,6 +175,7 @@ impl RawLockVisitor for Measure<'_> {
             unfinished: None,
             handoff: None,
             conditions,
+            overcommit: None,
             runs,
         })
     }
@@ -216,6 +229,8 @@ fn hammer<R: RawMutex + Sync>(
         target: None,
         handoffs: None,
         finished: true,
+        per_thread: None,
+        drain: None,
     })
 }
 

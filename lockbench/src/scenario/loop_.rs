@@ -50,6 +50,8 @@ const ITERATIONS: u64 = 1_000_000;
 const SEED_ITERATIONS: u64 = 5_000_000;
 const CAP: Duration = Duration::from_secs(2);
 const SEED_CAP: Duration = Duration::from_secs(60);
+/// The default suite's cap: the four FIFO spinlocks hit it at 3, 4 and 8 threads.
+const SUITE_CAP: Duration = Duration::from_secs(1);
 
 impl Config {
     /// From the command line.
@@ -69,6 +71,16 @@ impl Config {
             cap: args.cap_secs.unwrap_or(if seed { SEED_CAP } else { CAP }),
             runs: common.runs,
         }
+    }
+
+    /// The default suite's share: the defaults with a 1 s cap (the seed's sizes with
+    /// --seed-scale).
+    pub fn suite(common: &Common) -> Self {
+        let args = Args {
+            cap_secs: (!common.seed_scale).then_some(SUITE_CAP),
+            ..Args::default()
+        };
+        Self::new(&args, common)
     }
 
     /// Cells this config measures.
@@ -142,6 +154,8 @@ impl Measure<'_> {
             target: Some(target),
             handoffs: Some(race.results.iter().map(|t| t.handoffs).sum()),
             finished: completed == target,
+            per_thread: None,
+            drain: None,
         })
     }
 }
@@ -175,7 +189,7 @@ fn cell(
     let unfinished = runs
         .last()
         .filter(|run| !run.finished)
-        .map(|run| Unfinished {
+        .map(|run| Unfinished::Capped {
             progress: run.operations as f64 / run.target.unwrap_or(run.operations).max(1) as f64,
             after_secs: run.value / 1e3,
         });
@@ -196,6 +210,7 @@ fn cell(
         unfinished,
         handoff: handoff_cost(threads, &reported, conditions.as_ref()),
         conditions,
+        overcommit: None,
         runs,
     }
 }
@@ -242,7 +257,9 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         config.cap.as_secs_f64()
     );
     let mut tables: Vec<Table> = [
-        seed_table(config, cells, &scale),
+        seed_000_table(config, cells, &scale),
+        pv_table(config, cells, &scale, &SEED_003),
+        pv_table(config, cells, &scale, &PV_QSPINLOCK),
         Some(matrix(config, cells, &scale)),
     ]
     .into_iter()
@@ -261,28 +278,70 @@ fn find<'a>(cells: &'a [Cell], lock: &str, threads: usize) -> Option<&'a Cell> {
         .find(|cell| cell.lock == lock && cell.threads == threads)
 }
 
-/// threads | before | after | %change, when both seed-000 locks ran.
-fn seed_table(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
-    let (before, after) = (
-        LockName::QSpinLockCmpxchg.name(),
-        LockName::QSpinLock.name(),
-    );
-    if ![LockName::QSpinLockCmpxchg, LockName::QSpinLock]
-        .iter()
-        .all(|lock| config.locks.contains(lock))
-    {
+/// A base and a patched lock, compared row by row, when both ran.
+struct Pair {
+    /// What the comparison is, for the table's title.
+    what: &'static str,
+    base: LockName,
+    patched: LockName,
+}
+
+impl Pair {
+    fn ran(&self, config: &Config) -> bool {
+        config.locks.contains(&self.base) && config.locks.contains(&self.patched)
+    }
+
+    /// (threads, base cell, patched cell) for every thread count both measured.
+    fn rows<'a>(
+        &self,
+        config: &'a Config,
+        cells: &'a [Cell],
+    ) -> impl Iterator<Item = (usize, &'a Cell, &'a Cell)> + 'a {
+        let (base, patched) = (self.base.name(), self.patched.name());
+        config.threads.iter().filter_map(move |&threads| {
+            Some((
+                threads,
+                find(cells, base, threads)?,
+                find(cells, patched, threads)?,
+            ))
+        })
+    }
+}
+
+/// Seed 000: the queue head's cmpxchg (before) against a plain write (after).
+const SEED_000: Pair = Pair {
+    what: "seed 000",
+    base: LockName::QSpinLockCmpxchg,
+    patched: LockName::QSpinLock,
+};
+/// Seed 003: the ticket lock (base) against the pv ticket lock (patched).
+const SEED_003: Pair = Pair {
+    what: "seed 003",
+    base: LockName::Ticket,
+    patched: LockName::PvTicket,
+};
+/// The same fix on the queued lock: qspinlock against pvqspinlock.
+const PV_QSPINLOCK: Pair = Pair {
+    what: "seed 003's fix on the queued lock",
+    base: LockName::QSpinLock,
+    patched: LockName::PvQSpinLock,
+};
+
+/// threads | before | after | %change (negative: after is faster).
+fn seed_000_table(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
+    if !SEED_000.ran(config) {
         return None;
     }
     let mut table = Table::new(
-        format!("loop, seed 000 (before = {before}, after = {after}): {scale}"),
+        format!(
+            "loop, {} (before = {}, after = {}): {scale}",
+            SEED_000.what,
+            SEED_000.base.name(),
+            SEED_000.patched.name()
+        ),
         &["threads", "before ms", "after ms", "%change"],
     );
-    for &threads in &config.threads {
-        let (Some(before), Some(after)) =
-            (find(cells, before, threads), find(cells, after, threads))
-        else {
-            continue;
-        };
+    for (threads, before, after) in SEED_000.rows(config, cells) {
         let change = before.summary.zip(after.summary).map_or_else(
             || "-".to_owned(),
             |(b, a)| format!("{:+.1}%", (a.median - b.median) / b.median * 100.0),
@@ -292,6 +351,40 @@ fn seed_table(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
             before.short(num),
             after.short(num),
             change,
+        ]);
+    }
+    Some(table)
+}
+
+/// threads | base | patched | %gain, seed 003's shape: the throughput gain, base wall
+/// ÷ patched wall - 1. A base that hit its cap took longer than the cap, so the gain
+/// is at least cap ÷ patched wall - 1, shown as `>+x%`.
+fn pv_table(config: &Config, cells: &[Cell], scale: &str, pair: &Pair) -> Option<Table> {
+    if !pair.ran(config) {
+        return None;
+    }
+    let mut table = Table::new(
+        format!(
+            "loop, {} (base = {}, patched = {}): {scale}; %gain = base ÷ patched wall - 1",
+            pair.what,
+            pair.base.name(),
+            pair.patched.name()
+        ),
+        &["threads", "base ms", "patched ms", "%gain"],
+    );
+    for (threads, base, patched) in pair.rows(config, cells) {
+        let gain = match (base.summary, base.unfinished, patched.summary) {
+            (Some(b), None, Some(p)) => format!("{:+.1}%", (b.median / p.median - 1.0) * 100.0),
+            (_, Some(Unfinished::Capped { after_secs, .. }), Some(p)) => {
+                format!(">{:+.0}%", (after_secs * 1e3 / p.median - 1.0) * 100.0)
+            }
+            _ => "-".to_owned(),
+        };
+        table.row(vec![
+            threads.to_string(),
+            base.short(num),
+            patched.short(num),
+            gain,
         ]);
     }
     Some(table)

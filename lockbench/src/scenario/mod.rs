@@ -4,6 +4,7 @@
 pub mod c2c;
 pub mod false_sharing;
 pub mod loop_;
+pub mod overcommit;
 pub mod uncontended;
 pub mod watch;
 
@@ -45,8 +46,10 @@ impl Common {
 pub enum Error {
     /// A result was wrong: the lock (or the machine) broke mutual exclusion.
     Verification(String),
-    /// The OS refused something (pinning, writing a report).
+    /// The OS refused something (pinning, writing a report, starting a process).
     Io(String, std::io::Error),
+    /// A cell's child process broke down (crashed, or answered nonsense).
+    Child(String),
 }
 
 impl fmt::Display for Error {
@@ -54,6 +57,7 @@ impl fmt::Display for Error {
         match self {
             Error::Verification(what) => write!(f, "verification failed: {what}"),
             Error::Io(what, err) => write!(f, "{what}: {err}"),
+            Error::Child(what) => write!(f, "{what}"),
         }
     }
 }
@@ -133,7 +137,14 @@ impl<L: BenchLock> Guarded<L> {
     /// Returns whether the lock came from another thread (a handoff).
     #[inline]
     pub fn enter(&self, me: usize) -> bool {
+        self.enter_with(me, || {})
+    }
+
+    /// [`enter`](Self::enter), running `work` under the lock before counting.
+    #[inline]
+    pub fn enter_with(&self, me: usize, work: impl FnOnce()) -> bool {
         let previous = self.inner.lock.with(|| {
+            work();
             // SAFETY: inside the lock (see the `Sync` impl); the reference does not
             // outlive the critical section.
             let data = unsafe { &mut *self.inner.data.get() };
@@ -203,6 +214,9 @@ pub struct Race<T> {
     pub results: Vec<T>,
     /// From opening the gate to the last worker returning.
     pub wall: Duration,
+    /// From opening the gate to requesting the stop; `None` if every worker returned
+    /// before `limit`.
+    pub stopped: Option<Duration>,
 }
 
 /// Runs `threads` workers `work(id, stop)` from one start gate. The clock starts just
@@ -211,6 +225,16 @@ pub struct Race<T> {
 pub fn race<T: Send>(
     threads: usize,
     limit: Duration,
+    work: impl Fn(usize, &Stop) -> T + Sync,
+) -> Race<T> {
+    race_announced(threads, limit, || {}, work)
+}
+
+/// [`race`], calling `started` once the clock runs, just before the gate opens.
+pub fn race_announced<T: Send>(
+    threads: usize,
+    limit: Duration,
+    started: impl FnOnce(),
     work: impl Fn(usize, &Stop) -> T + Sync,
 ) -> Race<T> {
     let (ready, gate, stop) = (Barrier::new(threads + 1), Gate::new(), Stop::new());
@@ -234,13 +258,15 @@ pub fn race<T: Send>(
         drop(done_tx);
         ready.wait();
         let start = Instant::now();
+        started();
         gate.open();
-        await_workers(&done_rx, threads, start + limit, &stop);
+        let stopped = await_workers(&done_rx, threads, start + limit, &stop);
         let (results, finishes): (Vec<T>, Vec<Instant>) = workers.into_iter().map(join).unzip();
         let last = finishes.into_iter().max().unwrap_or(start);
         Race {
             results,
             wall: last.saturating_duration_since(start),
+            stopped: stopped.map(|at| at.saturating_duration_since(start)),
         }
     })
 }
@@ -252,16 +278,26 @@ pub fn join<T>(thread: thread::ScopedJoinHandle<'_, T>) -> T {
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
-/// Blocks until `threads` workers reported done, requesting a stop at `deadline`.
-fn await_workers(done: &mpsc::Receiver<()>, threads: usize, deadline: Instant, stop: &Stop) {
+/// Blocks until `threads` workers reported done, requesting a stop at `deadline`;
+/// returns when it requested the stop, if it did.
+fn await_workers(
+    done: &mpsc::Receiver<()>,
+    threads: usize,
+    deadline: Instant,
+    stop: &Stop,
+) -> Option<Instant> {
     for _ in 0..threads {
         match done.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(()) => {}
-            Err(RecvTimeoutError::Timeout) => return stop.request(),
+            Err(RecvTimeoutError::Timeout) => {
+                stop.request();
+                return Some(Instant::now());
+            }
             // Every worker is gone (one panicked); joining reports it.
-            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Disconnected) => return None,
         }
     }
+    None
 }
 
 #[cfg(test)]
@@ -291,6 +327,9 @@ mod tests {
             [0, 1, 2]
         );
         assert!(race.wall >= Duration::from_millis(20));
+        assert!(race
+            .stopped
+            .is_some_and(|at| at >= Duration::from_millis(20)));
     }
 
     #[test]

@@ -85,6 +85,7 @@ impl LockVisitor for Measure<'_> {
             unfinished: None,
             handoff: None,
             conditions: None,
+            overcommit: None,
             runs,
         })
     }
@@ -108,6 +109,8 @@ fn pairs<L: BenchLock>(iterations: u64, context: impl FnOnce() -> String) -> Res
         target: None,
         handoffs: None,
         finished: true,
+        per_thread: None,
+        drain: None,
     })
 }
 
