@@ -67,6 +67,8 @@ impl SpinBudget {
             ns <= MAX_SPIN_NS,
             "klocks: spin budget {ns} ns is above the maximum of {MAX_SPIN_NS} ns"
         );
+        // Relaxed: a setting, not a synchronisation; waiters pick it up when they next
+        // read it.
         #[cfg(not(loom))]
         self.override_ns.store(ns, Relaxed);
     }

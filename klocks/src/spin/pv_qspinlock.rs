@@ -226,6 +226,8 @@ impl PvQSpinLock {
     fn wait_as_head(&self, tail: u32) -> bool {
         loop {
             // Stop steals while we are awake to take the lock: (n,0,*) -> (n,1,*).
+            // Relaxed: a fairness hint; every acquisition is still a cmpxchg against a
+            // clear locked byte, so no ordering rests on it.
             self.word.fetch_or(PENDING_VAL, Relaxed);
             for _ in 0..=BUDGET.spins() {
                 if let Some(successors) = self.try_claim(tail) {
@@ -233,7 +235,8 @@ impl PvQSpinLock {
                 }
                 cpu_relax();
             }
-            // Let running newcomers steal while we sleep: (*,1,*) -> (*,0,*).
+            // Let running newcomers steal while we sleep: (*,1,*) -> (*,0,*). Relaxed:
+            // the same hint.
             self.word.fetch_and(!PENDING_VAL, Relaxed);
             if let Some(successors) = self.try_claim(tail) {
                 return successors;
@@ -328,6 +331,7 @@ fn wait_in_queue(node: &McsNode, prev: &McsNode) {
         if node.locked.load(Acquire) == 0 {
             park::wait_paired(&node.locked, 0, pairing);
         }
+        // Relaxed: a predecessor that still reads HALTED only wakes us needlessly.
         node.state.store(RUNNING, Relaxed);
     }
 }

@@ -232,6 +232,7 @@ impl PvTicketLock {
         if !served {
             park::wait_paired(&bucket.seq, seq, pairing);
         }
+        // Relaxed: a stale count only costs an unlocker a needless wake syscall.
         bucket.sleepers.fetch_sub(1, Relaxed);
         served
     }
