@@ -11,7 +11,7 @@
 //!
 //! | lock | design | use it when | avoid it when |
 //! |---|---|---|---|
-//! | [`PvQSpinLock`] | kernel pv queued spinlock: spin, then sleep until kicked | **the default**: short sections, any number of threads | critical sections that block |
+//! | [`PvQSpinLock`] | kernel pv queued spinlock: spin, then sleep until kicked | klocks' first choice: short sections, survives any number of threads | sections that block; heavy oversubscription (std and parking_lot have more throughput and fairness there) |
 //! | [`QSpinLock`] | kernel queued spinlock (seed 000) | short sections, threads ≤ CPUs, fairness matters | threads can outnumber CPUs |
 //! | [`QSpinLockCmpxchgHandoff`] | the same before seed 000 | re-running seed 000's "before" | production: prefer `QSpinLock` |
 //! | [`TicketLock`] | ticket spinlock | tiny sections on few CPUs | more threads than CPUs; many CPUs |
