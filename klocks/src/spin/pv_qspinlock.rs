@@ -82,8 +82,8 @@
 
 use super::mcs::{decode_tail, with_queue_node, McsNode, HALTED, RUNNING};
 use super::qspinlock::{
-    wait_for_next, Flavor, SimpleWrite, LOCKED_MASK, LOCKED_PENDING_MASK, LOCKED_VAL, PENDING_VAL,
-    TAIL_MASK, TAIL_OFFSET,
+    fast_lock, trylock, wait_for_next, Flavor, SimpleWrite, LOCKED_MASK, LOCKED_PENDING_MASK,
+    LOCKED_VAL, PENDING_VAL, TAIL_MASK, TAIL_OFFSET,
 };
 use crate::budget::SpinBudget;
 use crate::sync::{cpu_relax, AtomicU32, Ordering::*};
@@ -129,12 +129,7 @@ impl PvQSpinLock {
     /// Acquires the lock: spins, then sleeps until it is handed over.
     #[inline]
     pub fn lock(&self) {
-        // Acquire: pairs with the Release in `unlock`. (0,0,0) -> (0,0,1).
-        if self
-            .word
-            .compare_exchange(0, LOCKED_VAL, Acquire, Relaxed)
-            .is_err()
-        {
+        if !fast_lock(&self.word) {
             self.lock_slow();
         }
     }
@@ -142,12 +137,7 @@ impl PvQSpinLock {
     /// Takes the lock if the word is entirely clear (no owner, no waiter).
     #[inline]
     pub fn try_lock(&self) -> bool {
-        // Acquire on success: pairs with the Release in `unlock`.
-        self.word.load(Relaxed) == 0
-            && self
-                .word
-                .compare_exchange(0, LOCKED_VAL, Acquire, Relaxed)
-                .is_ok()
+        trylock(&self.word)
     }
 
     /// Releases the lock, waking the queue head if it sleeps.

@@ -303,12 +303,7 @@ impl<F: Flavor> RawQSpinLock<F> {
     /// Acquires the lock, spinning until it is free.
     #[inline]
     pub fn lock(&self) {
-        // Acquire: pairs with the Release in `unlock`. `(0,0,0) -> (0,0,1)`.
-        if self
-            .word
-            .compare_exchange(0, LOCKED_VAL, Acquire, Relaxed)
-            .is_err()
-        {
+        if !fast_lock(&self.word) {
             self.lock_slow();
         }
     }
@@ -316,12 +311,7 @@ impl<F: Flavor> RawQSpinLock<F> {
     /// Takes the lock if the word is entirely clear (no owner, no waiter).
     #[inline]
     pub fn try_lock(&self) -> bool {
-        // Acquire on success: pairs with the Release in `unlock`.
-        self.word.load(Relaxed) == 0
-            && self
-                .word
-                .compare_exchange(0, LOCKED_VAL, Acquire, Relaxed)
-                .is_ok()
+        trylock(&self.word)
     }
 
     /// Releases the lock.
@@ -473,6 +463,21 @@ impl<F: Flavor> RawQSpinLock<F> {
             cpu_relax();
         }
     }
+}
+
+/// The uncontended fast path of every queued lock: `(0,0,0) -> (0,0,1)`.
+#[inline(always)]
+pub(crate) fn fast_lock(word: &AtomicU32) -> bool {
+    // Acquire: pairs with the Release of the lock's unlock.
+    word.compare_exchange(0, LOCKED_VAL, Acquire, Relaxed)
+        .is_ok()
+}
+
+/// Takes the lock only if the word is entirely clear (no owner, no waiter); reads
+/// first so a contended word is not pulled in exclusive for nothing.
+#[inline(always)]
+pub(crate) fn trylock(word: &AtomicU32) -> bool {
+    word.load(Relaxed) == 0 && fast_lock(word)
 }
 
 /// Wait for our successor to link in, then make it the queue head.
