@@ -16,6 +16,8 @@
 //! | [`QSpinLockCmpxchgHandoff`] | the same before seed 000 | re-running seed 000's "before" | production: prefer `QSpinLock` |
 //! | [`TicketLock`] | ticket spinlock | tiny sections on few CPUs | more threads than CPUs; many CPUs |
 //! | [`PvTicketLock`] | seed 003: ticket lock whose waiters sleep after a bounded spin | FIFO order with threads that may outnumber CPUs | throughput under heavy oversubscription (a barging lock wins) |
+//! | [`SpinFutexMutex`] | seed 004: futex mutex whose one spinner spins while the owner runs | sections of any length, any number of threads | tiny sections with threads ≤ CPUs (a queued spinlock hands over faster) |
+//! | [`FutexMutex`] | seed 004's "before": Drepper's waiting futex mutex | re-running seed 004's "before" | production: prefer `SpinFutexMutex` or std |
 //! | [`Padded<L>`] | seed 002: lock alone on its line | hot locks next to other hot data | millions of locks |
 //!
 //! Pure spinlocks never sleep: with more runnable threads than CPUs a FIFO spinlock
@@ -91,11 +93,15 @@ pub mod testing;
 
 mod barrier;
 pub mod budget;
+mod mutex;
+pub mod owner;
 mod padded;
 mod park;
 mod spin;
 mod sync;
 
+pub use mutex::futex_mutex::FutexMutex;
+pub use mutex::spin_futex_mutex::SpinFutexMutex;
 pub use padded::Padded;
 pub use spin::mcs::MAX_SLOTS;
 pub use spin::pv_qspinlock::PvQSpinLock;
@@ -137,6 +143,18 @@ pub type PvTicketMutex<T> = lock_api::Mutex<PvTicketLock, T>;
 /// Guard of a [`PvTicketMutex`].
 #[cfg(not(loom))]
 pub type PvTicketMutexGuard<'a, T> = lock_api::MutexGuard<'a, PvTicketLock, T>;
+/// `Mutex<T>` on a [`SpinFutexMutex`]: seed 004's spinning futex.
+#[cfg(not(loom))]
+pub type SpinningFutex<T> = lock_api::Mutex<SpinFutexMutex, T>;
+/// Guard of a [`SpinningFutex`].
+#[cfg(not(loom))]
+pub type SpinningFutexGuard<'a, T> = lock_api::MutexGuard<'a, SpinFutexMutex, T>;
+/// `Mutex<T>` on a [`FutexMutex`]: seed 004's waiting futex.
+#[cfg(not(loom))]
+pub type WaitingFutex<T> = lock_api::Mutex<FutexMutex, T>;
+/// Guard of a [`WaitingFutex`].
+#[cfg(not(loom))]
+pub type WaitingFutexGuard<'a, T> = lock_api::MutexGuard<'a, FutexMutex, T>;
 /// `Mutex<T>` on a cache-line-isolated [`QSpinLock`] (seed 002).
 #[cfg(not(loom))]
 pub type PaddedQSpinMutex<T> = lock_api::Mutex<Padded<QSpinLock>, T>;

@@ -267,15 +267,37 @@ impl Default for BustedLock {
     }
 }
 
-/// The contract every klocks lock shares, as unit tests in the invoking module: one
-/// 32-bit word, `try_lock` refuses a held lock (no recursion), unlocking an unlocked
+/// Explore every interleaving up to the preemption bound (`LOOM_MAX_PREEMPTIONS`;
+/// default 3 for two threads; 1 for three, because each spin iteration is a branch
+/// and a bound of 2 already takes longer than CI allows), with every reordering the
+/// memory model allows, of `threads` threads each taking the lock `iterations` times.
+#[cfg(all(loom, test))]
+pub(crate) fn explore<L: TestLock>(threads: usize, iterations: u64) {
+    let mut model = loom::model::Builder::new();
+    if model.preemption_bound.is_none() {
+        model.preemption_bound = Some(if threads > 2 { 1 } else { 3 });
+    }
+    // Every spin iteration is a scheduling branch; waiters spin while preempted owners
+    // are descheduled, so executions are longer than loom's default 1000 branches.
+    model.max_branches = model.max_branches.max(100_000);
+    model.check(move || {
+        contend::<L>(Contention::threads(threads).iterations(iterations))
+            .expect("mutual exclusion violated");
+    });
+}
+
+/// The contract every klocks lock shares, as unit tests in the invoking module: its
+/// documented size (one 32-bit word unless given), `try_lock` refuses a held lock (no recursion), unlocking an unlocked
 /// lock panics with the given message.
 #[cfg(all(test, not(loom)))]
 macro_rules! lock_basics_tests {
     ($ty:ty, $unlock_panic:literal) => {
+        lock_basics_tests!($ty, $unlock_panic, bytes = 4);
+    };
+    ($ty:ty, $unlock_panic:literal, bytes = $bytes:literal) => {
         #[test]
-        fn layout_is_one_word() {
-            assert_eq!(std::mem::size_of::<$ty>(), 4);
+        fn layout_is_as_documented() {
+            assert_eq!(std::mem::size_of::<$ty>(), $bytes);
         }
 
         #[test]

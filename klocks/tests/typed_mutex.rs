@@ -71,6 +71,26 @@ fn pv_ticket_mutex_heavily_oversubscribed() {
     hammer::<klocks::PvTicketLock>(64 * cpus(), 500);
 }
 
+#[test]
+fn futex_mutexes_heavily_oversubscribed() {
+    hammer::<klocks::SpinFutexMutex>(cpus(), 50_000);
+    hammer::<klocks::SpinFutexMutex>(256 * cpus(), 100);
+    hammer::<klocks::FutexMutex>(256 * cpus(), 100);
+}
+
+#[test]
+fn spinning_futex_guards() {
+    let m = klocks::SpinningFutex::new(String::from("a"));
+    m.lock().push('b');
+    let g = m.try_lock().expect("free mutex");
+    assert!(m.try_lock().is_none(), "try_lock took a held mutex");
+    drop(g);
+    assert_eq!(m.into_inner(), "ab");
+    let w = klocks::WaitingFutex::new(1u8);
+    *w.lock() += 1;
+    assert_eq!(*w.lock(), 2);
+}
+
 /// Oversubscribed (more threads than CPUs) but short: FIFO spinlocks stay correct,
 /// only slow.
 #[test]

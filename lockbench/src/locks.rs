@@ -67,6 +67,8 @@ raw_bench_lock! {
     klocks::PvQSpinLock => "pvqspinlock",
     klocks::TicketLock => "ticket",
     klocks::PvTicketLock => "pvticket",
+    klocks::FutexMutex => "futex",
+    klocks::SpinFutexMutex => "spinfutex",
     spin::mutex::SpinMutex<()> => "spin",
     parking_lot::RawMutex => "parking_lot",
     // The negative control: a test-then-set lock that lets two threads in at once.
@@ -260,6 +262,8 @@ lock_table! {
     PvQSpinLock => klocks::PvQSpinLock, raw;
     Ticket => klocks::TicketLock, raw;
     PvTicket => klocks::PvTicketLock, raw;
+    Futex => klocks::FutexMutex, raw;
+    SpinFutex => klocks::SpinFutexMutex, raw;
     Spin => spin::mutex::SpinMutex<()>, raw;
     Std => std::sync::Mutex<()>;
     ParkingLot => parking_lot::RawMutex, raw;

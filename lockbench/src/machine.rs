@@ -26,6 +26,9 @@ pub struct Machine {
     pub pv_spin_ns: u64,
     /// Where `pv_spin_ns` came from: `calibrated` or `KLOCKS_SPIN_NS`.
     pub pv_spin_source: &'static str,
+    /// How klocks asks whether a lock owner is on a CPU (`klocks::owner`): `perf`,
+    /// `clock` or `budget`.
+    pub owner_probe: &'static str,
 }
 
 impl Machine {
@@ -45,6 +48,7 @@ impl Machine {
                 Some(_) => klocks::budget::SPIN_NS_VAR,
                 None => "calibrated",
             },
+            owner_probe: klocks::owner::probe_kind().name(),
         }
     }
 
@@ -52,7 +56,7 @@ impl Machine {
     pub fn header(&self) -> String {
         format!(
             "lockbench {} | {} | {} online CPUs | {} | glibc {} | {} | pause {:.1} ns | \
-             pv spin {:.1} µs ({})",
+             pv spin {:.1} µs ({}) | owner probe {}",
             self.lockbench,
             self.cpu_model,
             self.online_cpus,
@@ -61,7 +65,8 @@ impl Machine {
             self.rustc,
             self.pause_ns,
             self.pv_spin_ns as f64 / 1e3,
-            self.pv_spin_source
+            self.pv_spin_source,
+            self.owner_probe
         )
     }
 }

@@ -15,7 +15,10 @@ use clap::{Parser, Subcommand};
 use crate::locks::LockName;
 use crate::machine::Machine;
 use crate::report::{Cell, Progress, Table};
-use crate::scenario::{c2c, false_sharing, loop_, overcommit, uncontended, Common, Error};
+use crate::scenario::{
+    c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, uncontended, windowed, Common,
+    Error,
+};
 
 const LOCKS_HELP: &str = "\
 Locks (--locks):
@@ -32,6 +35,10 @@ Locks (--locks):
   pvticket             klocks paravirt ticket lock, seed 003's \"patched\": a ticket
                        lock whose waiters sleep after a bounded spin; the unlocker
                        kicks the next ticket
+  futex                klocks waiting futex mutex, seed 004's \"before\": a waiter
+                       sleeps on the futex at once (Drepper's mutex)
+  spinfutex            klocks spinning futex mutex, seed 004's \"after\": one waiter
+                       spins while the owner runs, the others sleep
   spin                 spin 0.9 SpinMutex: test-and-set spinlock, not FIFO
   std                  std::sync::Mutex<()>: futex, spins briefly before sleeping
   parking_lot          parking_lot::RawMutex: spins a little, then parks
@@ -58,7 +65,8 @@ be written), 2 usage error.";
 /// cap, or an overcommit cell whose threads do not drain in time, is reported as not
 /// finished and not repeated. Every run is verified: the lock-protected counters must match
 /// the work done, or lockbench prints why on stderr and exits with status 1 without
-/// reporting the wrong result.
+/// reporting the wrong result. mutex-load (seed 004, several minutes) is not in the
+/// suite: run it by name.
 #[derive(Debug, Parser)]
 #[command(name = "lockbench", version, after_help = LOCKS_HELP)]
 struct Cli {
@@ -72,7 +80,7 @@ struct Cli {
 #[derive(Debug, clap::Args)]
 struct GlobalArgs {
     /// Locks to measure, comma-separated [default: all the possible values; overcommit
-    /// runs its own set, see its --help]
+    /// and mutex-load run their own sets, see their --help]
     #[arg(
         long,
         global = true,
@@ -83,8 +91,8 @@ struct GlobalArgs {
     locks: Vec<LockName>,
 
     /// Repetitions of each cell; tables show the median with [min–max]. A loop cell
-    /// whose run hits the cap, or an overcommit cell whose run does not drain, is not
-    /// repeated
+    /// whose run hits the cap, or an overcommit or mutex-load cell whose run does not
+    /// drain, is not repeated
     #[arg(long, global = true, default_value_t = 3, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
@@ -99,7 +107,8 @@ struct GlobalArgs {
 
     /// Use the seeds' sizes: loop with L = 5000000 pairs per thread, threads 1..8 and
     /// a 60 s cap; uncontended with 5000000 pairs; overcommit with 3 s windows (and
-    /// its full grid in the default suite); explicit options still win
+    /// its full grid in the default suite); mutex-load with 3 s windows; explicit
+    /// options still win
     #[arg(long, global = true)]
     seed_scale: bool,
 }
@@ -190,6 +199,61 @@ enum Command {
     /// grid takes several minutes; with --seed-scale (3 s windows) over an hour.
     Overcommit(overcommit::Args),
 
+    /// Seed 004: throughput and fairness against the critical section's length
+    ///
+    /// Waiman Long's spinning-futex RFC (2014) timed a userspace mutex loop (lock; load
+    /// pause instructions; unlock) with 2, 10 and 256 threads and loads of 1, 10, 50 and
+    /// 100 pauses, and compared the waiting futex (the "before": a waiter sleeps at
+    /// once) with the spinning futex (the "after": a waiter spins while the owner
+    /// runs). For each lock × threads × load, T threads run that loop for a fixed
+    /// window with no work outside the lock, as in the seed (--outside-pauses adds
+    /// some); the critical section also increments a plain counter only the lock
+    /// protects. The clock starts before the start gate opens; only operations
+    /// finished inside the window count. Reports throughput in kops/s (all threads)
+    /// and fairness f = the slowest thread's operations ÷ the mean (per-thread
+    /// min/mean/max in --json); each load is also given in ns, from the pause measured
+    /// at start-up (header: "pause").
+    ///
+    /// Every run happens in a child process: one whose threads do not drain within
+    /// --drain-cap-secs is killed and its cell reported as "DNF (drain > N s)"; the
+    /// others are verified: the counter must equal every operation, counted or late.
+    ///
+    /// Tables: the seed-004 comparison (base = futex, patched = spinfutex, %change);
+    /// all locks (kops/s with f); the spinfutex bars; per-cell detail (range, f
+    /// min/max, drain, c2c placement, foreign CPU time). The bars give each cell's
+    /// ceiling, 1 ÷ (load × pause ns) critical sections per second, since no lock runs
+    /// two at once; where the critical section is shorter than two cache-line
+    /// transfers (load 1) the lock's own handoff bounds the cell instead (marked †).
+    /// Then spinfutex as a % of the ceiling, the best peer (std, parking_lot, pthread,
+    /// pthread-adaptive) and spinfutex ÷ best peer, spinfutex ÷ futex, the fairness of
+    /// spinfutex and of the fairest peer, and a count of the cells where spinfutex ≥
+    /// the best peer, with the lowest ratio.
+    ///
+    /// Default locks: futex, spinfutex, pvqspinlock, std, parking_lot, pthread,
+    /// pthread-adaptive. The default grid (threads 2,10,64,256 × loads 1,10,50,100 × 7
+    /// locks, 1 s windows, 3 runs) takes about six minutes on 2 CPUs; it is not part of
+    /// the default suite.
+    MutexLoad(mutex_load::Args),
+
+    /// Is the lock owner on a CPU? Cost and accuracy of klocks' owner probes
+    ///
+    /// For each probe this system allows (perf: the owner's context switches read from
+    /// a perf ring; clock: the owner's thread CPU clock, sampled; budget: no probe):
+    /// ns per Watch::owner_running check, timed back to back by an observer on one CPU
+    /// while the watched owner spins on another, and while it sleeps; then agreement
+    /// with ground truth: the owner, pinned to the first CPU, advances a heartbeat
+    /// while a hog thread shares that CPU (so it is preempted about half the time),
+    /// and an observer on the second CPU takes samples of one check plus 2 µs; truth
+    /// = the heartbeat advanced during the sample. Reports the share of samples the
+    /// probe answered, its agreement with the truth on those, the owner's on-CPU
+    /// share, its speed (heartbeats per µs of its CPU time, relative to the budget
+    /// run) and the reschedule IPIs its CPU took per second (x86: the RES row of
+    /// /proc/interrupts). Last, what being watched costs a thread: two threads pinned
+    /// to one CPU pass a turn back and forth with sched_yield, unwatched and both
+    /// watched by perf; ns per switch. Needs two CPUs for everything but the asleep
+    /// cost and the switch cost. --locks does not apply. About 4 s with the defaults.
+    OwnerProbe(owner_probe::Args),
+
     /// The default suite: c2c, uncontended, loop, false-sharing, overcommit (about a
     /// minute)
     ///
@@ -199,12 +263,13 @@ enum Command {
     /// short cs; overcommit 1,2; 100 ms windows; 1 s drain cap; ticket, pvticket,
     /// pvqspinlock, std, parking_lot, pthread). Scaled by --seed-scale (then loop and
     /// overcommit run their full seed-scale grids), restricted by --locks, repeated
-    /// --runs times.
+    /// --runs times. Not included: mutex-load (several minutes; run it by name).
     Suite,
 
-    /// Runs one overcommit cell in this process (overcommit's child processes)
-    #[command(name = overcommit::CELL_COMMAND, hide = true)]
-    OvercommitCell(overcommit::CellArgs),
+    /// Runs one window of one cell in this process (overcommit's and mutex-load's
+    /// child processes)
+    #[command(name = windowed::CELL_COMMAND, hide = true)]
+    WindowCell(windowed::CellArgs),
 }
 
 /// One scenario, configured.
@@ -214,6 +279,8 @@ enum Step {
     Loop(loop_::Config),
     FalseSharing(false_sharing::Config),
     Overcommit(overcommit::Config),
+    MutexLoad(mutex_load::Config),
+    OwnerProbe(owner_probe::Config),
 }
 
 impl Step {
@@ -224,6 +291,8 @@ impl Step {
             Step::Loop(config) => config.cells(),
             Step::FalseSharing(config) => config.cells(),
             Step::Overcommit(config) => config.cells(),
+            Step::MutexLoad(config) => config.cells(),
+            Step::OwnerProbe(config) => config.cells(),
         }
     }
 
@@ -234,6 +303,8 @@ impl Step {
             Step::Loop(config) => loop_::run(config, progress),
             Step::FalseSharing(config) => false_sharing::run(config, progress),
             Step::Overcommit(config) => overcommit::run(config, progress),
+            Step::MutexLoad(config) => mutex_load::run(config, progress),
+            Step::OwnerProbe(config) => owner_probe::run(config, progress),
         }
     }
 
@@ -244,6 +315,8 @@ impl Step {
             Step::Loop(config) => loop_::tables(config, cells),
             Step::FalseSharing(config) => false_sharing::tables(config, cells),
             Step::Overcommit(config) => overcommit::tables(config, cells, machine.pause_ns),
+            Step::MutexLoad(config) => mutex_load::tables(config, cells, machine.pause_ns),
+            Step::OwnerProbe(config) => owner_probe::tables(config, cells),
         }
     }
 }
@@ -272,7 +345,13 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Step> {
         Some(Command::Overcommit(args)) => {
             vec![Step::Overcommit(overcommit::Config::new(&args, common))]
         }
-        Some(Command::OvercommitCell(_)) => Vec::new(),
+        Some(Command::MutexLoad(args)) => {
+            vec![Step::MutexLoad(mutex_load::Config::new(&args, common))]
+        }
+        Some(Command::OwnerProbe(args)) => {
+            vec![Step::OwnerProbe(owner_probe::Config::new(&args, common))]
+        }
+        Some(Command::WindowCell(_)) => Vec::new(),
     }
 }
 
@@ -320,8 +399,8 @@ fn run(cli: Cli) -> Result<(), Error> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::OvercommitCell(args)) = &cli.command {
-        overcommit::cell(args);
+    if let Some(Command::WindowCell(args)) = &cli.command {
+        windowed::cell(args);
         return ExitCode::SUCCESS;
     }
     match run(cli) {

@@ -197,7 +197,8 @@ pub struct Cell {
     pub lock: &'static str,
     /// Threads (K for false-sharing).
     pub threads: usize,
-    /// `packed` or `padded` (false-sharing only).
+    /// `packed` or `padded` (false-sharing); the measure (owner-probe, whose `lock` is
+    /// the probe).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layout: Option<&'static str>,
     /// Unit of `summary` and of every run's `value`.
@@ -214,6 +215,9 @@ pub struct Cell {
     /// Overcommit cells only: the critical section and the machine's load.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overcommit: Option<Overcommit>,
+    /// Mutex-load cells only: the critical section's load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutex_load: Option<MutexLoad>,
     /// Every repetition.
     pub runs: Vec<Run>,
 }
@@ -229,6 +233,18 @@ pub struct Overcommit {
     pub ratio: u32,
     /// CPU hog threads run beside the lock threads: (r - 1) × online CPUs.
     pub hogs: usize,
+    /// The planned measurement window.
+    pub window_ms: f64,
+}
+
+/// A mutex-load cell's setup.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct MutexLoad {
+    /// `spin_loop()` iterations (x86 `pause`) inside the critical section; the
+    /// machine's `pause_ns` gives their length.
+    pub load_pauses: u32,
+    /// `spin_loop()` iterations after each unlock, outside the lock.
+    pub outside_pauses: u32,
     /// The planned measurement window.
     pub window_ms: f64,
 }
@@ -399,7 +415,7 @@ pub fn write_json(path: &Path, machine: &Machine, cells: &[Cell]) -> io::Result<
 
 const CSV_HEADER: &str = "scenario,lock,threads,layout,unit,median,min,max,runs,finished,\
 progress_pct,ns_per_handoff,handoff_per_c2c,c2c_before_ns,c2c_after_ns,placement_changed,\
-steal_ms,others_ms,noisy,cs,overcommit,min_per_mean,max_per_mean,drain_ms";
+steal_ms,others_ms,noisy,cs,overcommit,load_pauses,min_per_mean,max_per_mean,drain_ms";
 
 fn opt(value: Option<f64>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
@@ -436,6 +452,9 @@ fn csv_row(cell: &Cell) -> String {
         cell.overcommit.map(|o| o.cs).unwrap_or_default().to_owned(),
         cell.overcommit
             .map(|o| o.ratio.to_string())
+            .unwrap_or_default(),
+        cell.mutex_load
+            .map(|m| m.load_pauses.to_string())
             .unwrap_or_default(),
         opt(cell.median_of(|run| run.per_thread.map(|p| p.min_per_mean()))),
         opt(cell.median_of(|run| run.per_thread.map(|p| p.max_per_mean()))),

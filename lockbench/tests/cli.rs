@@ -1,6 +1,6 @@
 //! lockbench's command line: usage errors, verification, outputs, time caps.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -60,6 +60,11 @@ fn bad_values_are_usage_errors() {
         &["overcommit", "--overcommit", "0"],
         &["overcommit", "--window-ms", "0"],
         &["overcommit", "--drain-cap-secs", "-1"],
+        &["mutex-load", "--load", "0"],
+        &["mutex-load", "--load", "ten"],
+        &["mutex-load", "--threads", "0"],
+        &["mutex-load", "--window-ms", "0"],
+        &["mutex-load", "--outside-pauses", "-1"],
     ];
     for args in cases {
         let out = lockbench(args);
@@ -83,7 +88,8 @@ fn the_cell_subcommand_is_hidden() {
         assert_eq!(out.status.code(), Some(0));
         let text = stdout(&out);
         assert!(text.contains("overcommit"), "{text}");
-        assert!(!text.contains("overcommit-cell"), "{text}");
+        assert!(text.contains("mutex-load"), "{text}");
+        assert!(!text.contains("-cell"), "{text}");
     }
 }
 
@@ -314,22 +320,34 @@ fn a_tiny_overcommit_run_prints_its_tables() {
             .any(|l| l.starts_with("4 ") && l.contains("short") && l.contains(" f")),
         "{text}"
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("valid JSON");
-    for cell in report["cells"].as_array().unwrap() {
+    for cell in windowed_outputs(&json, &csv, 2) {
         assert_eq!(cell["overcommit"]["cs"], "short", "{cell}");
+    }
+}
+
+/// Reads and removes a windowed scenario's --json and --csv, checks that they hold
+/// `cells` cells whose first runs have a throughput, per-thread counts and a drain,
+/// and returns the JSON cells.
+fn windowed_outputs(json: &Path, csv: &Path, cells: usize) -> Vec<serde_json::Value> {
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).expect("valid JSON");
+    let cells_json = report["cells"].as_array().unwrap().clone();
+    assert_eq!(cells_json.len(), cells, "{report}");
+    for cell in &cells_json {
         let run = &cell["runs"][0];
         assert!(run["value"].as_f64().unwrap() > 0.0, "{cell}");
         assert!(run["drain"]["ms"].as_f64().is_some(), "{cell}");
         assert!(run["per_thread"]["min"].as_u64().is_some(), "{cell}");
     }
-    let rows = std::fs::read_to_string(&csv).unwrap();
+    let rows = std::fs::read_to_string(csv).unwrap();
+    let header = rows.lines().next().unwrap();
     assert!(
-        rows.lines().next().unwrap().ends_with(",drain_ms"),
+        header.ends_with(",load_pauses,min_per_mean,max_per_mean,drain_ms"),
         "{rows}"
     );
-    assert_eq!(rows.lines().count(), 3, "{rows}");
+    assert_eq!(rows.lines().count(), cells + 1, "{rows}");
     let _ = (std::fs::remove_file(json), std::fs::remove_file(csv));
+    cells_json
 }
 
 /// 128 threads on a ticket lock, beside hogs, cannot drain in half a second on a
@@ -395,4 +413,152 @@ fn the_busted_lock_fails_overcommit_verification() {
         "1",
     ];
     assert_busted_is_caught(&args);
+}
+
+#[test]
+fn a_tiny_mutex_load_run_prints_its_tables() {
+    let (json, csv) = (scratch("mutex-load.json"), scratch("mutex-load.csv"));
+    let out = measure(&[
+        "mutex-load",
+        "--threads",
+        "2,4",
+        "--load",
+        "1,10",
+        "--window-ms",
+        "100",
+        "--runs",
+        "1",
+        "--locks",
+        "std,parking_lot",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("mutex-load, all locks"), "{text}");
+    assert!(text.contains("mutex-load, per cell"), "{text}");
+    for (threads, load) in [("2", "1"), ("2", "10"), ("4", "1"), ("4", "10")] {
+        assert!(
+            text.lines().any(|l| {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                words.starts_with(&[threads, load]) && l.contains(" ns ") && l.contains(" f")
+            }),
+            "no row for {threads} threads, load {load}: {text}"
+        );
+    }
+    for cell in windowed_outputs(&json, &csv, 8) {
+        assert_eq!(cell["scenario"], "mutex-load", "{cell}");
+        assert!(
+            cell["mutex_load"]["load_pauses"].as_u64().is_some(),
+            "{cell}"
+        );
+    }
+}
+
+#[test]
+fn the_seed_004_tables_compare_futex_and_spinfutex() {
+    let out = measure(&[
+        "mutex-load",
+        "--locks",
+        "futex,spinfutex,std",
+        "--threads",
+        "2",
+        "--load",
+        "10",
+        "--window-ms",
+        "100",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("seed 004 (base = futex, the waiting futex; patched = spinfutex"),
+        "{text}"
+    );
+    assert!(text.contains("%change"), "{text}");
+    assert!(text.contains("mutex-load, bars: spinfutex"), "{text}");
+    assert!(text.contains("ceiling kops/s"), "{text}");
+    assert!(
+        text.contains("spinfutex ≥ the best peer in ") && text.contains(" of 1 cells"),
+        "{text}"
+    );
+}
+
+/// As in overcommit: the cell processes report counts, the parent verifies them.
+#[test]
+fn the_busted_lock_fails_mutex_load_verification() {
+    let args = [
+        "mutex-load",
+        "--locks",
+        "busted",
+        "--threads",
+        "4",
+        "--load",
+        "1",
+        "--window-ms",
+        "100",
+        "--runs",
+        "1",
+    ];
+    assert_busted_is_caught(&args);
+}
+
+#[test]
+fn a_tiny_owner_probe_run_prints_its_tables() {
+    let json = scratch("owner-probe.json");
+    let out = measure(&[
+        "owner-probe",
+        "--checks",
+        "1000",
+        "--agreement-ms",
+        "20",
+        "--switches",
+        "200",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines().next().unwrap().contains("owner probe "),
+        "{text}"
+    );
+    assert!(text.contains("is the lock owner on a CPU?"), "{text}");
+    assert!(text.contains("ns/check owner asleep"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("budget ")), "{text}");
+    assert!(text.contains("ns/switch"), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("none (clock, budget) ")),
+        "{text}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(report["machine"]["owner_probe"].is_string(), "{report}");
+    let cells = report["cells"].as_array().unwrap();
+    assert!(
+        cells
+            .iter()
+            .any(|c| c["scenario"] == "owner-probe" && c["layout"] == "check-asleep"),
+        "{report}"
+    );
+}
+
+#[test]
+fn owner_probe_bad_values_are_usage_errors() {
+    let cases: &[&[&str]] = &[
+        &["owner-probe", "--checks", "0"],
+        &["owner-probe", "--checks", "many"],
+        &["owner-probe", "--agreement-ms", "0"],
+        &["owner-probe", "--switches", "1"],
+        &["owner-probe", "--no-such-option"],
+    ];
+    for args in cases {
+        let out = lockbench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
 }

@@ -12,7 +12,7 @@ use super::pv_qspinlock::PvQSpinLock;
 use super::pv_ticket::PvTicketLock;
 use super::qspinlock::{QueueOnly, RawQSpinLock};
 use super::ticket::TicketLock;
-use crate::testing::{contend, BustedLock, Contention, TestLock};
+use crate::testing::{explore, BustedLock, TestLock};
 
 /// [`explore`] alongside other models, with the default two queue slots.
 fn check<L: TestLock>(threads: usize, iterations: u64) {
@@ -22,24 +22,6 @@ fn check<L: TestLock>(threads: usize, iterations: u64) {
 /// [`explore`] with at most `slots` queue slots, alone.
 fn check_with_slots<L: TestLock>(slots: usize, threads: usize, iterations: u64) {
     with_slot_limit(slots, || explore::<L>(threads, iterations));
-}
-
-/// Explore every interleaving up to the preemption bound (`LOOM_MAX_PREEMPTIONS`;
-/// default 3 for two threads; 1 for three, because each spin iteration is a branch
-/// and a bound of 2 already takes longer than CI allows), with every reordering the
-/// memory model allows, of `threads` threads each taking the lock `iterations` times.
-fn explore<L: TestLock>(threads: usize, iterations: u64) {
-    let mut model = loom::model::Builder::new();
-    if model.preemption_bound.is_none() {
-        model.preemption_bound = Some(if threads > 2 { 1 } else { 3 });
-    }
-    // Every spin iteration is a scheduling branch; waiters spin while preempted owners
-    // are descheduled, so executions are longer than loom's default 1000 branches.
-    model.max_branches = model.max_branches.max(100_000);
-    model.check(move || {
-        contend::<L>(Contention::threads(threads).iterations(iterations))
-            .expect("mutual exclusion violated");
-    });
 }
 
 type SimpleWrite = super::qspinlock::QSpinLock;

@@ -100,6 +100,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         handoff: None,
         conditions: None,
         overcommit: None,
+        mutex_load: None,
         runs,
     }])
 }
@@ -132,7 +133,7 @@ fn one_way_ns(elapsed: Duration, round_trips: u64) -> f64 {
 }
 
 /// The first two CPUs this process may run on.
-fn cpu_pair() -> Option<[usize; 2]> {
+pub fn cpu_pair() -> Option<[usize; 2]> {
     // SAFETY: an all-zero cpu_set_t is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
@@ -147,10 +148,10 @@ fn cpu_pair() -> Option<[usize; 2]> {
 }
 
 /// Pins the calling thread to `cpu`.
-fn pin(cpu: usize) -> io::Result<()> {
+pub fn pin(cpu: usize) -> io::Result<()> {
     // SAFETY: an all-zero cpu_set_t is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` comes from `cpu_pair`, below CPU_SETSIZE.
+    // SAFETY: callers pass a CPU of this process's affinity mask, below CPU_SETSIZE.
     unsafe { libc::CPU_SET(cpu, &mut set) };
     // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
     match unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) } {

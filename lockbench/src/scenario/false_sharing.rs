@@ -176,6 +176,7 @@ impl RawLockVisitor for Measure<'_> {
             handoff: None,
             conditions,
             overcommit: None,
+            mutex_load: None,
             runs,
         })
     }

@@ -211,6 +211,7 @@ fn cell(
         handoff: handoff_cost(threads, &reported, conditions.as_ref()),
         conditions,
         overcommit: None,
+        mutex_load: None,
         runs,
     }
 }

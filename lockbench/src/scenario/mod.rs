@@ -4,9 +4,12 @@
 pub mod c2c;
 pub mod false_sharing;
 pub mod loop_;
+pub mod mutex_load;
 pub mod overcommit;
+pub mod owner_probe;
 pub mod uncontended;
 pub mod watch;
+pub mod windowed;
 
 use std::cell::UnsafeCell;
 use std::fmt;

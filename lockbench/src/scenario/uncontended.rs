@@ -86,6 +86,7 @@ impl LockVisitor for Measure<'_> {
             handoff: None,
             conditions: None,
             overcommit: None,
+            mutex_load: None,
             runs,
         })
     }

@@ -1,0 +1,80 @@
+//! Exhaustive checks of the futex mutexes' lock, sleep, spin and wake paths under the
+//! C11 memory model: `RUSTFLAGS="--cfg loom" cargo test -p klocks --release loom`.
+//!
+//! The futex is loom's model of it ([`park`](crate::park)): a sleeper is released only
+//! by a wake on its word, so an execution in which a sleeper is never woken is a
+//! deadlock, which loom reports. Under loom the spin budget is one iteration and the
+//! owner probe answers whatever its model says ([`owner`](crate::owner)), so the
+//! spinner's take, its early stop and the unlock that skips its wake for the spinner
+//! are all explored next to the sleep path.
+
+use super::futex_mutex::FutexMutex;
+use super::spin_futex_mutex::SpinFutexMutex;
+use crate::testing::explore;
+
+#[test]
+fn futex_mutex_two_threads_twice() {
+    explore::<FutexMutex>(2, 2);
+}
+
+#[test]
+fn futex_mutex_three_threads() {
+    explore::<FutexMutex>(3, 1);
+}
+
+/// Barging, the spinner's claim and take, sleep and wake, and a woken thread that
+/// spins again.
+#[test]
+fn spin_futex_mutex_two_threads_twice() {
+    explore::<SpinFutexMutex>(2, 2);
+}
+
+/// A spinner and a sleeper at once: the unlock that skips its wake for the spinner,
+/// and the spinner that stops and must then serve the sleeper.
+#[test]
+fn spin_futex_mutex_three_threads() {
+    explore::<SpinFutexMutex>(3, 1);
+}
+
+/// The owner holds the lock while two waiters arrive; it yields so that they can
+/// reach any point of their slow paths (a spin iteration yields too), then unlocks.
+/// Liveness only (the contended models check exclusion): every execution in which a
+/// waiter is never woken is a deadlock. This reaches the unlock that finds both a
+/// spinner and a sleeper within one preemption.
+fn owner_then_two_waiters<L: crate::testing::TestLock>() {
+    let mut model = loom::model::Builder::new();
+    if model.preemption_bound.is_none() {
+        model.preemption_bound = Some(1);
+    }
+    // Waiters retry (a yield, a spin iteration) while the owner is descheduled.
+    model.max_branches = model.max_branches.max(100_000);
+    model.check(|| {
+        let lock = crate::sync::Arc::new(L::new_unlocked());
+        lock.acquire();
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let lock = crate::sync::Arc::clone(&lock);
+                crate::sync::spawn(move || {
+                    lock.acquire();
+                    lock.release();
+                })
+            })
+            .collect();
+        crate::sync::yield_now();
+        crate::sync::yield_now();
+        lock.release();
+        for waiter in waiters {
+            waiter.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn futex_mutex_owner_then_two_waiters() {
+    owner_then_two_waiters::<FutexMutex>();
+}
+
+#[test]
+fn spin_futex_mutex_owner_then_spinner_and_sleeper() {
+    owner_then_two_waiters::<SpinFutexMutex>();
+}

@@ -1,0 +1,8 @@
+//! Sleeping mutexes on a futex word (seed 004): waiters sleep in the kernel instead of
+//! queueing in userspace.
+
+pub mod futex_mutex;
+pub mod spin_futex_mutex;
+
+#[cfg(all(loom, test))]
+mod loom_models;

@@ -1,0 +1,451 @@
+//! The spinning futex mutex: seed 004's "after", in userspace.
+//!
+//! # The algorithm
+//!
+//! Waiman Long's 2014 `FUTEX_SPIN_LOCK` series put a mutex's owner in the futex word
+//! and let waiters spin in the kernel while that owner ran on a CPU. It was never
+//! merged: the kernel could spin on its own `owner_on_cpu()`, userspace could not. klocks
+//! answers "is the owner running?" from userspace ([`owner`](crate::owner): the owner's
+//! context-switch records, or its CPU clock) and keeps the rest of the design:
+//!
+//! - **The word holds the owner's thread id**, plus two flags. Uncontended lock and
+//!   unlock are one atomic operation each, as in a plain futex mutex.
+//! - **One spinner** (the kernel's OSQ idea, reduced to one flag): the first waiter
+//!   sets `SPINNING` and spins while the owner is on a CPU; it stops when the probe
+//!   says the owner is not running (preempted or blocked: its wait will be long) or
+//!   when the spin budget ([`budget`](crate::budget)) runs out. It looks at the word
+//!   with exponential backoff (up to 32 `pause`s): an owner that re-takes the lock at
+//!   once keeps the line for a run of critical sections instead of losing it to our
+//!   loads after each one (a departure from the seed, which polled; lockbench
+//!   `mutex-load` at load 1 went from 17.6 to 25.9 Mops/s with 2 threads).
+//! - **Every other waiter yields, then sleeps.** It gives its CPU away a few times
+//!   (`sched_yield`), trying the lock in between, and then sleeps on the futex. With
+//!   more runnable threads than CPUs the yields let the scheduler rotate the threads
+//!   that compete, which is what keeps the lock fair there: at 64 threads on 2 CPUs
+//!   per-thread fairness (min ÷ mean) went from 0.13–0.27 to 0.62–0.75 at the same
+//!   throughput (another departure; parking_lot's `SpinWait` does the same).
+//! - **A woken waiter spins again** (seed patch 3): it first tries to become the
+//!   spinner, and sleeps again only if it cannot or the owner is not running.
+//! - **No wake-up for a spinner's benefit.** An unlock that finds a spinner does not
+//!   wake a sleeper (the spinner will take the lock within nanoseconds); the spinner
+//!   inherits the duty and its own unlock wakes one. So that sleepers cannot starve
+//!   behind a spinner and an owner that hand the lock back and forth, every 512th
+//!   such unlock wakes one sleeper anyway.
+//! - **Priority, then arrival.** Sleepers sleep in the kernel's futex queue, which is
+//!   ordered by real-time priority and FIFO within a priority (a `plist`), and are woken
+//!   one at a time, so the sleepers are served in that order (seed patch 4). All
+//!   `SCHED_OTHER` threads share one priority there: nice values do not reorder them.
+//!   A woken thread competes with running ones (barging); it does not get a handoff.
+//!
+//! # The word
+//!
+//! Two 32-bit words: the lock word below and a count of skipped wakes (fairness).
+//!
+//! ```text
+//!    31        30       29     22 21                0
+//! +---------+----------+---------+-------------------+
+//! | WAITERS | SPINNING |    0    |  owner thread id  |   owner 0: unlocked
+//! +---------+----------+---------+-------------------+
+//! ```
+//!
+//! Linux thread ids fit in 22 bits (`PID_MAX_LIMIT` = 2^22). `WAITERS`: threads may
+//! sleep on the word. `SPINNING`: one waiter spins on the owner. Transitions, as
+//! `(owner, spinning, waiters)`:
+//!
+//! ```text
+//! fast path:     (0,0,0) -> (me,0,0)                      cmpxchg
+//! barge:         (0,s,w) -> (me,s,w|slept)                cmpxchg
+//! start spin:    (o,0,w) -> (o,1,w)                       cmpxchg
+//! spinner takes: (0,1,w) -> (me,0,w|slept)                cmpxchg
+//! stop spin:     (*,1,*) -> (*,0,*)                       fetch_and
+//! sleep:         (o,s,*) -> (o,s,1), futex_wait           o != 0
+//! unlock:        (me,0,0) -> (0,0,0)                      cmpxchg
+//! unlock, else:  (me,s,w) -> (0,s,w)                      fetch_and
+//!   if s=0, w=1: (*,0,1) -> (*,*,0), futex_wake(1)
+//!   if s=1, w=1: every 512th time futex_wake(1), WAITERS kept
+//! ```
+//!
+//! `slept`: a thread that has slept once in this acquisition takes the lock with
+//! `WAITERS` set (Drepper's rule): it cannot know whether others still sleep.
+//!
+//! # No lost wake-ups
+//!
+//! A sleeper sleeps only on a value with an owner and `WAITERS` (the kernel compares
+//! the value atomically with queueing the sleeper). `WAITERS` is cleared only by an
+//! unlock that then wakes one sleeper, and every woken thread takes the lock with
+//! `WAITERS` set again (or sets it before it sleeps again), so the duty to wake passes
+//! from owner to owner while anyone sleeps. An unlock that finds `SPINNING` keeps
+//! `WAITERS` and wakes nobody: the spinner either takes the lock, inheriting `WAITERS`
+//! and its duty, or stops spinning with an RMW that shows it the free word, and then
+//! takes the lock or sleeps on a held one, whose owner will wake it.
+//!
+//! # Misuse
+//!
+//! Unlocking a mutex the calling thread does not hold panics (the owner is in the
+//! word). Relocking from the owner deadlocks, as with any non-recursive mutex. A
+//! thread that exits holding the mutex leaves it locked forever; its waiters sleep
+//! (the probe reports an exited owner as not running).
+//!
+//! # When to use it, when not
+//!
+//! Critical sections that may be long or block, and any number of threads: waiters
+//! burn CPU only while the owner makes progress on a CPU. For very short sections
+//! with threads ≤ CPUs, [`QSpinLock`](crate::QSpinLock) hands over faster.
+
+use crate::budget::SpinBudget;
+use crate::owner::{self, Watch};
+use crate::park;
+use crate::sync::{cpu_relax, AtomicU32, Ordering::*};
+
+/// The owner's thread id.
+const OWNER_MASK: u32 = (1 << 22) - 1;
+/// One waiter spins on the owner.
+const SPINNING: u32 = 1 << 30;
+/// Threads may sleep on the word.
+const WAITERS: u32 = 1 << 31;
+
+/// Every this many unlocks that skip their wake for a spinner, one wakes a sleeper
+/// anyway, so that sleepers rejoin the running threads instead of starving.
+const FAIR_SKIPS: u32 = 512;
+
+/// A waiter that cannot spin gives its CPU away this many times before it sleeps.
+#[cfg(not(loom))]
+const YIELDS_BEFORE_SLEEP: u32 = 4;
+/// One yield under loom: more only repeats the same states.
+#[cfg(loom)]
+const YIELDS_BEFORE_SLEEP: u32 = 1;
+
+/// The spinner's longest pause between two looks at the word, in `cpu_relax`es.
+const MAX_BACKOFF: u32 = 32;
+
+/// The spin budget shared by every `SpinFutexMutex`.
+static BUDGET: SpinBudget = SpinBudget::new();
+
+/// A futex mutex whose waiters spin while the owner runs. See the module doc.
+pub struct SpinFutexMutex {
+    word: AtomicU32,
+    /// Unlocks that left sleepers asleep because a spinner was about to take over.
+    skipped_wakes: AtomicU32,
+}
+
+fn owner_of(val: u32) -> u32 {
+    val & OWNER_MASK
+}
+
+/// The `WAITERS` bit a new owner writes: kept, and set if it has slept.
+fn waiters_after(val: u32, slept: bool) -> u32 {
+    if slept {
+        WAITERS
+    } else {
+        val & WAITERS
+    }
+}
+
+impl SpinFutexMutex {
+    /// An unlocked mutex.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self {
+            word: AtomicU32::new(0),
+            skipped_wakes: AtomicU32::new(0),
+        }
+    }
+
+    /// An unlocked mutex.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self {
+            word: AtomicU32::new(0),
+            skipped_wakes: AtomicU32::new(0),
+        }
+    }
+
+    /// Sets how long the spinner of every `SpinFutexMutex` spins at most before it
+    /// sleeps, overriding `KLOCKS_SPIN_NS` and calibration. See [`crate::budget`].
+    pub fn set_spin_ns(ns: u64) {
+        BUDGET.set_ns(ns);
+    }
+
+    /// Acquires the mutex: spins while the owner runs, sleeps otherwise.
+    #[inline]
+    pub fn lock(&self) {
+        let me = owner::current_tid();
+        // Acquire: pairs with the Release in `unlock`.
+        if self.word.compare_exchange(0, me, Acquire, Relaxed).is_err() {
+            self.lock_slow(me);
+        }
+    }
+
+    /// Takes the mutex if nobody holds it (even if others wait: barging).
+    #[inline]
+    pub fn try_lock(&self) -> bool {
+        self.try_acquire(owner::current_tid(), false)
+    }
+
+    /// Releases the mutex, waking one sleeper if there may be any and nobody spins.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the mutex (the word is left untouched).
+    #[inline]
+    pub fn unlock(&self) {
+        let me = owner::current_tid();
+        // (me,0,0) -> (0,0,0). Release: pairs with the Acquire of the next acquisition.
+        if self.word.compare_exchange(me, 0, Release, Relaxed).is_err() {
+            self.unlock_contended(me);
+        }
+    }
+
+    /// Whether some thread holds the mutex.
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        owner_of(self.word.load(Relaxed)) != 0
+    }
+
+    /// Others wanted the lock we held (or we do not hold it): `(me,s,w) -> (0,s,w)`,
+    /// make ourselves observable to future spinners, and wake a sleeper unless a
+    /// spinner takes over that duty.
+    #[cold]
+    fn unlock_contended(&self, me: u32) {
+        // Relaxed: reads our own acquisition's write if we hold the lock (nobody else
+        // changes the owner field meanwhile); any other value means we do not.
+        let val = self.word.load(Relaxed);
+        if owner_of(val) != me {
+            unlock_by_non_owner(owner_of(val), me);
+        }
+        // Release: pairs with the Acquire of the next acquisition.
+        let before = self.word.fetch_and(!OWNER_MASK, Release);
+        owner::watch_current();
+        match before & (SPINNING | WAITERS) {
+            WAITERS => {
+                // Relaxed: the woken thread re-reads the word; the futex syscall orders
+                // the wake after this RMW.
+                self.word.fetch_and(!WAITERS, Relaxed);
+                park::wake_one(&self.word);
+            }
+            both if both == SPINNING | WAITERS => {
+                // Relaxed, and a load and a store rather than an RMW: a fairness
+                // heuristic (a racing unlock may lose a count), kept off the locked
+                // instruction path. An extra wake, with WAITERS left set, is always safe.
+                let skipped = self.skipped_wakes.load(Relaxed).wrapping_add(1);
+                self.skipped_wakes.store(skipped, Relaxed);
+                if skipped % FAIR_SKIPS == 0 {
+                    park::wake_one(&self.word);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[cold]
+    fn lock_slow(&self, me: u32) {
+        let mut slept = false;
+        let mut yields = 0;
+        loop {
+            if self.try_acquire(me, slept) || self.spin(me, slept) {
+                return;
+            }
+            if yields < YIELDS_BEFORE_SLEEP {
+                yields += 1;
+                crate::sync::yield_now();
+                continue;
+            }
+            self.sleep();
+            slept = true;
+            yields = 0;
+        }
+    }
+
+    /// Barge: `(0,s,w) -> (me,s,w|slept)` while nobody holds the lock.
+    fn try_acquire(&self, me: u32, slept: bool) -> bool {
+        let mut val = self.word.load(Relaxed);
+        while owner_of(val) == 0 {
+            let new = (val & SPINNING) | waiters_after(val, slept) | me;
+            // Acquire: pairs with the Release in `unlock`.
+            match self.word.compare_exchange(val, new, Acquire, Relaxed) {
+                Ok(_) => return true,
+                Err(now) => val = now,
+            }
+        }
+        false
+    }
+
+    /// Become the one spinner, `(o,0,w) -> (o,1,w)`, and spin on the owner. Returns
+    /// whether we took the lock; otherwise we are no longer the spinner.
+    fn spin(&self, me: u32, slept: bool) -> bool {
+        let mut val = self.word.load(Relaxed);
+        loop {
+            if val & SPINNING != 0 {
+                return false;
+            }
+            // Relaxed: SPINNING is a claim on the same word; it protects no data.
+            match self
+                .word
+                .compare_exchange(val, val | SPINNING, Relaxed, Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => val = now,
+            }
+        }
+        if self.spin_on_owner(me, slept) {
+            return true;
+        }
+        // (*,1,*) -> (*,0,*). Relaxed: as above. An unlock that skipped its wake for
+        // us left WAITERS set on a free word: the caller's next `try_acquire` or
+        // `sleep` sees that (module doc, "No lost wake-ups").
+        self.word.fetch_and(!SPINNING, Relaxed);
+        false
+    }
+
+    /// Spin while the owner runs, within the budget; take the lock when it is free,
+    /// `(0,1,w) -> (me,0,w|slept)`.
+    fn spin_on_owner(&self, me: u32, slept: bool) -> bool {
+        let budget = BUDGET.spins();
+        let mut spent = 0;
+        let mut backoff = 1;
+        let mut watch: Option<(u32, Watch)> = None;
+        loop {
+            let val = self.word.load(Relaxed);
+            let owner = owner_of(val);
+            if owner == 0 {
+                let new = waiters_after(val, slept) | me;
+                // Acquire: pairs with the Release in `unlock`.
+                if self
+                    .word
+                    .compare_exchange(val, new, Acquire, Relaxed)
+                    .is_ok()
+                {
+                    return true;
+                }
+            } else {
+                // The kernel's rule: keep spinning on a new owner while it runs too.
+                let (_, watch) = match &mut watch {
+                    Some(w) if w.0 == owner => w,
+                    _ => watch.insert((owner, Watch::new(owner))),
+                };
+                if watch.owner_running() == Some(false) {
+                    return false;
+                }
+            }
+            if spent >= budget {
+                return false;
+            }
+            // Back off exponentially: an owner that re-takes the lock at once keeps
+            // the line in its cache for a run of critical sections instead of losing
+            // it to our loads after each one.
+            for _ in 0..backoff {
+                cpu_relax();
+            }
+            spent += backoff;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// Sleep on a held lock: `(o,s,*) -> (o,s,1)`, then `futex_wait` on exactly that
+    /// value. Returns when woken, or at once if the lock came free or the word changed.
+    fn sleep(&self) {
+        let mut val = self.word.load(Relaxed);
+        while owner_of(val) != 0 {
+            if val & WAITERS == 0 {
+                // Relaxed: the unlock reads WAITERS through its RMW on this same word.
+                if let Err(now) = self
+                    .word
+                    .compare_exchange(val, val | WAITERS, Relaxed, Relaxed)
+                {
+                    val = now;
+                    continue;
+                }
+                val |= WAITERS;
+            }
+            park::wait(&self.word, val);
+            return;
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unlock_by_non_owner(owner: u32, me: u32) -> ! {
+    if owner == 0 {
+        panic!("klocks: unlock of a SpinFutexMutex that is not locked");
+    }
+    panic!("klocks: unlock of a SpinFutexMutex held by thread {owner} from thread {me}, which does not hold it");
+}
+
+impl std::fmt::Debug for SpinFutexMutex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let val = self.word.load(Relaxed);
+        f.debug_struct("SpinFutexMutex")
+            .field("owner", &owner_of(val))
+            .field("spinning", &(val & SPINNING != 0))
+            .field("waiters", &(val & WAITERS != 0))
+            .finish()
+    }
+}
+
+// SAFETY: the owner field goes from 0 to a thread id only by cmpxchg against a value
+// with owner 0, and back to 0 only in `unlock`, by the thread whose id it holds.
+raw_mutex!(for SpinFutexMutex);
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::testing::{contend, Contention};
+    use std::sync::Arc;
+
+    lock_basics_tests!(
+        SpinFutexMutex,
+        "klocks: unlock of a SpinFutexMutex that is not locked",
+        bytes = 8
+    );
+
+    #[test]
+    fn the_word_names_the_owner() {
+        let lock = SpinFutexMutex::new();
+        lock.lock();
+        assert_eq!(owner_of(lock.word.load(Relaxed)), owner::current_tid());
+        lock.unlock();
+        assert_eq!(lock.word.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn unlock_from_another_thread_panics_and_keeps_the_lock() {
+        let lock = Arc::new(SpinFutexMutex::new());
+        lock.lock();
+        let other = Arc::clone(&lock);
+        let err = std::thread::spawn(move || other.unlock())
+            .join()
+            .expect_err("a non-owner's unlock succeeded");
+        let msg = err.downcast_ref::<String>().unwrap();
+        assert!(msg.contains("which does not hold it"), "{msg}");
+        assert!(lock.is_locked());
+        lock.unlock();
+    }
+
+    #[test]
+    fn a_sleeper_is_woken_by_the_unlock() {
+        // The waiter spins out its budget on a running owner, then must sleep.
+        let lock = Arc::new(SpinFutexMutex::new());
+        lock.lock();
+        let waiter = {
+            let lock = Arc::clone(&lock);
+            std::thread::spawn(move || {
+                lock.lock();
+                lock.unlock();
+            })
+        };
+        while lock.word.load(Relaxed) & WAITERS == 0 {
+            std::thread::yield_now();
+        }
+        lock.unlock();
+        waiter.join().unwrap();
+        assert!(!lock.is_locked());
+    }
+
+    #[test]
+    fn stress_oversubscribed() {
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        contend::<SpinFutexMutex>(Contention::threads(cpus).iterations(100_000)).unwrap();
+        contend::<SpinFutexMutex>(Contention::threads(64 * cpus).iterations(200)).unwrap();
+        contend::<SpinFutexMutex>(Contention::threads(256 * cpus).iterations(20)).unwrap();
+    }
+}

@@ -1,0 +1,504 @@
+//! Seed 004: mutex throughput and fairness as the critical section grows.
+//!
+//! Waiman Long's RFC "futex: introduce an optimistic spinning futex" (2014) ran a
+//! userspace mutex microbenchmark, each thread looping `lock; load pauses; unlock`,
+//! with 2, 10 and 256 threads and loads of 1, 10, 50 and 100 `pause` instructions,
+//! and compared the waiting futex (a waiter sleeps at once: the "before") with the
+//! spinning futex (a waiter spins while the owner runs: the "after"). Spinning won
+//! by up to 248% with long critical sections and lost up to 24% with load 1. Here
+//! the two sides are klocks' userspace ports, `futex` and `spinfutex`, next to
+//! pvqspinlock and the peers.
+//!
+//! A cell is T threads at load L for a fixed window, each run in a child process by
+//! [`windowed`] (clock before the gate, only operations inside the window count, a
+//! drain cap, the guarded counter verified against every operation). By default a
+//! thread does nothing between unlock and its next lock, as in the seed's loop, so
+//! every thread always holds or wants the lock; `--outside-pauses` adds work outside.
+//!
+//! No lock can run two critical sections at once, so a cell's ceiling is
+//! 1 ÷ (L × pause ns) critical sections per second. With load 1 the critical section
+//! (one pause) is shorter than passing the lock between CPUs, so the lock's own
+//! overhead, not the ceiling, bounds those cells.
+
+use std::time::Duration;
+
+use super::windowed::{
+    self, fairest, fairness, fastest, or_default, show_fairness, Grid, Plan, WindowArgs, Work,
+};
+use super::{Common, Error};
+use crate::locks::LockName;
+use crate::report::{num, Cell, MutexLoad, Progress, Table};
+
+/// `lockbench mutex-load` options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Args {
+    /// Lock threads per cell, comma-separated [default: 2,10,64,256]
+    #[arg(long, value_delimiter = ',', value_name = "N,...",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    pub threads: Vec<usize>,
+
+    /// Loads, comma-separated: `pause` instructions inside the critical section (the
+    /// tables also give them in ns, from the pause measured at start-up)
+    /// [default: 1,10,50,100]
+    #[arg(long, value_delimiter = ',', value_name = "PAUSES,...",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub load: Vec<u32>,
+
+    /// `pause` instructions each thread spins after every unlock, outside the lock
+    /// [default: 0, the seed's loop: lock; load; unlock]
+    #[arg(long, value_name = "PAUSES", value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub outside_pauses: Option<u32>,
+
+    #[command(flatten)]
+    pub window: WindowArgs,
+}
+
+/// The seed's two sides: the waiting futex mutex ("before") and the spinning one
+/// ("after").
+const BEFORE: LockName = LockName::Futex;
+const AFTER: LockName = LockName::SpinFutex;
+
+/// The locks a user would otherwise pick, for the bars.
+const PEERS: &[LockName] = &[
+    LockName::Std,
+    LockName::ParkingLot,
+    LockName::Pthread,
+    LockName::PthreadAdaptive,
+];
+
+/// The defaults: the seed's grid plus 64 threads, 1 s windows (the whole default
+/// table, 112 cells × 3 runs, in about six minutes on 2 CPUs); the seed-scale window.
+const THREADS: &[usize] = &[2, 10, 64, 256];
+const LOADS: &[u32] = &[1, 10, 50, 100];
+const WINDOW: Duration = Duration::from_millis(1000);
+const LOCKS: &[LockName] = &[
+    BEFORE,
+    AFTER,
+    LockName::PvQSpinLock,
+    LockName::Std,
+    LockName::ParkingLot,
+    LockName::Pthread,
+    LockName::PthreadAdaptive,
+];
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    plan: Plan,
+    threads: Vec<usize>,
+    loads: Vec<u32>,
+    outside: u32,
+}
+
+impl Config {
+    /// From the command line.
+    pub fn new(args: &Args, common: &Common) -> Self {
+        Self {
+            plan: Plan::new(&args.window, common, LOCKS, WINDOW),
+            threads: or_default(&args.threads, THREADS),
+            loads: or_default(&args.load, LOADS),
+            outside: args.outside_pauses.unwrap_or(0),
+        }
+    }
+
+    /// Cells this config measures.
+    pub fn cells(&self) -> u64 {
+        windowed::cells(self)
+    }
+}
+
+impl Grid for Config {
+    type Row = Row;
+    const SCENARIO: &'static str = "mutex-load";
+
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Threads outermost, then load.
+    fn rows(&self) -> Vec<Row> {
+        self.threads
+            .iter()
+            .flat_map(|&threads| self.loads.iter().map(move |&load| Row { threads, load }))
+            .collect()
+    }
+
+    fn describe(&self, lock: LockName, row: &Row) -> String {
+        format!(
+            "mutex-load: {}, {} threads, load {}",
+            lock.name(),
+            row.threads,
+            row.load
+        )
+    }
+
+    /// The load inside the lock, `--outside-pauses` after it, no hogs.
+    fn work(&self, row: &Row) -> Work {
+        Work {
+            threads: row.threads,
+            inside: row.load,
+            outside: self.outside,
+            hogs: 0,
+        }
+    }
+
+    fn annotate(&self, row: &Row, cell: &mut Cell) {
+        cell.mutex_load = Some(MutexLoad {
+            load_pauses: row.load,
+            outside_pauses: self.outside,
+            window_ms: self.plan.window.as_secs_f64() * 1e3,
+        });
+    }
+}
+
+/// A row of the tables: a cell's parameters but the lock.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    threads: usize,
+    load: u32,
+}
+
+impl Row {
+    /// The critical section's length, in ns.
+    fn load_ns(&self, pause_ns: f64) -> f64 {
+        f64::from(self.load) * pause_ns
+    }
+
+    /// The serialization ceiling, in ops/s: one critical section after another.
+    fn ceiling(&self, pause_ns: f64) -> f64 {
+        1e9 / self.load_ns(pause_ns)
+    }
+
+    /// threads, load, and the load in ns.
+    fn labels(&self, pause_ns: f64) -> Vec<String> {
+        vec![
+            self.threads.to_string(),
+            self.load.to_string(),
+            format!("{} ns", num(self.load_ns(pause_ns))),
+        ]
+    }
+}
+
+/// Measures every cell, each run in its own process.
+pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
+    windowed::run(config, progress)
+}
+
+/// Throughput in the seed's unit: ops/s shown as kops/s.
+fn kops(ops_per_sec: f64) -> String {
+    num(ops_per_sec / 1e3)
+}
+
+/// The seed-004 table, all locks, the spinfutex bars and the per-cell detail.
+pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
+    let outside = match config.outside {
+        0 => "no work outside the lock".to_owned(),
+        n => format!("{n} pauses outside the lock"),
+    };
+    let scale = format!(
+        "{}; load = pause instructions in the critical section, one pause = \
+         {pause_ns:.1} ns; {outside}",
+        config.plan.scale("kops/s"),
+    );
+    let tables = [
+        seed_table(config, cells, pause_ns, &scale),
+        Some(matrix(config, cells, pause_ns, &scale)),
+        bars(config, cells, pause_ns),
+        Some(windowed::detail(
+            "mutex-load",
+            &["threads", "load"],
+            cells,
+            |cell| {
+                let setup = cell.mutex_load?;
+                Some(vec![
+                    cell.threads.to_string(),
+                    setup.load_pauses.to_string(),
+                ])
+            },
+            ("kops/s", kops),
+        )),
+    ];
+    windowed::with_footnotes(tables, cells, &config.plan)
+}
+
+fn find<'a>(cells: &'a [Cell], lock: LockName, row: &Row) -> Option<&'a Cell> {
+    cells.iter().find(|cell| {
+        cell.lock == lock.name()
+            && cell.threads == row.threads
+            && cell.mutex_load.is_some_and(|m| m.load_pauses == row.load)
+    })
+}
+
+/// threads | load | cs | base | patched | %change, when both seed-004 locks ran.
+fn seed_table(config: &Config, cells: &[Cell], pause_ns: f64, scale: &str) -> Option<Table> {
+    if !(config.plan.locks.contains(&BEFORE) && config.plan.locks.contains(&AFTER)) {
+        return None;
+    }
+    let rows = config.rows().into_iter().filter_map(|row| {
+        let base = find(cells, BEFORE, &row)?;
+        let patched = find(cells, AFTER, &row)?;
+        Some((row.labels(pause_ns), base, patched))
+    });
+    Some(windowed::comparison(
+        format!(
+            "mutex-load, seed 004 (base = {}, the waiting futex; patched = {}, the \
+             spinning futex): {scale}",
+            BEFORE.name(),
+            AFTER.name()
+        ),
+        &[
+            "threads",
+            "load",
+            "cs",
+            "base kops/s",
+            "patched kops/s",
+            "%change",
+        ],
+        rows,
+        |cell| cell.long(kops),
+    ))
+}
+
+/// threads | load | cs | one column per lock.
+fn matrix(config: &Config, cells: &[Cell], pause_ns: f64, scale: &str) -> Table {
+    let rows = config.rows().into_iter().map(|row| {
+        let row_cells = config.plan.locks.iter().map(|&l| find(cells, l, &row));
+        (row.labels(pause_ns), row_cells.collect())
+    });
+    windowed::matrix(
+        format!("mutex-load, all locks: {scale}"),
+        &["threads", "load", "cs"],
+        &config.plan.locks,
+        rows,
+        kops,
+    )
+}
+
+/// Marks a ceiling that the lock's own handoff, not the critical section, bounds.
+const OVERHEAD_MARK: &str = "†";
+
+/// Whether a critical section of `load_ns` is too short for its ceiling to mean
+/// anything: under two cache-line transfers (the lock's line and the data's line move
+/// to the next owner's CPU), at the c2c latency probed around `cell`, or at the "near"
+/// bound where there was no probe.
+fn overhead_bound(load_ns: f64, cell: &Cell) -> bool {
+    let c2c = cell
+        .conditions
+        .as_ref()
+        .and_then(|c| c.c2c_ns())
+        .unwrap_or(super::watch::NEAR_MAX_NS);
+    load_ns < 2.0 * c2c
+}
+
+/// spinfutex per cell against the ceiling, the best peer and futex, with fairness.
+fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Table> {
+    let peers: Vec<LockName> = PEERS
+        .iter()
+        .copied()
+        .filter(|peer| config.plan.locks.contains(peer))
+        .collect();
+    if !config.plan.locks.contains(&AFTER) || peers.is_empty() {
+        return None;
+    }
+    let after = AFTER.name();
+    let ratio_header = format!("{after} ÷ best");
+    let before_header = format!("÷ {}", BEFORE.name());
+    let fairness_header = format!("f {after}");
+    let mut table = Table::new(
+        format!(
+            "mutex-load, bars: {after} against the ceiling 1 ÷ (load × {pause_ns:.1} ns), \
+             the best peer ({}) and {}; f = fairness, min ÷ mean per-thread operations",
+            peers
+                .iter()
+                .map(|peer| peer.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            BEFORE.name()
+        ),
+        &[
+            "threads",
+            "load",
+            "ceiling kops/s",
+            after,
+            "% ceiling",
+            "best peer",
+            ratio_header.as_str(),
+            before_header.as_str(),
+            fairness_header.as_str(),
+            "fairest peer",
+        ],
+    );
+    // (spinfutex ÷ best peer, row) for every row where both finished.
+    let mut versus_best: Vec<(f64, Row)> = Vec::new();
+    let mut overhead_marked = false;
+    for row in config.rows() {
+        let Some(after_cell) = find(cells, AFTER, &row) else {
+            continue;
+        };
+        let peer_cells: Vec<&Cell> = peers.iter().filter_map(|&p| find(cells, p, &row)).collect();
+        let best = fastest(&peer_cells);
+        let ceiling = row.ceiling(pause_ns);
+        let median = after_cell.summary.map(|s| s.median);
+        let versus = |other: Option<f64>| {
+            median
+                .zip(other)
+                .filter(|(_, other)| *other > 0.0)
+                .map(|(after, other)| after / other)
+        };
+        let versus_peer = versus(best.map(|(ops, _)| ops));
+        versus_best.extend(versus_peer.map(|v| (v, row)));
+        let versus_before = versus(
+            find(cells, BEFORE, &row)
+                .and_then(|cell| cell.summary)
+                .map(|s| s.median),
+        );
+        let bound = overhead_bound(row.load_ns(pause_ns), after_cell);
+        overhead_marked |= bound;
+        let mark = if bound { OVERHEAD_MARK } else { "" };
+        let times = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}×"));
+        table.row(vec![
+            row.threads.to_string(),
+            row.load.to_string(),
+            format!("{}{mark}", kops(ceiling)),
+            after_cell.short(kops),
+            median.map_or_else(
+                || "-".to_owned(),
+                |m| format!("{:.1}%", m / ceiling * 100.0),
+            ),
+            best.map_or_else(
+                || "-".to_owned(),
+                |(ops, lock)| format!("{} {lock}", kops(ops)),
+            ),
+            times(versus_peer),
+            times(versus_before),
+            show_fairness(fairness(after_cell)),
+            fairest(&peer_cells)
+                .map_or_else(|| "-".to_owned(), |(f, lock)| format!("{f:.2} {lock}")),
+        ]);
+    }
+    if let Some((lowest, row)) = versus_best
+        .iter()
+        .copied()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+    {
+        let ahead = versus_best.iter().filter(|(v, _)| *v >= 1.0).count();
+        table.note(format!(
+            "{after} ≥ the best peer in {ahead} of {} cells; lowest {after} ÷ best peer \
+             {lowest:.2}× ({} threads, load {})",
+            versus_best.len(),
+            row.threads,
+            row.load
+        ));
+    }
+    if overhead_marked {
+        table.note(format!(
+            "{OVERHEAD_MARK} the critical section is shorter than two cache-line transfers \
+         (c2c probed around the cell): the lock's own handoff, not the ceiling, bounds \
+         the cell"
+        ));
+    }
+    Some(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{PerThread, Run, Summary};
+
+    /// A finished one-run cell at `ops` ops/s.
+    fn cell(lock: LockName, row: Row, ops: f64, per_thread: &[u64]) -> Cell {
+        Cell {
+            scenario: "mutex-load",
+            lock: lock.name(),
+            threads: row.threads,
+            layout: None,
+            unit: "ops/s",
+            summary: Summary::of([ops]),
+            unfinished: None,
+            handoff: None,
+            conditions: None,
+            overcommit: None,
+            mutex_load: Some(MutexLoad {
+                load_pauses: row.load,
+                outside_pauses: 0,
+                window_ms: 1000.0,
+            }),
+            runs: vec![Run {
+                value: ops,
+                wall_ns: 1_000_000_000,
+                operations: per_thread.iter().sum(),
+                target: None,
+                handoffs: None,
+                finished: true,
+                per_thread: PerThread::of(per_thread),
+                drain: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_ceiling_is_one_critical_section_after_another() {
+        let row = Row {
+            threads: 2,
+            load: 100,
+        };
+        assert_eq!(row.ceiling(25.0), 400_000.0);
+        assert_eq!(row.labels(25.0), ["2", "100", "2500 ns"]);
+    }
+
+    #[test]
+    fn the_bars_compare_with_the_best_peer_and_count_the_wins() {
+        let common = Common {
+            locks: Some(vec![AFTER, BEFORE, LockName::Std, LockName::ParkingLot]),
+            runs: 1,
+            seed_scale: false,
+        };
+        let args = Args {
+            threads: vec![2],
+            load: vec![1, 100],
+            ..Args::default()
+        };
+        let config = Config::new(&args, &common);
+        let (short, long) = (
+            Row {
+                threads: 2,
+                load: 1,
+            },
+            Row {
+                threads: 2,
+                load: 100,
+            },
+        );
+        let cells = [
+            cell(AFTER, short, 10e6, &[5, 5]),
+            cell(BEFORE, short, 1e6, &[5, 5]),
+            cell(LockName::Std, short, 20e6, &[2, 8]),
+            cell(LockName::ParkingLot, short, 5e6, &[4, 6]),
+            cell(AFTER, long, 200e3, &[3, 7]),
+            cell(BEFORE, long, 100e3, &[5, 5]),
+            cell(LockName::Std, long, 100e3, &[5, 5]),
+            cell(LockName::ParkingLot, long, 150e3, &[1, 9]),
+        ];
+        let text = bars(&config, &cells, 25.0).expect("bars").to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        // Load 1 at 25 ns: 40M ceiling, marked (one pause is shorter than two c2c
+        // transfers); spinfutex at 25% of it, half the best peer (std).
+        assert!(lines[3].contains("40000†"), "{text}");
+        assert!(lines[3].contains("25.0%"), "{text}");
+        assert!(lines[3].contains("20000 std"), "{text}");
+        assert!(lines[3].contains("0.50×"), "{text}");
+        assert!(lines[3].contains("10.00×"), "{text}");
+        // Load 100: 400k ceiling, unmarked; spinfutex 1.33× parking_lot, 2× futex.
+        assert!(lines[4].contains(" 400 "), "{text}");
+        assert!(lines[4].contains("150 parking_lot"), "{text}");
+        assert!(lines[4].contains("1.33×"), "{text}");
+        assert!(lines[4].contains("2.00×"), "{text}");
+        assert!(lines[4].contains("0.60"), "{text}");
+        assert!(
+            text.contains("≥ the best peer in 1 of 2 cells")
+                && text.contains("0.50× (2 threads, load 1)"),
+            "{text}"
+        );
+        assert!(text.contains("† the critical section is shorter"), "{text}");
+    }
+}
