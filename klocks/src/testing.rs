@@ -267,6 +267,23 @@ impl Default for BustedLock {
     }
 }
 
+/// Runs the client once per `(threads, iterations)` that `plan` gives for this
+/// machine's CPU count, panicking on the first violation.
+#[cfg(not(loom))]
+pub fn stress<L: TestLock>(plan: impl Fn(usize) -> Vec<(usize, u64)>) {
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    for (threads, iterations) in plan(cpus) {
+        contend::<L>(Contention::threads(threads).iterations(iterations)).unwrap();
+    }
+}
+
+/// The plan for locks whose waiters sleep: as many threads as CPUs, then 64x and
+/// 256x more, which must still finish in about a second.
+#[cfg(not(loom))]
+pub fn oversubscribed(cpus: usize) -> Vec<(usize, u64)> {
+    vec![(cpus, 100_000), (64 * cpus, 200), (256 * cpus, 20)]
+}
+
 /// Explore every interleaving up to the preemption bound (`LOOM_MAX_PREEMPTIONS`;
 /// default 3 for two threads; 1 for three, because each spin iteration is a branch
 /// and a bound of 2 already takes longer than CI allows), with every reordering the

@@ -138,7 +138,7 @@ raw_mutex!(for FutexMutex);
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::testing::{contend, Contention};
+    use crate::testing::{oversubscribed, stress};
 
     lock_basics_tests!(
         FutexMutex,
@@ -147,8 +147,6 @@ mod tests {
 
     #[test]
     fn stress_oversubscribed() {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        contend::<FutexMutex>(Contention::threads(cpus).iterations(100_000)).unwrap();
-        contend::<FutexMutex>(Contention::threads(256 * cpus).iterations(50)).unwrap();
+        stress::<FutexMutex>(oversubscribed);
     }
 }

@@ -389,7 +389,7 @@ raw_mutex!(for SpinFutexMutex);
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::testing::{contend, Contention};
+    use crate::testing::{oversubscribed, stress};
     use std::sync::Arc;
 
     lock_basics_tests!(
@@ -443,9 +443,6 @@ mod tests {
 
     #[test]
     fn stress_oversubscribed() {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        contend::<SpinFutexMutex>(Contention::threads(cpus).iterations(100_000)).unwrap();
-        contend::<SpinFutexMutex>(Contention::threads(64 * cpus).iterations(200)).unwrap();
-        contend::<SpinFutexMutex>(Contention::threads(256 * cpus).iterations(20)).unwrap();
+        stress::<SpinFutexMutex>(oversubscribed);
     }
 }

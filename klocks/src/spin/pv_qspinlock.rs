@@ -365,7 +365,7 @@ raw_mutex!(for PvQSpinLock);
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::testing::{contend, Contention};
+    use crate::testing::{oversubscribed, stress};
 
     lock_basics_tests!(
         PvQSpinLock,
@@ -376,9 +376,6 @@ mod tests {
     /// hundreds of slot-less waiters beside the queue.
     #[test]
     fn stress_oversubscribed() {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        contend::<PvQSpinLock>(Contention::threads(cpus).iterations(100_000)).unwrap();
-        contend::<PvQSpinLock>(Contention::threads(64 * cpus).iterations(200)).unwrap();
-        contend::<PvQSpinLock>(Contention::threads(256 * cpus).iterations(20)).unwrap();
+        stress::<PvQSpinLock>(oversubscribed);
     }
 }

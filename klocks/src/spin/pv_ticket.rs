@@ -327,7 +327,7 @@ raw_mutex!(for PvTicketLock);
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::testing::{contend, Contention};
+    use crate::testing::{oversubscribed, stress};
 
     lock_basics_tests!(
         PvTicketLock,
@@ -348,9 +348,6 @@ mod tests {
     /// Where the plain ticket lock crawls: 64x and 256x more threads than CPUs.
     #[test]
     fn stress_oversubscribed() {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        contend::<PvTicketLock>(Contention::threads(cpus).iterations(100_000)).unwrap();
-        contend::<PvTicketLock>(Contention::threads(64 * cpus).iterations(200)).unwrap();
-        contend::<PvTicketLock>(Contention::threads(256 * cpus).iterations(20)).unwrap();
+        stress::<PvTicketLock>(oversubscribed);
     }
 }

@@ -526,7 +526,7 @@ raw_mutex!(<F: Flavor> for RawQSpinLock<F>);
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::testing::{contend, Contention};
+    use crate::testing;
 
     lock_basics_tests!(
         QSpinLock,
@@ -555,9 +555,7 @@ mod tests {
     /// beside queued ones. Oversubscribed FIFO spinlocks crawl (every handoff to a
     /// preempted waiter waits for a time slice), hence the small iteration count.
     fn stress<F: Flavor>() {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        contend::<RawQSpinLock<F>>(Contention::threads(cpus).iterations(100_000)).unwrap();
-        contend::<RawQSpinLock<F>>(Contention::threads(6.max(cpus + 1)).iterations(300)).unwrap();
+        testing::stress::<RawQSpinLock<F>>(|cpus| vec![(cpus, 100_000), (6.max(cpus + 1), 300)]);
     }
 
     #[test]

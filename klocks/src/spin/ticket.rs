@@ -138,7 +138,7 @@ raw_mutex!(for TicketLock);
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::testing::{contend, Contention};
+    use crate::testing;
 
     lock_basics_tests!(
         TicketLock,
@@ -160,8 +160,6 @@ mod tests {
     /// oversubscribed, so that run only proves it stays correct, slowly.
     #[test]
     fn stress() {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        contend::<TicketLock>(Contention::threads(cpus).iterations(100_000)).unwrap();
-        contend::<TicketLock>(Contention::threads(cpus + 1).iterations(300)).unwrap();
+        testing::stress::<TicketLock>(|cpus| vec![(cpus, 100_000), (cpus + 1, 300)]);
     }
 }
