@@ -14,10 +14,12 @@
 //!   sets `SPINNING` and spins while the owner is on a CPU; it stops when the probe
 //!   says the owner is not running (preempted or blocked: its wait will be long) or
 //!   when the spin budget ([`budget`](crate::budget)) runs out. It looks at the word
-//!   with exponential backoff (up to 32 `pause`s): an owner that re-takes the lock at
-//!   once keeps the line for a run of critical sections instead of losing it to our
-//!   loads after each one (a departure from the seed, which polled; lockbench
-//!   `mutex-load` at load 1 went from 17.6 to 25.9 Mops/s with 2 threads).
+//!   with exponential backoff (up to 128 `pause`s, ~3 µs): an owner that re-takes the
+//!   lock at once keeps the line for a run of critical sections instead of losing it
+//!   to our loads after each one (a departure from the seed, which polled; lockbench
+//!   `mutex-load` at load 1 went from 17.6 to 25.9 Mops/s with 2 threads when the
+//!   first 32-pause cap went in; caps of 32, 128 and 256 measured within noise of
+//!   each other, 128 the fairest).
 //! - **Every other waiter yields, then sleeps.** It gives its CPU away a few times
 //!   (`sched_yield`), trying the lock in between, and then sleeps on the futex. With
 //!   more runnable threads than CPUs the yields let the scheduler rotate the threads
@@ -116,7 +118,7 @@ const YIELDS_BEFORE_SLEEP: u32 = 4;
 const YIELDS_BEFORE_SLEEP: u32 = 1;
 
 /// The spinner's longest pause between two looks at the word, in `cpu_relax`es.
-const MAX_BACKOFF: u32 = 32;
+const MAX_BACKOFF: u32 = 128;
 
 /// The spin budget shared by every `SpinFutexMutex`.
 static BUDGET: SpinBudget = SpinBudget::new();
