@@ -84,7 +84,8 @@
 //! # Misuse
 //!
 //! Unlocking a mutex the calling thread does not hold panics (the owner is in the
-//! word). Relocking from the owner deadlocks, as with any non-recursive mutex. A
+//! word). Locking it again from the owning thread panics instead of deadlocking
+//! (`try_lock` returns `false`). A
 //! thread that exits holding the mutex leaves it locked forever; its waiters sleep
 //! (the probe reports an exited owner as not running).
 //!
@@ -240,6 +241,10 @@ impl SpinFutexMutex {
 
     #[cold]
     fn lock_slow(&self, me: u32) {
+        // Relaxed: our own earlier acquisition's write, if we hold the lock.
+        if owner_of(self.word.load(Relaxed)) == me {
+            relock_by_owner(me);
+        }
         let mut slept = false;
         let mut yields = 0;
         loop {
@@ -366,6 +371,12 @@ impl SpinFutexMutex {
 
 #[cold]
 #[inline(never)]
+fn relock_by_owner(me: u32) -> ! {
+    panic!("klocks: thread {me} locked a SpinFutexMutex it already holds (it is not recursive)");
+}
+
+#[cold]
+#[inline(never)]
 fn unlock_by_non_owner(owner: u32, me: u32) -> ! {
     if owner == 0 {
         panic!("klocks: unlock of a SpinFutexMutex that is not locked");
@@ -421,6 +432,15 @@ mod tests {
         assert!(msg.contains("which does not hold it"), "{msg}");
         assert!(lock.is_locked());
         lock.unlock();
+    }
+
+    #[test]
+    #[should_panic(expected = "locked a SpinFutexMutex it already holds")]
+    fn relock_by_the_owner_panics() {
+        let lock = SpinFutexMutex::new();
+        lock.lock();
+        assert!(!lock.try_lock());
+        lock.lock();
     }
 
     #[test]
