@@ -102,6 +102,7 @@ impl FutexMutex {
     /// Whether some thread holds the mutex.
     #[inline]
     pub fn is_locked(&self) -> bool {
+        // Relaxed: a snapshot for the caller; it orders nothing.
         self.word.load(Relaxed) != UNLOCKED
     }
 

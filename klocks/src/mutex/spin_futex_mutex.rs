@@ -229,6 +229,7 @@ impl SpinFutexMutex {
     /// Whether some thread holds the mutex.
     #[inline]
     pub fn is_locked(&self) -> bool {
+        // Relaxed: a snapshot for the caller; it orders nothing.
         owner_of(self.word.load(Relaxed)) != 0
     }
 
@@ -292,6 +293,7 @@ impl SpinFutexMutex {
 
     /// Barge: `(0,s,w) -> (me,s,w|slept)` while nobody holds the lock.
     fn try_acquire(&self, me: u32, slept: bool) -> bool {
+        // Relaxed: picks the transition; the cmpxchg that acts on it is the Acquire.
         let mut val = self.word.load(Relaxed);
         while owner_of(val) == 0 {
             let new = (val & SPINNING) | waiters_after(val, slept) | me;
@@ -307,6 +309,7 @@ impl SpinFutexMutex {
     /// Become the one spinner, `(o,0,w) -> (o,1,w)`, and spin on the owner. Returns
     /// whether we took the lock; otherwise we are no longer the spinner.
     fn spin(&self, me: u32, slept: bool) -> bool {
+        // Relaxed: the expected value for the claim below.
         let mut val = self.word.load(Relaxed);
         loop {
             if val & SPINNING != 0 {
@@ -339,6 +342,7 @@ impl SpinFutexMutex {
         let mut backoff = 1;
         let mut watch: Option<(u32, Watch)> = None;
         loop {
+            // Relaxed: we only watch; the taking cmpxchg below is the Acquire.
             let val = self.word.load(Relaxed);
             let owner = owner_of(val);
             if owner == 0 {
@@ -378,6 +382,8 @@ impl SpinFutexMutex {
     /// Sleep on a held lock: `(o,s,*) -> (o,s,1)`, then `futex_wait` on exactly that
     /// value. Returns when woken, or at once if the lock came free or the word changed.
     fn sleep(&self) {
+        // Relaxed: the value to sleep on; the kernel re-reads it atomically with
+        // queueing us, so a stale value only returns at once.
         let mut val = self.word.load(Relaxed);
         while owner_of(val) != 0 {
             if val & WAITERS == 0 {
