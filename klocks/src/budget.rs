@@ -87,12 +87,27 @@ impl SpinBudget {
     pub(crate) fn spins(&self) -> u32 {
         #[cfg(not(loom))]
         {
-            let per_pause = process_default().pause_ns.max(0.1);
-            (self.ns() as f64 / per_pause).min(u32::MAX as f64) as u32
+            spins_for_ns(self.ns())
         }
         // Zero: each spin would be a loom yield straight back to the lock holder, so
         // reaching the sleep path would cost the model its preemption budget.
         #[cfg(loom)]
+        0
+    }
+}
+
+/// `ns` nanoseconds of spinning in `cpu_relax` iterations, from the pause measured at
+/// start-up (0 under loom, as [`SpinBudget::spins`]).
+#[inline]
+pub(crate) fn spins_for_ns(ns: u64) -> u32 {
+    #[cfg(not(loom))]
+    {
+        let per_pause = process_default().pause_ns.max(0.1);
+        (ns as f64 / per_pause).min(u32::MAX as f64) as u32
+    }
+    #[cfg(loom)]
+    {
+        let _ = ns;
         0
     }
 }

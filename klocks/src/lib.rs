@@ -18,6 +18,7 @@
 //! | [`PvTicketLock`] | seed 003: ticket lock whose waiters sleep after a bounded spin | FIFO order with threads that may outnumber CPUs | throughput under heavy oversubscription (a barging lock wins) |
 //! | [`SpinFutexMutex`] | seed 004: futex mutex whose one spinner spins while the owner runs | sections of any length, any number of threads | tiny sections with threads ≤ CPUs (a queued spinlock hands over faster) |
 //! | [`FutexMutex`] | seed 004's "before": Drepper's waiting futex mutex | re-running seed 004's "before" | production: prefer `SpinFutexMutex` or std |
+//! | [`RwSem`] | seed 001: rwsem with writer (and, by policy, reader) optimistic spinning, FIFO sleepers, handoff | read-mostly data, sections of any length, any number of threads | writer-only use (a mutex is simpler and smaller) |
 //! | [`Padded<L>`] | seed 002: lock alone on its line | hot locks next to other hot data | millions of locks |
 //!
 //! Pure spinlocks never sleep: with more runnable threads than CPUs a FIFO spinlock
@@ -32,17 +33,21 @@
 /// argument for why those methods exclude.
 macro_rules! raw_mutex {
     (for $ty:ty) => {
-        raw_mutex!(@impl [] for $ty);
+        raw_mutex!(@impl [] for $ty, GuardSend);
+    };
+    // For locks that record their owner: a guard must be dropped on its thread.
+    (for $ty:ty, guard = $marker:ident) => {
+        raw_mutex!(@impl [] for $ty, $marker);
     };
     (<$g:ident: $bound:path> for $ty:ty) => {
-        raw_mutex!(@impl [$g: $bound] for $ty);
+        raw_mutex!(@impl [$g: $bound] for $ty, GuardSend);
     };
-    (@impl [$($gen:tt)*] for $ty:ty) => {
+    (@impl [$($gen:tt)*] for $ty:ty, $marker:ident) => {
         #[cfg(not(loom))]
         unsafe impl<$($gen)*> lock_api::RawMutex for $ty {
             #[allow(clippy::declare_interior_mutable_const)]
             const INIT: Self = Self::new();
-            type GuardMarker = lock_api::GuardSend;
+            type GuardMarker = lock_api::$marker;
 
             #[inline]
             fn lock(&self) {
@@ -97,12 +102,14 @@ mod mutex;
 pub mod owner;
 mod padded;
 mod park;
+mod rwlock;
 mod spin;
 mod sync;
 
 pub use mutex::futex_mutex::FutexMutex;
 pub use mutex::spin_futex_mutex::SpinFutexMutex;
 pub use padded::Padded;
+pub use rwlock::rwsem::{reader_spin, ReaderSpin, RwSem};
 pub use spin::mcs::MAX_SLOTS;
 pub use spin::pv_qspinlock::PvQSpinLock;
 pub use spin::pv_ticket::PvTicketLock;
@@ -155,6 +162,17 @@ pub type WaitingFutex<T> = lock_api::Mutex<FutexMutex, T>;
 /// Guard of a [`WaitingFutex`].
 #[cfg(not(loom))]
 pub type WaitingFutexGuard<'a, T> = lock_api::MutexGuard<'a, FutexMutex, T>;
+/// `RwLock<T>` on an [`RwSem`] (seed 001), by default with adaptive reader spinning.
+#[cfg(not(loom))]
+pub type RwSemLock<T, P = reader_spin::Adaptive> = lock_api::RwLock<RwSem<P>, T>;
+/// Read guard of an [`RwSemLock`].
+#[cfg(not(loom))]
+pub type RwSemReadGuard<'a, T, P = reader_spin::Adaptive> =
+    lock_api::RwLockReadGuard<'a, RwSem<P>, T>;
+/// Write guard of an [`RwSemLock`].
+#[cfg(not(loom))]
+pub type RwSemWriteGuard<'a, T, P = reader_spin::Adaptive> =
+    lock_api::RwLockWriteGuard<'a, RwSem<P>, T>;
 /// `Mutex<T>` on a cache-line-isolated [`QSpinLock`] (seed 002).
 #[cfg(not(loom))]
 pub type PaddedQSpinMutex<T> = lock_api::Mutex<Padded<QSpinLock>, T>;

@@ -47,13 +47,15 @@ mod futex {
         }
     }
 
-    /// Wakes up to `count` threads sleeping on `word`.
-    pub(crate) fn wake(word: &AtomicU32, count: i32) {
-        // SAFETY: as in `wait`; FUTEX_WAKE does not access the word's value.
+    /// Wakes up to `count` threads sleeping on the word at `word`, which may be gone.
+    pub(crate) fn wake(word: *const AtomicU32, count: i32) {
+        // SAFETY: FUTEX_WAKE on a private futex hashes the address and never reads or
+        // writes the memory there, so any aligned address is sound; `AtomicU32` has the
+        // layout of `u32`.
         unsafe {
             libc::syscall(
                 libc::SYS_futex,
-                word.as_ptr(),
+                word.cast::<u32>(),
                 libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
                 count,
             );
@@ -87,8 +89,8 @@ mod futex {
         static ref TABLE: (Mutex<Table>, Condvar) = (Mutex::new(Table::default()), Condvar::new());
     }
 
-    fn key(word: &AtomicU32) -> usize {
-        word as *const AtomicU32 as usize
+    fn key(word: *const AtomicU32) -> usize {
+        word as usize
     }
 
     /// Loom models only take exact pairings (see `barrier`), so never a timeout.
@@ -117,7 +119,7 @@ mod futex {
         }
     }
 
-    pub(crate) fn wake(word: &AtomicU32, count: i32) {
+    pub(crate) fn wake(word: *const AtomicU32, count: i32) {
         let (table, wakeup) = &*TABLE;
         let mut t = table.lock().unwrap();
         let mut left = count;
@@ -161,6 +163,15 @@ pub(crate) fn wait_paired(word: &AtomicU32, expected: u32, pairing: crate::barri
 /// Wakes one thread sleeping on `word`, if any.
 #[inline]
 pub(crate) fn wake_one(word: &AtomicU32) {
+    futex::wake(word, 1);
+}
+
+/// Wakes one thread sleeping on the word at `word`, if any. The word may be gone
+/// already (a waiter that saw its wake-up condition and returned): then this wakes
+/// nobody, or spuriously wakes whoever sleeps at that address now, which the contract
+/// allows.
+#[inline]
+pub(crate) fn wake_one_at(word: *const AtomicU32) {
     futex::wake(word, 1);
 }
 

@@ -5,10 +5,10 @@
 //! concurrently goes through here, nothing else.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, Ordering};
+pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 /// One polite iteration of a busy-wait loop (`cpu_relax()`).
 ///
@@ -41,6 +41,10 @@ impl<T> UnsafeCell<T> {
     }
 
     pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
         f(self.0.get())
     }
 }

@@ -267,6 +267,223 @@ impl Default for BustedLock {
     }
 }
 
+/// The reader-writer client's operations; every `lock_api::RawRwLock` has them.
+pub trait TestRwLock: Send + Sync + 'static {
+    /// An unlocked lock.
+    fn new_unlocked() -> Self;
+    /// Take a read lock.
+    fn read(&self);
+    /// Release a read lock this thread holds.
+    fn read_done(&self);
+    /// Take the write lock.
+    fn write(&self);
+    /// Release the write lock this thread holds.
+    fn write_done(&self);
+}
+
+#[cfg(not(loom))]
+impl<L: lock_api::RawRwLock + Send + Sync + 'static> TestRwLock for L {
+    fn new_unlocked() -> Self {
+        L::INIT
+    }
+    fn read(&self) {
+        self.lock_shared();
+    }
+    fn read_done(&self) {
+        // SAFETY: the client releases only what it acquired on the same thread.
+        unsafe { self.unlock_shared() }
+    }
+    fn write(&self) {
+        self.lock_exclusive();
+    }
+    fn write_done(&self) {
+        // SAFETY: as above.
+        unsafe { self.unlock_exclusive() }
+    }
+}
+
+/// How hard to contend a reader-writer lock.
+#[derive(Clone, Copy, Debug)]
+pub struct RwContention {
+    /// Threads taking read locks.
+    pub readers: usize,
+    /// Threads taking the write lock.
+    pub writers: usize,
+    /// Lock/unlock pairs per thread.
+    pub iterations: u64,
+}
+
+/// Runs the reader-writer client: writers do the mutex client's racy update, readers
+/// check that they never see one half-done (the two counters differ) and, natively,
+/// that no writer is inside with them. A torn read or an overlap counts in
+/// [`Violation::overlaps`].
+pub fn contend_rw<L: TestRwLock>(how: RwContention) -> Result<(), Violation> {
+    use crate::sync::Arc;
+    let lock = Arc::new(L::new_unlocked());
+    let guarded = Arc::new(Guarded {
+        count: crate::sync::UnsafeCell::new(0),
+        shadow: crate::sync::UnsafeCell::new(0),
+    });
+    let writing = Arc::new(AtomicU32::new(0));
+    let reading = Arc::new(AtomicU32::new(0));
+    let overlaps = Arc::new(AtomicU32::new(0));
+    let gate = Arc::new(StartGate::default());
+
+    let workers: Vec<_> = (0..how.readers + how.writers)
+        .map(|i| {
+            let (lock, guarded, gate) = (lock.clone(), guarded.clone(), gate.clone());
+            let (writing, reading, overlaps) = (writing.clone(), reading.clone(), overlaps.clone());
+            let writer = i >= how.readers;
+            crate::sync::spawn(move || {
+                gate.arrive_and_wait();
+                for _ in 0..how.iterations {
+                    if writer {
+                        lock.write();
+                        enter(&writing, &overlaps);
+                        if cfg!(not(loom)) && reading.load(Relaxed) != 0 {
+                            overlaps.fetch_add(1, Relaxed);
+                        }
+                        critical_section(&guarded);
+                        leave(&writing);
+                        lock.write_done();
+                    } else {
+                        lock.read();
+                        enter_shared(&reading);
+                        if !consistent(&guarded) {
+                            overlaps.fetch_add(1, Relaxed);
+                        }
+                        if cfg!(not(loom)) && writing.load(Relaxed) != 0 {
+                            overlaps.fetch_add(1, Relaxed);
+                        }
+                        leave(&reading);
+                        lock.read_done();
+                    }
+                }
+            })
+        })
+        .collect();
+    gate.open_when_all_arrived(how.readers + how.writers);
+    for worker in workers {
+        worker.join().expect("a contending thread panicked");
+    }
+
+    let expected = how.writers as u64 * how.iterations;
+    let counted = guarded.count.with_mut(|c| unsafe { *c });
+    let shadow = guarded.shadow.with_mut(|c| unsafe { *c });
+    let overlaps = overlaps.load(Relaxed);
+    if counted == expected && shadow == expected && overlaps == 0 {
+        Ok(())
+    } else {
+        Err(Violation {
+            expected,
+            counted: counted.min(shadow),
+            overlaps,
+        })
+    }
+}
+
+#[inline]
+fn enter_shared(inside: &AtomicU32) {
+    if cfg!(not(loom)) {
+        inside.fetch_add(1, Relaxed);
+    }
+}
+
+/// A reader's look at the data: both counters, with a pause between, must agree.
+fn consistent(guarded: &Guarded) -> bool {
+    // SAFETY: only called with a read lock held (the claim under test); loom reports
+    // a data race if a writer's section is not ordered with this one.
+    let count = guarded
+        .count
+        .with(|c| unsafe { std::ptr::read_volatile(c) });
+    #[cfg(not(loom))]
+    for _ in 0..4 {
+        std::hint::spin_loop();
+    }
+    let shadow = guarded
+        .shadow
+        .with(|s| unsafe { std::ptr::read_volatile(s) });
+    count == shadow
+}
+
+/// The reader-writer negative control: writers take a [`BustedLock`], readers take
+/// nothing at all.
+#[derive(Debug, Default)]
+pub struct BustedRwLock(BustedLock);
+
+#[cfg(not(loom))]
+// SAFETY: none; broken on purpose, to be caught.
+unsafe impl lock_api::RawRwLock for BustedRwLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self(<BustedLock as lock_api::RawMutex>::INIT);
+    type GuardMarker = lock_api::GuardSend;
+
+    fn lock_shared(&self) {}
+    fn try_lock_shared(&self) -> bool {
+        true
+    }
+    unsafe fn unlock_shared(&self) {}
+    fn lock_exclusive(&self) {
+        lock_api::RawMutex::lock(&self.0);
+    }
+    fn try_lock_exclusive(&self) -> bool {
+        false
+    }
+    unsafe fn unlock_exclusive(&self) {
+        // SAFETY: passes the caller's promise on.
+        unsafe { lock_api::RawMutex::unlock(&self.0) }
+    }
+}
+
+#[cfg(loom)]
+impl TestRwLock for BustedRwLock {
+    fn new_unlocked() -> Self {
+        Self(BustedLock::new())
+    }
+    fn read(&self) {}
+    fn read_done(&self) {}
+    fn write(&self) {
+        self.0.acquire();
+    }
+    fn write_done(&self) {
+        self.0.release();
+    }
+}
+
+/// Runs the reader-writer client once per `(readers, writers, iterations)` that
+/// `plan` gives for this machine's CPU count, panicking on the first violation.
+#[cfg(not(loom))]
+pub fn stress_rw<L: TestRwLock>(plan: impl Fn(usize) -> Vec<(usize, usize, u64)>) {
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    for (readers, writers, iterations) in plan(cpus) {
+        contend_rw::<L>(RwContention {
+            readers,
+            writers,
+            iterations,
+        })
+        .unwrap();
+    }
+}
+
+/// Explore every interleaving (as [`explore`]) of `readers` readers and `writers`
+/// writers each taking the lock `iterations` times.
+#[cfg(all(loom, test))]
+pub(crate) fn explore_rw<L: TestRwLock>(readers: usize, writers: usize, iterations: u64) {
+    let mut model = loom::model::Builder::new();
+    if model.preemption_bound.is_none() {
+        model.preemption_bound = Some(if readers + writers > 2 { 1 } else { 2 });
+    }
+    model.max_branches = model.max_branches.max(100_000);
+    model.check(move || {
+        contend_rw::<L>(RwContention {
+            readers,
+            writers,
+            iterations,
+        })
+        .expect("reader-writer exclusion violated");
+    });
+}
+
 /// Runs the client once per `(threads, iterations)` that `plan` gives for this
 /// machine's CPU count, panicking on the first violation.
 #[cfg(not(loom))]
@@ -340,6 +557,20 @@ macro_rules! lock_basics_tests {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rw_client_catches_the_busted_rw_lock() {
+        let violation = (0..20).find_map(|_| {
+            contend_rw::<BustedRwLock>(RwContention {
+                readers: 2,
+                writers: 2,
+                iterations: 50_000,
+            })
+            .err()
+        });
+        let violation = violation.expect("the rw client never caught the busted rw lock");
+        assert!(violation.counted < violation.expected || violation.overlaps > 0);
+    }
 
     #[test]
     fn the_stress_client_catches_the_busted_lock() {

@@ -430,8 +430,9 @@ impl std::fmt::Debug for SpinFutexMutex {
 }
 
 // SAFETY: the owner field goes from 0 to a thread id only by cmpxchg against a value
-// with owner 0, and back to 0 only in `unlock`, by the thread whose id it holds.
-raw_mutex!(for SpinFutexMutex);
+// with owner 0, and back to 0 only in `unlock`, by the thread whose id it holds. Its
+// guards are not `Send`: `unlock` on another thread would panic (the owner check).
+raw_mutex!(for SpinFutexMutex, guard = GuardNoSend);
 
 #[cfg(all(test, not(loom)))]
 mod tests {

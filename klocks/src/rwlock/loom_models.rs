@@ -1,0 +1,148 @@
+//! Exhaustive checks of the rwsem's paths under the C11 memory model, for each
+//! reader-spin policy: `RUSTFLAGS="--cfg loom" cargo test -p klocks --release loom`.
+//!
+//! The futex is loom's model of it ([`park`](crate::park)), so a sleeper that is
+//! never woken is a deadlock loom reports. Under loom the spin budget is one try (a
+//! writer on a reader-owned lock times out at once and sets the nonspinnable bits), a
+//! waiter has "waited long" after one failed try (so handoffs happen), and the owner
+//! probe answers what its model says. The contended models run the shared reader-writer
+//! client (`testing::contend_rw`): loom's `UnsafeCell` fails any execution in which a
+//! writer's section is not ordered with every other section. The staged models hold
+//! the lock while waiters arrive, so that their slow paths (spin, steal, queue, sleep)
+//! run against a held lock, then release it: every waiter must be woken.
+
+use super::rwsem::{reader_spin, ReaderSpin, RwSem};
+use crate::sync::{spawn, yield_now, Arc};
+use crate::testing::{explore_rw, BustedRwLock};
+
+fn builder(preemptions: usize) -> loom::model::Builder {
+    let mut model = loom::model::Builder::new();
+    if model.preemption_bound.is_none() {
+        model.preemption_bound = Some(preemptions);
+    }
+    model.max_branches = model.max_branches.max(100_000);
+    model
+}
+
+/// The lock is held (for writing, or for reading) while a reader and a writer arrive;
+/// then it is released. Liveness: both must get it.
+fn held_then_reader_and_writer<P: ReaderSpin>(held_for_write: bool) {
+    builder(1).check(move || {
+        let sem = Arc::new(RwSem::<P>::new());
+        if held_for_write {
+            sem.lock_exclusive();
+        } else {
+            sem.lock_shared();
+        }
+        let reader = {
+            let sem = sem.clone();
+            spawn(move || {
+                sem.lock_shared();
+                sem.unlock_shared();
+            })
+        };
+        let writer = {
+            let sem = sem.clone();
+            spawn(move || {
+                sem.lock_exclusive();
+                sem.unlock_exclusive();
+            })
+        };
+        yield_now();
+        yield_now();
+        if held_for_write {
+            sem.unlock_exclusive();
+        } else {
+            sem.unlock_shared();
+        }
+        reader.join().unwrap();
+        writer.join().unwrap();
+        assert!(!sem.is_locked());
+    });
+}
+
+/// A writer downgrades while a reader and a writer wait: the reader may join it, the
+/// writer must wait for both, everyone finishes.
+fn downgrade_with_waiters<P: ReaderSpin>() {
+    builder(1).check(|| {
+        let sem = Arc::new(RwSem::<P>::new());
+        sem.lock_exclusive();
+        let waiters: Vec<_> = [false, true]
+            .into_iter()
+            .map(|write| {
+                let sem = sem.clone();
+                spawn(move || {
+                    if write {
+                        sem.lock_exclusive();
+                        sem.unlock_exclusive();
+                    } else {
+                        sem.lock_shared();
+                        sem.unlock_shared();
+                    }
+                })
+            })
+            .collect();
+        yield_now();
+        sem.downgrade();
+        assert!(!sem.is_locked_exclusive());
+        sem.unlock_shared();
+        waiters.into_iter().for_each(|w| w.join().unwrap());
+        assert!(!sem.is_locked());
+    });
+}
+
+macro_rules! policy_models {
+    ($($module:ident: $policy:ty,)*) => {$(
+        mod $module {
+            use super::*;
+            type Sem = RwSem<$policy>;
+
+            /// A reader and a writer, twice each: fast paths, spinning, sleeping,
+            /// grants and wakes between the two kinds.
+            #[test]
+            fn reader_and_writer_twice() {
+                explore_rw::<Sem>(1, 1, 2);
+            }
+
+            /// Two writers, twice each: writer spinning, queueing and handoff.
+            #[test]
+            fn two_writers_twice() {
+                explore_rw::<Sem>(0, 2, 2);
+            }
+
+            /// Two readers and a writer: reader groups, the last reader's wake.
+            #[test]
+            fn two_readers_one_writer() {
+                explore_rw::<Sem>(2, 1, 1);
+            }
+
+            #[test]
+            fn write_held_then_reader_and_writer() {
+                held_then_reader_and_writer::<$policy>(true);
+            }
+
+            #[test]
+            fn read_held_then_reader_and_writer() {
+                held_then_reader_and_writer::<$policy>(false);
+            }
+
+            #[test]
+            fn downgrade_with_a_reader_and_a_writer_waiting() {
+                downgrade_with_waiters::<$policy>();
+            }
+        }
+    )*};
+}
+
+policy_models! {
+    adaptive: reader_spin::Adaptive,
+    always: reader_spin::Always,
+    never: reader_spin::Never,
+}
+
+/// The negative control: loom must find the race in the busted reader-writer lock.
+#[test]
+#[should_panic]
+fn busted_rw_lock_is_caught() {
+    explore_rw::<BustedRwLock>(1, 1, 1);
+}

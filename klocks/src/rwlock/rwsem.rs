@@ -1,0 +1,1380 @@
+//! The reader-writer semaphore with optimistic spinning (seed 001), in userspace.
+//!
+//! # The algorithm
+//!
+//! The kernel's rwsem after Waiman Long's 2019 rework, with its three reader-spin
+//! policies as type parameters ([`ReaderSpin`]):
+//!
+//! - **Fast paths are one atomic each.** A reader adds its share to the count
+//!   (`fetch_add`) and keeps it unless a writer holds the lock, threads sleep, or a
+//!   handoff is pending; a writer moves the count from 0 to `WRITER_LOCKED` (cmpxchg).
+//!   Unlocks subtract, and wake the queue only when they leave the lock free with
+//!   sleepers behind.
+//! - **Optimistic spinning.** A writer that misses the fast path spins: while a
+//!   writer owns the lock and runs on a CPU (the [`owner`](crate::owner) probe), and
+//!   for a bounded time while readers own it (their count is known, not who they are,
+//!   so whether they run is not). The time is the kernel's 10 µs + 0.5 µs per reader
+//!   capped at 25 µs, rescaled to this process's spin budget: 40% of the budget plus
+//!   0.5 µs per reader, capped at the budget ([`budget`](crate::budget), calibrated
+//!   to one futex sleep-to-wake handoff, ~33 µs on the development VM). Readers spin
+//!   too under [`reader_spin::Always`] and [`reader_spin::Adaptive`]: a spinning reader
+//!   joins a reader-owned lock even while others sleep, which is what makes readers
+//!   "preferred" and what fragments reader groups.
+//! - **One spinner at a time.** The kernel queues spinners in an MCS-like OSQ; here
+//!   the OSQ is one flag, as in [`SpinFutexMutex`](crate::SpinFutexMutex): with more
+//!   threads than CPUs (the normal case in userspace) a queued spinner that is
+//!   preempted would stall every spinner behind it, which is exactly seed 003's
+//!   problem. Waiters that cannot spin go to sleep.
+//! - **Nonspinnable bits (seed 001).** A writer that times out spinning on a
+//!   reader-owned lock sets `WR_NONSPINNABLE` and `RD_NONSPINNABLE` in the owner word:
+//!   the readers' section is long or there are too many of them, and spinning helps
+//!   neither. Writers do not spin while `WR_NONSPINNABLE` is set, readers while
+//!   `RD_NONSPINNABLE` is. Under `Adaptive` the reader bit is made sticky: a writer
+//!   that saw the bits after failing to spin sets `RD_NONSPINNABLE` when it gets the
+//!   lock; a reader that saw it at slow-path entry sets it again when a wake-up gives
+//!   it the lock; reader acquisitions keep it; only a writer acquisition that did not
+//!   see it clears it (the fast path always does).
+//! - **Phase-fair spinners (seed 001).** Under `Adaptive`, a reader that gives up
+//!   spinning still takes the lock if it is reader-owned by a reader other than the
+//!   one it saw at slow-path entry: a new read phase began while it spun, and it
+//!   belongs to it.
+//! - **Sleepers queue in FIFO order** ([`wait_queue`](super::wait_queue)). A wake-up
+//!   with a writer at the front wakes that writer, which then tries for the lock
+//!   itself; with readers at the front it grants the lock to up to 256 of them at once
+//!   (their shares are added to the count before they are released).
+//! - **Handoff.** The front waiter that has waited more than [`HANDOFF_AFTER`] sets
+//!   `HANDOFF`: no fast path, spinner or steal may take the lock any more, and the
+//!   next release goes to that waiter. Neither readers nor writers starve.
+//!
+//! The three policies:
+//!
+//! | policy | readers spin | nonspinnable bits | kernel |
+//! |---|---|---|---|
+//! | [`reader_spin::Adaptive`] | yes | sticky `RD` bit (above), phase-fair spinners | 5.3–5.10, seed 001's "after" |
+//! | [`reader_spin::Always`] | yes | both bits last until the owner changes | 5.3 before seed 001 (its "before") |
+//! | [`reader_spin::Never`] | no: one lock-steal attempt | `WR` only, kept by readers | 5.11 and later |
+//!
+//! # The words
+//!
+//! ```text
+//! count (64 bits):  63                    8 7   3     2        1          0
+//!                  +-----------------------+-----+---------+---------+---------------+
+//!                  |     reader count      |  0  | HANDOFF | WAITERS | WRITER_LOCKED |
+//!                  +-----------------------+-----+---------+---------+---------------+
+//! owner (32 bits):  31        30        29         22 21                0
+//!                  +---------+---------+------------+---+-----------------+
+//!                  | WR_NONS | RD_NONS | READER_OWN | 0 |   thread id     |
+//!                  +---------+---------+------------+---+-----------------+
+//! ```
+//!
+//! The owner word names the writer that holds the lock, or marks it reader-owned with
+//! the id of the last reader that took it (so a spinner can tell a new read phase).
+//! Only lock holders store it; others only set or clear the nonspinnable bits. It is a
+//! hint: spinners read it racily, as the kernel's do.
+//!
+//! Count transitions, as `(readers, writer, waiters, handoff)`; `r` any count, `w`
+//! and `h` any flag:
+//!
+//! ```text
+//! read fast:      (r,0,0,0) -> (r+1,0,0,0)            fetch_add, else slow path
+//! write fast:     (0,0,0,0) -> (0,1,0,0)              cmpxchg
+//! read unlock:    (r,0,w,h) -> (r-1,0,w,h)            fetch_sub; r-1 = 0, w = 1: wake
+//! write unlock:   (0,1,w,h) -> (0,0,w,h)              fetch_sub; w = 1: wake
+//! spin, reader:   (r,0,w,0) -> (r+1,0,w,0)            fetch_add, undone on failure
+//! spin, writer:   (0,0,w,0) -> (0,1,w,0)              cmpxchg
+//! first sleeper:  (r,x,0,h) -> (r,x,1,h)              under the queue lock
+//! grant readers:  (r,0,1,h) -> (r+n,0,w',0)           w' = 0 when the queue empties
+//! writer, queued: (0,0,1,h) -> (0,1,w',0)             cmpxchg under the queue lock
+//! handoff:        (r,x,1,0) -> (r,x,1,1)              the front waiter, after HANDOFF_AFTER
+//! ```
+//!
+//! # No lost wake-ups
+//!
+//! A waiter sleeps only after it is queued and `WAITERS` is set, under the queue lock.
+//! Every unlock that leaves the lock free sees `WAITERS` in its own RMW's result and
+//! wakes the front, which then takes the lock or is granted it; a writer that fails
+//! again is only put back to sleep under the queue lock, so no wake can fall between
+//! its failed try and its sleep. A thread whose share was counted only transiently (a
+//! reader's fast path that failed, a spinning reader's failed try) may have hidden
+//! the lock's release from an unlocker; each such thread either takes the lock, and
+//! its own unlock then wakes, or queues, and the queueing re-reads the count under
+//! the queue lock and wakes the front if the lock is free.
+//!
+//! # Misuse
+//!
+//! Always detected, with a panic naming the problem: unlocking a write lock the calling
+//! thread does not hold, unlocking a read lock of a lock no reader holds (a writer
+//! unlocking as a reader), and write-locking a lock the calling thread already
+//! write-holds (instead of a deadlock). Debug builds also track every thread's read
+//! locks: unlocking a read lock this thread does not hold, and write-locking a lock
+//! this thread read-holds (a certain deadlock) panic there. Recursive read locking is
+//! allowed but deadlocks if a writer queues in between, as with any fair rwlock.
+
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use super::wait_queue::{Queue, WaitQueue, Waiter, Wakes};
+use crate::budget::{self, SpinBudget};
+use crate::owner::{self, Watch};
+use crate::sync::{cpu_relax, AtomicU32, AtomicU64, Ordering::*};
+
+const WRITER_LOCKED: u64 = 1 << 0;
+/// Threads sleep in the queue.
+const WAITERS: u64 = 1 << 1;
+/// The front waiter is owed the lock.
+const HANDOFF: u64 = 1 << 2;
+const READER_SHIFT: u32 = 8;
+/// One reader's share of the count.
+const READER_BIAS: u64 = 1 << READER_SHIFT;
+const READER_MASK: u64 = !(READER_BIAS - 1);
+/// Someone holds the lock.
+const LOCK_MASK: u64 = WRITER_LOCKED | READER_MASK;
+/// A reader's fast path fails if any of these is set.
+const READ_FAILED_MASK: u64 = WRITER_LOCKED | WAITERS | HANDOFF;
+
+/// The owner's thread id (Linux tids fit in 22 bits).
+const TID_MASK: u32 = (1 << 22) - 1;
+const READER_OWNED: u32 = 1 << 29;
+const RD_NONSPINNABLE: u32 = 1 << 30;
+const WR_NONSPINNABLE: u32 = 1 << 31;
+const NONSPINNABLE: u32 = RD_NONSPINNABLE | WR_NONSPINNABLE;
+
+/// The most readers one wake-up grants the lock to (the kernel's `MAX_READERS_WAKEUP`).
+const MAX_READERS_WAKEUP: usize = 256;
+
+/// The front waiter that has waited this long sets `HANDOFF`. The kernel waits one
+/// jiffy, at least 4 ms; a futex sleep-to-wake handoff costs ~33 µs here, so 1 ms
+/// bounds the unfairness at ~30 handoffs' worth.
+#[cfg(not(loom))]
+pub const HANDOFF_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// A spinner's longest pause between two looks at the lock, in `cpu_relax`es.
+const MAX_BACKOFF: u32 = 64;
+
+/// Waiter states: asleep or about to be.
+const WAITING: u32 = 0;
+/// A writer is told to try again.
+const WOKEN: u32 = 1;
+/// A reader is given the lock.
+const GRANTED: u32 = 2;
+
+/// The spin budget shared by every `RwSem`.
+static BUDGET: SpinBudget = SpinBudget::new();
+
+/// A reader-spin policy of [`RwSem`]: one of the types in [`reader_spin`].
+pub trait ReaderSpin: sealed::Sealed + Send + Sync + 'static {
+    /// The policy's name in lockbench tables.
+    const NAME: &'static str;
+    /// Which policy this is.
+    const POLICY: reader_spin::Policy;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The reader-spin policies (see the [`RwSem`] module doc for what each does).
+pub mod reader_spin {
+    /// The policies as values.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Policy {
+        /// Readers spin; writers' timeouts turn reader spinning off adaptively.
+        Adaptive,
+        /// Readers spin; nonspinnable bits last until the owner changes.
+        Always,
+        /// Only writers spin; readers get one lock-steal attempt.
+        Never,
+    }
+
+    /// Seed 001's "after": reader spinning, turned off adaptively by the sticky
+    /// reader-nonspinnable bit; phase-fair spinners.
+    #[derive(Debug)]
+    pub struct Adaptive;
+    /// Seed 001's "before": reader spinning without the adaptive bits.
+    #[derive(Debug)]
+    pub struct Always;
+    /// Linux 5.11 and later: writers spin, readers only steal once.
+    #[derive(Debug)]
+    pub struct Never;
+
+    impl super::sealed::Sealed for Adaptive {}
+    impl super::sealed::Sealed for Always {}
+    impl super::sealed::Sealed for Never {}
+
+    impl super::ReaderSpin for Adaptive {
+        const NAME: &'static str = "adaptive";
+        const POLICY: Policy = Policy::Adaptive;
+    }
+    impl super::ReaderSpin for Always {
+        const NAME: &'static str = "always";
+        const POLICY: Policy = Policy::Always;
+    }
+    impl super::ReaderSpin for Never {
+        const NAME: &'static str = "never";
+        const POLICY: Policy = Policy::Never;
+    }
+}
+
+use reader_spin::Policy;
+
+/// What a waiter is waiting for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Write,
+}
+
+/// A sleeper's node data.
+struct Wait {
+    kind: Kind,
+    tid: u32,
+    /// The owner word at slow-path entry: the last reader, or only `RD_NONSPINNABLE`.
+    last_rowner: u32,
+    /// Times this waiter was woken without getting the lock.
+    retries: std::cell::Cell<u32>,
+    #[cfg(not(loom))]
+    since: std::time::Instant,
+}
+
+impl Wait {
+    fn new(kind: Kind, tid: u32, last_rowner: u32) -> Self {
+        Self {
+            kind,
+            tid,
+            last_rowner,
+            retries: std::cell::Cell::new(0),
+            #[cfg(not(loom))]
+            since: std::time::Instant::now(),
+        }
+    }
+
+    /// Whether this waiter, at the front, may demand a handoff.
+    #[cfg(not(loom))]
+    fn waited_long(&self) -> bool {
+        self.since.elapsed() >= HANDOFF_AFTER
+    }
+
+    /// Under loom: after one retry, so both sides of every handoff decision are
+    /// explored.
+    #[cfg(loom)]
+    fn waited_long(&self) -> bool {
+        self.retries.get() >= 1
+    }
+}
+
+type Node = Waiter<Wait>;
+
+/// What a wake-up may do (the kernel's `rwsem_wake_type`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// Wake the front waiter, a writer or readers.
+    Any,
+    /// Grant readers at the front only (the lock is reader-owned).
+    Readers,
+    /// Grant readers at the front; the caller holds a read lock already.
+    ReadOwned,
+}
+
+type WakeList = Wakes<{ MAX_READERS_WAKEUP + 1 }>;
+
+/// A reader-writer lock whose writers (and, by policy, readers) spin while the owner
+/// runs and sleep otherwise; see the module doc.
+pub struct RwSem<P: ReaderSpin = reader_spin::Adaptive> {
+    count: AtomicU64,
+    owner: AtomicU32,
+    /// One thread spins on the owner (the OSQ reduced to a flag).
+    spinner: AtomicU32,
+    queue: WaitQueue<Wait>,
+    policy: PhantomData<P>,
+}
+
+// SAFETY: all shared state is atomics or behind the queue's lock.
+unsafe impl<P: ReaderSpin> Sync for RwSem<P> {}
+// SAFETY: as above; an `RwSem` holds no thread-affine resource when it moves.
+unsafe impl<P: ReaderSpin> Send for RwSem<P> {}
+
+fn readers(count: u64) -> u64 {
+    count >> READER_SHIFT
+}
+
+impl<P: ReaderSpin> RwSem<P> {
+    /// An unlocked rwsem.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self {
+            count: AtomicU64::new(0),
+            owner: AtomicU32::new(0),
+            spinner: AtomicU32::new(0),
+            queue: WaitQueue::new(),
+            policy: PhantomData,
+        }
+    }
+
+    /// An unlocked rwsem.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self {
+            count: AtomicU64::new(0),
+            owner: AtomicU32::new(0),
+            spinner: AtomicU32::new(0),
+            queue: WaitQueue::new(),
+            policy: PhantomData,
+        }
+    }
+
+    /// Sets how long a spinner of every `RwSem` spins at most, overriding
+    /// `KLOCKS_SPIN_NS` and calibration. See [`crate::budget`].
+    pub fn set_spin_ns(ns: u64) {
+        BUDGET.set_ns(ns);
+    }
+
+    /// Takes a read lock: sleeps (or spins, by policy) while a writer holds the lock
+    /// or threads sleep for it.
+    #[inline]
+    pub fn lock_shared(&self) {
+        // Acquire: pairs with the Release in `unlock_exclusive`.
+        let before = self.count.fetch_add(READER_BIAS, Acquire);
+        if before & READ_FAILED_MASK == 0 {
+            self.set_reader_owned(owner::current_tid(), 0);
+        } else {
+            self.read_slow(before.wrapping_add(READER_BIAS));
+        }
+        held::acquired_read(self.addr());
+    }
+
+    /// Takes a read lock if that needs no waiting.
+    #[inline]
+    pub fn try_lock_shared(&self) -> bool {
+        // Relaxed: the expected value; the cmpxchg decides.
+        let mut count = self.count.load(Relaxed);
+        while count & READ_FAILED_MASK == 0 {
+            // Acquire: pairs with the Release in `unlock_exclusive`.
+            match self
+                .count
+                .compare_exchange_weak(count, count + READER_BIAS, Acquire, Relaxed)
+            {
+                Ok(_) => {
+                    self.set_reader_owned(owner::current_tid(), 0);
+                    held::acquired_read(self.addr());
+                    return true;
+                }
+                Err(now) => count = now,
+            }
+        }
+        false
+    }
+
+    /// Releases a read lock, waking the queue if this was the last reader.
+    ///
+    /// # Panics
+    /// If no reader holds the lock (and, in debug builds, if the calling thread
+    /// holds no read lock on it).
+    #[inline]
+    pub fn unlock_shared(&self) {
+        held::released_read(self.addr());
+        // Relaxed: a misuse check; the RMW below re-checks.
+        if readers(self.count.load(Relaxed)) == 0 {
+            unlock_shared_unheld();
+        }
+        // Release: pairs with the Acquire of the next writer's acquisition.
+        let before = self.count.fetch_sub(READER_BIAS, Release);
+        if readers(before) == 0 {
+            // Relaxed: undoes our own misuse before reporting it.
+            self.count.fetch_add(READER_BIAS, Relaxed);
+            unlock_shared_unheld();
+        }
+        if before.wrapping_sub(READER_BIAS) & (LOCK_MASK | WAITERS) == WAITERS {
+            self.wake(Wake::Any);
+        }
+    }
+
+    /// Takes the write lock: spins while the owner runs, sleeps otherwise.
+    ///
+    /// # Panics
+    /// If the calling thread holds the write lock already (and, in debug builds, a
+    /// read lock on it).
+    #[inline]
+    pub fn lock_exclusive(&self) {
+        held::check_write_allowed(self.addr());
+        let me = owner::current_tid();
+        // Acquire: pairs with the Release of the unlocks.
+        if self
+            .count
+            .compare_exchange(0, WRITER_LOCKED, Acquire, Relaxed)
+            .is_ok()
+        {
+            self.set_owner(me);
+        } else {
+            self.write_slow(me);
+        }
+    }
+
+    /// Takes the write lock if nobody holds the lock or waits for it.
+    #[inline]
+    pub fn try_lock_exclusive(&self) -> bool {
+        // Acquire: pairs with the Release of the unlocks.
+        let taken = self
+            .count
+            .compare_exchange(0, WRITER_LOCKED, Acquire, Relaxed)
+            .is_ok();
+        if taken {
+            self.set_owner(owner::current_tid());
+        }
+        taken
+    }
+
+    /// Releases the write lock, waking the queue if threads sleep.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the write lock (the lock is left as it
+    /// was).
+    #[inline]
+    pub fn unlock_exclusive(&self) {
+        let me = owner::current_tid();
+        self.check_write_held(me, "unlock_exclusive");
+        // Relaxed: a hint that someone spins on us, so be observable to the probe.
+        if self.spinner.load(Relaxed) != 0 {
+            owner::watch_current();
+        }
+        // Relaxed: ordered before the count's Release below; spinners read it racily.
+        self.owner.store(0, Relaxed);
+        // Release: pairs with the Acquire of the next acquisition.
+        let before = self.count.fetch_sub(WRITER_LOCKED, Release);
+        if before & WAITERS != 0 {
+            self.wake(Wake::Any);
+        }
+    }
+
+    /// Turns the calling thread's write lock into a read lock, letting the readers at
+    /// the front of the queue in with it.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the write lock.
+    pub fn downgrade(&self) {
+        let me = owner::current_tid();
+        self.check_write_held(me, "downgrade");
+        self.set_reader_owned(me, 0);
+        // (0,1,w,h) -> (1,0,w,h). Release: pairs with the Acquire of the readers that
+        // join us and of the next writer.
+        let before = self
+            .count
+            .fetch_add(READER_BIAS.wrapping_sub(WRITER_LOCKED), Release);
+        held::acquired_read(self.addr());
+        if before & WAITERS != 0 {
+            self.wake(Wake::ReadOwned);
+        }
+    }
+
+    /// Whether anyone holds the lock.
+    pub fn is_locked(&self) -> bool {
+        // Relaxed: a snapshot for the caller.
+        self.count.load(Relaxed) & LOCK_MASK != 0
+    }
+
+    /// Whether a writer holds the lock.
+    pub fn is_locked_exclusive(&self) -> bool {
+        // Relaxed: a snapshot for the caller.
+        self.count.load(Relaxed) & WRITER_LOCKED != 0
+    }
+
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Records a writer owner: clears the reader mark and every nonspinnable bit.
+    fn set_owner(&self, me: u32) {
+        // Relaxed: the owner word is a hint for spinners; the count orders the data.
+        self.owner.store(me, Relaxed);
+    }
+
+    /// Marks the lock reader-owned by `tid`, keeping the bits the policy keeps.
+    fn set_reader_owned(&self, tid: u32, extra: u32) {
+        let kept = match P::POLICY {
+            Policy::Adaptive => RD_NONSPINNABLE,
+            Policy::Always => 0,
+            Policy::Never => WR_NONSPINNABLE,
+        };
+        // Relaxed: a hint (above); skip the store when it would change nothing, so
+        // readers that keep re-taking the lock do not keep writing the line.
+        let old = self.owner.load(Relaxed);
+        let new = tid | READER_OWNED | (old & kept) | extra;
+        if old != new {
+            self.owner.store(new, Relaxed);
+        }
+    }
+
+    fn check_write_held(&self, me: u32, what: &str) {
+        // Relaxed: our own acquisition's writes, if we hold the lock.
+        let (count, owner) = (self.count.load(Relaxed), self.owner.load(Relaxed));
+        let held = count & WRITER_LOCKED != 0 && owner & (TID_MASK | READER_OWNED) == me;
+        if !held {
+            panic!("klocks: RwSem::{what} by thread {me}, which does not hold the write lock (count {count:#x}, owner {owner:#x})");
+        }
+    }
+
+    // ----- the slow paths -----
+
+    #[cold]
+    fn read_slow(&self, count: u64) {
+        let me = owner::current_tid();
+        // Relaxed: a hint, as every owner read.
+        let owner = self.owner.load(Relaxed);
+        let last_rowner = if owner & READER_OWNED != 0 {
+            owner
+        } else {
+            owner & RD_NONSPINNABLE
+        };
+        let mut holds_share = true;
+        match P::POLICY {
+            Policy::Never if self.reader_steal(me, count, owner) => return,
+            Policy::Always | Policy::Adaptive if owner & RD_NONSPINNABLE == 0 => {
+                // Give our share back and spin. Relaxed: the share carried nothing;
+                // queueing below re-reads the count for a lock this may have freed.
+                self.count.fetch_sub(READER_BIAS, Relaxed);
+                holds_share = false;
+                if self.optimistic_spin(me, Kind::Read) {
+                    self.wake_readers_behind();
+                    return;
+                }
+                if P::POLICY == Policy::Adaptive && self.reader_phase_trylock(me, last_rowner) {
+                    return;
+                }
+            }
+            _ => {}
+        }
+        self.read_wait(me, last_rowner, holds_share);
+    }
+
+    /// The 5.11 reader's one steal: keep the fast path's share if no writer holds the
+    /// lock and no handoff is pending, unless other readers own it (a constant stream
+    /// of readers must not starve a sleeper).
+    fn reader_steal(&self, me: u32, count: u64, owner: u32) -> bool {
+        let others_read = owner & READER_OWNED != 0 && readers(count) > 1;
+        if others_read || count & (WRITER_LOCKED | HANDOFF) != 0 {
+            return false;
+        }
+        self.set_reader_owned(me, 0);
+        if readers(count) == 1 && count & WAITERS != 0 {
+            self.wake(Wake::ReadOwned);
+        }
+        true
+    }
+
+    /// Seed 001's phase-fair rule: a reader that stopped spinning takes the lock if it
+    /// is reader-owned by a reader that came after it.
+    fn reader_phase_trylock(&self, me: u32, last_rowner: u32) -> bool {
+        // Relaxed: a hint; the try below decides.
+        let owner = self.owner.load(Relaxed);
+        owner & READER_OWNED != 0
+            && (owner ^ last_rowner) & TID_MASK != 0
+            && self.try_read_unqueued(me)
+    }
+
+    /// We hold a read lock taken by spinning: let the readers at the front join.
+    fn wake_readers_behind(&self) {
+        // Relaxed: a hint; the queue lock orders the rest.
+        if self.count.load(Relaxed) & WAITERS != 0 {
+            self.wake(Wake::ReadOwned);
+        }
+    }
+
+    /// Queue and sleep until a wake-up grants us a read lock. `holds_share`: the fast
+    /// path's share is still in the count.
+    fn read_wait(&self, me: u32, last_rowner: u32, holds_share: bool) {
+        let node = Node::new(WAITING, Wait::new(Kind::Read, me, last_rowner));
+        let mut wakes = WakeList::new();
+        {
+            let mut queue = self.queue.lock();
+            let mut adjustment = if holds_share {
+                READER_BIAS.wrapping_neg()
+            } else {
+                0
+            };
+            let first = queue.is_empty();
+            if first {
+                // Nobody sleeps: if no writer holds the lock, our share stands.
+                // Acquire: pairs with the Release of the writer that held it.
+                if holds_share && self.count.load(Acquire) & (WRITER_LOCKED | HANDOFF) == 0 {
+                    drop(queue);
+                    self.set_reader_owned(me, 0);
+                    return;
+                }
+                adjustment = adjustment.wrapping_add(WAITERS);
+            }
+            queue.push(&node);
+            // Relaxed: this RMW takes nothing; the queue lock orders the waiters.
+            let count = if adjustment != 0 {
+                self.count
+                    .fetch_add(adjustment, Relaxed)
+                    .wrapping_add(adjustment)
+            } else {
+                self.count.load(Relaxed)
+            };
+            let free = count & LOCK_MASK == 0;
+            if free {
+                self.clear_wr_nonspinnable();
+            }
+            // Free: wake the front (maybe us). Readers own it and we are first: join.
+            if free || (first && count & WRITER_LOCKED == 0) {
+                self.mark_wake(&mut queue, Wake::Any, &mut wakes);
+            }
+        }
+        wakes.wake();
+        // Acquire: pairs with the Release store that granted us the lock.
+        while node.state.load(Acquire) != GRANTED {
+            crate::park::wait(&node.state, WAITING);
+        }
+    }
+
+    #[cold]
+    fn write_slow(&self, me: u32) {
+        // Relaxed: our own acquisition's writes, if we hold the lock.
+        if self.owner.load(Relaxed) & (TID_MASK | READER_OWNED) == me
+            && self.count.load(Relaxed) & WRITER_LOCKED != 0
+        {
+            panic!("klocks: RwSem::lock_exclusive by thread {me}, which holds the write lock already (deadlock)");
+        }
+        // Relaxed: hints.
+        if self.owner.load(Relaxed) & WR_NONSPINNABLE == 0 && self.optimistic_spin(me, Kind::Write)
+        {
+            return;
+        }
+        let disable_reader_spin =
+            P::POLICY == Policy::Adaptive && self.owner.load(Relaxed) & NONSPINNABLE != 0;
+        self.write_wait(me);
+        if disable_reader_spin {
+            // Relaxed: a hint, set while we hold the lock.
+            self.owner.fetch_or(RD_NONSPINNABLE, Relaxed);
+        }
+    }
+
+    /// Queue and sleep until we take the write lock.
+    fn write_wait(&self, me: u32) {
+        let node = Node::new(WAITING, Wait::new(Kind::Write, me, 0));
+        let mut queue = self.queue.lock();
+        if queue.is_empty() {
+            queue.push(&node);
+            // Relaxed: a flag for unlockers; the queue lock orders the waiters.
+            self.count.fetch_or(WAITERS, Relaxed);
+        } else {
+            queue.push(&node);
+            // Relaxed: picks the wake-up; the queue lock orders the waiters.
+            let count = self.count.load(Relaxed);
+            if count & WRITER_LOCKED == 0 {
+                // Free or reader-owned with waiters ahead of us: let them in.
+                let kind = if readers(count) != 0 {
+                    Wake::Readers
+                } else {
+                    Wake::Any
+                };
+                let mut wakes = WakeList::new();
+                self.mark_wake(&mut queue, kind, &mut wakes);
+                if !wakes.is_empty() {
+                    drop(queue);
+                    wakes.wake();
+                    queue = self.queue.lock();
+                }
+            }
+        }
+        let mut handoff = false;
+        while !self.try_write_lock(&queue, &node, handoff, me) {
+            // Relaxed: written under the queue lock, as every waker's store is.
+            node.state.store(WAITING, Relaxed);
+            drop(queue);
+            // Relaxed: wakers store under the queue lock, which we take next.
+            while node.state.load(Relaxed) == WAITING {
+                crate::park::wait(&node.state, WAITING);
+            }
+            queue = self.queue.lock();
+            node.data.retries.set(node.data.retries.get() + 1);
+            handoff = handoff || (queue.is_front(&node) && node.data.waited_long());
+        }
+        queue.remove(&node);
+    }
+
+    /// Under the queue lock: take the write lock if it is free and not owed to another
+    /// waiter, or, with `handoff`, demand it. Returns whether we took it.
+    fn try_write_lock(&self, queue: &Queue<Wait>, node: &Node, handoff: bool, me: u32) -> bool {
+        let first = queue.is_front(node);
+        // Relaxed: the expected value; the cmpxchg decides.
+        let mut count = self.count.load(Relaxed);
+        loop {
+            let owed_to_front = count & HANDOFF != 0;
+            if owed_to_front && !first {
+                return false;
+            }
+            let take = count & LOCK_MASK == 0;
+            let new = if !take {
+                if owed_to_front || !handoff {
+                    return false;
+                }
+                count | HANDOFF
+            } else if queue.is_only(node) {
+                (count | WRITER_LOCKED) & !(HANDOFF | WAITERS)
+            } else {
+                (count | WRITER_LOCKED) & !HANDOFF
+            };
+            // Acquire: pairs with the Release of the unlocks.
+            match self.count.compare_exchange(count, new, Acquire, Relaxed) {
+                Ok(_) if take => {
+                    self.set_owner(me);
+                    return true;
+                }
+                Ok(_) => return false,
+                Err(now) => count = now,
+            }
+        }
+    }
+
+    /// Wakes the queue after an unlock (the kernel's `rwsem_wake`).
+    #[cold]
+    fn wake(&self, kind: Wake) {
+        let mut wakes = WakeList::new();
+        {
+            let mut queue = self.queue.lock();
+            if !queue.is_empty() {
+                self.mark_wake(&mut queue, kind, &mut wakes);
+            }
+        }
+        wakes.wake();
+    }
+
+    /// Under the queue lock: wake the front writer, or grant the lock to the readers at
+    /// the front (the kernel's `rwsem_mark_wake`).
+    fn mark_wake(&self, queue: &mut Queue<Wait>, kind: Wake, wakes: &mut WakeList) {
+        let Some(front) = queue.front() else {
+            return;
+        };
+        if front.data.kind == Kind::Write {
+            if kind == Wake::Any {
+                wakes.push(&front.state);
+                // Relaxed: the writer re-reads everything under the queue lock.
+                front.state.store(WOKEN, Relaxed);
+            }
+            return;
+        }
+        let mut adjustment: u64 = 0;
+        if kind != Wake::ReadOwned {
+            // Reserve one share first, so that no writer takes the lock while we grant.
+            // Acquire: pairs with the Release of the unlock that freed the lock; the
+            // readers we grant inherit it through their `state` (Release below).
+            let before = self.count.fetch_add(READER_BIAS, Acquire);
+            if before & WRITER_LOCKED != 0 {
+                // A writer took the lock first. Give the share back, and demand the
+                // lock for the front reader if it has waited too long.
+                front.data.retries.set(front.data.retries.get() + 1);
+                let mut undo = READER_BIAS.wrapping_neg();
+                if before & HANDOFF == 0 && front.data.waited_long() {
+                    undo = undo.wrapping_add(HANDOFF);
+                }
+                // Relaxed: returns a share that carried nothing.
+                self.count.fetch_add(undo, Relaxed);
+                return;
+            }
+            let sticky = match P::POLICY {
+                Policy::Adaptive => front.data.last_rowner & RD_NONSPINNABLE,
+                _ => 0,
+            };
+            self.set_reader_owned(front.data.tid, sticky);
+            adjustment = READER_BIAS.wrapping_neg();
+        }
+        let mut granted: [Option<NonNull<Node>>; MAX_READERS_WAKEUP] = [None; MAX_READERS_WAKEUP];
+        let mut woken = 0;
+        while woken < MAX_READERS_WAKEUP && queue.front().is_some_and(|w| w.data.kind == Kind::Read)
+        {
+            granted[woken] = queue.pop_front();
+            woken += 1;
+        }
+        adjustment = adjustment.wrapping_add(woken as u64 * READER_BIAS);
+        if queue.is_empty() {
+            adjustment = adjustment.wrapping_sub(WAITERS);
+        }
+        // Relaxed: HANDOFF only changes under the queue lock, which we hold.
+        if self.count.load(Relaxed) & HANDOFF != 0 {
+            // Readers got the lock: no one is owed it any more.
+            adjustment = adjustment.wrapping_sub(HANDOFF);
+        }
+        if adjustment != 0 {
+            // Relaxed: the granted readers are released by the stores below.
+            self.count.fetch_add(adjustment, Relaxed);
+        }
+        for node in granted.iter().take(woken).flatten() {
+            // SAFETY: unlinked just now, still waiting: alive until this store.
+            let state = unsafe { &node.as_ref().state };
+            wakes.push(state);
+            // Release: pairs with the Acquire in `read_wait`; the reader holds the
+            // lock from here.
+            state.store(GRANTED, Release);
+        }
+    }
+
+    // ----- optimistic spinning -----
+
+    /// Become the one spinner and spin for the lock. Returns whether we took it.
+    fn optimistic_spin(&self, me: u32, kind: Kind) -> bool {
+        // Relaxed, both: the flag is a claim that protects no data.
+        if self.spinner.load(Relaxed) != 0
+            || self
+                .spinner
+                .compare_exchange(0, 1, Relaxed, Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        let taken = self.spin(me, kind);
+        // Relaxed: as above.
+        self.spinner.store(0, Relaxed);
+        taken
+    }
+
+    /// The kernel's `rwsem_optimistic_spin` loop: try, then look at the owner, with
+    /// exponential backoff, until we take the lock or spinning stops paying.
+    fn spin(&self, me: u32, kind: Kind) -> bool {
+        let stop_bit = match kind {
+            Kind::Read => RD_NONSPINNABLE,
+            Kind::Write => WR_NONSPINNABLE,
+        };
+        let limit = BUDGET.spins();
+        let mut spent = 0u32;
+        let mut backoff = 1;
+        let mut watched: Option<(u32, Watch)> = None;
+        let mut reader_owned_until: Option<u32> = None;
+        loop {
+            let taken = match kind {
+                Kind::Read => self.try_read_unqueued(me),
+                Kind::Write => self.try_write_unqueued(me),
+            };
+            if taken {
+                return true;
+            }
+            // Relaxed: hints, re-read every iteration.
+            let owner = self.owner.load(Relaxed);
+            let count = self.count.load(Relaxed);
+            if owner & stop_bit != 0 {
+                return false;
+            }
+            if count & WRITER_LOCKED != 0 {
+                reader_owned_until = None;
+                if !self.writer_runs(owner, &mut watched) {
+                    return false;
+                }
+            } else if readers(count) != 0 {
+                // Reader-owned. A reader that could not join is held off by HANDOFF.
+                if kind == Kind::Read {
+                    return false;
+                }
+                let until = *reader_owned_until
+                    .get_or_insert_with(|| spent.saturating_add(reader_owned_spins(count, limit)));
+                if spent >= until {
+                    self.set_nonspinnable();
+                    return false;
+                }
+            } else if count & HANDOFF != 0 {
+                return false;
+            }
+            if spent >= limit {
+                return false;
+            }
+            for _ in 0..backoff {
+                cpu_relax();
+            }
+            spent = spent.saturating_add(backoff);
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// Whether the writing owner is worth spinning on: not known to be off its CPU.
+    fn writer_runs(&self, owner: u32, watched: &mut Option<(u32, Watch)>) -> bool {
+        let tid = owner & TID_MASK;
+        if tid == 0 || owner & READER_OWNED != 0 {
+            // The writer has not written its id yet.
+            return true;
+        }
+        if !matches!(watched, Some((t, _)) if *t == tid) {
+            *watched = Some((tid, Watch::new(tid)));
+        }
+        let (_, watch) = watched.as_mut().expect("set above");
+        watch.owner_running() != Some(false)
+    }
+
+    /// A spinning writer's take: free, and not owed to a waiter (sleepers or not).
+    fn try_write_unqueued(&self, me: u32) -> bool {
+        // Relaxed: the expected value; the cmpxchg decides.
+        let mut count = self.count.load(Relaxed);
+        while count & (LOCK_MASK | HANDOFF) == 0 {
+            // Acquire: pairs with the Release of the unlocks.
+            match self
+                .count
+                .compare_exchange_weak(count, count | WRITER_LOCKED, Acquire, Relaxed)
+            {
+                Ok(_) => {
+                    self.set_owner(me);
+                    return true;
+                }
+                Err(now) => count = now,
+            }
+        }
+        false
+    }
+
+    /// A spinning reader's take: no writer and no handoff, sleepers or not.
+    fn try_read_unqueued(&self, me: u32) -> bool {
+        // Relaxed: a pre-check; the RMW decides.
+        if self.count.load(Relaxed) & (WRITER_LOCKED | HANDOFF) != 0 {
+            return false;
+        }
+        // Acquire: pairs with the Release in `unlock_exclusive`.
+        let before = self.count.fetch_add(READER_BIAS, Acquire);
+        if before & (WRITER_LOCKED | HANDOFF) == 0 {
+            self.set_reader_owned(me, 0);
+            return true;
+        }
+        // Relaxed: returns a share that carried nothing. The unlock this may have
+        // hidden is re-checked when we queue (module doc, "No lost wake-ups").
+        self.count.fetch_sub(READER_BIAS, Relaxed);
+        false
+    }
+
+    /// A writer timed out on a reader-owned lock: mark it nonspinnable.
+    fn set_nonspinnable(&self) {
+        let bits = match P::POLICY {
+            Policy::Never => WR_NONSPINNABLE,
+            Policy::Always | Policy::Adaptive => NONSPINNABLE,
+        };
+        // Relaxed: a hint.
+        let mut owner = self.owner.load(Relaxed);
+        while owner & READER_OWNED != 0 && owner & bits != bits {
+            // Relaxed: a hint.
+            match self
+                .owner
+                .compare_exchange_weak(owner, owner | bits, Relaxed, Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => owner = now,
+            }
+        }
+    }
+
+    /// The lock was found free by a queueing reader: writers may spin again.
+    fn clear_wr_nonspinnable(&self) {
+        // Relaxed: a hint.
+        if self.owner.load(Relaxed) & WR_NONSPINNABLE != 0 {
+            self.owner.fetch_and(!WR_NONSPINNABLE, Relaxed);
+        }
+    }
+}
+
+/// How long a writer spins on a reader-owned lock, in the units of `limit` (the whole
+/// budget): 40% of it plus 0.5 µs per reader, capped at all of it.
+fn reader_owned_spins(count: u64, limit: u32) -> u32 {
+    let per_reader = budget::spins_for_ns(500) as u64;
+    let spins = limit as u64 * 2 / 5 + readers(count) * per_reader;
+    spins.min(limit as u64) as u32
+}
+
+#[cold]
+#[inline(never)]
+fn unlock_shared_unheld() -> ! {
+    panic!("klocks: RwSem::unlock_shared on a lock no reader holds");
+}
+
+impl<P: ReaderSpin> Default for RwSem<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: ReaderSpin> std::fmt::Debug for RwSem<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Relaxed: a snapshot.
+        let count = self.count.load(Relaxed);
+        f.debug_struct("RwSem")
+            .field("policy", &P::NAME)
+            .field("readers", &readers(count))
+            .field("writer", &(count & WRITER_LOCKED != 0))
+            .field("waiters", &(count & WAITERS != 0))
+            .finish()
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: readers and writers exclude as the module doc argues (and the loom models
+// check): a writer holds `WRITER_LOCKED` with no reader share counted, readers hold
+// shares with `WRITER_LOCKED` clear, every acquisition is an Acquire RMW on the count
+// and every release a Release RMW on it (grants pass through a Release/Acquire pair
+// on the waiter's word after the granter's Acquire on the count).
+unsafe impl<P: ReaderSpin> lock_api::RawRwLock for RwSem<P> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    // The owner word names the writing thread, and debug builds track read locks per
+    // thread: a guard must be released by the thread that took it.
+    type GuardMarker = lock_api::GuardNoSend;
+
+    fn lock_shared(&self) {
+        RwSem::lock_shared(self);
+    }
+
+    fn try_lock_shared(&self) -> bool {
+        RwSem::try_lock_shared(self)
+    }
+
+    unsafe fn unlock_shared(&self) {
+        RwSem::unlock_shared(self);
+    }
+
+    fn lock_exclusive(&self) {
+        RwSem::lock_exclusive(self);
+    }
+
+    fn try_lock_exclusive(&self) -> bool {
+        RwSem::try_lock_exclusive(self)
+    }
+
+    unsafe fn unlock_exclusive(&self) {
+        RwSem::unlock_exclusive(self);
+    }
+
+    fn is_locked(&self) -> bool {
+        RwSem::is_locked(self)
+    }
+
+    fn is_locked_exclusive(&self) -> bool {
+        RwSem::is_locked_exclusive(self)
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: `downgrade` turns the caller's write lock into a read lock atomically (one
+// RMW on the count), never letting a writer in between.
+unsafe impl<P: ReaderSpin> lock_api::RawRwLockDowngrade for RwSem<P> {
+    unsafe fn downgrade(&self) {
+        RwSem::downgrade(self);
+    }
+}
+
+/// Debug builds: the read locks each thread holds, to catch unlocking one it does not
+/// hold and write-locking one it read-holds.
+mod held {
+    #[cfg(all(debug_assertions, not(loom)))]
+    std::thread_local! {
+        static READ: std::cell::RefCell<Vec<(usize, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    #[inline]
+    pub(super) fn acquired_read(_lock: usize) {
+        #[cfg(all(debug_assertions, not(loom)))]
+        READ.with_borrow_mut(|held| match held.iter_mut().find(|(l, _)| *l == _lock) {
+            Some((_, n)) => *n += 1,
+            None => held.push((_lock, 1)),
+        });
+    }
+
+    #[inline]
+    pub(super) fn released_read(_lock: usize) {
+        #[cfg(all(debug_assertions, not(loom)))]
+        READ.with_borrow_mut(|held| {
+            let Some(at) = held.iter().position(|(l, _)| *l == _lock) else {
+                panic!("klocks: RwSem::unlock_shared by a thread that holds no read lock on it");
+            };
+            held[at].1 -= 1;
+            if held[at].1 == 0 {
+                held.swap_remove(at);
+            }
+        });
+    }
+
+    #[inline]
+    pub(super) fn check_write_allowed(_lock: usize) {
+        #[cfg(all(debug_assertions, not(loom)))]
+        READ.with_borrow(|held| {
+            if held.iter().any(|(l, _)| *l == _lock) {
+                panic!("klocks: RwSem::lock_exclusive by a thread that holds a read lock on it (deadlock)");
+            }
+        });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::reader_spin::{Adaptive, Always, Never};
+    use super::*;
+    use crate::testing::stress_rw;
+    use std::sync::atomic::{AtomicBool, AtomicU64 as StdAtomicU64, Ordering::SeqCst};
+    use std::sync::Arc;
+
+    /// As many threads as CPUs, then 64x and 256x more, half readers, half writers.
+    fn oversubscribed_rw(cpus: usize) -> Vec<(usize, usize, u64)> {
+        vec![
+            (cpus, cpus, 50_000),
+            (32 * cpus, 32 * cpus, 200),
+            (128 * cpus, 128 * cpus, 20),
+        ]
+    }
+
+    /// The tests every policy passes, as a module per policy.
+    macro_rules! policy_tests {
+        ($($module:ident: $policy:ty,)*) => {$(
+            mod $module {
+                use super::*;
+                type Sem = RwSem<$policy>;
+
+                #[test]
+                fn readers_share_and_writers_exclude() {
+                    let sem = Sem::new();
+                    assert!(sem.try_lock_shared());
+                    assert!(sem.try_lock_shared());
+                    assert!(sem.is_locked() && !sem.is_locked_exclusive());
+                    assert!(!sem.try_lock_exclusive());
+                    sem.unlock_shared();
+                    sem.unlock_shared();
+                    assert!(!sem.is_locked());
+                    assert!(sem.try_lock_exclusive());
+                    assert!(sem.is_locked_exclusive());
+                    assert!(!sem.try_lock_shared());
+                    assert!(!sem.try_lock_exclusive());
+                    sem.unlock_exclusive();
+                    assert!(!sem.is_locked());
+                }
+
+                #[test]
+                fn torture_with_more_threads_than_cpus() {
+                    stress_rw::<Sem>(oversubscribed_rw);
+                }
+
+                #[test]
+                fn readers_only_and_writers_only() {
+                    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+                    stress_rw::<Sem>(|_| vec![(4 * cpus, 0, 20_000), (0, 4 * cpus, 20_000)]);
+                }
+
+                #[test]
+                fn a_writer_gets_through_a_flood_of_readers() {
+                    writer_gets_through::<$policy>();
+                }
+
+                #[test]
+                fn readers_get_through_a_flood_of_writers() {
+                    readers_get_through::<$policy>();
+                }
+
+                #[test]
+                fn downgrade_lets_readers_in_and_keeps_writers_out() {
+                    downgrade::<$policy>();
+                }
+            }
+        )*};
+    }
+
+    policy_tests! {
+        adaptive: Adaptive,
+        always: Always,
+        never: Never,
+    }
+
+    /// Readers re-take the lock back to back on more threads than CPUs; a writer must
+    /// still finish its 200 write locks (the handoff bit guarantees it). Hangs, and so
+    /// fails, if writers can starve.
+    fn writer_gets_through<P: ReaderSpin>() {
+        let sem = Arc::new(RwSem::<P>::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..6)
+            .map(|_| {
+                let (sem, stop) = (sem.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(SeqCst) {
+                        sem.lock_shared();
+                        for _ in 0..50 {
+                            std::hint::spin_loop();
+                        }
+                        sem.unlock_shared();
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..200 {
+            sem.lock_exclusive();
+            sem.unlock_exclusive();
+        }
+        stop.store(true, SeqCst);
+        readers.into_iter().for_each(|r| r.join().unwrap());
+    }
+
+    /// The mirror image: writers re-take the lock back to back; a reader must finish.
+    fn readers_get_through<P: ReaderSpin>() {
+        let sem = Arc::new(RwSem::<P>::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (0..6)
+            .map(|_| {
+                let (sem, stop) = (sem.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(SeqCst) {
+                        sem.lock_exclusive();
+                        for _ in 0..50 {
+                            std::hint::spin_loop();
+                        }
+                        sem.unlock_exclusive();
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..200 {
+            sem.lock_shared();
+            sem.unlock_shared();
+        }
+        stop.store(true, SeqCst);
+        writers.into_iter().for_each(|w| w.join().unwrap());
+    }
+
+    fn downgrade<P: ReaderSpin>() {
+        let sem = Arc::new(RwSem::<P>::new());
+        let data = Arc::new(StdAtomicU64::new(0));
+        sem.lock_exclusive();
+        // A reader and a writer queue behind us.
+        let reader = {
+            let (sem, data) = (sem.clone(), data.clone());
+            std::thread::spawn(move || {
+                sem.lock_shared();
+                let seen = data.load(SeqCst);
+                sem.unlock_shared();
+                seen
+            })
+        };
+        let writer = {
+            let (sem, data) = (sem.clone(), data.clone());
+            std::thread::spawn(move || {
+                sem.lock_exclusive();
+                data.store(2, SeqCst);
+                sem.unlock_exclusive();
+            })
+        };
+        data.store(1, SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        sem.downgrade();
+        assert!(sem.is_locked() && !sem.is_locked_exclusive());
+        // We still read-hold: the writer cannot have written.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(
+            data.load(SeqCst),
+            1,
+            "a writer got in while the downgraded lock was held"
+        );
+        sem.unlock_shared();
+        writer.join().unwrap();
+        let seen = reader.join().unwrap();
+        assert!(seen == 1 || seen == 2);
+        assert!(!sem.is_locked());
+    }
+
+    #[test]
+    fn layout() {
+        assert_eq!(std::mem::size_of::<RwSem>(), 40);
+    }
+
+    #[test]
+    #[should_panic(expected = "RwSem::unlock_exclusive by thread")]
+    fn unlocking_an_unheld_write_lock_panics() {
+        RwSem::<Adaptive>::new().unlock_exclusive();
+    }
+
+    #[test]
+    fn unlocking_another_threads_write_lock_panics_and_leaves_it_held() {
+        let sem = Arc::new(RwSem::<Adaptive>::new());
+        sem.lock_exclusive();
+        let other = sem.clone();
+        let err = std::thread::spawn(move || other.unlock_exclusive())
+            .join()
+            .expect_err("a non-owner unlocked the write lock");
+        let msg = err.downcast_ref::<String>().unwrap();
+        assert!(msg.contains("which does not hold the write lock"), "{msg}");
+        assert!(sem.is_locked_exclusive());
+        sem.unlock_exclusive();
+    }
+
+    #[test]
+    #[should_panic(expected = "RwSem::unlock_shared")]
+    fn a_writer_unlocking_as_a_reader_panics() {
+        let sem = RwSem::<Always>::new();
+        sem.lock_exclusive();
+        sem.unlock_shared();
+    }
+
+    #[test]
+    #[should_panic(expected = "holds the write lock already (deadlock)")]
+    fn write_relock_panics_instead_of_deadlocking() {
+        let sem = RwSem::<Never>::new();
+        sem.lock_exclusive();
+        sem.lock_exclusive();
+    }
+
+    #[test]
+    fn unlocking_an_unheld_read_lock_panics_and_leaves_the_count() {
+        let sem = RwSem::<Adaptive>::new();
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sem.unlock_shared()))
+            .unwrap_err();
+        assert!(err
+            .downcast_ref::<&str>()
+            .is_some_and(|m| m.contains("unlock_shared")));
+        assert!(!sem.is_locked());
+        assert!(sem.try_lock_exclusive());
+        sem.unlock_exclusive();
+    }
+
+    /// Debug builds track read locks per thread (`scripts/test` runs these in a debug
+    /// build).
+    #[cfg(debug_assertions)]
+    mod debug_tracking {
+        use super::*;
+
+        #[test]
+        #[should_panic(expected = "holds no read lock on it")]
+        fn unlocking_a_read_lock_held_only_by_another_thread_panics() {
+            let sem = Arc::new(RwSem::<Adaptive>::new());
+            let other = sem.clone();
+            std::thread::spawn(move || other.lock_shared())
+                .join()
+                .unwrap();
+            sem.unlock_shared();
+        }
+
+        #[test]
+        #[should_panic(expected = "holds a read lock on it (deadlock)")]
+        fn write_locking_a_read_held_lock_panics() {
+            let sem = RwSem::<Never>::new();
+            sem.lock_shared();
+            sem.lock_exclusive();
+        }
+    }
+
+    #[test]
+    fn typed_rwlock_and_policies_through_lock_api() {
+        let lock: crate::RwSemLock<Vec<i32>> = crate::RwSemLock::new(vec![1]);
+        lock.write().push(2);
+        assert_eq!(*lock.read(), [1, 2]);
+        let writer = lock.write();
+        let reader = lock_api::RwLockWriteGuard::downgrade(writer);
+        assert_eq!(reader.len(), 2);
+        assert!(lock.try_write().is_none());
+        drop(reader);
+        let never: crate::RwSemLock<u8, Never> = crate::RwSemLock::new(7);
+        assert_eq!(*never.read(), 7);
+    }
+}
+
+#[cfg(all(loom, test))]
+impl<P: ReaderSpin> crate::testing::TestRwLock for RwSem<P> {
+    fn new_unlocked() -> Self {
+        Self::new()
+    }
+    fn read(&self) {
+        self.lock_shared();
+    }
+    fn read_done(&self) {
+        self.unlock_shared();
+    }
+    fn write(&self) {
+        self.lock_exclusive();
+    }
+    fn write_done(&self) {
+        self.unlock_exclusive();
+    }
+}

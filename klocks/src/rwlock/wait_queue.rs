@@ -1,0 +1,260 @@
+//! A sleeping lock's wait queue: the kernel's `wait_lock` + `wait_list` + `wake_q`.
+//!
+//! Waiters are nodes on their own stacks, linked in arrival order (FIFO) into a
+//! singly linked list that only the holder of the queue's lock reads or changes. A
+//! waiter sleeps on its node's `state` word ([`park`]) until a waker changes it.
+//!
+//! The queue's lock is a [`SpinFutexMutex`](crate::SpinFutexMutex): the kernel's
+//! `wait_lock` is a spinlock, held for a few list operations, never across a sleep or
+//! a wake-up, and a waiter for it here spins while its holder runs and sleeps if the
+//! holder was preempted (threads outnumber CPUs). A queued spinlock would do too, but
+//! would hold one of its per-thread queue slots for every thread that ever slept on
+//! an rwsem. Wake-ups are collected in a [`Wakes`] while the lock is held
+//! and issued after it is dropped (the kernel's `wake_q`), so a woken thread never
+//! runs straight into the lock its waker still holds. Under `--cfg loom` the lock is
+//! loom's mutex: the pv lock's own models prove it, and modelling it again inside
+//! every rwsem execution would only multiply the states.
+//!
+//! # Node lifetime
+//!
+//! A node is in the list from the `push` by its owner until a `pop_front` or `remove`
+//! under the lock. A waker may store to a node's `state` only while the node is linked
+//! or, for a node it has just unlinked, as its last access: once the waiter sees the
+//! new state it may return and its stack frame is gone. The futex wake that follows
+//! therefore takes the word's address, not a reference ([`park::wake_one_at`]): a wake
+//! on a dead address is a no-op or a spurious wake-up of whoever sleeps there now,
+//! which every sleeper tolerates.
+
+use std::cell::Cell;
+use std::ptr;
+
+use crate::park;
+use crate::sync::AtomicU32;
+
+/// One waiter: a link, a word to sleep on, and what the lock needs to know about it.
+pub(crate) struct Waiter<D> {
+    next: Cell<*const Waiter<D>>,
+    /// What the waker tells the waiter; the waiter sleeps while it is unchanged.
+    pub(crate) state: AtomicU32,
+    pub(crate) data: D,
+}
+
+impl<D> Waiter<D> {
+    pub(crate) fn new(state: u32, data: D) -> Self {
+        Self {
+            next: Cell::new(ptr::null()),
+            state: AtomicU32::new(state),
+            data,
+        }
+    }
+}
+
+/// The list of waiters, oldest first. Only reachable through [`WaitQueue::lock`].
+pub(crate) struct Queue<D> {
+    head: *const Waiter<D>,
+    tail: *const Waiter<D>,
+}
+
+// SAFETY: the raw pointers name nodes of other threads; they are only followed while
+// the queue's lock is held, and every node stays alive while it is linked (see the
+// module doc), so moving the list between threads under that lock is sound.
+unsafe impl<D> Send for Queue<D> {}
+
+impl<D> Queue<D> {
+    const fn new() -> Self {
+        Self {
+            head: ptr::null(),
+            tail: ptr::null(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.is_null()
+    }
+
+    /// Whether `node` is the only waiter.
+    pub(crate) fn is_only(&self, node: &Waiter<D>) -> bool {
+        ptr::eq(self.head, node) && ptr::eq(self.tail, node)
+    }
+
+    pub(crate) fn is_front(&self, node: &Waiter<D>) -> bool {
+        ptr::eq(self.head, node)
+    }
+
+    /// The oldest waiter.
+    pub(crate) fn front(&self) -> Option<&Waiter<D>> {
+        // SAFETY: a linked node is alive (module doc), and we hold the queue's lock.
+        unsafe { self.head.as_ref() }
+    }
+
+    /// Links `node` at the back. The caller keeps `node` alive and unmoved until it
+    /// is unlinked again.
+    pub(crate) fn push(&mut self, node: &Waiter<D>) {
+        node.next.set(ptr::null());
+        match self.back() {
+            Some(back) => back.next.set(node),
+            None => self.head = node,
+        }
+        self.tail = node;
+    }
+
+    fn back(&self) -> Option<&Waiter<D>> {
+        // SAFETY: as in `front`.
+        unsafe { self.tail.as_ref() }
+    }
+
+    /// Unlinks the oldest waiter. The node stays alive until the caller's next store
+    /// to its `state` (module doc), so the caller dereferences it only until then.
+    pub(crate) fn pop_front(&mut self) -> Option<ptr::NonNull<Waiter<D>>> {
+        let front = ptr::NonNull::new(self.head.cast_mut())?;
+        // SAFETY: the head is a linked, hence live, node.
+        self.head = unsafe { front.as_ref() }.next.get();
+        if self.head.is_null() {
+            self.tail = ptr::null();
+        }
+        Some(front)
+    }
+
+    /// Unlinks `node`, which must be linked (its owner removing itself).
+    pub(crate) fn remove(&mut self, node: &Waiter<D>) {
+        let mut prev: *const Waiter<D> = ptr::null();
+        let mut at = self.head;
+        while !ptr::eq(at, node) {
+            assert!(!at.is_null(), "klocks: a waiter left a queue it was not in");
+            prev = at;
+            // SAFETY: `at` is a linked node (we walk from the head under the lock).
+            at = unsafe { (*at).next.get() };
+        }
+        let next = node.next.get();
+        // SAFETY: `prev` is null or a linked node, as above.
+        match unsafe { prev.as_ref() } {
+            Some(prev) => prev.next.set(next),
+            None => self.head = next,
+        }
+        if ptr::eq(self.tail, node) {
+            self.tail = prev;
+        }
+    }
+}
+
+/// The queue and its lock.
+pub(crate) struct WaitQueue<D> {
+    #[cfg(not(loom))]
+    inner: lock_api::Mutex<crate::SpinFutexMutex, Queue<D>>,
+    #[cfg(loom)]
+    inner: loom::sync::Mutex<Queue<D>>,
+}
+
+impl<D> WaitQueue<D> {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Self {
+            inner: lock_api::Mutex::const_new(crate::SpinFutexMutex::new(), Queue::new()),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        Self {
+            inner: loom::sync::Mutex::new(Queue::new()),
+        }
+    }
+
+    /// Takes the queue's lock.
+    #[cfg(not(loom))]
+    pub(crate) fn lock(&self) -> impl std::ops::DerefMut<Target = Queue<D>> + '_ {
+        self.inner.lock()
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn lock(&self) -> impl std::ops::DerefMut<Target = Queue<D>> + '_ {
+        self.inner.lock().unwrap()
+    }
+}
+
+/// Wake-ups decided under the queue's lock, issued after it is dropped.
+pub(crate) struct Wakes<const N: usize> {
+    words: [*const AtomicU32; N],
+    len: usize,
+}
+
+impl<const N: usize> Wakes<N> {
+    pub(crate) fn new() -> Self {
+        Self {
+            words: [ptr::null(); N],
+            len: 0,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Records that the sleeper on `word` is to be woken. Call it before the store
+    /// that releases the waiter (after which `word` may be gone).
+    pub(crate) fn push(&mut self, word: &AtomicU32) {
+        self.words[self.len] = word;
+        self.len += 1;
+    }
+
+    /// Wakes every recorded sleeper. Call it with the queue's lock dropped.
+    pub(crate) fn wake(self) {
+        for &word in &self.words[..self.len] {
+            park::wake_one_at(word);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn ids(queue: &Queue<u32>) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut at = queue.head;
+        while let Some(node) = unsafe { at.as_ref() } {
+            out.push(node.data);
+            at = node.next.get();
+        }
+        out
+    }
+
+    #[test]
+    fn fifo_order_and_removal_from_anywhere() {
+        let nodes: Vec<Waiter<u32>> = (0..4).map(|i| Waiter::new(0, i)).collect();
+        let mut queue = Queue::new();
+        assert!(queue.is_empty());
+        for node in &nodes {
+            queue.push(node);
+        }
+        assert_eq!(ids(&queue), [0, 1, 2, 3]);
+        assert!(queue.is_front(&nodes[0]));
+        queue.remove(&nodes[2]);
+        assert_eq!(ids(&queue), [0, 1, 3]);
+        queue.remove(&nodes[3]);
+        assert_eq!(ids(&queue), [0, 1]);
+        queue.push(&nodes[2]);
+        assert_eq!(ids(&queue), [0, 1, 2]);
+        assert_eq!(
+            queue.pop_front().map(|n| unsafe { n.as_ref() }.data),
+            Some(0)
+        );
+        queue.remove(&nodes[1]);
+        assert!(queue.is_only(&nodes[2]));
+        assert_eq!(
+            queue.pop_front().map(|n| unsafe { n.as_ref() }.data),
+            Some(2)
+        );
+        assert!(queue.is_empty());
+        assert!(queue.pop_front().is_none());
+    }
+
+    #[test]
+    #[should_panic(expected = "a waiter left a queue it was not in")]
+    fn removing_an_unlinked_node_panics() {
+        let (a, b) = (Waiter::new(0, 1u32), Waiter::new(0, 2u32));
+        let mut queue = Queue::new();
+        queue.push(&a);
+        queue.remove(&b);
+    }
+}
