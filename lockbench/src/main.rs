@@ -4,20 +4,22 @@
 mod locks;
 mod machine;
 mod report;
+mod rwlocks;
 mod scenario;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::locks::LockName;
 use crate::machine::Machine;
 use crate::report::{Cell, Progress, Table};
+use crate::rwlocks::RwLockName;
 use crate::scenario::{
-    c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, uncontended, windowed, Common,
-    Error,
+    c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rwsem, uncontended,
+    windowed, Common, Error,
 };
 
 const LOCKS_HELP: &str = "\
@@ -45,6 +47,21 @@ Locks (--locks):
   pthread              glibc pthread_mutex_t, default type: futex, no spinning
   pthread-adaptive     glibc PTHREAD_MUTEX_ADAPTIVE_NP: bounded spin, then futex
 
+Reader-writer locks (--rwlocks, for rwsem and rw-fair):
+  rwsem-always         klocks rwsem, seed 001's \"before\": readers spin on a writer
+                       owner unconditionally
+  rwsem-adaptive       klocks rwsem, seed 001's \"after\": reader spinning with the
+                       adaptive bits (a reader that spun in vain marks the writer
+                       nonspinnable, so later readers sleep at once)
+  rwsem-never          klocks rwsem as in Linux 5.11+: writers spin, readers get one
+                       steal attempt, then sleep
+  std-rw               std::sync::RwLock<()>: futex, writer-preferring
+  parking_lot-rw       parking_lot::RawRwLock: spins a little, then parks; task-fair
+                       (a waiting writer holds back new readers)
+  pthread-rw           glibc pthread_rwlock_t, default kind: reader-preferring
+  pthread-rw-writer    glibc PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP: a waiting
+                       writer holds back new readers
+
 FIFO spinlocks (qspinlock*, ticket) collapse when threads outnumber CPUs: the lock is
 handed to waiters that are not running. Contended loop runs are therefore capped
 (--cap-secs) and reported as \"DNF x%\" instead of hanging; overcommit runs each cell
@@ -65,8 +82,8 @@ be written), 2 usage error.";
 /// cap, or an overcommit cell whose threads do not drain in time, is reported as not
 /// finished and not repeated. Every run is verified: the lock-protected counters must match
 /// the work done, or lockbench prints why on stderr and exits with status 1 without
-/// reporting the wrong result. mutex-load (seed 004, several minutes) is not in the
-/// suite: run it by name.
+/// reporting the wrong result. mutex-load (seed 004, several minutes), rwsem and
+/// rw-fair (seed 001, reader-writer locks) are not in the suite: run them by name.
 #[derive(Debug, Parser)]
 #[command(name = "lockbench", version, after_help = LOCKS_HELP)]
 struct Cli {
@@ -80,7 +97,8 @@ struct Cli {
 #[derive(Debug, clap::Args)]
 struct GlobalArgs {
     /// Locks to measure, comma-separated [default: all the possible values; overcommit
-    /// and mutex-load run their own sets, see their --help]
+    /// and mutex-load run their own sets, see their --help; rwsem and rw-fair take
+    /// --rwlocks instead]
     #[arg(
         long,
         global = true,
@@ -90,9 +108,20 @@ struct GlobalArgs {
     )]
     locks: Vec<LockName>,
 
+    /// Reader-writer locks for rwsem and rw-fair, comma-separated [default: all the
+    /// possible values]
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "RWLOCK,..."
+    )]
+    rwlocks: Vec<RwLockName>,
+
     /// Repetitions of each cell; tables show the median with [min–max]. A loop cell
-    /// whose run hits the cap, or an overcommit or mutex-load cell whose run does not
-    /// drain, is not repeated
+    /// whose run hits the cap, or a windowed cell (overcommit, mutex-load, rwsem,
+    /// rw-fair) whose run does not drain, is not repeated
     #[arg(long, global = true, default_value_t = 3, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
@@ -107,26 +136,32 @@ struct GlobalArgs {
 
     /// Use the seeds' sizes: loop with L = 5000000 pairs per thread, threads 1..8 and
     /// a 60 s cap; uncontended with 5000000 pairs; overcommit with 3 s windows (and
-    /// its full grid in the default suite); mutex-load with 3 s windows; explicit
-    /// options still win
+    /// its full grid in the default suite); mutex-load, rwsem and rw-fair with 3 s
+    /// windows; explicit options still win
     #[arg(long, global = true)]
     seed_scale: bool,
 }
 
 impl GlobalArgs {
     fn common(&self) -> Common {
-        let mut locks: Vec<LockName> = Vec::new();
-        for lock in &self.locks {
-            if !locks.contains(lock) {
-                locks.push(*lock);
-            }
-        }
         Common {
-            locks: (!locks.is_empty()).then_some(locks),
+            locks: deduplicated(&self.locks),
+            rwlocks: deduplicated(&self.rwlocks),
             runs: self.runs,
             seed_scale: self.seed_scale,
         }
     }
+}
+
+/// `names` without repeats, in first-seen order; `None` when none were given.
+fn deduplicated<T: Copy + PartialEq>(names: &[T]) -> Option<Vec<T>> {
+    let mut unique: Vec<T> = Vec::new();
+    for name in names {
+        if !unique.contains(name) {
+            unique.push(*name);
+        }
+    }
+    (!unique.is_empty()).then_some(unique)
 }
 
 #[derive(Debug, Subcommand)]
@@ -235,6 +270,58 @@ enum Command {
     /// the default suite.
     MutexLoad(mutex_load::Args),
 
+    /// Seed 001: reader-writer lock throughput, half readers and half writers
+    ///
+    /// Waiman Long's reader optimistic spinning for rwsems (2019) was measured with
+    /// the kernel's rwsem locking microbenchmark: equal numbers of reader and writer
+    /// threads, each looping lock; load pause instructions; unlock, with a CS load of
+    /// 1 (extremely short), 20 (moderate) and 100 (long). The "before" lets readers
+    /// spin on a writer owner unconditionally (rwsem-always), the "after" adds the
+    /// adaptive bits (rwsem-adaptive); Linux 5.11 removed reader spinning
+    /// (rwsem-never). For each lock × threads (T/2 readers, T/2 writers) × load, the
+    /// threads loop for a fixed window with no work outside the lock (--outside-pauses
+    /// adds some). A writer increments two plain counters a and b around the load; a
+    /// reader reads a, the load, then b. The clock starts before the start gate
+    /// opens; only sections finished inside the window count.
+    ///
+    /// Every run happens in a child process: one whose threads do not drain within
+    /// --drain-cap-secs is killed and its cell reported as "DNF (drain > N s)"; the
+    /// others are verified: a and b must both equal every write section, counted or
+    /// late, and no read may have seen a ≠ b, or lockbench refuses the lock's result
+    /// (exit status 1).
+    ///
+    /// Tables: the seed-001 comparison (before = rwsem-always, after = rwsem-adaptive,
+    /// %change, and rwsem-never); all locks (kops/s, reads + writes); the
+    /// rwsem-adaptive bars (÷ the better of always and never, ÷ the best peer of
+    /// std-rw, parking_lot-rw, pthread-rw and pthread-rw-writer, and the geometric
+    /// mean of ÷ best peer over the thread counts per load); per-cell detail (reads/s,
+    /// writes/s, fairness f = min ÷ mean for readers and writers separately, the
+    /// average reader group = reads ÷ read phases, drain, c2c placement, foreign CPU
+    /// time). A read phase is a run of readers between two writers: small groups are
+    /// the fragmentation that reader spinning causes. Marks: * the c2c placement
+    /// changed during the cell; ! steal or other processes took over 5% of the CPU
+    /// time. Loads are also given in ns, from the pause measured at start-up.
+    ///
+    /// Default: all seven reader-writer locks, threads 2,4,8,16,32,64,80, loads
+    /// 1,20,100, 500 ms windows, 3 runs: about five minutes on 2 CPUs. Not part of the
+    /// default suite.
+    Rwsem(rwsem::Args),
+
+    /// Seed 001's fairness check: R dedicated readers + W writers, does any starve?
+    ///
+    /// For each reader-writer lock and each R+W group (--groups, default 8+8,40+40),
+    /// R reader threads and W writer threads loop lock; load; unlock on one lock for a
+    /// fixed window (load default 1 pause), with the same verified critical sections
+    /// and child processes as rwsem. Reports per lock and group, in the seed's format,
+    /// "40 readers, Iterations Min/Mean/Max = a/b/c" and the same for the writers
+    /// (each thread's sections in the window), each role's min ÷ mean, and the
+    /// average reader group (reads ÷ read phases). Then the bars for the three rwsem
+    /// policies: whether every reader and every writer reached 25% of its role's
+    /// mean in every run (no starvation), and each role's mean ÷ the best policy's;
+    /// a note gives seed 001's bar, rwsem-adaptive at 40+40. Marks * and ! as in
+    /// rwsem. Default: 7 locks × 2 groups, 1 s windows, 3 runs: about a minute.
+    RwFair(rw_fair::Args),
+
     /// Is the lock owner on a CPU? Cost and accuracy of klocks' owner probes
     ///
     /// For each probe this system allows (perf: the owner's context switches read from
@@ -266,8 +353,8 @@ enum Command {
     /// --runs times. Not included: mutex-load (several minutes; run it by name).
     Suite,
 
-    /// Runs one window of one cell in this process (overcommit's and mutex-load's
-    /// child processes)
+    /// Runs one window of one cell in this process (the windowed scenarios' child
+    /// processes)
     #[command(name = windowed::CELL_COMMAND, hide = true)]
     WindowCell(windowed::CellArgs),
 }
@@ -280,6 +367,8 @@ enum Step {
     FalseSharing(false_sharing::Config),
     Overcommit(overcommit::Config),
     MutexLoad(mutex_load::Config),
+    Rwsem(rwsem::Config),
+    RwFair(rw_fair::Config),
     OwnerProbe(owner_probe::Config),
 }
 
@@ -292,6 +381,8 @@ impl Step {
             Step::FalseSharing(config) => config.cells(),
             Step::Overcommit(config) => config.cells(),
             Step::MutexLoad(config) => config.cells(),
+            Step::Rwsem(config) => config.cells(),
+            Step::RwFair(config) => config.cells(),
             Step::OwnerProbe(config) => config.cells(),
         }
     }
@@ -304,6 +395,8 @@ impl Step {
             Step::FalseSharing(config) => false_sharing::run(config, progress),
             Step::Overcommit(config) => overcommit::run(config, progress),
             Step::MutexLoad(config) => mutex_load::run(config, progress),
+            Step::Rwsem(config) => rwsem::run(config, progress),
+            Step::RwFair(config) => rw_fair::run(config, progress),
             Step::OwnerProbe(config) => owner_probe::run(config, progress),
         }
     }
@@ -316,6 +409,8 @@ impl Step {
             Step::FalseSharing(config) => false_sharing::tables(config, cells),
             Step::Overcommit(config) => overcommit::tables(config, cells, machine.pause_ns),
             Step::MutexLoad(config) => mutex_load::tables(config, cells, machine.pause_ns),
+            Step::Rwsem(config) => rwsem::tables(config, cells, machine.pause_ns),
+            Step::RwFair(config) => rw_fair::tables(config, cells, machine.pause_ns),
             Step::OwnerProbe(config) => owner_probe::tables(config, cells),
         }
     }
@@ -348,6 +443,8 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Step> {
         Some(Command::MutexLoad(args)) => {
             vec![Step::MutexLoad(mutex_load::Config::new(&args, common))]
         }
+        Some(Command::Rwsem(args)) => vec![Step::Rwsem(rwsem::Config::new(&args, common))],
+        Some(Command::RwFair(args)) => vec![Step::RwFair(rw_fair::Config::new(&args, common))],
         Some(Command::OwnerProbe(args)) => {
             vec![Step::OwnerProbe(owner_probe::Config::new(&args, common))]
         }
@@ -397,12 +494,30 @@ fn run(cli: Cli) -> Result<(), Error> {
     write_outputs(&cli.global, &machine, &cells)
 }
 
+/// Refuses (usage error, exit 2) a lock list that the command would ignore: mutexes
+/// for the reader-writer scenarios, reader-writer locks for the others.
+fn check_lock_kinds(cli: &Cli) {
+    let reader_writer = matches!(cli.command, Some(Command::Rwsem(_) | Command::RwFair(_)));
+    let misplaced = if reader_writer && !cli.global.locks.is_empty() {
+        "--locks names mutexes; rwsem and rw-fair measure reader-writer locks: choose them \
+         with --rwlocks (see --help)"
+    } else if !reader_writer && !cli.global.rwlocks.is_empty() {
+        "--rwlocks applies to rwsem and rw-fair only; the other scenarios take --locks"
+    } else {
+        return;
+    };
+    Cli::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, misplaced)
+        .exit()
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(Command::WindowCell(args)) = &cli.command {
         windowed::cell(args);
         return ExitCode::SUCCESS;
     }
+    check_lock_kinds(&cli);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -74,6 +74,33 @@ pub struct Run {
     /// From the stop flag to the last thread returning (overcommit only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drain: Option<Drain>,
+    /// Reader-writer runs only: the readers' and the writers' shares.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rw: Option<RwRun>,
+}
+
+/// A reader-writer run (rwsem, rw-fair) split by role. Only the operations inside the
+/// window count, except in `reader_group`, whose read phases span the whole run.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RwRun {
+    /// Read sections finished inside the window, all readers.
+    pub reads: u64,
+    /// Write sections finished inside the window, all writers.
+    pub writes: u64,
+    /// `reads` per second of the window.
+    pub reads_per_s: f64,
+    /// `writes` per second of the window.
+    pub writes_per_s: f64,
+    /// Per reader thread.
+    pub readers: Option<PerThread>,
+    /// Per writer thread.
+    pub writers: Option<PerThread>,
+    /// Runs of readers between two writers: the times a writer found the read-phase
+    /// flag set, plus one if it was still set at the end.
+    pub read_phases: u64,
+    /// Every read section of the run (late ones included) ÷ `read_phases`: how many
+    /// reads one reader group did on average; `None` without reads.
+    pub reader_group: Option<f64>,
 }
 
 /// How evenly the threads of a run shared the lock: their operations inside the window.
@@ -218,6 +245,9 @@ pub struct Cell {
     /// Mutex-load cells only: the critical section's load.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mutex_load: Option<MutexLoad>,
+    /// Reader-writer cells (rwsem, rw-fair) only: the roles and the load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rw: Option<RwSetup>,
     /// Every repetition.
     pub runs: Vec<Run>,
 }
@@ -242,6 +272,21 @@ pub struct Overcommit {
 pub struct MutexLoad {
     /// `spin_loop()` iterations (x86 `pause`) inside the critical section; the
     /// machine's `pause_ns` gives their length.
+    pub load_pauses: u32,
+    /// `spin_loop()` iterations after each unlock, outside the lock.
+    pub outside_pauses: u32,
+    /// The planned measurement window.
+    pub window_ms: f64,
+}
+
+/// A reader-writer cell's setup (rwsem, rw-fair).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RwSetup {
+    /// Threads that only take the lock shared.
+    pub readers: usize,
+    /// Threads that only take it exclusive.
+    pub writers: usize,
+    /// `spin_loop()` iterations inside each read and write section.
     pub load_pauses: u32,
     /// `spin_loop()` iterations after each unlock, outside the lock.
     pub outside_pauses: u32,
@@ -415,7 +460,8 @@ pub fn write_json(path: &Path, machine: &Machine, cells: &[Cell]) -> io::Result<
 
 const CSV_HEADER: &str = "scenario,lock,threads,layout,unit,median,min,max,runs,finished,\
 progress_pct,ns_per_handoff,handoff_per_c2c,c2c_before_ns,c2c_after_ns,placement_changed,\
-steal_ms,others_ms,noisy,cs,overcommit,load_pauses,min_per_mean,max_per_mean,drain_ms";
+steal_ms,others_ms,noisy,cs,overcommit,load_pauses,min_per_mean,max_per_mean,drain_ms,\
+readers,writers,reads_per_s,writes_per_s,reader_group";
 
 fn opt(value: Option<f64>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
@@ -454,11 +500,18 @@ fn csv_row(cell: &Cell) -> String {
             .map(|o| o.ratio.to_string())
             .unwrap_or_default(),
         cell.mutex_load
-            .map(|m| m.load_pauses.to_string())
+            .map(|m| m.load_pauses)
+            .or(cell.rw.map(|rw| rw.load_pauses))
+            .map(|pauses| pauses.to_string())
             .unwrap_or_default(),
         opt(cell.median_of(|run| run.per_thread.map(|p| p.min_per_mean()))),
         opt(cell.median_of(|run| run.per_thread.map(|p| p.max_per_mean()))),
         opt(cell.median_of(|run| run.drain.map(|d| d.ms))),
+        cell.rw.map(|rw| rw.readers.to_string()).unwrap_or_default(),
+        cell.rw.map(|rw| rw.writers.to_string()).unwrap_or_default(),
+        opt(cell.median_of(|run| run.rw.map(|rw| rw.reads_per_s))),
+        opt(cell.median_of(|run| run.rw.map(|rw| rw.writes_per_s))),
+        opt(cell.median_of(|run| run.rw.and_then(|rw| rw.reader_group))),
     ];
     fields.map(|f| csv_field(&f)).join(",")
 }

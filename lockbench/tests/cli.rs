@@ -342,7 +342,7 @@ fn windowed_outputs(json: &Path, csv: &Path, cells: usize) -> Vec<serde_json::Va
     let rows = std::fs::read_to_string(csv).unwrap();
     let header = rows.lines().next().unwrap();
     assert!(
-        header.ends_with(",load_pauses,min_per_mean,max_per_mean,drain_ms"),
+        header.contains(",load_pauses,min_per_mean,max_per_mean,drain_ms,"),
         "{rows}"
     );
     assert_eq!(rows.lines().count(), cells + 1, "{rows}");
@@ -561,4 +561,226 @@ fn owner_probe_bad_values_are_usage_errors() {
         let out = lockbench(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
     }
+}
+
+/// The reader-writer locks every machine has; the klocks rwsem policies are tested
+/// by name where the seed's tables need them.
+const RW_PEERS: &str = "std-rw,parking_lot-rw,pthread-rw,pthread-rw-writer";
+
+#[test]
+fn a_tiny_rwsem_run_prints_its_tables() {
+    let (json, csv) = (scratch("rwsem.json"), scratch("rwsem.csv"));
+    let out = measure(&[
+        "rwsem",
+        "--rwlocks",
+        "std-rw,parking_lot-rw",
+        "--threads",
+        "2,4",
+        "--load",
+        "1,20",
+        "--window-ms",
+        "100",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("rwsem, all locks"), "{text}");
+    assert!(text.contains("rwsem, per cell"), "{text}");
+    assert!(text.contains("reader group"), "{text}");
+    for (threads, load) in [("2", "1"), ("2", "20"), ("4", "1"), ("4", "20")] {
+        assert!(
+            text.lines().any(|l| {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                words.starts_with(&[threads, load]) && l.contains(" ns ")
+            }),
+            "no row for {threads} threads, load {load}: {text}"
+        );
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("parking_lot-rw ") && l.contains(" 4 ")),
+        "{text}"
+    );
+    for cell in windowed_outputs(&json, &csv, 8) {
+        assert_eq!(cell["scenario"], "rwsem", "{cell}");
+        assert_eq!(cell["rw"]["readers"], cell["rw"]["writers"], "{cell}");
+        let rw = &cell["runs"][0]["rw"];
+        assert!(rw["reads"].as_u64().unwrap() > 0, "{cell}");
+        assert!(rw["writes"].as_u64().unwrap() > 0, "{cell}");
+        assert!(rw["read_phases"].as_u64().unwrap() > 0, "{cell}");
+    }
+}
+
+#[test]
+fn the_seed_001_tables_compare_the_rwsem_policies() {
+    let out = measure(&[
+        "rwsem",
+        "--rwlocks",
+        "rwsem-always,rwsem-adaptive,rwsem-never,std-rw,parking_lot-rw",
+        "--threads",
+        "4",
+        "--load",
+        "20",
+        "--window-ms",
+        "100",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("seed 001 (before = rwsem-always") && text.contains("%change"),
+        "{text}"
+    );
+    assert!(text.contains("rwsem, bars: rwsem-adaptive"), "{text}");
+    assert!(
+        text.contains("load 20, geometric mean over the thread counts: rwsem-adaptive ÷ best peer"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_tiny_rw_fair_run_prints_its_tables() {
+    let json = scratch("rw-fair.json");
+    let out = measure(&[
+        "rw-fair",
+        "--rwlocks",
+        RW_PEERS,
+        "--groups",
+        "2+2,3+1",
+        "--window-ms",
+        "100",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("rw-fair, 2 readers + 2 writers"), "{text}");
+    assert!(
+        text.contains("3 readers, Iterations Min/Mean/Max"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 writers, Iterations Min/Mean/Max"),
+        "{text}"
+    );
+    for lock in RW_PEERS.split(',') {
+        let rows = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("{lock} ")))
+            .count();
+        assert_eq!(rows, 2, "{lock}: {text}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("valid JSON");
+    let cells = report["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 8, "{report}");
+    assert!(cells.iter().all(|c| c["scenario"] == "rw-fair"), "{report}");
+    let _ = std::fs::remove_file(json);
+}
+
+#[test]
+fn the_rw_fair_bars_judge_the_rwsem_policies() {
+    let out = measure(&[
+        "rw-fair",
+        "--rwlocks",
+        "rwsem-adaptive,rwsem-always,rwsem-never",
+        "--groups",
+        "2+2",
+        "--window-ms",
+        "100",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("rw-fair, bars for the rwsem policies"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("2+2 ") && l.contains("rwsem-adaptive")),
+        "{text}"
+    );
+}
+
+#[test]
+fn rw_bad_values_are_usage_errors_that_say_why() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["rw-fair", "--groups", "8x8"], "READERS+WRITERS"),
+        (&["rw-fair", "--groups", "0+8"], "READERS+WRITERS"),
+        (&["rw-fair", "--load", "0"], "--load"),
+        (&["rwsem", "--threads", "0"], "even number"),
+        (&["rwsem", "--threads", "3"], "even number"),
+        (&["rwsem", "--load", "0"], "--load"),
+        (&["rwsem", "--window-ms", "0"], "--window-ms"),
+        (&["rwsem", "--rwlocks", "no-such-rwlock"], "no-such-rwlock"),
+        (&["rwsem", "--locks", "std"], "--rwlocks"),
+        (&["rw-fair", "--locks", "std"], "--rwlocks"),
+        (&["loop", "--rwlocks", "std-rw"], "--rwlocks applies to"),
+    ];
+    for (args, says) in cases {
+        let out = lockbench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn the_rw_negative_control_is_not_listed() {
+    for args in [
+        &["--help"][..],
+        &["rwsem", "--help"],
+        &["rw-fair", "--help"],
+    ] {
+        let out = lockbench(args);
+        assert_eq!(out.status.code(), Some(0));
+        let text = stdout(&out);
+        assert!(text.contains("pthread-rw-writer"), "{text}");
+        assert!(!text.contains("busted"), "{text}");
+    }
+}
+
+/// The busted reader-writer lock lets writers in beside readers and each other; the
+/// parent must refuse the counts its cell processes report.
+#[test]
+fn the_busted_rwlock_fails_rwsem_verification() {
+    let args = [
+        "rwsem",
+        "--rwlocks",
+        "busted-rw",
+        "--threads",
+        "4",
+        "--load",
+        "20",
+        "--window-ms",
+        "100",
+        "--runs",
+        "1",
+    ];
+    assert_busted_is_caught(&args);
+}
+
+#[test]
+fn the_busted_rwlock_fails_rw_fair_verification() {
+    let args = [
+        "rw-fair",
+        "--rwlocks",
+        "busted-rw",
+        "--groups",
+        "2+2",
+        "--window-ms",
+        "100",
+        "--runs",
+        "1",
+    ];
+    assert_busted_is_caught(&args);
 }

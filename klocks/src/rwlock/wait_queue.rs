@@ -2,7 +2,8 @@
 //!
 //! Waiters are nodes on their own stacks, linked in arrival order (FIFO) into a
 //! singly linked list that only the holder of the queue's lock reads or changes. A
-//! waiter sleeps on its node's `state` word ([`park`]) until a waker changes it.
+//! waiter waits on its node's `state` word (spinning, then sleeping: [`park`]) until a
+//! waker changes it.
 //!
 //! The queue's lock is a [`SpinFutexMutex`](crate::SpinFutexMutex): the kernel's
 //! `wait_lock` is a spinlock, held for a few list operations, never across a sleep or
@@ -103,16 +104,37 @@ impl<D> Queue<D> {
         unsafe { self.tail.as_ref() }
     }
 
-    /// Unlinks the oldest waiter. The node stays alive until the caller's next store
-    /// to its `state` (module doc), so the caller dereferences it only until then.
-    pub(crate) fn pop_front(&mut self) -> Option<ptr::NonNull<Waiter<D>>> {
-        let front = ptr::NonNull::new(self.head.cast_mut())?;
-        // SAFETY: the head is a linked, hence live, node.
-        self.head = unsafe { front.as_ref() }.next.get();
-        if self.head.is_null() {
-            self.tail = ptr::null();
+    /// Unlinks, in queue order, up to `out.len()` waiters for which `pick` is true,
+    /// wherever they are, into `out`; returns how many. The nodes are alive until the
+    /// caller's next store to their `state` (module doc).
+    pub(crate) fn unlink_where(
+        &mut self,
+        mut pick: impl FnMut(&Waiter<D>) -> bool,
+        out: &mut [Option<ptr::NonNull<Waiter<D>>>],
+    ) -> usize {
+        let mut taken = 0;
+        let mut prev: *const Waiter<D> = ptr::null();
+        let mut at = self.head;
+        // SAFETY: `at` and `prev` are null or linked nodes (we walk from the head under
+        // the lock).
+        while let (Some(node), true) = (unsafe { at.as_ref() }, taken < out.len()) {
+            let next = node.next.get();
+            if pick(node) {
+                match unsafe { prev.as_ref() } {
+                    Some(prev) => prev.next.set(next),
+                    None => self.head = next,
+                }
+                if ptr::eq(self.tail, node) {
+                    self.tail = prev;
+                }
+                out[taken] = ptr::NonNull::new(at.cast_mut());
+                taken += 1;
+            } else {
+                prev = at;
+            }
+            at = next;
         }
-        Some(front)
+        taken
     }
 
     /// Unlinks `node`, which must be linked (its owner removing itself).
@@ -190,9 +212,10 @@ impl<const N: usize> Wakes<N> {
         self.len == 0
     }
 
-    /// Records that the sleeper on `word` is to be woken. Call it before the store
-    /// that releases the waiter (after which `word` may be gone).
-    pub(crate) fn push(&mut self, word: &AtomicU32) {
+    /// Records that the sleeper on the word at `word` is to be woken (take the
+    /// address before the store that releases the waiter, after which the word may
+    /// be gone).
+    pub(crate) fn push(&mut self, word: *const AtomicU32) {
         self.words[self.len] = word;
         self.len += 1;
     }
@@ -220,7 +243,7 @@ mod tests {
     }
 
     #[test]
-    fn fifo_order_and_removal_from_anywhere() {
+    fn fifo_order_and_removal_from_anywhere_keep_head_and_tail() {
         let nodes: Vec<Waiter<u32>> = (0..4).map(|i| Waiter::new(0, i)).collect();
         let mut queue = Queue::new();
         assert!(queue.is_empty());
@@ -235,18 +258,38 @@ mod tests {
         assert_eq!(ids(&queue), [0, 1]);
         queue.push(&nodes[2]);
         assert_eq!(ids(&queue), [0, 1, 2]);
-        assert_eq!(
-            queue.pop_front().map(|n| unsafe { n.as_ref() }.data),
-            Some(0)
-        );
+        queue.remove(&nodes[0]);
         queue.remove(&nodes[1]);
         assert!(queue.is_only(&nodes[2]));
-        assert_eq!(
-            queue.pop_front().map(|n| unsafe { n.as_ref() }.data),
-            Some(2)
-        );
+        queue.remove(&nodes[2]);
         assert!(queue.is_empty());
-        assert!(queue.pop_front().is_none());
+    }
+
+    #[test]
+    fn unlink_where_takes_matches_from_anywhere_in_order() {
+        let nodes: Vec<Waiter<u32>> = (0..6).map(|i| Waiter::new(0, i)).collect();
+        let mut queue = Queue::new();
+        nodes.iter().for_each(|n| queue.push(n));
+        let mut out = [None; 2];
+        let taken = queue.unlink_where(|n| n.data % 2 == 1, &mut out);
+        let got: Vec<u32> = out[..taken]
+            .iter()
+            .map(|n| unsafe { n.unwrap().as_ref() }.data)
+            .collect();
+        assert_eq!(got, [1, 3]);
+        assert_eq!(ids(&queue), [0, 2, 4, 5]);
+        let mut out = [None; 8];
+        let taken = queue.unlink_where(|n| n.data >= 4, &mut out);
+        assert_eq!(taken, 2);
+        assert_eq!(ids(&queue), [0, 2]);
+        queue.push(&nodes[1]);
+        assert_eq!(
+            ids(&queue),
+            [0, 2, 1],
+            "the tail follows removals at the back"
+        );
+        assert_eq!(queue.unlink_where(|_| true, &mut out), 3);
+        assert!(queue.is_empty());
     }
 
     #[test]

@@ -86,6 +86,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
             finished: true,
             per_thread: None,
             drain: None,
+            rw: None,
         })
         .collect();
     progress.done();
@@ -101,6 +102,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         conditions: None,
         overcommit: None,
         mutex_load: None,
+        rw: None,
         runs,
     }])
 }

@@ -177,6 +177,7 @@ impl RawLockVisitor for Measure<'_> {
             conditions,
             overcommit: None,
             mutex_load: None,
+            rw: None,
             runs,
         })
     }
@@ -232,6 +233,7 @@ fn hammer<R: RawMutex + Sync>(
         finished: true,
         per_thread: None,
         drain: None,
+        rw: None,
     })
 }
 

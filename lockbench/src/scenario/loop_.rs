@@ -156,6 +156,7 @@ impl Measure<'_> {
             finished: completed == target,
             per_thread: None,
             drain: None,
+            rw: None,
         })
     }
 }
@@ -212,6 +213,7 @@ fn cell(
         conditions,
         overcommit: None,
         mutex_load: None,
+        rw: None,
         runs,
     }
 }

@@ -7,6 +7,9 @@ pub mod loop_;
 pub mod mutex_load;
 pub mod overcommit;
 pub mod owner_probe;
+pub mod rw;
+pub mod rw_fair;
+pub mod rwsem;
 pub mod uncontended;
 pub mod watch;
 pub mod windowed;
@@ -25,12 +28,15 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 
 use crate::locks::{BenchLock, LockName};
+use crate::rwlocks::RwLockName;
 
 /// The global options, resolved.
 #[derive(Debug, Clone)]
 pub struct Common {
     /// `--locks`, deduplicated; `None` means each scenario's default set.
     pub locks: Option<Vec<LockName>>,
+    /// `--rwlocks`, deduplicated; `None` means every listed reader-writer lock.
+    pub rwlocks: Option<Vec<RwLockName>>,
     /// `--runs`: repetitions per cell.
     pub runs: u32,
     /// `--seed-scale`: the seeds' own sizes.
@@ -41,6 +47,11 @@ impl Common {
     /// The locks to run: `--locks`, or every listed lock.
     pub fn locks(&self) -> Vec<LockName> {
         self.locks.clone().unwrap_or_else(LockName::defaults)
+    }
+
+    /// The reader-writer locks to run: `--rwlocks`, or every listed one.
+    pub fn rwlocks(&self) -> Vec<RwLockName> {
+        self.rwlocks.clone().unwrap_or_else(RwLockName::defaults)
     }
 }
 

@@ -109,6 +109,7 @@ impl Config {
 
 impl Grid for Config {
     type Row = Row;
+    type Lock = LockName;
     const SCENARIO: &'static str = "mutex-load";
 
     fn plan(&self) -> &Plan {
@@ -136,6 +137,7 @@ impl Grid for Config {
     fn work(&self, row: &Row) -> Work {
         Work {
             threads: row.threads,
+            readers: 0,
             inside: row.load,
             outside: self.outside,
             hogs: 0,
@@ -423,6 +425,7 @@ mod tests {
                 outside_pauses: 0,
                 window_ms: 1000.0,
             }),
+            rw: None,
             runs: vec![Run {
                 value: ops,
                 wall_ns: 1_000_000_000,
@@ -432,6 +435,7 @@ mod tests {
                 finished: true,
                 per_thread: PerThread::of(per_thread),
                 drain: None,
+                rw: None,
             }],
         }
     }
@@ -450,6 +454,7 @@ mod tests {
     fn the_bars_compare_with_the_best_peer_and_count_the_wins() {
         let common = Common {
             locks: Some(vec![AFTER, BEFORE, LockName::Std, LockName::ParkingLot]),
+            rwlocks: None,
             runs: 1,
             seed_scale: false,
         };

@@ -150,6 +150,7 @@ impl Config {
 
 impl Grid for Config {
     type Row = Row;
+    type Lock = LockName;
     const SCENARIO: &'static str = "overcommit";
 
     fn plan(&self) -> &Plan {
@@ -184,6 +185,7 @@ impl Grid for Config {
     fn work(&self, row: &Row) -> Work {
         Work {
             threads: row.threads,
+            readers: 0,
             inside: row.cs.pauses(),
             outside: row.cs.pauses(),
             hogs: row.hogs(),

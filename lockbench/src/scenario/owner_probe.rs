@@ -237,6 +237,7 @@ fn cell(
         conditions: Some(around),
         overcommit: None,
         mutex_load: None,
+        rw: None,
         runs,
     }
 }
@@ -251,6 +252,7 @@ fn timed_run(value: f64, wall: Duration, operations: u64) -> Run {
         finished: true,
         per_thread: None,
         drain: None,
+        rw: None,
     }
 }
 

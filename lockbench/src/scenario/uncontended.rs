@@ -87,6 +87,7 @@ impl LockVisitor for Measure<'_> {
             conditions: None,
             overcommit: None,
             mutex_load: None,
+            rw: None,
             runs,
         })
     }
@@ -112,6 +113,7 @@ fn pairs<L: BenchLock>(iterations: u64, context: impl FnOnce() -> String) -> Res
         finished: true,
         per_thread: None,
         drain: None,
+        rw: None,
     })
 }
 

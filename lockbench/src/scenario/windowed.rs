@@ -1,10 +1,13 @@
-//! Fixed-window runs in a child process: the harness that overcommit (seed 003) and
-//! mutex-load (seed 004) share, and the table pieces both print.
+//! Fixed-window runs in a child process: the harness that overcommit (seed 003),
+//! mutex-load (seed 004), rwsem and rw-fair (seed 001) share, and the table pieces
+//! they print.
 //!
 //! T threads loop for a fixed window: take the lock, spin `inside` pauses and
 //! increment a plain counter inside it, release it, then spin `outside` pauses.
 //! Beside them `hogs` threads may spin without touching any lock (overcommit's
-//! stand-in for other VMs' vCPUs).
+//! stand-in for other VMs' vCPUs). With a reader-writer lock the first `readers`
+//! threads take it shared and the others exclusive, around the critical sections of
+//! [`super::rw`].
 //!
 //! The clock starts before the start gate opens; at the end of the window the stop
 //! flag is raised and only the operations finished before a thread saw it count. The
@@ -19,6 +22,7 @@
 //! later cell. The parent gives the drain a cap, kills the child when it runs out and
 //! reports the cell as not finished.
 
+use std::fmt;
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -27,11 +31,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::rw::{self, RwCounts, RwGuarded};
 use super::watch::{self, Conditions, Watch};
-use super::{join, parse_secs, race_announced, verify_count, Common, Error, Guarded, Stop};
+use super::{join, parse_secs, race_announced, verify_count, Common, Error, Guarded, Race, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::machine;
 use crate::report::{num, si, Cell, Drain, PerThread, Progress, Run, Summary, Table, Unfinished};
+use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
 
 /// The hidden subcommand that runs one window in a child process.
 pub const CELL_COMMAND: &str = "__window-cell";
@@ -49,12 +55,12 @@ pub const DRAIN_CAP: Duration = Duration::from_secs(3);
 /// How long a cell process may take to spawn its threads and open its start gate.
 const SETUP_CAP: Duration = Duration::from_secs(30);
 
-/// `--window-ms` and `--drain-cap-secs`, shared by overcommit and mutex-load.
+/// `--window-ms` and `--drain-cap-secs`, shared by the windowed scenarios.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct WindowArgs {
     /// Measurement window of each run, in milliseconds. Short windows flatter
     /// collapsing FIFO locks (start-up burst) [default: 200 for overcommit, 1000 for
-    /// mutex-load; 3000 with --seed-scale]
+    /// mutex-load, 500 for rwsem, 1000 for rw-fair; 3000 with --seed-scale]
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=600_000))]
     pub window_ms: Option<u64>,
 
@@ -65,11 +71,38 @@ pub struct WindowArgs {
     pub drain_cap_secs: Option<Duration>,
 }
 
+/// A lock a windowed cell can run: a mutex ([`LockName`]) or a reader-writer lock
+/// ([`RwLockName`]).
+pub trait CellLock: Copy + PartialEq + fmt::Debug + 'static {
+    /// The cell subcommand's option that names it.
+    const OPTION: &'static str;
+    /// Whether its cells split their threads into readers and writers.
+    const READER_WRITER: bool;
+    /// Its name in tables and on the command line.
+    fn name(self) -> &'static str;
+}
+
+impl CellLock for LockName {
+    const OPTION: &'static str = "--lock";
+    const READER_WRITER: bool = false;
+    fn name(self) -> &'static str {
+        LockName::name(self)
+    }
+}
+
+impl CellLock for RwLockName {
+    const OPTION: &'static str = "--rwlock";
+    const READER_WRITER: bool = true;
+    fn name(self) -> &'static str {
+        RwLockName::name(self)
+    }
+}
+
 /// What a windowed scenario is configured with besides its rows.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct Plan<L = LockName> {
     /// The locks: one cell each per row.
-    pub locks: Vec<LockName>,
+    pub locks: Vec<L>,
     /// The measurement window of each run.
     pub window: Duration,
     /// How long the threads may take to return after the window.
@@ -83,8 +116,16 @@ impl Plan {
     /// [`SEED_WINDOW`] with --seed-scale, else `window`; `--drain-cap-secs`, else
     /// [`DRAIN_CAP`].
     pub fn new(args: &WindowArgs, common: &Common, locks: &[LockName], window: Duration) -> Self {
+        let locks = common.locks.clone().unwrap_or_else(|| locks.to_vec());
+        Self::with_locks(args, common, locks, window)
+    }
+}
+
+impl<L: CellLock> Plan<L> {
+    /// `locks`, and the rest as in [`Plan::new`].
+    pub fn with_locks(args: &WindowArgs, common: &Common, locks: Vec<L>, window: Duration) -> Self {
         Self {
-            locks: common.locks.clone().unwrap_or_else(|| locks.to_vec()),
+            locks,
             window: match (args.window_ms, common.seed_scale) {
                 (Some(ms), _) => Duration::from_millis(ms),
                 (None, true) => SEED_WINDOW,
@@ -111,6 +152,9 @@ impl Plan {
 pub struct Work {
     /// Lock threads.
     pub threads: usize,
+    /// Of the lock threads, how many take a reader-writer lock shared (the first
+    /// ones; the others take it exclusive); 0 for a mutex.
+    pub readers: usize,
     /// `spin_loop()` pauses inside the lock, per operation.
     pub inside: u32,
     /// `spin_loop()` pauses after releasing it, per operation.
@@ -121,8 +165,8 @@ pub struct Work {
 
 /// One cell's work, as the child process runs it.
 #[derive(Debug, Clone, Copy)]
-struct Spec {
-    lock: LockName,
+struct Spec<L> {
+    lock: L,
     work: Work,
     window: Duration,
     drain_cap: Duration,
@@ -133,14 +177,16 @@ struct Spec {
 pub trait Grid {
     /// A row of the tables.
     type Row: Copy;
+    /// The kind of lock its cells run.
+    type Lock: CellLock;
     /// The scenario's name, as cells record it.
     const SCENARIO: &'static str;
     /// The locks, window, drain cap and runs.
-    fn plan(&self) -> &Plan;
+    fn plan(&self) -> &Plan<Self::Lock>;
     /// Every row, in table order.
     fn rows(&self) -> Vec<Self::Row>;
     /// Names a cell on the progress bar and in errors.
-    fn describe(&self, lock: LockName, row: &Self::Row) -> String;
+    fn describe(&self, lock: Self::Lock, row: &Self::Row) -> String;
     /// What the threads of a row's cells do.
     fn work(&self, row: &Self::Row) -> Work;
     /// Records the row's parameters in its cell (the scenario's own field).
@@ -184,7 +230,12 @@ pub fn or_default<T: Clone>(values: &[T], default: &[T]) -> Vec<T> {
 /// Up to `runs` runs of one cell of `scenario`, without the scenario's own setup
 /// field; a run that does not drain ends the cell, since every repetition would cost
 /// the whole cap again. `describe` names the cell in error messages.
-fn measure(spec: &Spec, scenario: &'static str, runs: u32, describe: &str) -> Result<Cell, Error> {
+fn measure<L: CellLock>(
+    spec: &Spec<L>,
+    scenario: &'static str,
+    runs: u32,
+    describe: &str,
+) -> Result<Cell, Error> {
     let watch = Watch::start()?;
     let mut verified = Vec::new();
     let mut unfinished = None;
@@ -214,23 +265,35 @@ fn measure(spec: &Spec, scenario: &'static str, runs: u32, describe: &str) -> Re
         conditions: Some(watch.finish()?),
         overcommit: None,
         mutex_load: None,
+        rw: None,
         runs: verified,
     })
 }
 
 /// One run in a child process, verified; `None` when it did not drain in time.
-fn run_once(spec: &Spec, context: &str) -> Result<Option<Run>, Error> {
+fn run_once<L: CellLock>(spec: &Spec<L>, context: &str) -> Result<Option<Run>, Error> {
     let process = CellProcess::spawn(spec, context)?;
     let Some(measured) = process.result(spec.window + spec.drain_cap)? else {
         return Ok(None);
     };
-    let counted: u64 = measured.counted.iter().sum();
-    verify_count(
-        || context.to_owned(),
-        measured.count,
-        counted + measured.late,
-    )?;
     let window = Duration::from_nanos(measured.window_ns);
+    let counted: u64 = measured.counted.iter().sum();
+    let rw = match (L::READER_WRITER, &measured.rw) {
+        (false, None) => {
+            verify_count(
+                || context.to_owned(),
+                measured.count,
+                counted + measured.late,
+            )?;
+            None
+        }
+        (true, Some(counts)) => Some(rw::verify(context, counts, &measured.counted, window)?),
+        (true, None) | (false, Some(_)) => {
+            return Err(Error::Child(format!(
+                "{context}: the cell process reported the wrong kind of lock's counts"
+            )))
+        }
+    };
     Ok(Some(Run {
         value: counted as f64 / window.as_secs_f64(),
         wall_ns: measured.window_ns + measured.drain_ns,
@@ -243,6 +306,7 @@ fn run_once(spec: &Spec, context: &str) -> Result<Option<Run>, Error> {
             ms: measured.drain_ns as f64 / 1e6,
             operations: measured.late,
         }),
+        rw,
     }))
 }
 
@@ -259,7 +323,8 @@ enum Report {
 /// What a cell process measured.
 #[derive(Debug, Serialize, Deserialize)]
 struct Measured {
-    /// The guarded counter once every thread returned.
+    /// The guarded counter once every thread returned (a mutex's cell; 0 for a
+    /// reader-writer lock's, whose counters are in `rw`).
     count: u64,
     /// Per thread: operations finished inside the window.
     counted: Vec<u64>,
@@ -269,6 +334,9 @@ struct Measured {
     window_ns: u64,
     /// From raising the stop flag to the last thread returning.
     drain_ns: u64,
+    /// A reader-writer lock's cell: the data's counters and the roles' counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rw: Option<RwCounts>,
 }
 
 /// A cell's child process, killed (if still running) and reaped when dropped.
@@ -283,7 +351,7 @@ impl CellProcess {
     /// Re-executes this binary on one run of `spec`. The child gets this process's
     /// pv spin budget, so that every cell spins the same and none calibrates under
     /// load.
-    fn spawn(spec: &Spec, context: &str) -> Result<Self, Error> {
+    fn spawn<L: CellLock>(spec: &Spec<L>, context: &str) -> Result<Self, Error> {
         let failed = |what: &str| {
             let what = format!("{context}: {what}");
             move |err| Error::Io(what, err)
@@ -291,8 +359,9 @@ impl CellProcess {
         let exe = std::env::current_exe().map_err(failed("finding lockbench's executable"))?;
         let mut child = Command::new(exe)
             .arg(CELL_COMMAND)
-            .args(["--lock", spec.lock.name()])
+            .args([L::OPTION, spec.lock.name()])
             .args(["--threads", &spec.work.threads.to_string()])
+            .args(["--readers", &spec.work.readers.to_string()])
             .args(["--inside", &spec.work.inside.to_string()])
             .args(["--outside", &spec.work.outside.to_string()])
             .args(["--hogs", &spec.work.hogs.to_string()])
@@ -414,13 +483,26 @@ fn read_lines(stdout: Option<ChildStdout>) -> (Receiver<io::Result<String>>, Joi
 /// The hidden `__window-cell` subcommand: one run of one cell, in this process.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CellArgs {
-    /// The lock
+    /// The mutex
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present = "rwlock",
+        conflicts_with = "rwlock"
+    )]
+    lock: Option<LockName>,
+
+    /// The reader-writer lock
     #[arg(long, value_enum)]
-    lock: LockName,
+    rwlock: Option<RwLockName>,
 
     /// Lock threads
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     threads: usize,
+
+    /// Of the threads, how many read (reader-writer locks only; the first ones)
+    #[arg(long, default_value_t = 0)]
+    readers: usize,
 
     /// Pauses inside the lock
     #[arg(long)]
@@ -442,7 +524,11 @@ pub struct CellArgs {
 /// Runs one cell and prints its reports on stdout, one JSON line each: `started` when
 /// the clock runs, then `finished` with the counts (the parent verifies them).
 pub fn cell(args: &CellArgs) {
-    let measured = args.lock.visit(CellRun(args));
+    let measured = match (args.lock, args.rwlock) {
+        (Some(lock), _) => lock.visit(CellRun(args)),
+        (None, Some(rwlock)) => rwlock.visit(RwCellRun(args)),
+        (None, None) => unreachable!("clap requires --lock or --rwlock"),
+    };
     report(&Report::Finished(measured));
 }
 
@@ -463,32 +549,96 @@ impl LockVisitor for CellRun<'_> {
     fn visit<L: BenchLock>(self) -> Measured {
         let args = self.0;
         let guarded = Guarded::<L>::unlocked();
-        let hogs_stop = Stop::new();
-        let race = thread::scope(|scope| {
-            let hogs: Vec<_> = (0..args.hogs)
-                .map(|_| scope.spawn(|| hog(&hogs_stop)))
-                .collect();
-            let race = race_announced(
-                args.threads,
-                Duration::from_millis(args.window_ms),
-                || report(&Report::Started),
-                |me, stop| work(&guarded, me, args, stop),
-            );
-            hogs_stop.request();
-            hogs.into_iter().for_each(join);
-            race
+        let race = race_with_hogs(args, |me, stop| work(&guarded, me, args, stop));
+        Measured {
+            count: guarded.into_count(),
+            ..Measured::of(&race)
+        }
+    }
+}
+
+/// One run of a reader-writer lock, monomorphized for it.
+struct RwCellRun<'a>(&'a CellArgs);
+
+impl RwLockVisitor for RwCellRun<'_> {
+    type Output = Measured;
+
+    fn visit<L: BenchRwLock>(self) -> Measured {
+        let args = self.0;
+        assert!(
+            args.readers <= args.threads,
+            "{} readers among {} threads",
+            args.readers,
+            args.threads
+        );
+        let guarded = RwGuarded::<L>::unlocked();
+        let race = race_with_hogs(args, |me, stop| {
+            let role = if me < args.readers {
+                rw::Role::Reader
+            } else {
+                rw::Role::Writer
+            };
+            guarded.work(role, args.inside, args.outside, stop)
         });
+        Measured {
+            rw: Some(guarded.into_counts(args.readers, &race.results)),
+            ..Measured::of(&race)
+        }
+    }
+}
+
+impl Measured {
+    /// The per-thread counts and the timing of `race`; no lock's counters yet.
+    fn of<T: Tallied>(race: &Race<T>) -> Self {
         // The workers only return once stopped, so `stopped` is always set.
         let window = race.stopped.unwrap_or(race.wall);
         let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         Measured {
-            count: guarded.into_count(),
-            counted: race.results.iter().map(|t| t.counted).collect(),
-            late: race.results.iter().map(|t| t.late).sum(),
+            count: 0,
+            counted: race.results.iter().map(Tallied::counted).collect(),
+            late: race.results.iter().map(Tallied::late).sum(),
             window_ns: nanos(window),
             drain_ns: nanos(race.wall.saturating_sub(window)),
+            rw: None,
         }
     }
+}
+
+/// A lock thread's result: its operations inside the window and after it.
+pub trait Tallied {
+    /// Operations finished inside the window.
+    fn counted(&self) -> u64;
+    /// Operations finished after the thread saw the stop flag.
+    fn late(&self) -> u64;
+}
+
+impl Tallied for Tally {
+    fn counted(&self) -> u64 {
+        self.counted
+    }
+    fn late(&self) -> u64 {
+        self.late
+    }
+}
+
+/// Races the cell's lock threads through `work` for its window, announcing the start
+/// on stdout, with the cell's hogs spinning beside them.
+fn race_with_hogs<T: Send>(args: &CellArgs, work: impl Fn(usize, &Stop) -> T + Sync) -> Race<T> {
+    let hogs_stop = Stop::new();
+    thread::scope(|scope| {
+        let hogs: Vec<_> = (0..args.hogs)
+            .map(|_| scope.spawn(|| hog(&hogs_stop)))
+            .collect();
+        let race = race_announced(
+            args.threads,
+            Duration::from_millis(args.window_ms),
+            || report(&Report::Started),
+            work,
+        );
+        hogs_stop.request();
+        hogs.into_iter().for_each(join);
+        race
+    })
 }
 
 /// One thread's operations: inside the window, and finished after the stop flag.
@@ -524,7 +674,9 @@ fn hog(stop: &Stop) {
     }
 }
 
-fn pause(pauses: u32) {
+/// Spins `pauses` `spin_loop()`s (x86 `pause`): the load inside and outside the lock.
+#[inline]
+pub fn pause(pauses: u32) {
     for _ in 0..pauses {
         std::hint::spin_loop();
     }
@@ -571,10 +723,10 @@ pub type MatrixRow<'a> = (Vec<String>, Vec<Option<&'a Cell>>);
 
 /// `label_headers`, then one column per lock of `locks`: `1.23M f0.97` (the median
 /// through `format`, and the fairness), `DNF ...`, or `-`.
-pub fn matrix<'a>(
+pub fn matrix<'a, L: CellLock>(
     title: String,
     label_headers: &[&str],
-    locks: &[LockName],
+    locks: &[L],
     rows: impl IntoIterator<Item = MatrixRow<'a>>,
     format: fn(f64) -> String,
 ) -> Table {
@@ -718,10 +870,10 @@ fn operations(count: f64) -> String {
 
 /// The tables that apply (`None` for one that does not), each with the footnotes its
 /// cells call for.
-pub fn with_footnotes(
+pub fn with_footnotes<L: CellLock>(
     tables: impl IntoIterator<Item = Option<Table>>,
     cells: &[Cell],
-    plan: &Plan,
+    plan: &Plan<L>,
 ) -> Vec<Table> {
     let mut tables: Vec<Table> = tables.into_iter().flatten().collect();
     for table in &mut tables {
@@ -731,7 +883,7 @@ pub fn with_footnotes(
 }
 
 /// The footnotes for undrained cells, short windows and the conditions' marks.
-fn footnotes(table: &mut Table, cells: &[Cell], plan: &Plan) {
+fn footnotes<L: CellLock>(table: &mut Table, cells: &[Cell], plan: &Plan<L>) {
     if cells
         .iter()
         .any(|cell| matches!(cell.unfinished, Some(Unfinished::Undrained { .. })))
@@ -744,7 +896,14 @@ fn footnotes(table: &mut Table, cells: &[Cell], plan: &Plan) {
             plan.drain_cap.as_secs_f64()
         ));
     }
-    if plan.window < TRUSTED_WINDOW {
+    if plan.window < TRUSTED_WINDOW && L::READER_WRITER {
+        table.note(format!(
+            "windows under {} s leave each thread's share to the scheduler's first time \
+             slices (with more threads than CPUs, some run late or not at all): use \
+             --seed-scale or --window-ms 3000 for numbers to quote",
+            TRUSTED_WINDOW.as_secs()
+        ));
+    } else if plan.window < TRUSTED_WINDOW {
         table.note(format!(
             "windows under {} s flatter collapsing FIFO locks (their first handoffs \
              happen before the scheduler interleaves the waiters): use --seed-scale or \

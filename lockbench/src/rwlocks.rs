@@ -1,0 +1,441 @@
+//! The reader-writer locks lockbench measures (rwsem and rw-fair), behind one trait,
+//! and the dispatch from a lock's name to code monomorphized for its type: the
+//! reader-writer counterpart of [`crate::locks`].
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{
+    AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release},
+};
+use std::sync::PoisonError;
+
+use lock_api::RawRwLock;
+
+/// A reader-writer lock as the scenarios use it: build one, run a read-side or a
+/// write-side critical section under it.
+///
+/// Closures instead of split lock/unlock so that locks whose only API is a guard
+/// (`std::sync::RwLock`) fit the same generic code as raw locks.
+pub trait BenchRwLock: Send + Sync + 'static {
+    /// The name `--rwlocks` accepts and the tables print.
+    const NAME: &'static str;
+
+    /// An unlocked lock.
+    fn new() -> Self;
+
+    /// Runs `critical` holding the lock shared, beside other readers.
+    fn read<R>(&self, critical: impl FnOnce() -> R) -> R;
+
+    /// Runs `critical` holding the lock exclusive.
+    fn write<R>(&self, critical: impl FnOnce() -> R) -> R;
+}
+
+/// Releases a raw lock's read side when dropped, so a panicking section unlocks.
+struct UnlockShared<'a, L: RawRwLock>(&'a L);
+
+impl<L: RawRwLock> Drop for UnlockShared<'_, L> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: built only by `BenchRwLock::read` of a raw lock, right after this
+        // thread took the lock shared, and dropped on the same thread exactly once.
+        unsafe { self.0.unlock_shared() }
+    }
+}
+
+/// Releases a raw lock's write side when dropped.
+struct UnlockExclusive<'a, L: RawRwLock>(&'a L);
+
+impl<L: RawRwLock> Drop for UnlockExclusive<'_, L> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: built only by `BenchRwLock::write` of a raw lock, right after this
+        // thread took the lock exclusive, and dropped on the same thread exactly once.
+        unsafe { self.0.unlock_exclusive() }
+    }
+}
+
+/// Implements [`BenchRwLock`] for `lock_api` raw reader-writer locks.
+macro_rules! raw_bench_rwlock {
+    ($($ty:ty => $name:literal,)*) => {$(
+        impl BenchRwLock for $ty {
+            const NAME: &'static str = $name;
+
+            fn new() -> Self {
+                <$ty as RawRwLock>::INIT
+            }
+
+            #[inline]
+            fn read<R>(&self, critical: impl FnOnce() -> R) -> R {
+                self.lock_shared();
+                let _unlock = UnlockShared(self);
+                critical()
+            }
+
+            #[inline]
+            fn write<R>(&self, critical: impl FnOnce() -> R) -> R {
+                self.lock_exclusive();
+                let _unlock = UnlockExclusive(self);
+                critical()
+            }
+        }
+    )*};
+}
+
+raw_bench_rwlock! {
+    klocks::RwSem<klocks::reader_spin::Adaptive> => "rwsem-adaptive",
+    klocks::RwSem<klocks::reader_spin::Always> => "rwsem-always",
+    klocks::RwSem<klocks::reader_spin::Never> => "rwsem-never",
+    parking_lot::RawRwLock => "parking_lot-rw",
+}
+
+impl BenchRwLock for std::sync::RwLock<()> {
+    const NAME: &'static str = "std-rw";
+
+    fn new() -> Self {
+        std::sync::RwLock::new(())
+    }
+
+    #[inline]
+    fn read<R>(&self, critical: impl FnOnce() -> R) -> R {
+        // A poisoned lock still excludes; the panic that poisoned it is reported by
+        // the thread that panicked.
+        let _guard = self.read().unwrap_or_else(PoisonError::into_inner);
+        critical()
+    }
+
+    #[inline]
+    fn write<R>(&self, critical: impl FnOnce() -> R) -> R {
+        let _guard = self.write().unwrap_or_else(PoisonError::into_inner);
+        critical()
+    }
+}
+
+/// glibc's `PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP` (pthread.h), which the libc
+/// crate only declares for uClibc. The plain `PREFER_WRITER_NP` (1) behaves as the
+/// default, reader-preferring kind in glibc; only this one makes readers queue behind
+/// a waiting writer.
+const PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP: libc::c_int = 2;
+
+/// glibc's default kind: `PTHREAD_RWLOCK_PREFER_READER_NP` (0).
+const PTHREAD_RWLOCK_DEFAULT_NP: libc::c_int = 0;
+
+/// A glibc `pthread_rwlock_t` of kind `KIND`, initialised in place on the heap: a
+/// pthread rwlock must not move once initialised, and the box never moves it.
+pub struct PthreadRwLock<const KIND: libc::c_int> {
+    rwlock: Box<UnsafeCell<libc::pthread_rwlock_t>>,
+}
+
+/// glibc's default rwlock: readers enter whenever no writer holds the lock, so a
+/// steady stream of readers can starve a writer.
+pub type PthreadRw = PthreadRwLock<PTHREAD_RWLOCK_DEFAULT_NP>;
+/// glibc's writer-preferring rwlock: a waiting writer holds back new readers.
+pub type PthreadRwWriter = PthreadRwLock<PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP>;
+
+// SAFETY: a pthread rwlock is made to be taken and released from any thread; the
+// `UnsafeCell` is only ever passed to the pthread_rwlock_* functions.
+unsafe impl<const KIND: libc::c_int> Sync for PthreadRwLock<KIND> {}
+
+/// Panics with the error name if a pthread call failed (only misuse can make it).
+fn check(rc: libc::c_int, call: &str) {
+    assert!(
+        rc == 0,
+        "{call} failed: {}",
+        std::io::Error::from_raw_os_error(rc)
+    );
+}
+
+impl<const KIND: libc::c_int> PthreadRwLock<KIND> {
+    fn init() -> Self {
+        let rwlock = Box::new(UnsafeCell::new(libc::PTHREAD_RWLOCK_INITIALIZER));
+        let mut attr = std::mem::MaybeUninit::<libc::pthread_rwlockattr_t>::uninit();
+        // SAFETY: `attr` is initialised by pthread_rwlockattr_init before any other
+        // use and destroyed after its last; `rwlock` is a valid, heap-pinned rwlock
+        // object that no other thread can see yet.
+        unsafe {
+            check(
+                libc::pthread_rwlockattr_init(attr.as_mut_ptr()),
+                "pthread_rwlockattr_init",
+            );
+            check(
+                libc::pthread_rwlockattr_setkind_np(attr.as_mut_ptr(), KIND),
+                "pthread_rwlockattr_setkind_np",
+            );
+            check(
+                libc::pthread_rwlock_init(rwlock.get(), attr.as_ptr()),
+                "pthread_rwlock_init",
+            );
+            check(
+                libc::pthread_rwlockattr_destroy(attr.as_mut_ptr()),
+                "pthread_rwlockattr_destroy",
+            );
+        }
+        Self { rwlock }
+    }
+}
+
+/// Unlocks a [`PthreadRwLock`] (either side: glibc's unlock serves both) when dropped.
+struct PthreadRwUnlock<'a, const KIND: libc::c_int>(&'a PthreadRwLock<KIND>);
+
+impl<const KIND: libc::c_int> Drop for PthreadRwUnlock<'_, KIND> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: built only by `read` or `write`, right after this thread took the
+        // rwlock.
+        check(
+            unsafe { libc::pthread_rwlock_unlock(self.0.rwlock.get()) },
+            "pthread_rwlock_unlock",
+        );
+    }
+}
+
+impl<const KIND: libc::c_int> Drop for PthreadRwLock<KIND> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no thread holds or waits on the rwlock any more.
+        check(
+            unsafe { libc::pthread_rwlock_destroy(self.rwlock.get()) },
+            "pthread_rwlock_destroy",
+        );
+    }
+}
+
+/// Implements [`BenchRwLock`] for the glibc rwlock kinds.
+macro_rules! pthread_bench_rwlock {
+    ($($ty:ty => $name:literal,)*) => {$(
+        impl BenchRwLock for $ty {
+            const NAME: &'static str = $name;
+
+            fn new() -> Self {
+                Self::init()
+            }
+
+            #[inline]
+            fn read<R>(&self, critical: impl FnOnce() -> R) -> R {
+                // SAFETY: initialised in `init`, destroyed only in `drop`.
+                check(
+                    unsafe { libc::pthread_rwlock_rdlock(self.rwlock.get()) },
+                    "pthread_rwlock_rdlock",
+                );
+                let _unlock = PthreadRwUnlock(self);
+                critical()
+            }
+
+            #[inline]
+            fn write<R>(&self, critical: impl FnOnce() -> R) -> R {
+                // SAFETY: as in `read`.
+                check(
+                    unsafe { libc::pthread_rwlock_wrlock(self.rwlock.get()) },
+                    "pthread_rwlock_wrlock",
+                );
+                let _unlock = PthreadRwUnlock(self);
+                critical()
+            }
+        }
+    )*};
+}
+
+pthread_bench_rwlock! {
+    PthreadRw => "pthread-rw",
+    PthreadRwWriter => "pthread-rw-writer",
+}
+
+/// The negative control: a reader-writer lock whose write side forgets to wait.
+///
+/// The read side is right (count in, back out and wait if a writer is there); the
+/// write side only sets `WRITER` and walks in, past readers and past another writer
+/// (whose unlock then clears the bit under it, letting readers in too). The rwsem and
+/// rw-fair verification must catch it: torn reads, and updates lost between writers.
+pub struct BustedRwLock {
+    /// `WRITER` plus `READER` per reader inside.
+    state: AtomicUsize,
+}
+
+impl BustedRwLock {
+    const WRITER: usize = 1;
+    const READER: usize = 2;
+}
+
+/// Backs a reader out on drop.
+struct BustedReadUnlock<'a>(&'a BustedRwLock);
+
+impl Drop for BustedReadUnlock<'_> {
+    fn drop(&mut self) {
+        self.0.state.fetch_sub(BustedRwLock::READER, Release);
+    }
+}
+
+/// Clears the writer bit on drop (whoever else may also have set it).
+struct BustedWriteUnlock<'a>(&'a BustedRwLock);
+
+impl Drop for BustedWriteUnlock<'_> {
+    fn drop(&mut self) {
+        self.0.state.fetch_and(!BustedRwLock::WRITER, Release);
+    }
+}
+
+impl BenchRwLock for BustedRwLock {
+    const NAME: &'static str = "busted-rw";
+
+    fn new() -> Self {
+        Self {
+            state: AtomicUsize::new(0),
+        }
+    }
+
+    fn read<R>(&self, critical: impl FnOnce() -> R) -> R {
+        loop {
+            if self.state.fetch_add(Self::READER, Acquire) & Self::WRITER == 0 {
+                break;
+            }
+            self.state.fetch_sub(Self::READER, Relaxed);
+            while self.state.load(Relaxed) & Self::WRITER != 0 {
+                std::hint::spin_loop();
+            }
+        }
+        let _unlock = BustedReadUnlock(self);
+        critical()
+    }
+
+    fn write<R>(&self, critical: impl FnOnce() -> R) -> R {
+        // The bug: neither waits for readers to leave nor for the bit to be clear.
+        self.state.fetch_or(Self::WRITER, Acquire);
+        let _unlock = BustedWriteUnlock(self);
+        critical()
+    }
+}
+
+/// Code generic over a reader-writer lock type, run for the lock an [`RwLockName`]
+/// names.
+pub trait RwLockVisitor {
+    /// What the visit returns.
+    type Output;
+    /// Runs with `L` the named lock.
+    fn visit<L: BenchRwLock>(self) -> Self::Output;
+}
+
+/// The one list of reader-writer locks: the name enum, its order, the dispatcher.
+macro_rules! rwlock_table {
+    ($($variant:ident => $ty:ty;)*) => {
+        /// A reader-writer lock `--rwlocks` can name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum RwLockName {
+            $(#[doc = concat!("`", stringify!($ty), "`")] $variant,)*
+        }
+
+        impl RwLockName {
+            /// Every reader-writer lock, in table order.
+            pub const ALL: &'static [RwLockName] = &[$(RwLockName::$variant,)*];
+
+            /// Runs `visitor` monomorphized for this lock.
+            pub fn visit<V: RwLockVisitor>(self, visitor: V) -> V::Output {
+                match self {
+                    $(RwLockName::$variant => visitor.visit::<$ty>(),)*
+                }
+            }
+        }
+    };
+}
+
+rwlock_table! {
+    RwSemAlways => klocks::RwSem<klocks::reader_spin::Always>;
+    RwSemAdaptive => klocks::RwSem<klocks::reader_spin::Adaptive>;
+    RwSemNever => klocks::RwSem<klocks::reader_spin::Never>;
+    Std => std::sync::RwLock<()>;
+    ParkingLot => parking_lot::RawRwLock;
+    Pthread => PthreadRw;
+    PthreadWriter => PthreadRwWriter;
+    Busted => BustedRwLock;
+}
+
+/// Reads a lock's [`BenchRwLock::NAME`].
+struct NameOf;
+
+impl RwLockVisitor for NameOf {
+    type Output = &'static str;
+    fn visit<L: BenchRwLock>(self) -> &'static str {
+        L::NAME
+    }
+}
+
+impl RwLockName {
+    /// The name `--rwlocks` accepts.
+    pub fn name(self) -> &'static str {
+        self.visit(NameOf)
+    }
+
+    /// The negative control: accepted by `--rwlocks`, never listed or run by default.
+    pub fn is_hidden(self) -> bool {
+        self == RwLockName::Busted
+    }
+
+    /// The locks a scenario runs when `--rwlocks` is not given.
+    pub fn defaults() -> Vec<RwLockName> {
+        Self::ALL
+            .iter()
+            .copied()
+            .filter(|l| !l.is_hidden())
+            .collect()
+    }
+}
+
+impl clap::ValueEnum for RwLockName {
+    fn value_variants<'a>() -> &'a [Self] {
+        Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).hide(self.is_hidden()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Takes both sides of `L` in turn, then two writers take turns with it.
+    struct Excludes;
+
+    impl RwLockVisitor for Excludes {
+        type Output = ();
+        fn visit<L: BenchRwLock>(self) {
+            let lock = L::new();
+            lock.read(|| ());
+            lock.write(|| ());
+            lock.read(|| ());
+            let counter = std::sync::Mutex::new(0_u64);
+            std::thread::scope(|scope| {
+                for _ in 0..2 {
+                    scope.spawn(|| {
+                        for _ in 0..1000 {
+                            lock.write(|| *counter.lock().unwrap() += 1);
+                        }
+                    });
+                }
+            });
+            assert_eq!(*counter.lock().unwrap(), 2000, "{}", L::NAME);
+        }
+    }
+
+    #[test]
+    fn every_listed_lock_takes_both_sides() {
+        for name in RwLockName::defaults() {
+            name.visit(Excludes);
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_busted_is_hidden() {
+        let names: Vec<&str> = RwLockName::ALL.iter().map(|l| l.name()).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len());
+        assert_eq!(RwLockName::defaults().len(), names.len() - 1);
+        assert!(!RwLockName::defaults().contains(&RwLockName::Busted));
+    }
+
+    #[test]
+    fn the_busted_write_side_does_not_wait() {
+        let lock = BustedRwLock::new();
+        lock.read(|| lock.write(|| lock.write(|| ())));
+    }
+}

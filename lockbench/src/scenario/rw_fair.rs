@@ -1,0 +1,480 @@
+//! Seed 001's fairness check: does any reader or writer starve?
+//!
+//! Reader optimistic spinning lets a spinning reader take the rwsem ahead of the
+//! sleepers queued before it. Seed 001's last table shows it still shares the lock
+//! out: with 40 readers and 40 writers on one rwsem, every thread's iterations in
+//! the window ("40 readers, Iterations Min/Mean/Max = a/b/c", and the same for
+//! writers) stay within reach of its group's mean. Here R dedicated readers and W
+//! dedicated writers loop `lock; load; unlock` on one lock for a fixed window, for
+//! each lock and each R+W group, through [`windowed`]'s child processes and
+//! [`rw`]'s verified critical sections (writers increment two plain counters around
+//! the load, readers check they read equal).
+//!
+//! Reported per lock and group: each role's per-thread iterations min/mean/max, its
+//! fairness (min ÷ mean), and the average reader group (reads per run of readers
+//! between writers). The bars then ask, for the three rwsem policies, whether every
+//! reader and every writer got at least a quarter of its group's mean (no
+//! starvation), and how rwsem-adaptive's mean per reader and per writer compares
+//! with the best policy's.
+
+use std::time::Duration;
+
+use super::rw::{self, per_role, reader_group, role_fairness, show, show_ratio, times, Role};
+use super::windowed::{self, Grid, Plan, WindowArgs, Work};
+use super::{Common, Error};
+use crate::report::{num, Cell, PerThread, Progress, RwSetup, Table};
+use crate::rwlocks::RwLockName;
+
+/// `lockbench rw-fair` options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Args {
+    /// Groups of dedicated threads, comma-separated, each READERS+WRITERS (each 1 to
+    /// 512) [default: 8+8,40+40]
+    #[arg(long, value_delimiter = ',', value_name = "R+W,...", value_parser = parse_group)]
+    pub groups: Vec<Group>,
+
+    /// `pause` instructions inside every read and write section [default: 1]
+    #[arg(long, value_name = "PAUSES", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub load: Option<u32>,
+
+    #[command(flatten)]
+    pub window: WindowArgs,
+}
+
+/// R readers and W writers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Group {
+    readers: usize,
+    writers: usize,
+}
+
+impl Group {
+    fn threads(self) -> usize {
+        self.readers + self.writers
+    }
+
+    /// `40+40`.
+    fn name(self) -> String {
+        format!("{}+{}", self.readers, self.writers)
+    }
+}
+
+/// Parses `R+W`.
+fn parse_group(text: &str) -> Result<Group, String> {
+    let bad =
+        || format!("`{text}` is not a group: give READERS+WRITERS, e.g. 40+40, each from 1 to 512");
+    let (readers, writers) = text.split_once('+').ok_or_else(bad)?;
+    let count = |side: &str| {
+        side.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=512).contains(n))
+            .ok_or_else(bad)
+    };
+    Ok(Group {
+        readers: count(readers)?,
+        writers: count(writers)?,
+    })
+}
+
+/// The rwsem policies the bars compare; the first is the seed's.
+const POLICIES: &[RwLockName] = &[
+    RwLockName::RwSemAdaptive,
+    RwLockName::RwSemAlways,
+    RwLockName::RwSemNever,
+];
+
+/// The seed's group, the one the bars name.
+const SEED_GROUP: Group = Group {
+    readers: 40,
+    writers: 40,
+};
+
+/// No thread may get less than this share of its group's mean.
+const STARVATION: f64 = 0.25;
+
+/// The defaults: the seed's 40+40 and a smaller group, load 1, 1 s windows (2 groups
+/// × 7 locks × 3 runs in under a minute).
+const GROUPS: &[Group] = &[
+    Group {
+        readers: 8,
+        writers: 8,
+    },
+    SEED_GROUP,
+];
+const LOAD: u32 = 1;
+const WINDOW: Duration = Duration::from_millis(1000);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    plan: Plan<RwLockName>,
+    groups: Vec<Group>,
+    load: u32,
+}
+
+impl Config {
+    /// From the command line.
+    pub fn new(args: &Args, common: &Common) -> Self {
+        Self {
+            plan: Plan::with_locks(&args.window, common, common.rwlocks(), WINDOW),
+            groups: windowed::or_default(&args.groups, GROUPS),
+            load: args.load.unwrap_or(LOAD),
+        }
+    }
+
+    /// Cells this config measures.
+    pub fn cells(&self) -> u64 {
+        windowed::cells(self)
+    }
+}
+
+impl Grid for Config {
+    type Row = Group;
+    type Lock = RwLockName;
+    const SCENARIO: &'static str = "rw-fair";
+
+    fn plan(&self) -> &Plan<RwLockName> {
+        &self.plan
+    }
+
+    fn rows(&self) -> Vec<Group> {
+        self.groups.clone()
+    }
+
+    fn describe(&self, lock: RwLockName, group: &Group) -> String {
+        format!(
+            "rw-fair: {}, {} readers + {} writers, load {}",
+            lock.name(),
+            group.readers,
+            group.writers,
+            self.load
+        )
+    }
+
+    fn work(&self, group: &Group) -> Work {
+        Work {
+            threads: group.threads(),
+            readers: group.readers,
+            inside: self.load,
+            outside: 0,
+            hogs: 0,
+        }
+    }
+
+    fn annotate(&self, group: &Group, cell: &mut Cell) {
+        cell.rw = Some(RwSetup {
+            readers: group.readers,
+            writers: group.writers,
+            load_pauses: self.load,
+            outside_pauses: 0,
+            window_ms: self.plan.window.as_secs_f64() * 1e3,
+        });
+    }
+}
+
+/// Measures every cell, each run in its own process.
+pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
+    windowed::run(config, progress)
+}
+
+fn find(cells: &[Cell], lock: RwLockName, group: Group) -> Option<&Cell> {
+    cells.iter().find(|cell| {
+        cell.lock == lock.name()
+            && cell
+                .rw
+                .is_some_and(|rw| rw.readers == group.readers && rw.writers == group.writers)
+    })
+}
+
+/// One table per group in the seed's format, then the policies' bars.
+pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
+    let scale = format!(
+        "load {} ({} ns); iterations = each thread's sections in a {} ms window, medians \
+         of up to {} runs",
+        config.load,
+        num(f64::from(config.load) * pause_ns),
+        config.plan.window.as_millis(),
+        config.plan.runs
+    );
+    let groups = config
+        .groups
+        .iter()
+        .map(|&group| Some(group_table(config, cells, group, &scale)));
+    let tables: Vec<Option<Table>> = groups.chain([bars(config, cells)]).collect();
+    windowed::with_footnotes(tables, cells, &config.plan)
+}
+
+/// `a/b/c`: one role's median per-thread iterations, slowest, mean and fastest.
+fn iterations(cell: &Cell, role: Role) -> String {
+    let of = |pick: fn(&PerThread) -> f64| show(per_role(cell, role, pick), |v| format!("{v:.0}"));
+    format!(
+        "{}/{}/{}",
+        of(|p| p.min as f64),
+        of(|p| p.mean),
+        of(|p| p.max as f64)
+    )
+}
+
+/// lock | kops/s | readers min/mean/max | f | writers min/mean/max | f | reader group.
+fn group_table(config: &Config, cells: &[Cell], group: Group, scale: &str) -> Table {
+    let readers = format!("{} readers, Iterations Min/Mean/Max", group.readers);
+    let writers = format!("{} writers, Iterations Min/Mean/Max", group.writers);
+    let mut table = Table::new(
+        format!(
+            "rw-fair, {} readers + {} writers: {scale}; min÷mean = the slowest thread's \
+             iterations ÷ its role's mean (1.00 = even); reader group = every read ÷ the \
+             read phases (runs of readers between two writers)",
+            group.readers, group.writers
+        ),
+        &[
+            "lock",
+            "kops/s",
+            &readers,
+            "min÷mean",
+            &writers,
+            "min÷mean",
+            "reader group",
+        ],
+    );
+    for &lock in &config.plan.locks {
+        let Some(cell) = find(cells, lock, group) else {
+            continue;
+        };
+        let finished = cell.unfinished.is_none();
+        let role = |show_role: fn(&Cell, Role) -> String, role| {
+            if finished {
+                show_role(cell, role)
+            } else {
+                "-".to_owned()
+            }
+        };
+        table.row(vec![
+            lock.name().to_owned(),
+            cell.short(rw::kops),
+            role(iterations, Role::Reader),
+            role(|c, r| show_ratio(role_fairness(c, r)), Role::Reader),
+            role(iterations, Role::Writer),
+            role(|c, r| show_ratio(role_fairness(c, r)), Role::Writer),
+            show(reader_group(cell), num),
+        ]);
+    }
+    table
+}
+
+/// The worst min ÷ mean over a cell's runs for `role`; `None` without runs.
+fn worst_fairness(cell: &Cell, role: Role) -> Option<f64> {
+    cell.runs
+        .iter()
+        .filter_map(|run| {
+            let rw = run.rw?;
+            match role {
+                Role::Reader => rw.readers,
+                Role::Writer => rw.writers,
+            }
+        })
+        .map(|p| rw::min_per_mean(&p))
+        .min_by(f64::total_cmp)
+}
+
+/// `yes (0.81)` when no thread of `role` fell under a quarter of its role's mean in
+/// any run, `no (0.12)` otherwise, with the worst min ÷ mean.
+fn starved(cell: &Cell, role: Role) -> String {
+    match worst_fairness(cell, role) {
+        Some(worst) if worst >= STARVATION => format!("yes ({worst:.2})"),
+        Some(worst) => format!("no ({worst:.2})"),
+        None => "-".to_owned(),
+    }
+}
+
+/// Per group and rwsem policy: no starvation in either role, and each role's mean
+/// per thread against the best policy's.
+fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
+    let policies: Vec<RwLockName> = POLICIES
+        .iter()
+        .copied()
+        .filter(|p| config.plan.locks.contains(p))
+        .collect();
+    if policies.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(
+        format!(
+            "rw-fair, bars for the rwsem policies: every reader's and every writer's \
+             iterations ≥ {:.0}% of its role's mean in every run (yes/no, with the worst \
+             min ÷ mean), and each role's mean iterations ÷ the best policy's",
+            STARVATION * 100.0
+        ),
+        &[
+            "group",
+            "lock",
+            "readers ≥ 25%",
+            "writers ≥ 25%",
+            "writers mean",
+            "÷ best",
+            "readers mean",
+            "÷ best",
+        ],
+    );
+    for &group in &config.groups {
+        let found: Vec<&Cell> = policies
+            .iter()
+            .filter_map(|&p| find(cells, p, group))
+            .filter(|c| c.unfinished.is_none())
+            .collect();
+        let mean = |cell: &Cell, role| per_role(cell, role, |p| p.mean);
+        let best = |role| {
+            found
+                .iter()
+                .filter_map(|c| mean(c, role))
+                .max_by(f64::total_cmp)
+        };
+        let (best_writers, best_readers) = (best(Role::Writer), best(Role::Reader));
+        let versus = |value: Option<f64>, best: Option<f64>| {
+            value
+                .zip(best)
+                .filter(|(_, b)| *b > 0.0)
+                .map(|(v, b)| v / b)
+        };
+        for cell in &found {
+            let (writers, readers) = (mean(cell, Role::Writer), mean(cell, Role::Reader));
+            table.row(vec![
+                group.name(),
+                cell.lock.to_owned(),
+                starved(cell, Role::Reader),
+                starved(cell, Role::Writer),
+                show(writers, |v| format!("{v:.0}")),
+                times(versus(writers, best_writers)),
+                show(readers, |v| format!("{v:.0}")),
+                times(versus(readers, best_readers)),
+            ]);
+        }
+        let adaptive = found.iter().find(|c| c.lock == POLICIES[0].name());
+        if let (true, Some(adaptive)) = (group == SEED_GROUP, adaptive) {
+            let no_starvation = [Role::Reader, Role::Writer]
+                .iter()
+                .all(|&role| worst_fairness(adaptive, role).is_some_and(|w| w >= STARVATION));
+            table.note(format!(
+                "seed 001's bar, {}: {} starves {} thread; its writers' mean ÷ the best \
+                 policy's {}, its readers' {}",
+                group.name(),
+                adaptive.lock,
+                if no_starvation { "no" } else { "some" },
+                times(versus(mean(adaptive, Role::Writer), best_writers)),
+                times(versus(mean(adaptive, Role::Reader), best_readers)),
+            ));
+        }
+    }
+    Some(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Run, RwRun, Summary};
+
+    #[test]
+    fn groups_parse_and_bad_ones_say_why() {
+        assert_eq!(
+            parse_group("40+40"),
+            Ok(Group {
+                readers: 40,
+                writers: 40
+            })
+        );
+        assert_eq!(parse_group("8+1").map(Group::name), Ok("8+1".to_owned()));
+        for bad in [
+            "8x8", "8", "+8", "8+", "0+8", "8+0", "513+1", "a+b", "8+8+8",
+        ] {
+            let err = parse_group(bad).expect_err(bad);
+            assert!(err.contains("READERS+WRITERS"), "{err}");
+        }
+    }
+
+    /// A one-run cell of `group` with these per-thread iterations.
+    fn cell(lock: RwLockName, group: Group, readers: &[u64], writers: &[u64]) -> Cell {
+        let (reads, writes): (u64, u64) = (readers.iter().sum(), writers.iter().sum());
+        Cell {
+            scenario: "rw-fair",
+            lock: lock.name(),
+            threads: group.threads(),
+            layout: None,
+            unit: "ops/s",
+            summary: Summary::of([(reads + writes) as f64]),
+            unfinished: None,
+            handoff: None,
+            conditions: None,
+            overcommit: None,
+            mutex_load: None,
+            rw: Some(RwSetup {
+                readers: group.readers,
+                writers: group.writers,
+                load_pauses: 1,
+                outside_pauses: 0,
+                window_ms: 1000.0,
+            }),
+            runs: vec![Run {
+                value: (reads + writes) as f64,
+                wall_ns: 1_000_000_000,
+                operations: reads + writes,
+                target: None,
+                handoffs: None,
+                finished: true,
+                per_thread: None,
+                drain: None,
+                rw: Some(RwRun {
+                    reads,
+                    writes,
+                    reads_per_s: reads as f64,
+                    writes_per_s: writes as f64,
+                    readers: PerThread::of(readers),
+                    writers: PerThread::of(writers),
+                    read_phases: 4,
+                    reader_group: Some(reads as f64 / 4.0),
+                }),
+            }],
+        }
+    }
+
+    #[test]
+    fn the_bars_flag_starvation_and_compare_means() {
+        let group = Group {
+            readers: 2,
+            writers: 2,
+        };
+        let config = Config {
+            plan: Plan {
+                locks: POLICIES.to_vec(),
+                window: WINDOW,
+                drain_cap: windowed::DRAIN_CAP,
+                runs: 1,
+            },
+            groups: vec![group, SEED_GROUP],
+            load: 1,
+        };
+        let cells = [
+            cell(RwLockName::RwSemAdaptive, group, &[100, 100], &[50, 50]),
+            cell(RwLockName::RwSemAlways, group, &[190, 10], &[100, 100]),
+            cell(RwLockName::RwSemNever, group, &[50, 50], &[40, 60]),
+        ];
+        let text = bars(&config, &cells).expect("bars").to_string();
+        let row = |lock: &str| {
+            text.lines()
+                .find(|l| l.contains(lock))
+                .unwrap_or_else(|| panic!("{lock}: {text}"))
+        };
+        assert!(row("rwsem-adaptive").contains("yes (1.00)"), "{text}");
+        // Writers: 50 of the best 100; readers: 100 of the best 100.
+        assert!(row("rwsem-adaptive").contains("0.50×"), "{text}");
+        assert!(row("rwsem-adaptive").contains("1.00×"), "{text}");
+        assert!(row("rwsem-always").contains("no (0.10)"), "{text}");
+        assert!(row("rwsem-never").contains("yes (0.80)"), "{text}");
+        let table = group_table(&config, &cells, group, "s").to_string();
+        assert!(
+            table.contains("2 readers, Iterations Min/Mean/Max"),
+            "{table}"
+        );
+        assert!(table.contains("10/100/190"), "{table}");
+        assert!(table.contains("0.10"), "{table}");
+    }
+}
