@@ -44,6 +44,9 @@ pub const SPIN_NS_VAR: &str = "KLOCKS_SPIN_NS";
 pub struct SpinBudget {
     #[cfg(not(loom))]
     override_ns: AtomicU64,
+    /// `spins()`, computed once (`u32::MAX`: not yet): it is asked on every slow path.
+    #[cfg(not(loom))]
+    spins: std::sync::atomic::AtomicU32,
 }
 
 #[cfg(not(loom))]
@@ -55,6 +58,8 @@ impl SpinBudget {
         Self {
             #[cfg(not(loom))]
             override_ns: AtomicU64::new(NO_OVERRIDE),
+            #[cfg(not(loom))]
+            spins: std::sync::atomic::AtomicU32::new(u32::MAX),
         }
     }
 
@@ -70,7 +75,10 @@ impl SpinBudget {
         // Relaxed: a setting, not a synchronisation; waiters pick it up when they next
         // read it.
         #[cfg(not(loom))]
-        self.override_ns.store(ns, Relaxed);
+        {
+            self.override_ns.store(ns, Relaxed);
+            self.spins.store(u32::MAX, Relaxed);
+        }
     }
 
     /// The budget in nanoseconds.
@@ -87,7 +95,15 @@ impl SpinBudget {
     pub(crate) fn spins(&self) -> u32 {
         #[cfg(not(loom))]
         {
-            spins_for_ns(self.ns())
+            // Relaxed: a cache of a pure function of the settings above.
+            match self.spins.load(Relaxed) {
+                u32::MAX => {
+                    let spins = spins_for_ns(self.ns()).min(u32::MAX - 1);
+                    self.spins.store(spins, Relaxed);
+                    spins
+                }
+                spins => spins,
+            }
         }
         // Zero: each spin would be a loom yield straight back to the lock holder, so
         // reaching the sleep path would cost the model its preemption budget.

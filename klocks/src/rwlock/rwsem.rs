@@ -24,7 +24,7 @@
 //!   the OSQ is one flag, as in [`SpinFutexMutex`](crate::SpinFutexMutex): with more
 //!   threads than CPUs (the normal case in userspace) a queued spinner that is
 //!   preempted would stall every spinner behind it, which is exactly seed 003's
-//!   problem. Waiters that cannot spin go to sleep.
+//!   problem. Waiters that cannot spin queue.
 //! - **Nonspinnable bits (seed 001).** A writer that times out spinning on a
 //!   reader-owned lock sets `WR_NONSPINNABLE` and `RD_NONSPINNABLE` in the owner word:
 //!   the readers' section is long or there are too many of them, and spinning helps
@@ -103,11 +103,15 @@
 //!
 //! # No lost wake-ups
 //!
-//! A waiter sleeps only after it is queued and `WAITERS` is set, under the queue lock.
+//! A waiter waits only after it is queued and `WAITERS` is set, under the queue lock.
 //! Every unlock that leaves the lock free sees `WAITERS` in its own RMW's result and
-//! wakes the front, which then takes the lock or is granted it; a writer that fails
-//! again is only put back to sleep under the queue lock, so no wake can fall between
-//! its failed try and its sleep. A thread whose share was counted only transiently (a
+//! wakes the front, which then takes the lock, is granted it, or (a reader) is
+//! unlinked and told to retry from the start, as a new arrival that keeps its waiting
+//! time; a writer that fails again is only put back to waiting under the queue lock,
+//! so no wake can fall between its failed try and its wait. A waiter announces its
+//! sleep with an RMW on its node word and a waker changes that word with an RMW, so
+//! either the waker sees the announcement and makes the futex call, or the waiter
+//! sees the new state and does not sleep. A thread whose share was counted only transiently (a
 //! reader's fast path that failed, a spinning reader's failed try) may have hidden
 //! the lock's release from an unlocker; each such thread either takes the lock, and
 //! its own unlock then wakes, or queues, and the queueing re-reads the count under
@@ -124,7 +128,6 @@
 //! allowed but deadlocks if a writer queues in between, as with any fair rwlock.
 
 use std::marker::PhantomData;
-use std::ptr::NonNull;
 
 use super::wait_queue::{Queue, WaitQueue, Waiter, Wakes};
 use crate::budget::{self, SpinBudget};
@@ -154,10 +157,13 @@ const NONSPINNABLE: u32 = RD_NONSPINNABLE | WR_NONSPINNABLE;
 
 /// The most readers one wake-up grants the lock to (the kernel's `MAX_READERS_WAKEUP`).
 const MAX_READERS_WAKEUP: usize = 256;
+const _: () = assert!(MAX_READERS_WAKEUP % 64 == 0);
 
-/// The front waiter that has waited this long sets `HANDOFF`. The kernel waits one
-/// jiffy, at least 4 ms; a futex sleep-to-wake handoff costs ~33 µs here, so 1 ms
-/// bounds the unfairness at ~30 handoffs' worth.
+/// The front waiter that has waited this long sets `HANDOFF`, and a sleeping reader
+/// this long is granted the lock instead of being woken to retry. The kernel waits
+/// one jiffy, at least 4 ms. Here a waiter that retries loses its place in the queue,
+/// and with 40 readers and 40 writers on 2 CPUs 1 ms left some writers below a fifth
+/// of their group's mean (`lockbench rw-fair`); 200 µs, six futex handoffs, did not.
 #[cfg(not(loom))]
 pub const HANDOFF_AFTER: std::time::Duration = std::time::Duration::from_micros(200);
 
@@ -248,20 +254,29 @@ enum Kind {
     Write,
 }
 
-/// How long a thread has waited for the lock, across its retries.
+/// How long a thread has waited for the lock, across its retries: since it first
+/// queued (read lazily, as most slow paths end before they queue).
 struct Since {
     /// Times it was woken or refused without getting the lock.
     retries: std::cell::Cell<u32>,
     #[cfg(not(loom))]
-    at: std::time::Instant,
+    at: std::cell::Cell<Option<std::time::Instant>>,
 }
 
 impl Since {
-    fn now() -> Self {
+    fn new() -> Self {
         Self {
             retries: std::cell::Cell::new(0),
             #[cfg(not(loom))]
-            at: std::time::Instant::now(),
+            at: std::cell::Cell::new(None),
+        }
+    }
+
+    /// The thread queues: start the clock if this is the first time.
+    fn queued(&self) {
+        #[cfg(not(loom))]
+        if self.at.get().is_none() {
+            self.at.set(Some(std::time::Instant::now()));
         }
     }
 
@@ -273,7 +288,9 @@ impl Since {
     /// asleep, it is granted the lock rather than woken to retry.
     #[cfg(not(loom))]
     fn waited_long(&self) -> bool {
-        self.at.elapsed() >= HANDOFF_AFTER
+        self.at
+            .get()
+            .is_some_and(|at| at.elapsed() >= HANDOFF_AFTER)
     }
 
     /// Under loom: after one retry, so both sides of every decision are explored.
@@ -323,7 +340,7 @@ enum Wake {
     ReadOwned,
 }
 
-type WakeList = Wakes<{ MAX_READERS_WAKEUP + 1 }>;
+type WakeList = Wakes<16>;
 
 /// A reader-writer lock whose writers (and, by policy, readers) spin while the owner
 /// runs and sleep otherwise; see the module doc.
@@ -570,7 +587,7 @@ impl<P: ReaderSpin> RwSem<P> {
     #[cold]
     fn read_slow(&self, mut count: u64) {
         let me = owner::current_tid();
-        let since = Since::now();
+        let since = Since::new();
         loop {
             if self.read_slow_once(me, count, &since) {
                 return;
@@ -655,6 +672,7 @@ impl<P: ReaderSpin> RwSem<P> {
     /// Queue and wait until a wake-up grants us a read lock (`true`) or tells us to
     /// retry (`false`). `holds_share`: the fast path's share is still in the count.
     fn read_wait(&self, me: u32, last_rowner: u32, holds_share: bool, since: &Since) -> bool {
+        since.queued();
         let node = Node::new(WAITING, Wait::new(Kind::Read, me, last_rowner, since));
         let mut wakes = WakeList::new();
         {
@@ -723,7 +741,8 @@ impl<P: ReaderSpin> RwSem<P> {
 
     /// Queue and sleep until we take the write lock.
     fn write_wait(&self, me: u32) {
-        let since = Since::now();
+        let since = Since::new();
+        since.queued();
         let node = Node::new(WAITING, Wait::new(Kind::Write, me, 0, &since));
         let mut queue = self.queue.lock();
         if queue.is_empty() {
@@ -854,25 +873,23 @@ impl<P: ReaderSpin> RwSem<P> {
             self.set_reader_owned(front.data.tid, sticky);
             adjustment = READER_BIAS.wrapping_neg();
         }
-        let mut nodes: [Option<NonNull<Node>>; MAX_READERS_WAKEUP] = [None; MAX_READERS_WAKEUP];
         // Every queued reader, not only those before the first queued writer: one read
         // phase takes them all (the kernel's wake-up since 5.11, "an adaptation of the
         // phase-fair R/W locks"; 5.3 took only the front run of readers).
-        let picked = queue.unlink_where(|w| w.data.kind == Kind::Read, &mut nodes);
-        let picked = &nodes[..picked];
+        let readers = queue.detach_where(MAX_READERS_WAKEUP, |w| w.data.kind == Kind::Read);
         // Grant the lock to the readers that run (spinning on their node) and to those
         // owed it; wake the other sleepers to retry, so that the lock is never held by
         // threads that will only run after a wake-up (~33 µs here, far more when
         // threads outnumber CPUs): seed 003's lesson, applied to the rwsem's queue.
         // Decided once per reader: the count must match the grants made below.
-        let mut grant = [false; MAX_READERS_WAKEUP];
-        for (node, grant) in picked.iter().flatten().zip(&mut grant) {
-            // SAFETY: unlinked just now, still waiting: alive until our swap below.
-            let node = unsafe { node.as_ref() };
+        let mut grant = [0u64; MAX_READERS_WAKEUP / 64];
+        readers.each(|i, node| {
             // Relaxed: a hint; a sleeper woken to retry tries again.
-            *grant = node.state.load(Relaxed) == WAITING || node.data.since().waited_long();
-        }
-        let granted = grant.iter().filter(|&&g| g).count();
+            if node.state.load(Relaxed) == WAITING || node.data.since().waited_long() {
+                grant[i / 64] |= 1 << (i % 64);
+            }
+        });
+        let granted: u32 = grant.iter().map(|g| g.count_ones()).sum();
         // With no grant, this returns the share reserved above.
         adjustment = adjustment.wrapping_add(granted as u64 * READER_BIAS);
         if queue.is_empty() {
@@ -887,17 +904,19 @@ impl<P: ReaderSpin> RwSem<P> {
             // Relaxed: the granted readers are released by the stores below.
             self.count.fetch_add(adjustment, Relaxed);
         }
-        for (node, &grant) in picked.iter().flatten().zip(&grant) {
-            let to = if grant { GRANTED } else { WOKEN };
-            // SAFETY: unlinked just now, still waiting: alive until this swap.
-            let state = unsafe { &node.as_ref().state };
-            let word: *const AtomicU32 = state;
+        readers.release_each(|i, node| {
+            let to = if grant[i / 64] & (1 << (i % 64)) != 0 {
+                GRANTED
+            } else {
+                WOKEN
+            };
+            let word: *const AtomicU32 = &node.state;
             // Release: pairs with the Acquire in `wait_on_node`; a granted reader holds
             // the lock from here, and may be gone: only `word`'s address is used below.
-            if state.swap(to, Release) == SLEEPING {
+            if node.state.swap(to, Release) == SLEEPING {
                 wakes.push(word);
             }
-        }
+        });
     }
 
     // ----- optimistic spinning -----
@@ -927,6 +946,9 @@ impl<P: ReaderSpin> RwSem<P> {
         let mut backoff = 1;
         let mut watched: Option<(u32, Watch)> = None;
         let mut reader_owned_until: Option<u32> = None;
+        // Whether the reader-nonspinnable bit, if set, still stops us: asked once per
+        // spin (it reads the clock).
+        let mut reader_bit_stops: Option<bool> = None;
         loop {
             let taken = match kind {
                 Kind::Read => self.try_read_unqueued(me),
@@ -939,7 +961,10 @@ impl<P: ReaderSpin> RwSem<P> {
             let owner = self.owner.load(Relaxed);
             let count = self.count.load(Relaxed);
             let stop = match kind {
-                Kind::Read => !self.readers_may_spin(owner),
+                Kind::Read if owner & RD_NONSPINNABLE != 0 => {
+                    *reader_bit_stops.get_or_insert_with(|| !self.readers_may_spin(owner))
+                }
+                Kind::Read => false,
                 Kind::Write => owner & WR_NONSPINNABLE != 0,
             };
             if stop {
