@@ -78,6 +78,39 @@ struct Guarded {
 // threads joined); that the lock really excludes is exactly what the client checks.
 unsafe impl Sync for Guarded {}
 
+#[cfg(not(loom))]
+type Worker = std::thread::JoinHandle<()>;
+#[cfg(loom)]
+type Worker = loom::thread::JoinHandle<()>;
+
+impl Guarded {
+    /// Joins the client's threads, then checks that both counters reached `expected`
+    /// and that no overlap was seen.
+    fn verdict(
+        &self,
+        workers: Vec<Worker>,
+        expected: u64,
+        overlaps: &AtomicU32,
+    ) -> Result<(), Violation> {
+        for worker in workers {
+            worker.join().expect("a contending thread panicked");
+        }
+        // SAFETY: every thread that touched the counters has been joined.
+        let counted = self.count.with_mut(|c| unsafe { *c });
+        let shadow = self.shadow.with_mut(|c| unsafe { *c });
+        let overlaps = overlaps.load(Relaxed);
+        if counted == expected && shadow == expected && overlaps == 0 {
+            Ok(())
+        } else {
+            Err(Violation {
+                expected,
+                counted: counted.min(shadow),
+                overlaps,
+            })
+        }
+    }
+}
+
 /// Runs the client: every thread does `iterations` critical sections, each a
 /// read-pause-write of two non-atomic counters, with an occupancy check around it.
 pub fn contend<L: TestLock>(how: Contention) -> Result<(), Violation> {
@@ -108,23 +141,7 @@ pub fn contend<L: TestLock>(how: Contention) -> Result<(), Violation> {
         })
         .collect();
     gate.open_when_all_arrived(how.threads);
-    for worker in workers {
-        worker.join().expect("a contending thread panicked");
-    }
-
-    let expected = how.threads as u64 * how.iterations;
-    let counted = guarded.count.with_mut(|c| unsafe { *c });
-    let shadow = guarded.shadow.with_mut(|c| unsafe { *c });
-    let overlaps = overlaps.load(Relaxed);
-    if counted == expected && shadow == expected && overlaps == 0 {
-        Ok(())
-    } else {
-        Err(Violation {
-            expected,
-            counted: counted.min(shadow),
-            overlaps,
-        })
-    }
+    guarded.verdict(workers, how.threads as u64 * how.iterations, &overlaps)
 }
 
 /// Releases all contending threads at once, so they really contend: spawned one by
@@ -363,23 +380,7 @@ pub fn contend_rw<L: TestRwLock>(how: RwContention) -> Result<(), Violation> {
         })
         .collect();
     gate.open_when_all_arrived(how.readers + how.writers);
-    for worker in workers {
-        worker.join().expect("a contending thread panicked");
-    }
-
-    let expected = how.writers as u64 * how.iterations;
-    let counted = guarded.count.with_mut(|c| unsafe { *c });
-    let shadow = guarded.shadow.with_mut(|c| unsafe { *c });
-    let overlaps = overlaps.load(Relaxed);
-    if counted == expected && shadow == expected && overlaps == 0 {
-        Ok(())
-    } else {
-        Err(Violation {
-            expected,
-            counted: counted.min(shadow),
-            overlaps,
-        })
-    }
+    guarded.verdict(workers, how.writers as u64 * how.iterations, &overlaps)
 }
 
 #[inline]

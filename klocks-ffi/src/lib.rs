@@ -1,0 +1,109 @@
+//! The C ABI of klocks: `libklocks.so` behind `include/klocks.h`.
+//!
+//! C programs get klocks' mutexes ([`mutex`]) and its rwsem ([`rwsem`]) as
+//! caller-owned objects, in the manner of `pthread_mutex_t`: the caller provides the
+//! storage (no allocation here), calls `init` with a kind, then lock/unlock, then
+//! `destroy`. Every function returns 0 or an errno value, as pthread does.
+//!
+//! # The object layout
+//!
+//! C sees `klocks_mutex_t` and `klocks_rwsem_t` as opaque byte arrays aligned to 8;
+//! here the same bytes are a header and the Rust lock:
+//!
+//! | bytes | field | written by |
+//! |---|---|---|
+//! | 0..4 | `tag`: [`TAG_MAGIC`] `|` kind while initialised, anything else otherwise | `init`, `destroy` |
+//! | 4..8 | `owner`: the holder's thread id, where the C layer keeps one (below) | the holder only |
+//! | 8.. | the Rust lock of that kind (`PvQSpinLock`, `RwSem<Adaptive>`, ...) | the lock |
+//!
+//! The tag is checked by every call, so a zero-filled, uninitialised or destroyed
+//! object is refused with `EINVAL` instead of being taken for a lock of some kind (a
+//! magic in the upper bits makes garbage unlikely to pass). Which lock type lives in
+//! the body is decided by the tag alone, so a valid tag is what makes the cast in
+//! [`mutex`] and [`rwsem`] sound.
+//!
+//! # Misuse is answered before Rust is called
+//!
+//! The Rust locks panic on misuse (unlocking a lock that is not locked, a
+//! `SpinFutexMutex` unlocked by a thread that does not hold it, an `RwSem` relocked
+//! by its writer). Each entry point checks those cases first and returns an errno
+//! value, and [`guarded`] wraps every body in `catch_unwind` so that a panic that
+//! still happens (a racing misuse the checks cannot see, a bad `KLOCKS_SPIN_NS`)
+//! becomes `EINVAL` instead of unwinding into C, which would be undefined behaviour.
+
+#![warn(missing_docs)]
+
+use std::ffi::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pub mod mutex;
+pub mod rwsem;
+
+/// The upper 24 bits of a valid tag ("KLK"); the low byte is the kind or policy.
+pub const TAG_MAGIC: u32 = 0x4B4C_4B00;
+/// The tag `destroy` writes: the magic with no kind, so every later call is `EINVAL`.
+pub const TAG_DESTROYED: u32 = TAG_MAGIC | 0xFF;
+
+/// Decodes a tag into its kind number (1..), if the magic is there.
+fn tag_kind(tag: u32) -> Option<u32> {
+    if tag & !0xFF == TAG_MAGIC {
+        Some(tag & 0xFF)
+    } else {
+        None
+    }
+}
+
+/// Runs an entry point's body; a panic becomes `EINVAL` instead of unwinding into
+/// C. The message has been printed by the panic hook by then.
+fn guarded(body: impl FnOnce() -> c_int) -> c_int {
+    // AssertUnwindSafe: after a panic the object is only reported as `EINVAL`; the
+    // klocks locks check misuse before they change their words, so the lock is left
+    // as it was.
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(libc::EINVAL)
+}
+
+/// Whether `ptr` is non-null and aligned to 8, as the header's `_Alignas(8)` promises.
+fn usable<T>(ptr: *const T) -> bool {
+    !ptr.is_null() && ptr as usize % 8 == 0
+}
+
+/// The version of libklocks, as a NUL-terminated string with static lifetime
+/// (`"0.1.0"`).
+#[no_mangle]
+pub extern "C" fn klocks_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The header's sizes are this library's sizes: a C program that reserved fewer
+    /// bytes than the lock writes would corrupt its neighbours.
+    #[test]
+    fn header_sizes_match() {
+        let header = include_str!("../../include/klocks.h");
+        let define = |name: &str| -> usize {
+            let line = header
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("klocks.h defines no {name}"));
+            line.split_whitespace().nth(2).unwrap().parse().unwrap()
+        };
+        assert_eq!(define("KLOCKS_MUTEX_SIZE"), super::mutex::MUTEX_SIZE);
+        assert_eq!(define("KLOCKS_RWSEM_SIZE"), super::rwsem::RWSEM_SIZE);
+        assert_eq!(
+            std::mem::size_of::<super::mutex::klocks_mutex_t>(),
+            super::mutex::MUTEX_SIZE
+        );
+        assert_eq!(
+            std::mem::size_of::<super::rwsem::klocks_rwsem_t>(),
+            super::rwsem::RWSEM_SIZE
+        );
+    }
+
+    #[test]
+    fn tags_decode() {
+        assert_eq!(super::tag_kind(super::TAG_MAGIC | 3), Some(3));
+        assert_eq!(super::tag_kind(0), None);
+        assert_eq!(super::tag_kind(3), None);
+    }
+}

@@ -1,0 +1,318 @@
+//! `klocks_mutex_t`: the six klocks mutexes behind one C type.
+//!
+//! The kind chosen at `klocks_mutex_init` is kept in the object's tag (see the crate
+//! doc); every call decodes it and dispatches to the Rust lock in the body.
+//!
+//! # Owner tracking (SPINFUTEX only)
+//!
+//! `SpinFutexMutex` panics when a thread that does not hold it unlocks it, and when
+//! its holder locks it again; the C API answers `EPERM` and `EDEADLK` instead, so it
+//! must know the holder before calling in. The Rust lock keeps the holder in its
+//! word but offers no accessor, so this layer keeps its own copy in the header's
+//! `owner` field: stored after `lock`/`try_lock` succeed, cleared before `unlock`.
+//! The other kinds record no owner (as in the kernel): there, unlocking another
+//! thread's lock cannot be detected, and relocking deadlocks, as with pthread's
+//! default mutex.
+//!
+//! Why `Relaxed` is enough for the `owner` field: the only question ever asked of it
+//! is "is it me?", by the thread `me` itself. Only `me` writes `me` there, after
+//! acquiring, and `me` clears it before releasing. If `me` holds the lock, its own
+//! last write to the field is `me` and nobody else writes it meanwhile (others write
+//! only after acquiring, which the lock excludes), so `me` reads `me`. If `me` does
+//! not hold it, its own last write (if any) was the clear, and read-write coherence
+//! forbids its later load from seeing a value older than that write: it reads 0 or
+//! another thread's id, never `me`. No other memory is published through the field.
+
+use std::cell::UnsafeCell;
+use std::ffi::c_int;
+use std::mem::{align_of, size_of, MaybeUninit};
+use std::ptr::{self, addr_of};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use klocks_core::owner::current_tid;
+use klocks_core::{FutexMutex, PvQSpinLock, PvTicketLock, QSpinLock, SpinFutexMutex, TicketLock};
+use libc::{EBUSY, EDEADLK, EINVAL, EPERM};
+
+use crate::{guarded, tag_kind, usable, TAG_DESTROYED, TAG_MAGIC};
+
+/// `sizeof(klocks_mutex_t)`: 8 bytes of header and 24 for the lock: the largest (8
+/// bytes today: `SpinFutexMutex`) with room to grow without changing the ABI.
+pub const MUTEX_SIZE: usize = 32;
+const BODY_WORDS: usize = (MUTEX_SIZE - 8) / 8;
+
+/// The C `klocks_mutex_t`: opaque, caller-owned, 32 bytes aligned to 8.
+#[allow(non_camel_case_types)]
+#[repr(C, align(8))]
+pub struct klocks_mutex_t {
+    tag: AtomicU32,
+    owner: AtomicU32,
+    /// The lock the tag names; uninitialised bytes while the tag is not valid.
+    body: UnsafeCell<[MaybeUninit<u64>; BODY_WORDS]>,
+}
+
+/// Every kind fits in the body and needs no more than its alignment.
+macro_rules! assert_fits {
+    ($($ty:ty),*) => {
+        $(const _: () = assert!(
+            size_of::<$ty>() <= BODY_WORDS * 8 && align_of::<$ty>() <= 8
+        );)*
+    };
+}
+assert_fits!(
+    PvQSpinLock,
+    QSpinLock,
+    TicketLock,
+    PvTicketLock,
+    FutexMutex,
+    SpinFutexMutex
+);
+const _: () = assert!(size_of::<klocks_mutex_t>() == MUTEX_SIZE);
+const _: () = assert!(align_of::<klocks_mutex_t>() == 8);
+
+/// The C `klocks_kind` values.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    PvQSpin = 1,
+    QSpin = 2,
+    Ticket = 3,
+    PvTicket = 4,
+    Futex = 5,
+    SpinFutex = 6,
+}
+
+impl Kind {
+    fn from_raw(raw: u32) -> Option<Kind> {
+        Some(match raw {
+            1 => Kind::PvQSpin,
+            2 => Kind::QSpin,
+            3 => Kind::Ticket,
+            4 => Kind::PvTicket,
+            5 => Kind::Futex,
+            6 => Kind::SpinFutex,
+            _ => return None,
+        })
+    }
+}
+
+/// Runs `$body` with `$lock: &L` for the lock type of `$kind` in `$m`'s body.
+///
+/// Contract (a macro cannot be `unsafe`): `$m` points to a live `klocks_mutex_t`
+/// whose tag [`kind_of`] decoded to `$kind`. Every invocation follows that check.
+macro_rules! with_lock {
+    ($m:expr, $kind:expr, $lock:ident => $body:expr) => {{
+        // SAFETY: the invoker passes an initialised object.
+        let body = UnsafeCell::raw_get(unsafe { addr_of!((*$m).body) });
+        match $kind {
+            Kind::PvQSpin => {
+                // SAFETY (all arms): the tag names this type, so `init` wrote one here
+                // and no `destroy` followed; the body is aligned to 8 and large enough
+                // (`assert_fits!`). The lock's own atomics give interior mutability.
+                let $lock = unsafe { &*body.cast::<PvQSpinLock>() };
+                $body
+            }
+            Kind::QSpin => {
+                let $lock = unsafe { &*body.cast::<QSpinLock>() };
+                $body
+            }
+            Kind::Ticket => {
+                let $lock = unsafe { &*body.cast::<TicketLock>() };
+                $body
+            }
+            Kind::PvTicket => {
+                let $lock = unsafe { &*body.cast::<PvTicketLock>() };
+                $body
+            }
+            Kind::Futex => {
+                let $lock = unsafe { &*body.cast::<FutexMutex>() };
+                $body
+            }
+            Kind::SpinFutex => {
+                let $lock = unsafe { &*body.cast::<SpinFutexMutex>() };
+                $body
+            }
+        }
+    }};
+}
+
+/// The kind of an initialised mutex, or `None` for a null, misaligned, never
+/// initialised or destroyed one.
+///
+/// # Safety
+/// `m` is null or points to `MUTEX_SIZE` readable bytes.
+unsafe fn kind_of(m: *const klocks_mutex_t) -> Option<Kind> {
+    if !usable(m) {
+        return None;
+    }
+    // Relaxed: `init` must happen-before any other call on the object (the header
+    // says so; pthread has the same rule), and that happens-before edge, made by
+    // whatever published the object to this thread, orders the tag and the lock.
+    // SAFETY: `m` points to a `klocks_mutex_t` (caller's contract).
+    let tag = unsafe { &*addr_of!((*m).tag) }.load(Relaxed);
+    tag_kind(tag).and_then(Kind::from_raw)
+}
+
+/// The `owner` field; see the module doc for its protocol.
+///
+/// # Safety
+/// `m` points to a `klocks_mutex_t`.
+unsafe fn owner_field<'a>(m: *const klocks_mutex_t) -> &'a AtomicU32 {
+    // SAFETY: caller's contract.
+    unsafe { &*addr_of!((*m).owner) }
+}
+
+/// Initialises `*m` as an unlocked mutex of `kind`. See `include/klocks.h`.
+///
+/// # Safety
+/// `m` is null or points to writable storage of `klocks_mutex_t`'s size that no
+/// other thread uses during the call.
+#[no_mangle]
+pub unsafe extern "C" fn klocks_mutex_init(m: *mut klocks_mutex_t, kind: c_int) -> c_int {
+    guarded(|| {
+        let Some(kind) = u32::try_from(kind).ok().and_then(Kind::from_raw) else {
+            return EINVAL;
+        };
+        if !usable(m) {
+            return EINVAL;
+        }
+        let body = UnsafeCell::raw_get(
+            // SAFETY: `m` is non-null and aligned, and points to our storage.
+            unsafe { addr_of!((*m).body) },
+        );
+        // SAFETY: the body is ours to write (caller's contract), large and aligned
+        // enough for every kind (`assert_fits!`). `ptr::write`: the old bytes are not
+        // a lock to drop.
+        unsafe {
+            match kind {
+                Kind::PvQSpin => ptr::write(body.cast(), PvQSpinLock::new()),
+                Kind::QSpin => ptr::write(body.cast(), QSpinLock::new()),
+                Kind::Ticket => ptr::write(body.cast(), TicketLock::new()),
+                Kind::PvTicket => ptr::write(body.cast(), PvTicketLock::new()),
+                Kind::Futex => ptr::write(body.cast(), FutexMutex::new()),
+                Kind::SpinFutex => ptr::write(body.cast(), SpinFutexMutex::new()),
+            }
+            ptr::write(addr_of!((*m).owner).cast_mut(), AtomicU32::new(0));
+            // Last: the tag is what makes the body a lock (see `kind_of` for the
+            // ordering).
+            ptr::write(
+                addr_of!((*m).tag).cast_mut(),
+                AtomicU32::new(TAG_MAGIC | kind as u32),
+            );
+        }
+        0
+    })
+}
+
+/// Destroys an unlocked mutex; later calls on it return `EINVAL` until it is
+/// initialised again. See `include/klocks.h`.
+///
+/// # Safety
+/// `m` is null or points to a `klocks_mutex_t`-sized object.
+#[no_mangle]
+pub unsafe extern "C" fn klocks_mutex_destroy(m: *mut klocks_mutex_t) -> c_int {
+    guarded(|| {
+        // SAFETY: caller's contract.
+        let Some(kind) = (unsafe { kind_of(m) }) else {
+            return EINVAL;
+        };
+        // `kind` is the valid tag of `*m`.
+        if with_lock!(m, kind, lock => lock.is_locked()) {
+            return EBUSY;
+        }
+        // Relaxed: as in `kind_of`; destroy must not race with other calls. No drop
+        // of the lock: none of the kinds owns a resource (they are plain words).
+        // SAFETY: caller's contract.
+        unsafe { &*addr_of!((*m).tag) }.store(TAG_DESTROYED, Relaxed);
+        0
+    })
+}
+
+/// Locks the mutex, waiting as the kind waits. See `include/klocks.h`.
+///
+/// # Safety
+/// `m` is null or points to a `klocks_mutex_t`-sized object that is not moved or
+/// freed during the call.
+#[no_mangle]
+pub unsafe extern "C" fn klocks_mutex_lock(m: *mut klocks_mutex_t) -> c_int {
+    guarded(|| {
+        // SAFETY: caller's contract.
+        let Some(kind) = (unsafe { kind_of(m) }) else {
+            return EINVAL;
+        };
+        if kind == Kind::SpinFutex {
+            let me = current_tid();
+            // SAFETY: `*m` is an initialised mutex.
+            let owner = unsafe { owner_field(m) };
+            // Relaxed: "is it me?" (module doc).
+            if owner.load(Relaxed) == me {
+                return EDEADLK;
+            }
+            // The tag says SpinFutex.
+            with_lock!(m, kind, lock => lock.lock());
+            // Relaxed: read only by ourselves (module doc).
+            owner.store(me, Relaxed);
+            return 0;
+        }
+        // `kind` is the valid tag of `*m`.
+        with_lock!(m, kind, lock => lock.lock());
+        0
+    })
+}
+
+/// Locks the mutex if no thread holds it; `EBUSY` otherwise. See
+/// `include/klocks.h`.
+///
+/// # Safety
+/// As for [`klocks_mutex_lock`].
+#[no_mangle]
+pub unsafe extern "C" fn klocks_mutex_trylock(m: *mut klocks_mutex_t) -> c_int {
+    guarded(|| {
+        // SAFETY: caller's contract.
+        let Some(kind) = (unsafe { kind_of(m) }) else {
+            return EINVAL;
+        };
+        // `kind` is the valid tag of `*m`.
+        if !with_lock!(m, kind, lock => lock.try_lock()) {
+            return EBUSY;
+        }
+        if kind == Kind::SpinFutex {
+            // Relaxed: read only by ourselves (module doc).
+            // SAFETY: `*m` is an initialised mutex.
+            unsafe { owner_field(m) }.store(current_tid(), Relaxed);
+        }
+        0
+    })
+}
+
+/// Unlocks the mutex: `EPERM` if it is not locked (or, for SPINFUTEX, not held by
+/// the caller). See `include/klocks.h`.
+///
+/// # Safety
+/// As for [`klocks_mutex_lock`].
+#[no_mangle]
+pub unsafe extern "C" fn klocks_mutex_unlock(m: *mut klocks_mutex_t) -> c_int {
+    guarded(|| {
+        // SAFETY: caller's contract.
+        let Some(kind) = (unsafe { kind_of(m) }) else {
+            return EINVAL;
+        };
+        if kind == Kind::SpinFutex {
+            // SAFETY: `*m` is an initialised mutex.
+            let owner = unsafe { owner_field(m) };
+            // Relaxed: "is it me?" (module doc). Not me also covers "not locked".
+            if owner.load(Relaxed) != current_tid() {
+                return EPERM;
+            }
+            // Relaxed: cleared before the unlock's Release, so the next holder's
+            // store comes after ours in the field's modification order.
+            owner.store(0, Relaxed);
+        } else if !with_lock!(m, kind, lock => lock.is_locked()) {
+            // A snapshot: two threads racing to unlock one hold can both pass it;
+            // the second then meets the lock's own panic, which `guarded` turns into
+            // EINVAL.
+            return EPERM;
+        }
+        // `kind` is the valid tag of `*m`.
+        with_lock!(m, kind, lock => lock.unlock());
+        0
+    })
+}

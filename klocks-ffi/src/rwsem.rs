@@ -1,0 +1,333 @@
+//! `klocks_rwsem_t`: klocks' `RwSem<P>` with pthread_rwlock's calling conventions.
+//!
+//! The reader-spin policy chosen at `klocks_rwsem_init` is kept in the object's tag
+//! (see the crate doc) and picks `RwSem<Adaptive>`, `RwSem<Always>` or
+//! `RwSem<Never>` for the body.
+//!
+//! # One unlock for both modes
+//!
+//! As `pthread_rwlock_unlock`, `klocks_rwsem_unlock` must find out which mode the
+//! caller holds: the write lock if the caller is the writer, else a read lock if
+//! readers hold the rwsem, else `EPERM`. `RwSem` keeps its writer in its owner word
+//! but offers no accessor, so this layer keeps its own copy in the header's `writer`
+//! field: the writer's thread id, stored after `lock_exclusive`/`try_lock_exclusive`
+//! succeed and cleared before `unlock_exclusive`.
+//!
+//! Why `Relaxed` is enough for the `writer` field: the only question ever asked of
+//! it is "is it me?", by the thread `me` itself. Only `me` writes `me` there, after
+//! acquiring the write lock, and `me` clears it before releasing. While `me` holds
+//! the write lock nobody else writes the field (a writer writes only after
+//! acquiring), so `me` reads its own last write, `me`. When `me` does not hold it,
+//! its own last write (if any) was the clear, and read-write coherence forbids its
+//! later load from seeing an older value: it reads 0 or another writer's id, never
+//! `me`. No other memory is published through the field; the data is ordered by the
+//! rwsem's count.
+//!
+//! Readers are not recorded (`RwSem` counts them, it does not name them), so a read
+//! unlock by a thread that holds no read lock, while other threads do, releases one
+//! of their shares (debug builds of klocks catch it: the panic becomes `EINVAL`).
+
+use std::cell::UnsafeCell;
+use std::ffi::c_int;
+use std::mem::{align_of, size_of, MaybeUninit};
+use std::ptr::{self, addr_of};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use klocks_core::owner::current_tid;
+use klocks_core::reader_spin::{Adaptive, Always, Never};
+use klocks_core::RwSem;
+use libc::{EBUSY, EDEADLK, EINVAL, EPERM};
+
+use crate::{guarded, tag_kind, usable, TAG_DESTROYED, TAG_MAGIC};
+
+/// `sizeof(klocks_rwsem_t)`: 8 bytes of header and room for `RwSem` (48 bytes today).
+pub const RWSEM_SIZE: usize = 64;
+const BODY_WORDS: usize = (RWSEM_SIZE - 8) / 8;
+
+/// The C `klocks_rwsem_t`: opaque, caller-owned, 64 bytes aligned to 8.
+#[allow(non_camel_case_types)]
+#[repr(C, align(8))]
+pub struct klocks_rwsem_t {
+    tag: AtomicU32,
+    writer: AtomicU32,
+    /// The `RwSem<P>` the tag names; uninitialised bytes while the tag is not valid.
+    body: UnsafeCell<[MaybeUninit<u64>; BODY_WORDS]>,
+}
+
+macro_rules! assert_fits {
+    ($($ty:ty),*) => {
+        $(const _: () = assert!(
+            size_of::<$ty>() <= BODY_WORDS * 8 && align_of::<$ty>() <= 8
+        );)*
+    };
+}
+assert_fits!(RwSem<Adaptive>, RwSem<Always>, RwSem<Never>);
+const _: () = assert!(size_of::<klocks_rwsem_t>() == RWSEM_SIZE);
+const _: () = assert!(align_of::<klocks_rwsem_t>() == 8);
+
+/// The C `klocks_rwsem_policy` values.
+#[derive(Clone, Copy)]
+enum Policy {
+    Adaptive = 1,
+    Always = 2,
+    Never = 3,
+}
+
+impl Policy {
+    fn from_raw(raw: u32) -> Option<Policy> {
+        Some(match raw {
+            1 => Policy::Adaptive,
+            2 => Policy::Always,
+            3 => Policy::Never,
+            _ => return None,
+        })
+    }
+}
+
+/// Runs `$body` with `$sem: &RwSem<P>` for the policy `$policy` in `$r`'s body.
+///
+/// Contract (a macro cannot be `unsafe`): `$r` points to a live `klocks_rwsem_t`
+/// whose tag [`policy_of`] decoded to `$policy`. Every invocation follows that check.
+macro_rules! with_sem {
+    ($r:expr, $policy:expr, $sem:ident => $body:expr) => {{
+        // SAFETY: the invoker passes an initialised object.
+        let body = UnsafeCell::raw_get(unsafe { addr_of!((*$r).body) });
+        match $policy {
+            Policy::Adaptive => {
+                // SAFETY (all arms): the tag names this type, so `init` wrote one here
+                // and no `destroy` followed; the body is aligned to 8 and large enough
+                // (`assert_fits!`). The rwsem's atomics give interior mutability.
+                let $sem = unsafe { &*body.cast::<RwSem<Adaptive>>() };
+                $body
+            }
+            Policy::Always => {
+                let $sem = unsafe { &*body.cast::<RwSem<Always>>() };
+                $body
+            }
+            Policy::Never => {
+                let $sem = unsafe { &*body.cast::<RwSem<Never>>() };
+                $body
+            }
+        }
+    }};
+}
+
+/// The policy of an initialised rwsem, or `None` for a null, misaligned, never
+/// initialised or destroyed one.
+///
+/// # Safety
+/// `r` is null or points to `RWSEM_SIZE` readable bytes.
+unsafe fn policy_of(r: *const klocks_rwsem_t) -> Option<Policy> {
+    if !usable(r) {
+        return None;
+    }
+    // Relaxed: `init` must happen-before any other call on the object (as for
+    // pthread), and that edge orders the tag and the rwsem.
+    // SAFETY: `r` points to a `klocks_rwsem_t` (caller's contract).
+    let tag = unsafe { &*addr_of!((*r).tag) }.load(Relaxed);
+    tag_kind(tag).and_then(Policy::from_raw)
+}
+
+/// The `writer` field; see the module doc for its protocol.
+///
+/// # Safety
+/// `r` points to a `klocks_rwsem_t`.
+unsafe fn writer_field<'a>(r: *const klocks_rwsem_t) -> &'a AtomicU32 {
+    // SAFETY: caller's contract.
+    unsafe { &*addr_of!((*r).writer) }
+}
+
+/// Initialises `*r` as an unlocked rwsem with reader-spin `policy`. See
+/// `include/klocks.h`.
+///
+/// # Safety
+/// `r` is null or points to writable storage of `klocks_rwsem_t`'s size that no
+/// other thread uses during the call.
+#[no_mangle]
+pub unsafe extern "C" fn klocks_rwsem_init(r: *mut klocks_rwsem_t, policy: c_int) -> c_int {
+    guarded(|| {
+        let Some(policy) = u32::try_from(policy).ok().and_then(Policy::from_raw) else {
+            return EINVAL;
+        };
+        if !usable(r) {
+            return EINVAL;
+        }
+        // SAFETY: `r` is non-null and aligned, and points to our storage.
+        let body = UnsafeCell::raw_get(unsafe { addr_of!((*r).body) });
+        // SAFETY: the body is ours to write (caller's contract), large and aligned
+        // enough for every policy (`assert_fits!`); the old bytes are not a lock.
+        unsafe {
+            match policy {
+                Policy::Adaptive => ptr::write(body.cast(), RwSem::<Adaptive>::new()),
+                Policy::Always => ptr::write(body.cast(), RwSem::<Always>::new()),
+                Policy::Never => ptr::write(body.cast(), RwSem::<Never>::new()),
+            }
+            ptr::write(addr_of!((*r).writer).cast_mut(), AtomicU32::new(0));
+            // Last: the tag is what makes the body a lock.
+            ptr::write(
+                addr_of!((*r).tag).cast_mut(),
+                AtomicU32::new(TAG_MAGIC | policy as u32),
+            );
+        }
+        0
+    })
+}
+
+/// Destroys an unlocked rwsem; later calls on it return `EINVAL` until it is
+/// initialised again. See `include/klocks.h`.
+///
+/// # Safety
+/// `r` is null or points to a `klocks_rwsem_t`-sized object.
+#[no_mangle]
+pub unsafe extern "C" fn klocks_rwsem_destroy(r: *mut klocks_rwsem_t) -> c_int {
+    guarded(|| {
+        // SAFETY: caller's contract.
+        let Some(policy) = (unsafe { policy_of(r) }) else {
+            return EINVAL;
+        };
+        // `policy` is the valid tag of `*r`.
+        if with_sem!(r, policy, sem => sem.is_locked()) {
+            return EBUSY;
+        }
+        // An unlocked rwsem has no waiters (they would hold the count's WAITERS
+        // bit only while it is locked) and owns no resource, so nothing to drop.
+        // Relaxed: as in `policy_of`; destroy must not race with other calls.
+        // SAFETY: caller's contract.
+        unsafe { &*addr_of!((*r).tag) }.store(TAG_DESTROYED, Relaxed);
+        0
+    })
+}
+
+/// Takes a read lock; `EDEADLK` if the caller holds the write lock. See
+/// `include/klocks.h`.
+///
+/// # Safety
+/// `r` is null or points to a `klocks_rwsem_t`-sized object that is not moved or
+/// freed during the call.
+#[no_mangle]
+pub unsafe extern "C" fn klocks_rwsem_rdlock(r: *mut klocks_rwsem_t) -> c_int {
+    guarded(|| {
+        // SAFETY: caller's contract.
+        let Some(policy) = (unsafe { policy_of(r) }) else {
+            return EINVAL;
+        };
+        // Relaxed: "is it me?" (module doc). A writer that read-locks would wait for
+        // itself forever.
+        // SAFETY: `*r` is an initialised rwsem.
+        if unsafe { writer_field(r) }.load(Relaxed) == current_tid() {
+            return EDEADLK;
+        }
+        // `policy` is the valid tag of `*r`.
+        with_sem!(r, policy, sem => sem.lock_shared());
+        0
+    })
+}
+
+/// Takes a read lock if that needs no waiting; `EBUSY` otherwise. See
+/// `include/klocks.h`.
+///
+/// # Safety
+/// As for [`klocks_rwsem_rdlock`].
+#[no_mangle]
+pub unsafe extern "C" fn klocks_rwsem_tryrdlock(r: *mut klocks_rwsem_t) -> c_int {
+    guarded(|| {
+        // SAFETY: caller's contract.
+        let Some(policy) = (unsafe { policy_of(r) }) else {
+            return EINVAL;
+        };
+        // `policy` is the valid tag of `*r`.
+        if with_sem!(r, policy, sem => sem.try_lock_shared()) {
+            0
+        } else {
+            EBUSY
+        }
+    })
+}
+
+/// Takes the write lock; `EDEADLK` if the caller holds it already. See
+/// `include/klocks.h`.
+///
+/// # Safety
+/// As for [`klocks_rwsem_rdlock`].
+#[no_mangle]
+pub unsafe extern "C" fn klocks_rwsem_wrlock(r: *mut klocks_rwsem_t) -> c_int {
+    guarded(|| {
+        // SAFETY: caller's contract.
+        let Some(policy) = (unsafe { policy_of(r) }) else {
+            return EINVAL;
+        };
+        let me = current_tid();
+        // SAFETY: `*r` is an initialised rwsem.
+        let writer = unsafe { writer_field(r) };
+        // Relaxed: "is it me?" (module doc).
+        if writer.load(Relaxed) == me {
+            return EDEADLK;
+        }
+        // `policy` is the valid tag of `*r`.
+        with_sem!(r, policy, sem => sem.lock_exclusive());
+        // Relaxed: read only by ourselves (module doc).
+        writer.store(me, Relaxed);
+        0
+    })
+}
+
+/// Takes the write lock if nobody holds the rwsem or waits for it; `EBUSY`
+/// otherwise. See `include/klocks.h`.
+///
+/// # Safety
+/// As for [`klocks_rwsem_rdlock`].
+#[no_mangle]
+pub unsafe extern "C" fn klocks_rwsem_trywrlock(r: *mut klocks_rwsem_t) -> c_int {
+    guarded(|| {
+        // SAFETY: caller's contract.
+        let Some(policy) = (unsafe { policy_of(r) }) else {
+            return EINVAL;
+        };
+        // `policy` is the valid tag of `*r`.
+        if !with_sem!(r, policy, sem => sem.try_lock_exclusive()) {
+            return EBUSY;
+        }
+        // Relaxed: read only by ourselves (module doc).
+        // SAFETY: `*r` is an initialised rwsem.
+        unsafe { writer_field(r) }.store(current_tid(), Relaxed);
+        0
+    })
+}
+
+/// Releases the caller's write lock, or else a read lock; `EPERM` if the rwsem is
+/// not locked or another thread holds its write lock. See `include/klocks.h`.
+///
+/// # Safety
+/// As for [`klocks_rwsem_rdlock`].
+#[no_mangle]
+pub unsafe extern "C" fn klocks_rwsem_unlock(r: *mut klocks_rwsem_t) -> c_int {
+    guarded(|| {
+        // SAFETY: caller's contract.
+        let Some(policy) = (unsafe { policy_of(r) }) else {
+            return EINVAL;
+        };
+        // SAFETY: `*r` is an initialised rwsem.
+        let writer = unsafe { writer_field(r) };
+        // Relaxed: "is it me?" (module doc).
+        if writer.load(Relaxed) == current_tid() {
+            // Relaxed: cleared before the unlock's Release, so the next writer's
+            // store comes after ours in the field's modification order.
+            writer.store(0, Relaxed);
+            // `policy` is the valid tag of `*r`.
+            with_sem!(r, policy, sem => sem.unlock_exclusive());
+            return 0;
+        }
+        // Not the writer. Snapshots (Relaxed inside `RwSem`): a caller that holds a
+        // read lock sees readers and no writer, since its share keeps writers out;
+        // for any other caller the answer is misuse either way.
+        // `policy` is the valid tag of `*r`.
+        let (locked, exclusive) =
+            with_sem!(r, policy, sem => (sem.is_locked(), sem.is_locked_exclusive()));
+        if !locked || exclusive {
+            return EPERM;
+        }
+        // `policy` is the valid tag of `*r`.
+        with_sem!(r, policy, sem => sem.unlock_shared());
+        0
+    })
+}
