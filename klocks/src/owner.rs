@@ -205,6 +205,8 @@ mod native {
         /// The thread's tid, 0 until asked. No destructor: readable at any time,
         /// also from the fork handler.
         static TID: Cell<u32> = const { Cell::new(0) };
+        /// Whether this thread made itself observable already ([`watch_current`]).
+        static WATCHED: Cell<bool> = const { Cell::new(false) };
     }
 
     /// The calling thread's kernel thread id (`gettid`), cached in a thread-local.
@@ -243,6 +245,7 @@ mod native {
     /// tid changed, and the parent's perf rings were not mapped into the child.
     extern "C" fn forget_parent_in_child() {
         TID.with(|tid| tid.set(0));
+        WATCHED.with(|watched| watched.set(false));
         perf::forget_parent_threads();
     }
 
@@ -254,7 +257,18 @@ mod native {
     /// unobservable.
     #[inline]
     pub fn watch_current() {
+        // One thread-local read once done: unlocks that find a spinner call this every
+        // time (the process-wide `probe_kind` lookup here was ~3% of a contended
+        // `SpinFutexMutex` at load 1).
+        if !WATCHED.with(Cell::get) {
+            watch_current_first();
+        }
+    }
+
+    #[cold]
+    fn watch_current_first() {
         probe_kind().watch_current();
+        WATCHED.with(|watched| watched.set(true));
     }
 
     /// Whether the calling thread is registered with `PerfSwitch`.
