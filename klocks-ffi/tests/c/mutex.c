@@ -12,25 +12,7 @@
 
 #include "klocks.h"
 
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
-/* The expected errno answer, with both numbers printed on failure. */
-#define EXPECT(call, want)                                                           \
-    do {                                                                             \
-        int got_ = (call);                                                           \
-        if (got_ != (want)) {                                                        \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %d (%s)\n",        \
-                    __FILE__, __LINE__, #call, got_, strerror(got_), (want),         \
-                    strerror(want));                                                 \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 _Static_assert(sizeof(klocks_mutex_t) == KLOCKS_MUTEX_SIZE, "mutex size");
 _Static_assert(_Alignof(klocks_mutex_t) == 8, "mutex alignment");

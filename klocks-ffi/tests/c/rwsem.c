@@ -12,24 +12,7 @@
 
 #include "klocks.h"
 
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
-#define EXPECT(call, want)                                                           \
-    do {                                                                             \
-        int got_ = (call);                                                           \
-        if (got_ != (want)) {                                                        \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %d (%s)\n",        \
-                    __FILE__, __LINE__, #call, got_, strerror(got_), (want),         \
-                    strerror(want));                                                 \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 _Static_assert(sizeof(klocks_rwsem_t) == KLOCKS_RWSEM_SIZE, "rwsem size");
 _Static_assert(_Alignof(klocks_rwsem_t) == 8, "rwsem alignment");
