@@ -37,6 +37,7 @@ use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub mod mutex;
+pub mod preload;
 pub mod rwsem;
 
 /// The upper 24 bits of a valid tag ("KLK"); the low byte is the kind or policy.

@@ -70,8 +70,8 @@ const _: () = assert!(size_of::<klocks_mutex_t>() == MUTEX_SIZE);
 const _: () = assert!(align_of::<klocks_mutex_t>() == 8);
 
 /// The C `klocks_kind` values.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Kind {
     PvQSpin = 1,
     QSpin = 2,
     Ticket = 3,
@@ -81,7 +81,29 @@ enum Kind {
 }
 
 impl Kind {
-    fn from_raw(raw: u32) -> Option<Kind> {
+    /// Every kind, in `klocks_kind` order.
+    pub(crate) const ALL: [Kind; 6] = [
+        Kind::PvQSpin,
+        Kind::QSpin,
+        Kind::Ticket,
+        Kind::PvTicket,
+        Kind::Futex,
+        Kind::SpinFutex,
+    ];
+
+    /// The kind's name: lockbench's name for the same lock, and `KLOCKS_LOCK`'s.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::PvQSpin => "pvqspinlock",
+            Kind::QSpin => "qspinlock",
+            Kind::Ticket => "ticket",
+            Kind::PvTicket => "pvticket",
+            Kind::Futex => "futex",
+            Kind::SpinFutex => "spinfutex",
+        }
+    }
+
+    pub(crate) fn from_raw(raw: u32) -> Option<Kind> {
         Some(match raw {
             1 => Kind::PvQSpin,
             2 => Kind::QSpin,
@@ -102,36 +124,70 @@ macro_rules! with_lock {
     ($m:expr, $kind:expr, $lock:ident => $body:expr) => {{
         // SAFETY: the invoker passes an initialised object.
         let body = UnsafeCell::raw_get(unsafe { addr_of!((*$m).body) });
+        with_lock_at!(body, $kind, $lock => $body)
+    }};
+}
+
+/// Runs `$body` with `$lock: &L` for the lock type of `$kind` at `$at`.
+///
+/// Contract (a macro cannot be `unsafe`): `$at` is a pointer, aligned to 8, to a live
+/// lock of the type `$kind` names, written by [`init_at`] (or all-zero bytes, which
+/// every kind reads as its unlocked `new()`: see the tests). Shared with the
+/// pthread interposer, whose mutexes keep a lock of the process's kind inside the
+/// `pthread_mutex_t`.
+macro_rules! with_lock_at {
+    ($at:expr, $kind:expr, $lock:ident => $body:expr) => {{
+        let at = $at;
         match $kind {
-            Kind::PvQSpin => {
-                // SAFETY (all arms): the tag names this type, so `init` wrote one here
-                // and no `destroy` followed; the body is aligned to 8 and large enough
-                // (`assert_fits!`). The lock's own atomics give interior mutability.
-                let $lock = unsafe { &*body.cast::<PvQSpinLock>() };
+            $crate::mutex::Kind::PvQSpin => {
+                // SAFETY (all arms): by the contract, a lock of this type lives at `at`;
+                // its own atomics give interior mutability.
+                let $lock = unsafe { &*at.cast::<klocks_core::PvQSpinLock>() };
                 $body
             }
-            Kind::QSpin => {
-                let $lock = unsafe { &*body.cast::<QSpinLock>() };
+            $crate::mutex::Kind::QSpin => {
+                let $lock = unsafe { &*at.cast::<klocks_core::QSpinLock>() };
                 $body
             }
-            Kind::Ticket => {
-                let $lock = unsafe { &*body.cast::<TicketLock>() };
+            $crate::mutex::Kind::Ticket => {
+                let $lock = unsafe { &*at.cast::<klocks_core::TicketLock>() };
                 $body
             }
-            Kind::PvTicket => {
-                let $lock = unsafe { &*body.cast::<PvTicketLock>() };
+            $crate::mutex::Kind::PvTicket => {
+                let $lock = unsafe { &*at.cast::<klocks_core::PvTicketLock>() };
                 $body
             }
-            Kind::Futex => {
-                let $lock = unsafe { &*body.cast::<FutexMutex>() };
+            $crate::mutex::Kind::Futex => {
+                let $lock = unsafe { &*at.cast::<klocks_core::FutexMutex>() };
                 $body
             }
-            Kind::SpinFutex => {
-                let $lock = unsafe { &*body.cast::<SpinFutexMutex>() };
+            $crate::mutex::Kind::SpinFutex => {
+                let $lock = unsafe { &*at.cast::<klocks_core::SpinFutexMutex>() };
                 $body
             }
         }
     }};
+}
+pub(crate) use with_lock_at;
+
+/// Writes an unlocked lock of `kind` at `at`.
+///
+/// # Safety
+/// `at` is aligned to 8 and points to at least 8 writable bytes that no other thread
+/// uses during the call. The old bytes are not dropped (every kind is plain words).
+pub(crate) unsafe fn init_at(at: *mut u8, kind: Kind) {
+    // SAFETY: caller's contract; every kind is at most 8 bytes, aligned to at most 8
+    // (`assert_fits!` and the test `every_kind_is_eight_zero_bytes`).
+    unsafe {
+        match kind {
+            Kind::PvQSpin => ptr::write(at.cast(), PvQSpinLock::new()),
+            Kind::QSpin => ptr::write(at.cast(), QSpinLock::new()),
+            Kind::Ticket => ptr::write(at.cast(), TicketLock::new()),
+            Kind::PvTicket => ptr::write(at.cast(), PvTicketLock::new()),
+            Kind::Futex => ptr::write(at.cast(), FutexMutex::new()),
+            Kind::SpinFutex => ptr::write(at.cast(), SpinFutexMutex::new()),
+        }
+    }
 }
 
 /// The kind of an initialised mutex, or `None` for a null, misaligned, never
@@ -178,18 +234,10 @@ pub unsafe extern "C" fn klocks_mutex_init(m: *mut klocks_mutex_t, kind: c_int) 
             // SAFETY: `m` is non-null and aligned, and points to our storage.
             unsafe { addr_of!((*m).body) },
         );
-        // SAFETY: the body is ours to write (caller's contract), large and aligned
-        // enough for every kind (`assert_fits!`). `ptr::write`: the old bytes are not
-        // a lock to drop.
+        // SAFETY: the body is ours to write (caller's contract), aligned to 8 and
+        // large enough for every kind (`assert_fits!`).
         unsafe {
-            match kind {
-                Kind::PvQSpin => ptr::write(body.cast(), PvQSpinLock::new()),
-                Kind::QSpin => ptr::write(body.cast(), QSpinLock::new()),
-                Kind::Ticket => ptr::write(body.cast(), TicketLock::new()),
-                Kind::PvTicket => ptr::write(body.cast(), PvTicketLock::new()),
-                Kind::Futex => ptr::write(body.cast(), FutexMutex::new()),
-                Kind::SpinFutex => ptr::write(body.cast(), SpinFutexMutex::new()),
-            }
+            init_at(body.cast(), kind);
             ptr::write(addr_of!((*m).owner).cast_mut(), AtomicU32::new(0));
             // Last: the tag is what makes the body a lock (see `kind_of` for the
             // ordering).
@@ -315,4 +363,39 @@ pub unsafe extern "C" fn klocks_mutex_unlock(m: *mut klocks_mutex_t) -> c_int {
         with_lock!(m, kind, lock => lock.unlock());
         0
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes of a value (for types made of atomics only, so without padding).
+    fn bytes_of<T>(value: &T) -> Vec<u8> {
+        // SAFETY: `value` is a live `T` of `size_of::<T>()` initialised bytes: every
+        // kind is a struct of integer atomics, which has no padding.
+        unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>()) }
+            .to_vec()
+    }
+
+    /// The pthread interposer relies on this: a zero-filled `pthread_mutex_t`
+    /// (`PTHREAD_MUTEX_INITIALIZER`) holds an unlocked lock of every kind.
+    #[test]
+    fn every_kind_is_eight_zero_bytes() {
+        macro_rules! check {
+            ($($ty:ty),*) => {$(
+                let lock = <$ty>::new();
+                assert!(size_of::<$ty>() <= 8, stringify!($ty));
+                assert!(bytes_of(&lock).iter().all(|&b| b == 0), stringify!($ty));
+            )*};
+        }
+        check!(PvQSpinLock, QSpinLock, TicketLock, PvTicketLock, FutexMutex, SpinFutexMutex);
+    }
+
+    #[test]
+    fn kinds_round_trip_through_raw_and_name() {
+        for kind in Kind::ALL {
+            assert_eq!(Kind::from_raw(kind as u32), Some(kind));
+            assert_eq!(Kind::ALL.iter().filter(|k| k.name() == kind.name()).count(), 1);
+        }
+    }
 }

@@ -561,6 +561,21 @@ impl<P: ReaderSpin> RwSem<P> {
         self.count.load(Relaxed) & WRITER_LOCKED != 0
     }
 
+    /// The thread id of the writer holding the lock, if a writer holds it.
+    ///
+    /// A snapshot, exact in one case: `exclusive_owner() == Some(me)` asked by thread
+    /// `me` is true exactly when `me` holds the write lock. Only a writer stores its
+    /// own id here, after acquiring, and `unlock_exclusive` and `downgrade` replace it
+    /// before releasing; so when `me` does not hold the lock, its own last store to
+    /// the word was that replacement, and coherence keeps it from reading its id back
+    /// (the same argument as the C layer's owner fields).
+    pub fn exclusive_owner(&self) -> Option<u32> {
+        // Relaxed: a snapshot; see above for the one exact question.
+        let (count, owner) = (self.count.load(Relaxed), self.owner.load(Relaxed));
+        let tid = owner & TID_MASK;
+        (count & WRITER_LOCKED != 0 && owner & READER_OWNED == 0 && tid != 0).then_some(tid)
+    }
+
     fn addr(&self) -> usize {
         self as *const Self as usize
     }
@@ -1370,6 +1385,23 @@ mod tests {
                     assert!(!sem.try_lock_exclusive());
                     sem.unlock_exclusive();
                     assert!(!sem.is_locked());
+                }
+
+                #[test]
+                fn exclusive_owner_names_the_writer_only() {
+                    let sem = Sem::new();
+                    assert_eq!(sem.exclusive_owner(), None);
+                    sem.lock_shared();
+                    assert_eq!(sem.exclusive_owner(), None, "a reader is not a writer");
+                    sem.unlock_shared();
+                    sem.lock_exclusive();
+                    assert_eq!(sem.exclusive_owner(), Some(owner::current_tid()));
+                    std::thread::scope(|s| {
+                        s.spawn(|| assert_ne!(sem.exclusive_owner(), Some(owner::current_tid())));
+                    });
+                    sem.downgrade();
+                    assert_eq!(sem.exclusive_owner(), None, "downgraded to a reader");
+                    sem.unlock_shared();
                 }
 
                 #[test]

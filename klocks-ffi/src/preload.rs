@@ -1,0 +1,118 @@
+//! pthread interposition: klocks inside unmodified programs.
+//!
+//! `libklocks.so` defines `pthread_mutex_*`, `pthread_rwlock_*` and `pthread_cond_*`.
+//! Preloaded (`LD_PRELOAD=libklocks.so KLOCKS_LOCK=pvqspinlock ./app`), its
+//! definitions come first in the dynamic linker's search order, so every call the
+//! program and its libraries make lands here. Each one reads the process's choice
+//! ([`config`]) and either runs a klocks lock or forwards to glibc's own function
+//! ([`glibc`], found with `dlsym(RTLD_NEXT)`).
+//!
+//! # The choice is per process, made once
+//!
+//! `KLOCKS_LOCK` names the mutex (`pvqspinlock`, `qspinlock`, `ticket`, `pvticket`,
+//! `futex`, `spinfutex`, or `glibc`); `KLOCKS_RWLOCK` names the rwlock
+//! (`rwsem-adaptive`, `rwsem-always`, `rwsem-never`, or `glibc`; by default
+//! `rwsem-adaptive` when `KLOCKS_LOCK` names a klocks lock). Unset, or the library
+//! linked normally for its C API (`-lklocks`), everything is glibc's: linking klocks
+//! never changes a program's pthread locks by surprise. The first interposed call
+//! reads the environment and fixes the choice for the life of the process, since the
+//! bytes of every lock object are interpreted by it. `help` lists the names; an
+//! unknown name, or an invalid `KLOCKS_SPIN_NS`/`KLOCKS_OWNER_PROBE`, prints one line
+//! on stderr and leaves that family to glibc: the program runs on, nothing is lost.
+//!
+//! # State lives in the pthread objects
+//!
+//! No table maps objects to locks: each klocks lock sits inside the caller's
+//! `pthread_mutex_t` ([`mutex`]), `pthread_rwlock_t` ([`rwlock`]) or `pthread_cond_t`
+//! ([`cond`]), at places that keep glibc's own fields meaningful where it matters:
+//! the mutex type stays in glibc's `__kind`, the condvar's clock and process-shared
+//! bits in glibc's `__wrefs`. Every klocks lock is unlocked when all its bytes are
+//! zero, so the static initialisers (`PTHREAD_MUTEX_INITIALIZER`, the recursive and
+//! error-checking `_NP` ones, `PTHREAD_RWLOCK_INITIALIZER`, `PTHREAD_COND_INITIALIZER`)
+//! and objects that glibc's `init` wrote work without a call to us.
+//!
+//! # What is passed to glibc unchanged
+//!
+//! Robust, priority-inheritance, priority-protect and process-shared mutexes, and
+//! process-shared rwlocks: klocks' waiters queue on nodes inside this process, and
+//! the kernel's robust list and PI futexes need glibc's word format. `init` sees the
+//! attribute and lets glibc initialise the object; later calls recognise it by
+//! glibc's `__kind` bits (mutexes) or a marker in the padding (rwlocks). Condvars are
+//! always klocks' (they work with any mutex, through these functions); a
+//! process-shared one uses shared futexes.
+//!
+//! # Fork
+//!
+//! A fork child has one thread. A lock that was free at the fork may still list
+//! waiters of threads the child does not have, and one the forking thread held (an
+//! `atfork` handler's pattern) must stay held by it; glibc's mutexes give both. Each
+//! object carries the fork generation it was last used in ([`fork`]); the first use
+//! in a newer generation repairs it: re-initialised free if nobody held it, re-taken
+//! by the forking thread's continuation if that thread held it, left held if another
+//! thread did (as with glibc, where the child would block).
+//!
+//! # Waiting with a deadline
+//!
+//! Timed and clock locks try the lock, then poll it with a doubling sleep (1 µs to
+//! 1 ms, never past the deadline) until it is free or the deadline passes. Queue
+//! locks cannot abandon a queue slot, so a timed waiter never enters the queue: it is
+//! correct for every kind, but not FIFO with the untimed waiters.
+//!
+//! # Misuse
+//!
+//! As glibc: error-checking mutexes return `EDEADLK`/`EPERM`, recursive ones count,
+//! and a normal mutex relocked by its holder deadlocks (POSIX's rule for
+//! `PTHREAD_MUTEX_NORMAL`; klocks prints one line first). Beyond glibc: unlocking an
+//! unlocked normal mutex or a rwlock the caller does not hold returns `EPERM` instead
+//! of corrupting the word; a destroyed mutex returns `EINVAL`. A klocks panic never
+//! unwinds into C: where POSIX has an error for it, the call returns it, otherwise the
+//! process aborts with the message (a lock that cannot be taken must not look taken).
+
+mod cond;
+mod config;
+mod fork;
+mod glibc;
+mod mutex;
+mod rwlock;
+mod time;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Makes the choice when the library is loaded, so that `KLOCKS_LOCK=help` and a bad
+/// name are answered even by a program that never takes a lock; the first interposed
+/// call would make it otherwise (another library's constructor may come first).
+#[used]
+#[link_section = ".init_array"]
+static CHOOSE_AT_LOAD: extern "C" fn() = {
+    extern "C" fn choose() {
+        config::choice();
+    }
+    choose
+};
+
+/// Writes one line to stderr without taking any lock (std's stderr is reentrant,
+/// but a line from inside `pthread_mutex_lock` should not depend on it).
+fn say(line: &str) {
+    let text = format!("klocks: {line}\n");
+    // SAFETY: writes `text`'s bytes, which live for the call, to fd 2. A short or
+    // failed write loses (part of) a diagnostic, nothing else.
+    unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+}
+
+/// Runs a lock operation whose failure has no POSIX error: a panic aborts the process
+/// (after the panic hook printed it) rather than letting the caller run unlocked.
+fn or_abort<R>(what: &str, body: impl FnOnce() -> R) -> R {
+    // AssertUnwindSafe: nothing is observed after a panic; the process ends.
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
+        say(&format!("{what} failed inside klocks (message above); aborting"));
+        std::process::abort()
+    })
+}
+
+/// Runs an operation whose panic is a misuse POSIX reports as `error` (an unlock of
+/// a lock the caller does not hold): the klocks locks check before they change
+/// anything, so the lock is left as it was.
+fn or_error(error: libc::c_int, body: impl FnOnce() -> libc::c_int) -> libc::c_int {
+    // AssertUnwindSafe: the lock's words are unchanged by a misuse panic.
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(error)
+}

@@ -1,0 +1,393 @@
+//! Interposed `pthread_cond_*`: a sequence-counter condition variable.
+//!
+//! glibc's condvar unlocks and relocks the mutex with its internal functions, which
+//! would read a klocks mutex as a glibc one; so while klocks runs the mutexes, the
+//! condvars are klocks' too. They unlock and relock through the interposed
+//! `pthread_mutex_*` calls, so they work with every mutex, glibc's passed-through
+//! ones included.
+//!
+//! # Layout
+//!
+//! A `pthread_cond_t` (48 bytes) is read as [`Cond`]:
+//!
+//! | bytes | glibc's field | here |
+//! |---|---|---|
+//! | 0..4 | `__wseq` (low half) | `seq`: bumped by every signal and broadcast; waiters sleep on it |
+//! | 4..8 | `__wseq` (high half) | `waiters`: threads between registering and leaving, and [`DESTROYING`] |
+//! | 36..40 | `__wrefs` | glibc's bits, kept: 1 process-shared, 2 `CLOCK_MONOTONIC` for `timedwait` |
+//!
+//! All zero (`PTHREAD_COND_INITIALIZER`) is a private condvar on `CLOCK_REALTIME`,
+//! as for glibc, whose `init` sets the same two bits.
+//!
+//! # The protocol
+//!
+//! A waiter, holding the mutex: registers (`waiters += 1`), reads `seq`, unlocks the
+//! mutex, sleeps on `seq` while it still holds the value read (a futex wait: the
+//! check and the sleep are atomic against wakes), leaves (`waiters -= 1`), relocks.
+//! A signaller bumps `seq`, then wakes one sleeper (broadcast: all) if any thread is
+//! registered.
+//!
+//! No lost wake-up: both sides are `SeqCst` (a store followed by a load of the other
+//! variable on each side, the pattern only a single total order settles). If the
+//! signaller's load of `waiters` does not see a waiter's registration, the
+//! registration comes later in that order, so the waiter's load of `seq` comes after
+//! the bump and sees it: it waits for a later signal, and this one was sent before
+//! it started waiting (POSIX asks nothing for those). Otherwise the signaller wakes,
+//! and the futex either finds the waiter asleep or makes it see the new `seq`.
+//!
+//! Spurious wake-ups (a signal meant for an earlier waiter, a timeout racing a
+//! signal, a Unix signal) return 0, as POSIX allows; callers loop on their predicate.
+//!
+//! # Destroy
+//!
+//! POSIX lets a thread destroy a condvar as soon as no thread is blocked on it, for
+//! example right after a broadcast, while the woken waiters have yet to run.
+//! `destroy` sets [`DESTROYING`] and waits until the count drains; the last waiter
+//! to leave wakes it, and touches nothing of the condvar after that wake.
+
+use std::ffi::c_int;
+use std::mem::size_of;
+use std::sync::atomic::{
+    AtomicU32,
+    Ordering::{Acquire, Relaxed, Release, SeqCst},
+};
+
+use libc::{
+    clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, timespec, CLOCK_MONOTONIC,
+    CLOCK_REALTIME, EINVAL, ETIMEDOUT,
+};
+
+use super::mutex::{pthread_mutex_lock, pthread_mutex_unlock};
+use super::time::Deadline;
+use super::{config, glibc};
+
+/// A klocks-managed `pthread_cond_t`; see the module doc.
+#[repr(C)]
+struct Cond {
+    seq: AtomicU32,
+    waiters: AtomicU32,
+    _glibc: [u32; 7],
+    flags: AtomicU32,
+    _tail: [u32; 2],
+}
+const _: () = assert!(size_of::<Cond>() == size_of::<pthread_cond_t>());
+const _: () = assert!(std::mem::align_of::<Cond>() <= std::mem::align_of::<pthread_cond_t>());
+
+/// `flags`: glibc's `__PTHREAD_COND_SHARED_MASK` and `__PTHREAD_COND_CLOCK_MONOTONIC_MASK`.
+const SHARED: u32 = 1;
+const MONOTONIC: u32 = 2;
+/// `waiters`: a thread waits in `destroy` for the count to drain.
+const DESTROYING: u32 = 1 << 31;
+
+/// The futex word operations, private or shared as the condvar is.
+mod futex {
+    use super::*;
+
+    fn op(base: c_int, shared: bool) -> c_int {
+        if shared {
+            base
+        } else {
+            base | libc::FUTEX_PRIVATE_FLAG
+        }
+    }
+
+    /// Sleeps while `*word == value`, until woken or `deadline`; whether it timed out.
+    pub(super) fn wait(
+        word: &AtomicU32,
+        value: u32,
+        deadline: Option<&Deadline>,
+        shared: bool,
+    ) -> bool {
+        let mut base = libc::FUTEX_WAIT_BITSET;
+        if deadline.is_some_and(|d| d.clock == CLOCK_REALTIME) {
+            base |= libc::FUTEX_CLOCK_REALTIME;
+        }
+        let at = deadline.map_or(std::ptr::null(), |d| &d.at as *const timespec);
+        // SAFETY: `word` is a live, aligned u32; FUTEX_WAIT_BITSET reads it and takes
+        // `at` as an absolute time on the chosen clock (null: no timeout).
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                op(base, shared),
+                value,
+                at,
+                std::ptr::null::<u32>(),
+                libc::FUTEX_BITSET_MATCH_ANY,
+            )
+        };
+        done == -1 && std::io::Error::last_os_error().raw_os_error() == Some(ETIMEDOUT)
+    }
+
+    /// Wakes up to `count` threads sleeping on the word at `word`. For a private
+    /// futex the word may be gone (the kernel only hashes the address); a shared one
+    /// that is unmapped fails with `EFAULT`, harmlessly.
+    pub(super) fn wake(word: *const AtomicU32, count: i32, shared: bool) {
+        // SAFETY: see above; FUTEX_WAKE never dereferences the address in userspace.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.cast::<u32>(),
+                op(libc::FUTEX_WAKE, shared),
+                count,
+            )
+        };
+    }
+}
+
+impl Cond {
+    /// # Safety
+    /// `c` points to a live `pthread_cond_t` for `'a`.
+    unsafe fn at<'a>(c: *mut pthread_cond_t) -> &'a Cond {
+        // SAFETY: caller's contract; same size and alignment, integer fields only.
+        unsafe { &*c.cast::<Cond>() }
+    }
+
+    fn shared(&self) -> bool {
+        // Relaxed: written by init, which happens-before other calls.
+        self.flags.load(Relaxed) & SHARED != 0
+    }
+
+    /// Leaves after waiting: the last one out wakes a waiting `destroy`.
+    fn leave(&self) {
+        let shared = self.shared();
+        // Release: pairs with the Acquire in `destroy`, so our last reads of the
+        // condvar happen before it is torn down.
+        let before = self.waiters.fetch_sub(1, Release);
+        if before == DESTROYING | 1 {
+            // The condvar may be gone from here on: only its address is used.
+            futex::wake(&self.waiters, i32::MAX, shared);
+        }
+    }
+
+    fn wait(&self, m: *mut pthread_mutex_t, deadline: Option<Deadline>) -> c_int {
+        if deadline.is_some_and(|d| !d.is_valid()) {
+            return EINVAL;
+        }
+        let shared = self.shared();
+        // SeqCst (both): the registration, then the read of `seq`; see the module doc
+        // for the pairing with `notify`.
+        self.waiters.fetch_add(1, SeqCst);
+        let seq = self.seq.load(SeqCst);
+        // SAFETY: `m` is the caller's mutex (POSIX's contract for the wait).
+        let unlocked = unsafe { pthread_mutex_unlock(m) };
+        if unlocked != 0 {
+            self.leave();
+            return unlocked;
+        }
+        let timed_out = deadline.is_some_and(|d| d.at.tv_sec < 0)
+            || futex::wait(&self.seq, seq, deadline.as_ref(), shared);
+        self.leave();
+        // SAFETY: as above.
+        match unsafe { pthread_mutex_lock(m) } {
+            0 if timed_out => ETIMEDOUT,
+            relocked => relocked,
+        }
+    }
+
+    fn notify(&self, count: i32) {
+        // SeqCst (both): the bump, then the read of `waiters`; see the module doc.
+        self.seq.fetch_add(1, SeqCst);
+        if self.waiters.load(SeqCst) & !DESTROYING != 0 {
+            futex::wake(&self.seq, count, self.shared());
+        }
+    }
+
+    fn destroy(&self) {
+        let shared = self.shared();
+        // Acquire: pairs with the Release in `leave`.
+        let mut waiters = self.waiters.fetch_or(DESTROYING, Acquire) | DESTROYING;
+        while waiters != DESTROYING {
+            futex::wait(&self.waiters, waiters, None, shared);
+            // Acquire: as above.
+            waiters = self.waiters.load(Acquire);
+        }
+    }
+}
+
+/// Whether klocks runs this process's condvars (it does exactly when it runs the
+/// mutexes).
+fn ours() -> bool {
+    config::choice().mutex.is_some()
+}
+
+/// `pthread_cond_init`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_cond_init`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_init(
+    c: *mut pthread_cond_t,
+    attr: *const pthread_condattr_t,
+) -> c_int {
+    if c.is_null() {
+        return EINVAL;
+    }
+    if !ours() {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe { glibc::pthread_cond_init(c, attr) };
+    }
+    let (mut clock, mut pshared) = (CLOCK_REALTIME, libc::PTHREAD_PROCESS_PRIVATE);
+    // SAFETY: `attr` points to an attribute object when non-null; glibc's getters
+    // read it.
+    if !attr.is_null()
+        && unsafe {
+            libc::pthread_condattr_getclock(attr, &mut clock) != 0
+                || libc::pthread_condattr_getpshared(attr, &mut pshared) != 0
+        }
+    {
+        return EINVAL;
+    }
+    let mut flags = 0;
+    if pshared != libc::PTHREAD_PROCESS_PRIVATE {
+        flags |= SHARED;
+    }
+    if clock == CLOCK_MONOTONIC {
+        flags |= MONOTONIC;
+    }
+    // SAFETY: `c` is writable storage of `Cond`'s size and alignment that no other
+    // thread uses during init (POSIX's rule).
+    unsafe {
+        c.cast::<Cond>().write(Cond {
+            seq: AtomicU32::new(0),
+            waiters: AtomicU32::new(0),
+            _glibc: [0; 7],
+            flags: AtomicU32::new(flags),
+            _tail: [0; 2],
+        })
+    };
+    0
+}
+
+/// `pthread_cond_destroy`: waits until threads woken from the condvar left it.
+///
+/// # Safety
+/// POSIX's contract for `pthread_cond_destroy`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
+    if c.is_null() {
+        return EINVAL;
+    }
+    if !ours() {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe { glibc::pthread_cond_destroy(c) };
+    }
+    // SAFETY: caller's contract.
+    unsafe { Cond::at(c) }.destroy();
+    0
+}
+
+/// `pthread_cond_wait`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_cond_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_wait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+) -> c_int {
+    if c.is_null() || m.is_null() {
+        return EINVAL;
+    }
+    if !ours() {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe { glibc::pthread_cond_wait(c, m) };
+    }
+    // SAFETY: caller's contract.
+    unsafe { Cond::at(c) }.wait(m, None)
+}
+
+/// `pthread_cond_timedwait`: a deadline on the condvar's clock (`CLOCK_REALTIME`
+/// unless its attributes chose `CLOCK_MONOTONIC`).
+///
+/// # Safety
+/// POSIX's contract for `pthread_cond_timedwait`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_timedwait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    at: *const timespec,
+) -> c_int {
+    if c.is_null() || m.is_null() {
+        return EINVAL;
+    }
+    if !ours() {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe { glibc::pthread_cond_timedwait(c, m, at) };
+    }
+    // SAFETY: caller's contract.
+    let cond = unsafe { Cond::at(c) };
+    // Relaxed: written by init, which happens-before other calls.
+    let clock = if cond.flags.load(Relaxed) & MONOTONIC != 0 {
+        CLOCK_MONOTONIC
+    } else {
+        CLOCK_REALTIME
+    };
+    // SAFETY: `at` is readable (caller's contract).
+    match unsafe { Deadline::new(clock, at) } {
+        Ok(deadline) => cond.wait(m, Some(deadline)),
+        Err(error) => error,
+    }
+}
+
+/// `pthread_cond_clockwait` (glibc 2.30): a deadline on the caller's clock.
+///
+/// # Safety
+/// POSIX's contract for `pthread_cond_clockwait`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_clockwait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    clock: clockid_t,
+    at: *const timespec,
+) -> c_int {
+    if c.is_null() || m.is_null() {
+        return EINVAL;
+    }
+    if !ours() {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe { glibc::pthread_cond_clockwait(c, m, clock, at) };
+    }
+    // SAFETY: `at` is readable (caller's contract).
+    match unsafe { Deadline::new(clock, at) } {
+        // SAFETY: caller's contract.
+        Ok(deadline) => unsafe { Cond::at(c) }.wait(m, Some(deadline)),
+        Err(error) => error,
+    }
+}
+
+/// `pthread_cond_signal`: wakes at least one blocked waiter, if any.
+///
+/// # Safety
+/// POSIX's contract for `pthread_cond_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
+    if c.is_null() {
+        return EINVAL;
+    }
+    if !ours() {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe { glibc::pthread_cond_signal(c) };
+    }
+    // SAFETY: caller's contract.
+    unsafe { Cond::at(c) }.notify(1);
+    0
+}
+
+/// `pthread_cond_broadcast`: wakes every blocked waiter.
+///
+/// # Safety
+/// POSIX's contract for `pthread_cond_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int {
+    if c.is_null() {
+        return EINVAL;
+    }
+    if !ours() {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe { glibc::pthread_cond_broadcast(c) };
+    }
+    // SAFETY: caller's contract.
+    unsafe { Cond::at(c) }.notify(i32::MAX);
+    0
+}

@@ -1,0 +1,487 @@
+//! Interposed `pthread_mutex_*`.
+//!
+//! # Layout
+//!
+//! A klocks-managed `pthread_mutex_t` (40 bytes on x86-64) is read as [`Mutex`]:
+//!
+//! | bytes | glibc's field | here |
+//! |---|---|---|
+//! | 0..8 | `__lock`, `__count` | the klocks lock of the process's kind (all zero: unlocked) |
+//! | 8..12 | `__owner` | the holder's tid, 0 when free (as glibc keeps it) |
+//! | 12..16 | `__nusers` | recursive mutexes: holds beyond the first |
+//! | 16..20 | `__kind` | glibc's: the type, and the bits that send the mutex to glibc |
+//! | 20..24 | `__spins`, `__elision` | the fork generation last used in (see `fork`) |
+//! | 24..40 | `__list` | unused (glibc's robust list; robust mutexes are glibc's) |
+//!
+//! `__kind` is never changed except by `init` and `destroy`, so its meaning is
+//! glibc's: `PTHREAD_MUTEX_INITIALIZER` is a normal mutex, the `_NP` initialisers
+//! give recursive and error-checking ones, the robust/PI/PP/process-shared bits
+//! (set only by glibc's `init`) send every call on the object to glibc, and -1 is
+//! glibc's "destroyed".
+//!
+//! # The owner field
+//!
+//! Written by the holder only: its tid after it acquires, 0 before it releases (the
+//! C API's protocol, whose module doc gives the argument that `Relaxed` suffices for
+//! the one question asked of it, "is it me?"). It answers error-checking and
+//! recursive relocks, and tells a fork child which thread held the lock. A normal
+//! mutex may be unlocked by another thread, as glibc allows (except with
+//! `spinfutex`, whose lock word names its owner: `EPERM`); that thread clears the
+//! field, so the question stays answerable.
+
+use std::cell::UnsafeCell;
+use std::ffi::c_int;
+use std::mem::size_of;
+use std::sync::atomic::{
+    AtomicI32, AtomicU32,
+    Ordering::{Acquire, Relaxed, Release},
+};
+
+use klocks_core::owner::current_tid;
+use libc::{
+    clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, CLOCK_REALTIME, EAGAIN, EBUSY,
+    EDEADLK, EINVAL, EPERM,
+};
+
+use super::fork::{self, Holder, REPAIRING};
+use super::time::Deadline;
+use super::{config, glibc, or_abort, or_error, say};
+use crate::mutex::{init_at, with_lock_at, Kind};
+
+/// A klocks-managed `pthread_mutex_t`; see the module doc.
+#[repr(C)]
+struct Mutex {
+    body: UnsafeCell<u64>,
+    owner: AtomicU32,
+    depth: AtomicU32,
+    kind: AtomicI32,
+    stamp: AtomicU32,
+    _list: [u64; 2],
+}
+const _: () = assert!(size_of::<Mutex>() == size_of::<pthread_mutex_t>());
+const _: () = assert!(std::mem::align_of::<Mutex>() <= std::mem::align_of::<pthread_mutex_t>());
+
+/// glibc's `__kind` bits for robust, priority-inheritance, priority-protect and
+/// process-shared mutexes (`PTHREAD_MUTEX_ROBUST_NORMAL_NP`, `_PRIO_INHERIT_NP`,
+/// `_PRIO_PROTECT_NP`, `PTHREAD_MUTEX_PSHARED_BIT`).
+const GLIBC_ONLY: i32 = 16 | 32 | 64 | 128;
+/// glibc's `__kind` of a destroyed mutex.
+const DESTROYED: i32 = -1;
+
+/// The POSIX type, from the low bits of `__kind` (glibc's adaptive type, 3, is a
+/// normal mutex that spins; every klocks kind decides its own spinning).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Type {
+    Normal,
+    Recursive,
+    ErrorCheck,
+}
+
+/// Where a call on a mutex goes.
+enum Target<'a> {
+    Glibc,
+    Invalid,
+    Klocks(&'a Mutex, Kind, Type),
+}
+
+/// Sorts a call on `m`.
+///
+/// # Safety
+/// `m` is null or points to a `pthread_mutex_t` that lives for `'a`.
+#[inline]
+unsafe fn target<'a>(m: *mut pthread_mutex_t) -> Target<'a> {
+    if m.is_null() {
+        return Target::Invalid;
+    }
+    let Some(kind) = config::choice().mutex else {
+        return Target::Glibc;
+    };
+    // SAFETY: non-null, and a live `pthread_mutex_t` (caller's contract), which has
+    // `Mutex`'s size and alignment; every field is an integer or an atomic.
+    let mutex = unsafe { &*m.cast::<Mutex>() };
+    // Relaxed: `init` happens-before other calls (POSIX's rule), as in the C API.
+    match mutex.kind.load(Relaxed) {
+        DESTROYED => Target::Invalid,
+        bits if bits & GLIBC_ONLY != 0 => Target::Glibc,
+        bits => {
+            let ty = match bits & 3 {
+                1 => Type::Recursive,
+                2 => Type::ErrorCheck,
+                _ => Type::Normal,
+            };
+            Target::Klocks(mutex, kind, ty)
+        }
+    }
+}
+
+impl Mutex {
+    fn body(&self) -> *mut u8 {
+        self.body.get().cast()
+    }
+
+    /// Repairs the mutex if it was last used before a fork (see `fork`).
+    #[inline]
+    fn current(&self, kind: Kind) {
+        // Acquire: pairs with the Release in `repair`, which publishes the body.
+        if self.stamp.load(Acquire) != fork::generation() {
+            self.repair(kind);
+        }
+    }
+
+    #[cold]
+    fn repair(&self, kind: Kind) {
+        let mut round = 0;
+        loop {
+            let now = fork::generation();
+            // Acquire: as in `current`.
+            let stamp = self.stamp.load(Acquire);
+            if stamp == now {
+                return;
+            }
+            // Relaxed: the stale owner was written in an older generation, before the
+            // fork that this thread comes after.
+            let holder = fork::holder(stamp, self.owner.load(Relaxed));
+            let mine = match holder {
+                _ if stamp == REPAIRING => false,
+                Holder::Continuation(tid) => tid == current_tid(),
+                Holder::Nobody | Holder::Gone => true,
+            };
+            // Acquire on success: we now own the repair (nobody else touches the body
+            // until our Release below).
+            if !mine
+                || self
+                    .stamp
+                    .compare_exchange(stamp, REPAIRING, Acquire, Relaxed)
+                    .is_err()
+            {
+                fork::wait_for_repair(&mut round);
+                continue;
+            }
+            match holder {
+                Holder::Nobody => {
+                    // SAFETY: the body is 8 aligned bytes that only we touch now.
+                    unsafe { init_at(self.body(), kind) };
+                    self.depth.store(0, Relaxed);
+                }
+                Holder::Continuation(me) => {
+                    // SAFETY: as above; then the lock is free and ours to take.
+                    unsafe { init_at(self.body(), kind) };
+                    with_lock_at!(self.body(), kind, lock => lock.lock());
+                    self.owner.store(me, Relaxed);
+                }
+                // Held by a thread the child does not have: it stays held.
+                Holder::Gone => {}
+            }
+            // Release: publishes the repaired body to `current`'s Acquire.
+            self.stamp.store(now, Release);
+            return;
+        }
+    }
+
+    /// What a lock call by the holder gets: `None` to go on and lock (a normal mutex
+    /// then deadlocks, as POSIX says), else the answer.
+    fn by_holder(&self, ty: Type, me: u32, errorcheck: c_int) -> Option<c_int> {
+        // Relaxed: "is it me?" (module doc).
+        if ty == Type::Normal || self.owner.load(Relaxed) != me {
+            return None;
+        }
+        Some(match ty {
+            Type::Recursive => self.deeper(),
+            _ => errorcheck,
+        })
+    }
+
+    /// One more hold of a recursive mutex the caller holds.
+    fn deeper(&self) -> c_int {
+        // Relaxed: only the holder reads and writes `depth`.
+        match self.depth.load(Relaxed).checked_add(1) {
+            Some(depth) => {
+                self.depth.store(depth, Relaxed);
+                0
+            }
+            None => EAGAIN,
+        }
+    }
+
+    fn try_acquire(&self, kind: Kind) -> bool {
+        with_lock_at!(self.body(), kind, lock => lock.try_lock())
+    }
+
+    fn acquired(&self, me: u32) -> c_int {
+        // Relaxed: see the module doc.
+        self.owner.store(me, Relaxed);
+        0
+    }
+}
+
+/// A normal `spinfutex` mutex relocked by its holder: the lock would panic; POSIX
+/// says a normal mutex deadlocks, so the thread waits forever, after saying why.
+fn deadlock(me: u32) -> ! {
+    say(&format!(
+        "thread {me} locked a normal mutex it already holds; it waits forever, as POSIX says (an error-checking mutex would return EDEADLK)"
+    ));
+    loop {
+        // SAFETY: pause has no preconditions; it returns only after a signal handler.
+        unsafe { libc::pause() };
+    }
+}
+
+fn lock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
+    mutex.current(kind);
+    let me = current_tid();
+    if let Some(answer) = mutex.by_holder(ty, me, EDEADLK) {
+        return answer;
+    }
+    // Relaxed: "is it me?" (module doc); with `spinfutex` only the holder clears it.
+    if kind == Kind::SpinFutex && mutex.owner.load(Relaxed) == me {
+        deadlock(me);
+    }
+    or_abort("pthread_mutex_lock", || {
+        with_lock_at!(mutex.body(), kind, lock => lock.lock())
+    });
+    mutex.acquired(me)
+}
+
+fn trylock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
+    mutex.current(kind);
+    let me = current_tid();
+    if let Some(answer) = mutex.by_holder(ty, me, EBUSY) {
+        return answer;
+    }
+    if !or_abort("pthread_mutex_trylock", || mutex.try_acquire(kind)) {
+        return EBUSY;
+    }
+    mutex.acquired(me)
+}
+
+fn clocklock(mutex: &Mutex, kind: Kind, ty: Type, deadline: Deadline) -> c_int {
+    mutex.current(kind);
+    let me = current_tid();
+    if let Some(answer) = mutex.by_holder(ty, me, EDEADLK) {
+        return answer;
+    }
+    match or_abort("pthread_mutex_timedlock", || {
+        deadline.poll(|| mutex.try_acquire(kind))
+    }) {
+        0 => mutex.acquired(me),
+        error => error,
+    }
+}
+
+fn unlock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
+    mutex.current(kind);
+    let me = current_tid();
+    // Relaxed: "is it me?" (module doc).
+    let mine = mutex.owner.load(Relaxed) == me;
+    match ty {
+        Type::Recursive | Type::ErrorCheck if !mine => return EPERM,
+        Type::Recursive if mutex.depth.load(Relaxed) > 0 => {
+            // Relaxed: only the holder reads and writes `depth`.
+            mutex.depth.fetch_sub(1, Relaxed);
+            return 0;
+        }
+        Type::Normal if kind == Kind::SpinFutex && !mine => return EPERM,
+        Type::Normal if !with_lock_at!(mutex.body(), kind, lock => lock.is_locked()) => {
+            return EPERM
+        }
+        _ => {}
+    }
+    // Relaxed: cleared before the unlock's Release (module doc).
+    mutex.owner.store(0, Relaxed);
+    // Two threads racing to unlock one hold: the second meets the lock's own check.
+    or_error(EPERM, || {
+        with_lock_at!(mutex.body(), kind, lock => lock.unlock());
+        0
+    })
+}
+
+extern "C" {
+    /// glibc's (the `libc` crate does not declare it).
+    fn pthread_mutexattr_gettype(attr: *const pthread_mutexattr_t, ty: *mut c_int) -> c_int;
+}
+
+/// The attributes' type, or `None` for a mutex glibc must own; `Err` for a bad
+/// attribute object.
+///
+/// # Safety
+/// `attr` is null or points to a `pthread_mutexattr_t`.
+unsafe fn klocks_type(attr: *const pthread_mutexattr_t) -> Result<Option<c_int>, c_int> {
+    if attr.is_null() {
+        return Ok(Some(libc::PTHREAD_MUTEX_NORMAL));
+    }
+    let (mut ty, mut protocol, mut robust, mut pshared) = (0, 0, 0, 0);
+    // SAFETY: `attr` points to an attribute object (caller's contract); glibc's own
+    // getters read it (they are not interposed).
+    let failed = unsafe {
+        pthread_mutexattr_gettype(attr, &mut ty) != 0
+            || libc::pthread_mutexattr_getprotocol(attr, &mut protocol) != 0
+            || libc::pthread_mutexattr_getrobust(attr, &mut robust) != 0
+            || libc::pthread_mutexattr_getpshared(attr, &mut pshared) != 0
+    };
+    if failed {
+        return Err(EINVAL);
+    }
+    let glibc_only = protocol != libc::PTHREAD_PRIO_NONE
+        || robust != libc::PTHREAD_MUTEX_STALLED
+        || pshared != libc::PTHREAD_PROCESS_PRIVATE;
+    Ok((!glibc_only).then_some(ty))
+}
+
+/// `pthread_mutex_init`: a klocks mutex of the process's kind, or glibc's for the
+/// attributes klocks passes through.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_init`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_init(
+    m: *mut pthread_mutex_t,
+    attr: *const pthread_mutexattr_t,
+) -> c_int {
+    if m.is_null() {
+        return EINVAL;
+    }
+    let Some(kind) = config::choice().mutex else {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe { glibc::pthread_mutex_init(m, attr) };
+    };
+    // SAFETY: caller's contract.
+    match unsafe { klocks_type(attr) } {
+        Err(error) => error,
+        // SAFETY: the caller's contract is glibc's.
+        Ok(None) => unsafe { glibc::pthread_mutex_init(m, attr) },
+        Ok(Some(ty)) => {
+            let mutex = Mutex {
+                body: UnsafeCell::new(0),
+                owner: AtomicU32::new(0),
+                depth: AtomicU32::new(0),
+                kind: AtomicI32::new(ty),
+                stamp: AtomicU32::new(fork::generation()),
+                _list: [0; 2],
+            };
+            // SAFETY: `m` is writable storage of `Mutex`'s size and alignment that no
+            // other thread uses during init (POSIX's rule); the body is then 8
+            // aligned bytes for `init_at`.
+            unsafe {
+                m.cast::<Mutex>().write(mutex);
+                init_at((*m.cast::<Mutex>()).body(), kind);
+            }
+            0
+        }
+    }
+}
+
+/// `pthread_mutex_destroy`: `EBUSY` while locked; afterwards calls return `EINVAL`
+/// until the next `init`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_destroy`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
+    match unsafe { target(m) } {
+        // SAFETY: the caller's contract is glibc's.
+        Target::Glibc => unsafe { glibc::pthread_mutex_destroy(m) },
+        Target::Invalid => EINVAL,
+        Target::Klocks(mutex, kind, _) => {
+            mutex.current(kind);
+            if with_lock_at!(mutex.body(), kind, lock => lock.is_locked()) {
+                return EBUSY;
+            }
+            // Relaxed: destroy must not race with other calls (POSIX).
+            mutex.kind.store(DESTROYED, Relaxed);
+            0
+        }
+    }
+}
+
+/// `pthread_mutex_lock`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_lock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
+    match unsafe { target(m) } {
+        // SAFETY: the caller's contract is glibc's.
+        Target::Glibc => unsafe { glibc::pthread_mutex_lock(m) },
+        Target::Invalid => EINVAL,
+        Target::Klocks(mutex, kind, ty) => lock(mutex, kind, ty),
+    }
+}
+
+/// `pthread_mutex_trylock`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_trylock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
+    match unsafe { target(m) } {
+        // SAFETY: the caller's contract is glibc's.
+        Target::Glibc => unsafe { glibc::pthread_mutex_trylock(m) },
+        Target::Invalid => EINVAL,
+        Target::Klocks(mutex, kind, ty) => trylock(mutex, kind, ty),
+    }
+}
+
+/// `pthread_mutex_timedlock`: a deadline on `CLOCK_REALTIME`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_timedlock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_timedlock(
+    m: *mut pthread_mutex_t,
+    at: *const timespec,
+) -> c_int {
+    // SAFETY: caller's contract.
+    match unsafe { target(m) } {
+        // SAFETY: the caller's contract is glibc's.
+        Target::Glibc => unsafe { glibc::pthread_mutex_timedlock(m, at) },
+        Target::Invalid => EINVAL,
+        // SAFETY: `at` is readable (caller's contract).
+        Target::Klocks(mutex, kind, ty) => match unsafe { Deadline::new(CLOCK_REALTIME, at) } {
+            Ok(deadline) => clocklock(mutex, kind, ty, deadline),
+            Err(error) => error,
+        },
+    }
+}
+
+/// `pthread_mutex_clocklock` (glibc 2.30): a deadline on `CLOCK_REALTIME` or
+/// `CLOCK_MONOTONIC`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_clocklock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_clocklock(
+    m: *mut pthread_mutex_t,
+    clock: clockid_t,
+    at: *const timespec,
+) -> c_int {
+    // SAFETY: caller's contract.
+    match unsafe { target(m) } {
+        // SAFETY: the caller's contract is glibc's.
+        Target::Glibc => unsafe { glibc::pthread_mutex_clocklock(m, clock, at) },
+        Target::Invalid => EINVAL,
+        // SAFETY: `at` is readable (caller's contract).
+        Target::Klocks(mutex, kind, ty) => match unsafe { Deadline::new(clock, at) } {
+            Ok(deadline) => clocklock(mutex, kind, ty, deadline),
+            Err(error) => error,
+        },
+    }
+}
+
+/// `pthread_mutex_unlock`: `EPERM` if the mutex is not locked, or (error-checking,
+/// recursive, `spinfutex`) not held by the caller.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_unlock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
+    match unsafe { target(m) } {
+        // SAFETY: the caller's contract is glibc's.
+        Target::Glibc => unsafe { glibc::pthread_mutex_unlock(m) },
+        Target::Invalid => EINVAL,
+        Target::Klocks(mutex, kind, ty) => unlock(mutex, kind, ty),
+    }
+}

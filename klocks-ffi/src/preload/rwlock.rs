@@ -1,0 +1,421 @@
+//! Interposed `pthread_rwlock_*`: klocks' `RwSem`, a real shared/exclusive lock.
+//!
+//! # Layout
+//!
+//! A klocks-managed `pthread_rwlock_t` (56 bytes on x86-64) is read as [`RwLock`]:
+//!
+//! | bytes | glibc's field | here |
+//! |---|---|---|
+//! | 0..48 | the lock's words | `RwSem<P>`, `P` the process's policy (all zero: unlocked) |
+//! | 48..52 | `__flags` | glibc's preference flag, kept but not used: the rwsem is FIFO with handoff, neither reader- nor writer-preferring |
+//! | 52..56 | padding | the fork generation last used in, or [`GLIBC_OWNED`] |
+//!
+//! A process-shared rwlock is glibc's: `init` lets glibc write it (glibc clears all
+//! 56 bytes first) and then marks the padding [`GLIBC_OWNED`].
+//!
+//! # Unlock finds the mode
+//!
+//! `pthread_rwlock_unlock` does not say which lock the caller holds. The rwsem's
+//! owner word names a writer exactly for the question "am I the writer?"
+//! (`RwSem::exclusive_owner`); if not, and readers hold the lock, the caller is taken
+//! to be one of them (readers are counted, not named, so a thread that holds nothing
+//! releases another reader's share, as with glibc); else `EPERM`.
+
+use std::cell::UnsafeCell;
+use std::ffi::c_int;
+use std::mem::{size_of, MaybeUninit};
+use std::sync::atomic::{
+    AtomicU32,
+    Ordering::{Acquire, Relaxed, Release},
+};
+
+use klocks_core::owner::current_tid;
+use klocks_core::reader_spin::{Adaptive, Always, Never};
+use klocks_core::RwSem;
+use libc::{
+    clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec, CLOCK_REALTIME, EBUSY, EDEADLK,
+    EINVAL, EPERM,
+};
+
+use super::config::{self, RwPolicy};
+use super::fork::{self, Holder, GLIBC_OWNED, REPAIRING};
+use super::time::Deadline;
+use super::{glibc, or_abort, or_error};
+
+/// A klocks-managed `pthread_rwlock_t`; see the module doc.
+#[repr(C)]
+struct RwLock {
+    body: UnsafeCell<MaybeUninit<RwSem<Adaptive>>>,
+    _flags: u32,
+    stamp: AtomicU32,
+}
+const _: () = assert!(size_of::<RwLock>() == size_of::<pthread_rwlock_t>());
+const _: () = assert!(std::mem::align_of::<RwLock>() <= std::mem::align_of::<pthread_rwlock_t>());
+const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Always>>());
+const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Never>>());
+
+/// Runs `$body` with `$sem: &RwSem<P>` for the policy `$policy` of `$rw`.
+///
+/// Contract: `$rw` is a klocks-managed `RwLock` of the process (its body holds an
+/// `RwSem` of the process's policy, or zero bytes, which is `RwSem::new()`).
+macro_rules! with_sem {
+    ($rw:expr, $policy:expr, $sem:ident => $body:expr) => {{
+        let at = $rw.body.get();
+        match $policy {
+            RwPolicy::Adaptive => {
+                // SAFETY (all arms): by the contract, an `RwSem` of this policy lives
+                // at `at` (the three have one layout); its atomics give interior
+                // mutability.
+                let $sem = unsafe { &*at.cast::<RwSem<Adaptive>>() };
+                $body
+            }
+            RwPolicy::Always => {
+                let $sem = unsafe { &*at.cast::<RwSem<Always>>() };
+                $body
+            }
+            RwPolicy::Never => {
+                let $sem = unsafe { &*at.cast::<RwSem<Never>>() };
+                $body
+            }
+        }
+    }};
+}
+
+/// Writes an unlocked `RwSem` of `policy` into `rw`'s body.
+///
+/// # Safety
+/// No other thread uses the body during the call.
+unsafe fn init_body(rw: &RwLock, policy: RwPolicy) {
+    let at = rw.body.get();
+    // SAFETY: caller's contract; the body has the size and alignment of every policy's
+    // `RwSem`. The old bytes are not dropped: an `RwSem` owns no resource while no
+    // thread waits on it, and waiters of a repaired lock are gone.
+    unsafe {
+        match policy {
+            RwPolicy::Adaptive => at.cast::<RwSem<Adaptive>>().write(RwSem::new()),
+            RwPolicy::Always => at.cast::<RwSem<Always>>().write(RwSem::new()),
+            RwPolicy::Never => at.cast::<RwSem<Never>>().write(RwSem::new()),
+        }
+    }
+}
+
+enum Target<'a> {
+    Glibc,
+    Invalid,
+    Klocks(&'a RwLock, RwPolicy),
+}
+
+/// Sorts a call on `r`.
+///
+/// # Safety
+/// `r` is null or points to a `pthread_rwlock_t` that lives for `'a`.
+#[inline]
+unsafe fn target<'a>(r: *mut pthread_rwlock_t) -> Target<'a> {
+    if r.is_null() {
+        return Target::Invalid;
+    }
+    let Some(policy) = config::choice().rwlock else {
+        return Target::Glibc;
+    };
+    // SAFETY: non-null and live (caller's contract), `RwLock`'s size and alignment.
+    let rw = unsafe { &*r.cast::<RwLock>() };
+    // Relaxed: written by `init`, which happens-before other calls (POSIX's rule).
+    if rw.stamp.load(Relaxed) == GLIBC_OWNED {
+        Target::Glibc
+    } else {
+        Target::Klocks(rw, policy)
+    }
+}
+
+impl RwLock {
+    /// Repairs the rwlock if it was last used before a fork (see `fork`).
+    #[inline]
+    fn current(&self, policy: RwPolicy) {
+        // Acquire: pairs with the Release in `repair`, which publishes the body.
+        if self.stamp.load(Acquire) != fork::generation() {
+            self.repair(policy);
+        }
+    }
+
+    /// As the mutex's repair. Only a writer is named, so only the forking thread's
+    /// write lock is carried over; a lock read-held at the fork stays held (whether
+    /// the forking thread was among the readers is unknown).
+    #[cold]
+    fn repair(&self, policy: RwPolicy) {
+        let mut round = 0;
+        loop {
+            let now = fork::generation();
+            // Acquire: as in `current`.
+            let stamp = self.stamp.load(Acquire);
+            if stamp == now {
+                return;
+            }
+            let (locked, writer) =
+                with_sem!(self, policy, sem => (sem.is_locked(), sem.exclusive_owner()));
+            let holder = match writer {
+                Some(tid) => fork::holder(stamp, tid),
+                None if locked => Holder::Gone,
+                None => Holder::Nobody,
+            };
+            let mine = match holder {
+                _ if stamp == REPAIRING => false,
+                Holder::Continuation(tid) => tid == current_tid(),
+                Holder::Nobody | Holder::Gone => true,
+            };
+            // Acquire on success: we own the repair until our Release below.
+            if !mine
+                || self
+                    .stamp
+                    .compare_exchange(stamp, REPAIRING, Acquire, Relaxed)
+                    .is_err()
+            {
+                fork::wait_for_repair(&mut round);
+                continue;
+            }
+            match holder {
+                // SAFETY: only we touch the body during the repair.
+                Holder::Nobody => unsafe { init_body(self, policy) },
+                Holder::Continuation(_) => {
+                    // SAFETY: as above.
+                    unsafe { init_body(self, policy) };
+                    with_sem!(self, policy, sem => sem.lock_exclusive());
+                }
+                Holder::Gone => {}
+            }
+            // Release: publishes the repaired body to `current`'s Acquire.
+            self.stamp.store(now, Release);
+            return;
+        }
+    }
+
+    /// Whether the caller holds the write lock.
+    fn writing(&self, policy: RwPolicy) -> bool {
+        with_sem!(self, policy, sem => sem.exclusive_owner() == Some(current_tid()))
+    }
+}
+
+fn rdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+    rw.current(policy);
+    if rw.writing(policy) {
+        return EDEADLK;
+    }
+    or_abort("pthread_rwlock_rdlock", || {
+        with_sem!(rw, policy, sem => sem.lock_shared())
+    });
+    0
+}
+
+fn wrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+    rw.current(policy);
+    if rw.writing(policy) {
+        return EDEADLK;
+    }
+    or_abort("pthread_rwlock_wrlock", || {
+        with_sem!(rw, policy, sem => sem.lock_exclusive())
+    });
+    0
+}
+
+fn tryrdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+    rw.current(policy);
+    if with_sem!(rw, policy, sem => sem.try_lock_shared()) {
+        0
+    } else {
+        EBUSY
+    }
+}
+
+fn trywrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+    rw.current(policy);
+    if with_sem!(rw, policy, sem => sem.try_lock_exclusive()) {
+        0
+    } else {
+        EBUSY
+    }
+}
+
+fn clockrdlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
+    rw.current(policy);
+    if rw.writing(policy) {
+        return EDEADLK;
+    }
+    deadline.poll(|| with_sem!(rw, policy, sem => sem.try_lock_shared()))
+}
+
+fn clockwrlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
+    rw.current(policy);
+    if rw.writing(policy) {
+        return EDEADLK;
+    }
+    deadline.poll(|| with_sem!(rw, policy, sem => sem.try_lock_exclusive()))
+}
+
+fn unlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+    rw.current(policy);
+    let writing = rw.writing(policy);
+    let reading = !writing && with_sem!(rw, policy, sem => sem.is_locked() && !sem.is_locked_exclusive());
+    if !writing && !reading {
+        return EPERM;
+    }
+    // A misuse the snapshot missed (the last reader's share released twice) meets
+    // the rwsem's own check, which leaves the lock as it was.
+    or_error(EPERM, || {
+        with_sem!(rw, policy, sem => if writing {
+            sem.unlock_exclusive()
+        } else {
+            sem.unlock_shared()
+        });
+        0
+    })
+}
+
+/// `pthread_rwlock_init`: a klocks rwsem of the process's policy, or glibc's rwlock
+/// for a process-shared one.
+///
+/// # Safety
+/// POSIX's contract for `pthread_rwlock_init`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_init(
+    r: *mut pthread_rwlock_t,
+    attr: *const pthread_rwlockattr_t,
+) -> c_int {
+    if r.is_null() {
+        return EINVAL;
+    }
+    let Some(policy) = config::choice().rwlock else {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe { glibc::pthread_rwlock_init(r, attr) };
+    };
+    let mut pshared = libc::PTHREAD_PROCESS_PRIVATE;
+    // SAFETY: `attr` points to an attribute object when non-null; glibc's getter reads
+    // it.
+    if !attr.is_null() && unsafe { libc::pthread_rwlockattr_getpshared(attr, &mut pshared) } != 0 {
+        return EINVAL;
+    }
+    let rw = r.cast::<RwLock>();
+    if pshared != libc::PTHREAD_PROCESS_PRIVATE {
+        // SAFETY: the caller's contract is glibc's.
+        let done = unsafe { glibc::pthread_rwlock_init(r, attr) };
+        if done == 0 {
+            // Relaxed: init happens-before other calls (POSIX's rule).
+            // SAFETY: `r` is live, and glibc leaves the padding at 52..56 alone.
+            unsafe { &(*rw).stamp }.store(GLIBC_OWNED, Relaxed);
+        }
+        return done;
+    }
+    // SAFETY: `r` is writable storage of `RwLock`'s size and alignment that no other
+    // thread uses during init (POSIX's rule).
+    unsafe {
+        rw.write(RwLock {
+            body: UnsafeCell::new(MaybeUninit::uninit()),
+            _flags: 0,
+            stamp: AtomicU32::new(fork::generation()),
+        });
+        init_body(&*rw, policy);
+    }
+    0
+}
+
+/// `pthread_rwlock_destroy`: `EBUSY` while locked.
+///
+/// # Safety
+/// POSIX's contract for `pthread_rwlock_destroy`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_destroy(r: *mut pthread_rwlock_t) -> c_int {
+    // SAFETY: caller's contract.
+    match unsafe { target(r) } {
+        // SAFETY: the caller's contract is glibc's.
+        Target::Glibc => unsafe { glibc::pthread_rwlock_destroy(r) },
+        Target::Invalid => EINVAL,
+        Target::Klocks(rw, policy) => {
+            rw.current(policy);
+            if with_sem!(rw, policy, sem => sem.is_locked()) {
+                EBUSY
+            } else {
+                0
+            }
+        }
+    }
+}
+
+/// Declares the interposed rwlock calls without a deadline.
+macro_rules! plain_calls {
+    ($($name:ident => $ours:ident;)*) => {$(
+        /// The pthread call of the same name.
+        ///
+        /// # Safety
+        /// POSIX's contract for it.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(r: *mut pthread_rwlock_t) -> c_int {
+            // SAFETY: caller's contract.
+            match unsafe { target(r) } {
+                // SAFETY: the caller's contract is glibc's.
+                Target::Glibc => unsafe { glibc::$name(r) },
+                Target::Invalid => EINVAL,
+                Target::Klocks(rw, policy) => $ours(rw, policy),
+            }
+        }
+    )*};
+}
+
+plain_calls! {
+    pthread_rwlock_rdlock => rdlock;
+    pthread_rwlock_tryrdlock => tryrdlock;
+    pthread_rwlock_wrlock => wrlock;
+    pthread_rwlock_trywrlock => trywrlock;
+    pthread_rwlock_unlock => unlock;
+}
+
+/// Declares the interposed rwlock calls with a deadline (`timed`: on
+/// `CLOCK_REALTIME`; `clock`: on the caller's clock).
+macro_rules! deadline_calls {
+    ($($timed:ident, $clock:ident => $ours:ident;)*) => {$(
+        /// The pthread call of the same name: a deadline on `CLOCK_REALTIME`.
+        ///
+        /// # Safety
+        /// POSIX's contract for it.
+        #[no_mangle]
+        pub unsafe extern "C" fn $timed(r: *mut pthread_rwlock_t, at: *const timespec) -> c_int {
+            // SAFETY: caller's contract.
+            match unsafe { target(r) } {
+                // SAFETY: the caller's contract is glibc's.
+                Target::Glibc => unsafe { glibc::$timed(r, at) },
+                Target::Invalid => EINVAL,
+                // SAFETY: `at` is readable (caller's contract).
+                Target::Klocks(rw, policy) => match unsafe { Deadline::new(CLOCK_REALTIME, at) } {
+                    Ok(deadline) => $ours(rw, policy, deadline),
+                    Err(error) => error,
+                },
+            }
+        }
+
+        /// The pthread call of the same name (glibc 2.30): a deadline on
+        /// `CLOCK_REALTIME` or `CLOCK_MONOTONIC`.
+        ///
+        /// # Safety
+        /// POSIX's contract for it.
+        #[no_mangle]
+        pub unsafe extern "C" fn $clock(
+            r: *mut pthread_rwlock_t,
+            clock: clockid_t,
+            at: *const timespec,
+        ) -> c_int {
+            // SAFETY: caller's contract.
+            match unsafe { target(r) } {
+                // SAFETY: the caller's contract is glibc's.
+                Target::Glibc => unsafe { glibc::$clock(r, clock, at) },
+                Target::Invalid => EINVAL,
+                // SAFETY: `at` is readable (caller's contract).
+                Target::Klocks(rw, policy) => match unsafe { Deadline::new(clock, at) } {
+                    Ok(deadline) => $ours(rw, policy, deadline),
+                    Err(error) => error,
+                },
+            }
+        }
+    )*};
+}
+
+deadline_calls! {
+    pthread_rwlock_timedrdlock, pthread_rwlock_clockrdlock => clockrdlock;
+    pthread_rwlock_timedwrlock, pthread_rwlock_clockwrlock => clockwrlock;
+}

@@ -1,0 +1,142 @@
+//! Deadlines of the timed calls (`timedlock`, `clocklock`, `timedwait`, ...).
+
+use std::ffi::c_int;
+use std::time::Duration;
+
+use libc::{clockid_t, timespec, CLOCK_MONOTONIC, CLOCK_REALTIME, EINVAL, ETIMEDOUT};
+
+/// An absolute time on `CLOCK_REALTIME` or `CLOCK_MONOTONIC`, as POSIX's timed calls
+/// take it.
+#[derive(Clone, Copy)]
+pub(super) struct Deadline {
+    pub(super) clock: clockid_t,
+    pub(super) at: timespec,
+}
+
+/// The first sleep of a polling wait, and the longest.
+const FIRST_NAP: Duration = Duration::from_micros(1);
+const LONGEST_NAP: Duration = Duration::from_millis(1);
+
+impl Deadline {
+    /// The deadline `*at` on `clock`: `EINVAL` for another clock or a null `at`.
+    ///
+    /// # Safety
+    /// `at` is null or points to a readable `timespec`.
+    pub(super) unsafe fn new(clock: clockid_t, at: *const timespec) -> Result<Deadline, c_int> {
+        if !(clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC) || at.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: non-null, and readable by the caller's contract.
+        let at = unsafe { *at };
+        Ok(Deadline { clock, at })
+    }
+
+    /// Whether the nanoseconds are in range; POSIX has the call fail with `EINVAL`
+    /// otherwise, but only once it would have to wait.
+    pub(super) fn is_valid(&self) -> bool {
+        (0..1_000_000_000).contains(&self.at.tv_nsec)
+    }
+
+    /// How long until the deadline; `None` once it passed.
+    fn left(&self) -> Option<Duration> {
+        let mut now = timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is a writable timespec; the clock is one of the two valid ones.
+        unsafe { libc::clock_gettime(self.clock, &mut now) };
+        let nanos = |t: &timespec| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
+        let left = nanos(&self.at) - nanos(&now);
+        (left > 0).then(|| Duration::from_nanos(left.min(i128::from(u64::MAX)) as u64))
+    }
+
+    /// Calls `attempt` until it succeeds (0) or the deadline passes (`ETIMEDOUT`),
+    /// sleeping between attempts: 1 µs, doubling up to 1 ms, never past the deadline.
+    /// `EINVAL` if the first attempt fails and the deadline is malformed.
+    pub(super) fn poll(&self, mut attempt: impl FnMut() -> bool) -> c_int {
+        if attempt() {
+            return 0;
+        }
+        if !self.is_valid() {
+            return EINVAL;
+        }
+        let mut nap = FIRST_NAP;
+        loop {
+            let Some(left) = self.left() else {
+                return ETIMEDOUT;
+            };
+            std::thread::sleep(nap.min(left));
+            nap = (nap * 2).min(LONGEST_NAP);
+            if attempt() {
+                return 0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_ms(clock: clockid_t, ms: i64) -> Deadline {
+        let mut now = timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a writable timespec.
+        unsafe { libc::clock_gettime(clock, &mut now) };
+        let total = now.tv_nsec + ms * 1_000_000;
+        Deadline {
+            clock,
+            at: timespec {
+                tv_sec: now.tv_sec + total / 1_000_000_000,
+                tv_nsec: total % 1_000_000_000,
+            },
+        }
+    }
+
+    #[test]
+    fn other_clocks_and_null_are_invalid() {
+        let at = timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `at` is readable; null is allowed.
+        unsafe {
+            assert_eq!(Deadline::new(libc::CLOCK_PROCESS_CPUTIME_ID, &at).err(), Some(EINVAL));
+            assert_eq!(Deadline::new(CLOCK_REALTIME, std::ptr::null()).err(), Some(EINVAL));
+            assert!(Deadline::new(CLOCK_MONOTONIC, &at).is_ok());
+        }
+    }
+
+    #[test]
+    fn poll_times_out_after_the_deadline_and_not_before() {
+        for clock in [CLOCK_REALTIME, CLOCK_MONOTONIC] {
+            let start = std::time::Instant::now();
+            let mut tries = 0;
+            assert_eq!(in_ms(clock, 20).poll(|| { tries += 1; false }), ETIMEDOUT);
+            assert!(start.elapsed() >= Duration::from_millis(19));
+            assert!(tries > 2, "it polls, not only once: {tries}");
+        }
+    }
+
+    #[test]
+    fn poll_succeeds_when_the_attempt_does() {
+        let mut tries = 0;
+        let done = in_ms(CLOCK_MONOTONIC, 10_000).poll(|| {
+            tries += 1;
+            tries == 3
+        });
+        assert_eq!((done, tries), (0, 3));
+        // A past deadline still gets one attempt, and a free lock is taken.
+        assert_eq!(in_ms(CLOCK_REALTIME, -5).poll(|| true), 0);
+    }
+
+    #[test]
+    fn malformed_nanoseconds_fail_only_when_waiting() {
+        let mut bad = in_ms(CLOCK_REALTIME, 10);
+        bad.at.tv_nsec = 1_000_000_000;
+        assert_eq!(bad.poll(|| true), 0);
+        assert_eq!(bad.poll(|| false), EINVAL);
+    }
+}
