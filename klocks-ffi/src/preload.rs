@@ -64,9 +64,12 @@
 //! and a normal mutex relocked by its holder deadlocks (POSIX's rule for
 //! `PTHREAD_MUTEX_NORMAL`; klocks prints one line first). Beyond glibc: unlocking an
 //! unlocked normal mutex or a rwlock the caller does not hold returns `EPERM` instead
-//! of corrupting the word; a destroyed mutex returns `EINVAL`. A klocks panic never
-//! unwinds into C: where POSIX has an error for it, the call returns it, otherwise the
-//! process aborts with the message (a lock that cannot be taken must not look taken).
+//! of corrupting the word; a destroyed mutex returns `EINVAL`. These checks come
+//! before klocks' own, so a klocks panic is left only for a misuse they cannot see
+//! (two threads racing to release one hold): it never unwinds into C, because a
+//! panic leaving an `extern "C"` function aborts the process after printing its
+//! message (Rust 1.81 and later). A lock that cannot be taken or released must not
+//! look as if it were.
 
 mod cond;
 mod config;
@@ -75,8 +78,6 @@ mod glibc;
 mod mutex;
 mod rwlock;
 mod time;
-
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Makes the choice when the library is loaded, so that `KLOCKS_LOCK=help` and a bad
 /// name are answered even by a program that never takes a lock; the first interposed
@@ -97,22 +98,4 @@ fn say(line: &str) {
     // SAFETY: writes `text`'s bytes, which live for the call, to fd 2. A short or
     // failed write loses (part of) a diagnostic, nothing else.
     unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
-}
-
-/// Runs a lock operation whose failure has no POSIX error: a panic aborts the process
-/// (after the panic hook printed it) rather than letting the caller run unlocked.
-fn or_abort<R>(what: &str, body: impl FnOnce() -> R) -> R {
-    // AssertUnwindSafe: nothing is observed after a panic; the process ends.
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
-        say(&format!("{what} failed inside klocks (message above); aborting"));
-        std::process::abort()
-    })
-}
-
-/// Runs an operation whose panic is a misuse POSIX reports as `error` (an unlock of
-/// a lock the caller does not hold): the klocks locks check before they change
-/// anything, so the lock is left as it was.
-fn or_error(error: libc::c_int, body: impl FnOnce() -> libc::c_int) -> libc::c_int {
-    // AssertUnwindSafe: the lock's words are unchanged by a misuse panic.
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(error)
 }

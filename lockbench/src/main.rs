@@ -18,7 +18,7 @@ use crate::machine::Machine;
 use crate::report::{Cell, Progress, Table};
 use crate::rwlocks::RwLockName;
 use crate::scenario::{
-    c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rwsem, uncontended,
+    app, c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rwsem, uncontended,
     windowed, Common, Error,
 };
 
@@ -341,6 +341,18 @@ enum Command {
     /// cost and the switch cost. --locks does not apply. About 4 s with the defaults.
     OwnerProbe(owner_probe::Args),
 
+    /// An unmodified program under each klocks lock (LD_PRELOAD), against glibc
+    ///
+    /// Runs `CMD ARGS` as it is (glibc's pthread locks) and under
+    /// LD_PRELOAD=libklocks.so KLOCKS_LOCK=<lock> for each --with lock, --runs rounds,
+    /// interleaved. Reports wall time and, with --metric, a throughput the command
+    /// prints, as median [min–max] and speed relative to glibc. Verified: every run
+    /// must exit 0 and print the same stdout as the first glibc run (unless
+    /// --output-varies), and no preloaded run may report that the preload failed or
+    /// fell back to glibc. Needs libklocks.so: `cargo build --release -p klocks-ffi`.
+    /// --locks and --rwlocks do not apply (use --with and --rwlock).
+    App(app::Args),
+
     /// The default suite: c2c, uncontended, loop, false-sharing, overcommit (about a
     /// minute)
     ///
@@ -370,6 +382,7 @@ enum Step {
     Rwsem(rwsem::Config),
     RwFair(rw_fair::Config),
     OwnerProbe(owner_probe::Config),
+    App(app::Config),
 }
 
 impl Step {
@@ -384,6 +397,7 @@ impl Step {
             Step::Rwsem(config) => config.cells(),
             Step::RwFair(config) => config.cells(),
             Step::OwnerProbe(config) => config.cells(),
+            Step::App(config) => config.cells(),
         }
     }
 
@@ -398,6 +412,7 @@ impl Step {
             Step::Rwsem(config) => rwsem::run(config, progress),
             Step::RwFair(config) => rw_fair::run(config, progress),
             Step::OwnerProbe(config) => owner_probe::run(config, progress),
+            Step::App(config) => app::run(config, progress),
         }
     }
 
@@ -412,6 +427,7 @@ impl Step {
             Step::Rwsem(config) => rwsem::tables(config, cells, machine.pause_ns),
             Step::RwFair(config) => rw_fair::tables(config, cells, machine.pause_ns),
             Step::OwnerProbe(config) => owner_probe::tables(config, cells),
+            Step::App(config) => app::tables(config, cells),
         }
     }
 }
@@ -448,6 +464,12 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Step> {
         Some(Command::OwnerProbe(args)) => {
             vec![Step::OwnerProbe(owner_probe::Config::new(&args, common))]
         }
+        Some(Command::App(args)) => match app::Config::new(&args, common) {
+            Ok(config) => vec![Step::App(config)],
+            Err(message) => Cli::command()
+                .error(clap::error::ErrorKind::ValueValidation, message)
+                .exit(),
+        },
         Some(Command::WindowCell(_)) => Vec::new(),
     }
 }
@@ -498,10 +520,13 @@ fn run(cli: Cli) -> Result<(), Error> {
 /// for the reader-writer scenarios, reader-writer locks for the others.
 fn check_lock_kinds(cli: &Cli) {
     let reader_writer = matches!(cli.command, Some(Command::Rwsem(_) | Command::RwFair(_)));
-    let misplaced = if reader_writer && !cli.global.locks.is_empty() {
+    let app = matches!(cli.command, Some(Command::App(_)));
+    let misplaced = if app && !(cli.global.locks.is_empty() && cli.global.rwlocks.is_empty()) {
+        "app runs klocks' preloaded locks: choose them with --with and --rwlock (see --help)"
+    } else if reader_writer && !cli.global.locks.is_empty() {
         "--locks names mutexes; rwsem and rw-fair measure reader-writer locks: choose them \
          with --rwlocks (see --help)"
-    } else if !reader_writer && !cli.global.rwlocks.is_empty() {
+    } else if !reader_writer && !app && !cli.global.rwlocks.is_empty() {
         "--rwlocks applies to rwsem and rw-fair only; the other scenarios take --locks"
     } else {
         return;

@@ -63,6 +63,16 @@ fn decode(raw: u16) -> Choice {
     }
 }
 
+/// The process's mutex kind, `None` for glibc's; the first call makes the choice.
+#[inline(always)]
+pub(super) fn mutex_kind() -> Option<Kind> {
+    // Relaxed: see `choice`.
+    match CHOICE.load(Relaxed) {
+        0 => make_choice().mutex,
+        raw => Kind::from_raw(u32::from(raw >> 4 & 0xF)),
+    }
+}
+
 /// The process's choice; the first call makes it.
 #[inline]
 pub(super) fn choice() -> Choice {

@@ -7,11 +7,11 @@
 //! | bytes | glibc's field | here |
 //! |---|---|---|
 //! | 0..8 | `__lock`, `__count` | the klocks lock of the process's kind (all zero: unlocked) |
-//! | 8..12 | `__owner` | the holder's tid, 0 when free (as glibc keeps it) |
-//! | 12..16 | `__nusers` | recursive mutexes: holds beyond the first |
+//! | 8..16 | `__owner`, `__nusers` | the holder's thread pointer (`fork::this_thread`), 0 when free |
 //! | 16..20 | `__kind` | glibc's: the type, and the bits that send the mutex to glibc |
 //! | 20..24 | `__spins`, `__elision` | the fork generation last used in (see `fork`) |
-//! | 24..40 | `__list` | unused (glibc's robust list; robust mutexes are glibc's) |
+//! | 24..28 | `__list` (first half) | recursive mutexes: holds beyond the first |
+//! | 28..40 | `__list` (rest) | unused (glibc's robust list; robust mutexes are glibc's) |
 //!
 //! `__kind` is never changed except by `init` and `destroy`, so its meaning is
 //! glibc's: `PTHREAD_MUTEX_INITIALIZER` is a normal mutex, the `_NP` initialisers
@@ -21,10 +21,12 @@
 //!
 //! # The owner field
 //!
-//! Written by the holder only: its tid after it acquires, 0 before it releases (the
-//! C API's protocol, whose module doc gives the argument that `Relaxed` suffices for
-//! the one question asked of it, "is it me?"). It answers error-checking and
-//! recursive relocks, and tells a fork child which thread held the lock. A normal
+//! Written by the holder only: its thread pointer after it acquires, 0 before it
+//! releases (the C API's protocol, whose module doc gives the argument that
+//! `Relaxed` suffices for the one question asked of it, "is it me?"). It answers
+//! error-checking and recursive relocks, and tells a fork child which thread held
+//! the lock. A thread pointer rather than the tid, because reading it costs no call
+//! (see `fork::this_thread`); glibc keeps the tid here. A normal
 //! mutex may be unlocked by another thread, as glibc allows (except with
 //! `spinfutex`, whose lock word names its owner: `EPERM`); that thread clears the
 //! field, so the question stays answerable.
@@ -33,30 +35,29 @@ use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::mem::size_of;
 use std::sync::atomic::{
-    AtomicI32, AtomicU32,
+    AtomicI32, AtomicU32, AtomicU64,
     Ordering::{Acquire, Relaxed, Release},
 };
 
-use klocks_core::owner::current_tid;
 use libc::{
     clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, CLOCK_REALTIME, EAGAIN, EBUSY,
     EDEADLK, EINVAL, EPERM,
 };
 
-use super::fork::{self, Holder, REPAIRING};
+use super::fork::{self, this_thread, Holder, REPAIRING};
 use super::time::Deadline;
-use super::{config, glibc, or_abort, or_error, say};
+use super::{config, glibc, say};
 use crate::mutex::{init_at, with_lock_at, Kind};
 
 /// A klocks-managed `pthread_mutex_t`; see the module doc.
 #[repr(C)]
 struct Mutex {
     body: UnsafeCell<u64>,
-    owner: AtomicU32,
-    depth: AtomicU32,
+    owner: AtomicU64,
     kind: AtomicI32,
     stamp: AtomicU32,
-    _list: [u64; 2],
+    depth: AtomicU32,
+    _rest: [u32; 3],
 }
 const _: () = assert!(size_of::<Mutex>() == size_of::<pthread_mutex_t>());
 const _: () = assert!(std::mem::align_of::<Mutex>() <= std::mem::align_of::<pthread_mutex_t>());
@@ -65,6 +66,8 @@ const _: () = assert!(std::mem::align_of::<Mutex>() <= std::mem::align_of::<pthr
 /// process-shared mutexes (`PTHREAD_MUTEX_ROBUST_NORMAL_NP`, `_PRIO_INHERIT_NP`,
 /// `_PRIO_PROTECT_NP`, `PTHREAD_MUTEX_PSHARED_BIT`).
 const GLIBC_ONLY: i32 = 16 | 32 | 64 | 128;
+/// The owner of a lock held, at a fork, by a thread the child does not have.
+const GONE: u64 = u64::MAX;
 /// glibc's `__kind` of a destroyed mutex.
 const DESTROYED: i32 = -1;
 
@@ -114,6 +117,25 @@ unsafe fn target<'a>(m: *mut pthread_mutex_t) -> Target<'a> {
     }
 }
 
+/// The common case, tried first by the entry points: a normal mutex (`__kind` 0) of
+/// this fork generation, in a process that runs a klocks kind. Everything else
+/// takes [`target`] and the general functions.
+///
+/// # Safety
+/// As for [`target`].
+#[inline(always)]
+unsafe fn plain<'a>(m: *mut pthread_mutex_t) -> Option<(&'a Mutex, Kind)> {
+    if m.is_null() {
+        return None;
+    }
+    let kind = config::mutex_kind()?;
+    // SAFETY: as in `target`.
+    let mutex = unsafe { &*m.cast::<Mutex>() };
+    // Relaxed: as in `target`. Acquire: as in `Mutex::current`.
+    let plain = mutex.kind.load(Relaxed) == 0 && mutex.stamp.load(Acquire) == fork::generation();
+    plain.then_some((mutex, kind))
+}
+
 impl Mutex {
     fn body(&self) -> *mut u8 {
         self.body.get().cast()
@@ -140,10 +162,10 @@ impl Mutex {
             }
             // Relaxed: the stale owner was written in an older generation, before the
             // fork that this thread comes after.
-            let holder = fork::holder(stamp, self.owner.load(Relaxed));
+            let holder = fork::holder_by_self(stamp, self.owner.load(Relaxed));
             let mine = match holder {
                 _ if stamp == REPAIRING => false,
-                Holder::Continuation(tid) => tid == current_tid(),
+                Holder::Continuation(thread) => thread == this_thread(),
                 Holder::Nobody | Holder::Gone => true,
             };
             // Acquire on success: we now own the repair (nobody else touches the body
@@ -169,8 +191,9 @@ impl Mutex {
                     with_lock_at!(self.body(), kind, lock => lock.lock());
                     self.owner.store(me, Relaxed);
                 }
-                // Held by a thread the child does not have: it stays held.
-                Holder::Gone => {}
+                // Held by a thread the child does not have: it stays held, by nobody
+                // a new thread could be taken for (they may reuse its thread block).
+                Holder::Gone => self.owner.store(GONE, Relaxed),
             }
             // Release: publishes the repaired body to `current`'s Acquire.
             self.stamp.store(now, Release);
@@ -180,7 +203,7 @@ impl Mutex {
 
     /// What a lock call by the holder gets: `None` to go on and lock (a normal mutex
     /// then deadlocks, as POSIX says), else the answer.
-    fn by_holder(&self, ty: Type, me: u32, errorcheck: c_int) -> Option<c_int> {
+    fn by_holder(&self, ty: Type, me: u64, errorcheck: c_int) -> Option<c_int> {
         // Relaxed: "is it me?" (module doc).
         if ty == Type::Normal || self.owner.load(Relaxed) != me {
             return None;
@@ -207,7 +230,7 @@ impl Mutex {
         with_lock_at!(self.body(), kind, lock => lock.try_lock())
     }
 
-    fn acquired(&self, me: u32) -> c_int {
+    fn acquired(&self, me: u64) -> c_int {
         // Relaxed: see the module doc.
         self.owner.store(me, Relaxed);
         0
@@ -216,9 +239,10 @@ impl Mutex {
 
 /// A normal `spinfutex` mutex relocked by its holder: the lock would panic; POSIX
 /// says a normal mutex deadlocks, so the thread waits forever, after saying why.
-fn deadlock(me: u32) -> ! {
+fn deadlock() -> ! {
     say(&format!(
-        "thread {me} locked a normal mutex it already holds; it waits forever, as POSIX says (an error-checking mutex would return EDEADLK)"
+        "thread {} locked a normal mutex it already holds; it waits forever, as POSIX says (an error-checking mutex would return EDEADLK)",
+        klocks_core::owner::current_tid()
     ));
     loop {
         // SAFETY: pause has no preconditions; it returns only after a signal handler.
@@ -228,27 +252,25 @@ fn deadlock(me: u32) -> ! {
 
 fn lock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
     mutex.current(kind);
-    let me = current_tid();
+    let me = this_thread();
     if let Some(answer) = mutex.by_holder(ty, me, EDEADLK) {
         return answer;
     }
     // Relaxed: "is it me?" (module doc); with `spinfutex` only the holder clears it.
     if kind == Kind::SpinFutex && mutex.owner.load(Relaxed) == me {
-        deadlock(me);
+        deadlock();
     }
-    or_abort("pthread_mutex_lock", || {
-        with_lock_at!(mutex.body(), kind, lock => lock.lock())
-    });
+    with_lock_at!(mutex.body(), kind, lock => lock.lock());
     mutex.acquired(me)
 }
 
 fn trylock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
     mutex.current(kind);
-    let me = current_tid();
+    let me = this_thread();
     if let Some(answer) = mutex.by_holder(ty, me, EBUSY) {
         return answer;
     }
-    if !or_abort("pthread_mutex_trylock", || mutex.try_acquire(kind)) {
+    if !mutex.try_acquire(kind) {
         return EBUSY;
     }
     mutex.acquired(me)
@@ -256,13 +278,11 @@ fn trylock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
 
 fn clocklock(mutex: &Mutex, kind: Kind, ty: Type, deadline: Deadline) -> c_int {
     mutex.current(kind);
-    let me = current_tid();
+    let me = this_thread();
     if let Some(answer) = mutex.by_holder(ty, me, EDEADLK) {
         return answer;
     }
-    match or_abort("pthread_mutex_timedlock", || {
-        deadline.poll(|| mutex.try_acquire(kind))
-    }) {
+    match deadline.poll(|| mutex.try_acquire(kind)) {
         0 => mutex.acquired(me),
         error => error,
     }
@@ -270,14 +290,14 @@ fn clocklock(mutex: &Mutex, kind: Kind, ty: Type, deadline: Deadline) -> c_int {
 
 fn unlock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
     mutex.current(kind);
-    let me = current_tid();
+    let me = this_thread();
     // Relaxed: "is it me?" (module doc).
     let mine = mutex.owner.load(Relaxed) == me;
     match ty {
         Type::Recursive | Type::ErrorCheck if !mine => return EPERM,
         Type::Recursive if mutex.depth.load(Relaxed) > 0 => {
             // Relaxed: only the holder reads and writes `depth`.
-            mutex.depth.fetch_sub(1, Relaxed);
+            mutex.depth.store(mutex.depth.load(Relaxed) - 1, Relaxed);
             return 0;
         }
         Type::Normal if kind == Kind::SpinFutex && !mine => return EPERM,
@@ -286,13 +306,18 @@ fn unlock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
         }
         _ => {}
     }
+    release(mutex, kind)
+}
+
+/// Releases a mutex the checks let through.
+#[inline(always)]
+fn release(mutex: &Mutex, kind: Kind) -> c_int {
     // Relaxed: cleared before the unlock's Release (module doc).
     mutex.owner.store(0, Relaxed);
-    // Two threads racing to unlock one hold: the second meets the lock's own check.
-    or_error(EPERM, || {
-        with_lock_at!(mutex.body(), kind, lock => lock.unlock());
-        0
-    })
+    // Two threads racing to unlock one hold: the second may pass the checks above and
+    // meet the lock's own, whose panic ends the process (see the `preload` doc).
+    with_lock_at!(mutex.body(), kind, lock => lock.unlock());
+    0
 }
 
 extern "C" {
@@ -352,11 +377,11 @@ pub unsafe extern "C" fn pthread_mutex_init(
         Ok(Some(ty)) => {
             let mutex = Mutex {
                 body: UnsafeCell::new(0),
-                owner: AtomicU32::new(0),
-                depth: AtomicU32::new(0),
+                owner: AtomicU64::new(0),
                 kind: AtomicI32::new(ty),
                 stamp: AtomicU32::new(fork::generation()),
-                _list: [0; 2],
+                depth: AtomicU32::new(0),
+                _rest: [0; 3],
             };
             // SAFETY: `m` is writable storage of `Mutex`'s size and alignment that no
             // other thread uses during init (POSIX's rule); the body is then 8
@@ -400,6 +425,26 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
 /// POSIX's contract for `pthread_mutex_lock`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
+    if let Some((mutex, kind)) = unsafe { plain(m) } {
+        let me = this_thread();
+        // Relaxed: "is it me?" (module doc); `spinfutex` must not be relocked (`lock`).
+        if kind != Kind::SpinFutex || mutex.owner.load(Relaxed) != me {
+            with_lock_at!(mutex.body(), kind, lock => lock.lock());
+            return mutex.acquired(me);
+        }
+    }
+    // SAFETY: caller's contract.
+    unsafe { lock_any(m) }
+}
+
+/// `pthread_mutex_lock` past [`plain`]: out of line, so that the common path needs
+/// no stack frame.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_lock`.
+#[inline(never)]
+unsafe fn lock_any(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     match unsafe { target(m) } {
         // SAFETY: the caller's contract is glibc's.
@@ -477,6 +522,29 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
 /// POSIX's contract for `pthread_mutex_unlock`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
+    if let Some((mutex, kind)) = unsafe { plain(m) } {
+        // The checks of `unlock` for a normal mutex.
+        let held = if kind == Kind::SpinFutex {
+            // Relaxed: "is it me?" (module doc).
+            mutex.owner.load(Relaxed) == this_thread()
+        } else {
+            with_lock_at!(mutex.body(), kind, lock => lock.is_locked())
+        };
+        if held {
+            return release(mutex, kind);
+        }
+    }
+    // SAFETY: caller's contract.
+    unsafe { unlock_any(m) }
+}
+
+/// `pthread_mutex_unlock` past [`plain`] (see [`lock_any`]).
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_unlock`.
+#[inline(never)]
+unsafe fn unlock_any(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     match unsafe { target(m) } {
         // SAFETY: the caller's contract is glibc's.

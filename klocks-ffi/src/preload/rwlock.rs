@@ -40,7 +40,7 @@ use libc::{
 use super::config::{self, RwPolicy};
 use super::fork::{self, Holder, GLIBC_OWNED, REPAIRING};
 use super::time::Deadline;
-use super::{glibc, or_abort, or_error};
+use super::glibc;
 
 /// A klocks-managed `pthread_rwlock_t`; see the module doc.
 #[repr(C)]
@@ -153,13 +153,13 @@ impl RwLock {
             let (locked, writer) =
                 with_sem!(self, policy, sem => (sem.is_locked(), sem.exclusive_owner()));
             let holder = match writer {
-                Some(tid) => fork::holder(stamp, tid),
+                Some(tid) => fork::holder_by_tid(stamp, tid),
                 None if locked => Holder::Gone,
                 None => Holder::Nobody,
             };
             let mine = match holder {
                 _ if stamp == REPAIRING => false,
-                Holder::Continuation(tid) => tid == current_tid(),
+                Holder::Continuation(tid) => tid == u64::from(current_tid()),
                 Holder::Nobody | Holder::Gone => true,
             };
             // Acquire on success: we own the repair until our Release below.
@@ -199,9 +199,7 @@ fn rdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     if rw.writing(policy) {
         return EDEADLK;
     }
-    or_abort("pthread_rwlock_rdlock", || {
-        with_sem!(rw, policy, sem => sem.lock_shared())
-    });
+    with_sem!(rw, policy, sem => sem.lock_shared());
     0
 }
 
@@ -210,9 +208,7 @@ fn wrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     if rw.writing(policy) {
         return EDEADLK;
     }
-    or_abort("pthread_rwlock_wrlock", || {
-        with_sem!(rw, policy, sem => sem.lock_exclusive())
-    });
+    with_sem!(rw, policy, sem => sem.lock_exclusive());
     0
 }
 
@@ -257,16 +253,14 @@ fn unlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     if !writing && !reading {
         return EPERM;
     }
-    // A misuse the snapshot missed (the last reader's share released twice) meets
-    // the rwsem's own check, which leaves the lock as it was.
-    or_error(EPERM, || {
-        with_sem!(rw, policy, sem => if writing {
-            sem.unlock_exclusive()
-        } else {
-            sem.unlock_shared()
-        });
-        0
-    })
+    // A misuse the snapshot missed (two threads releasing the last reader's share)
+    // meets the rwsem's own check, whose panic ends the process.
+    with_sem!(rw, policy, sem => if writing {
+        sem.unlock_exclusive()
+    } else {
+        sem.unlock_shared()
+    });
+    0
 }
 
 /// `pthread_rwlock_init`: a klocks rwsem of the process's policy, or glibc's rwlock

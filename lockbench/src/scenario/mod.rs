@@ -1,6 +1,7 @@
 //! The experiments, and what they share: the guarded critical section, the
 //! start-gate harness, the options every scenario takes, and the error type.
 
+pub mod app;
 pub mod c2c;
 pub mod false_sharing;
 pub mod loop_;

@@ -1,0 +1,450 @@
+//! `lockbench app -- CMD ARGS`: an unmodified program under each klocks lock.
+//!
+//! The command runs once per lock and round: first as it is (glibc's locks, no
+//! preload), then under `LD_PRELOAD=libklocks.so KLOCKS_LOCK=<lock>` for each
+//! chosen lock, round after round, so that drift in the machine spreads over every
+//! lock alike. Reported: wall time, and with `--metric` a number the command prints
+//! (a throughput: higher is better), each as median [min–max] and as speed relative
+//! to glibc in the same run.
+//!
+//! Verified, or no table: every run must exit 0; its stdout must be byte-identical
+//! to the first glibc run's (unless `--output-varies`: programs that print timings);
+//! `--metric` must match in every run; and a preloaded run's stderr must carry no
+//! word from the dynamic linker or klocks that the preload failed or fell back to
+//! glibc, so a table never shows glibc under a klocks name.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use regex::Regex;
+
+use super::{Common, Error};
+use crate::report::{num, Cell, Progress, Run, Summary, Table};
+
+/// The locks `KLOCKS_LOCK` accepts (klocks' mutexes; condvars follow them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreloadLock {
+    Pvqspinlock,
+    Qspinlock,
+    Ticket,
+    Pvticket,
+    Futex,
+    Spinfutex,
+}
+
+impl PreloadLock {
+    /// The name `KLOCKS_LOCK` takes and the table prints.
+    fn name(self) -> &'static str {
+        match self {
+            PreloadLock::Pvqspinlock => "pvqspinlock",
+            PreloadLock::Qspinlock => "qspinlock",
+            PreloadLock::Ticket => "ticket",
+            PreloadLock::Pvticket => "pvticket",
+            PreloadLock::Futex => "futex",
+            PreloadLock::Spinfutex => "spinfutex",
+        }
+    }
+}
+
+/// The rwlocks `KLOCKS_RWLOCK` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreloadRwLock {
+    #[value(name = "rwsem-adaptive")]
+    Adaptive,
+    #[value(name = "rwsem-always")]
+    Always,
+    #[value(name = "rwsem-never")]
+    Never,
+    Glibc,
+}
+
+impl PreloadRwLock {
+    fn name(self) -> &'static str {
+        match self {
+            PreloadRwLock::Adaptive => "rwsem-adaptive",
+            PreloadRwLock::Always => "rwsem-always",
+            PreloadRwLock::Never => "rwsem-never",
+            PreloadRwLock::Glibc => "glibc",
+        }
+    }
+}
+
+/// `lockbench app` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// klocks locks to run the command under (KLOCKS_LOCK values), comma-separated;
+    /// glibc (no preload) always runs too, as the baseline [default:
+    /// pvqspinlock,pvticket,futex,spinfutex]
+    #[arg(long = "with", value_enum, value_delimiter = ',', value_name = "LOCK,...")]
+    pub with: Vec<PreloadLock>,
+
+    /// KLOCKS_RWLOCK for the klocks runs [default: rwsem-adaptive]
+    #[arg(long, value_enum, value_name = "RWLOCK")]
+    pub rwlock: Option<PreloadRwLock>,
+
+    /// A regular expression with one capture group: the number it captures in the
+    /// command's stdout (else stderr) is reported beside the wall time, as a
+    /// throughput (higher is better)
+    #[arg(long, value_parser = parse_metric, value_name = "REGEX")]
+    pub metric: Option<Regex>,
+
+    /// The command's stdout differs from run to run (it prints timings): do not
+    /// require it to be identical under every lock
+    #[arg(long)]
+    pub output_varies: bool,
+
+    /// The preload library [default: libklocks.so next to the lockbench executable;
+    /// build it with `cargo build --release -p klocks-ffi`]
+    #[arg(long, value_name = "FILE")]
+    pub preload: Option<PathBuf>,
+
+    /// The command and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// `--metric`: a regex with exactly one capture group.
+fn parse_metric(text: &str) -> Result<Regex, String> {
+    let regex = Regex::new(text).map_err(|e| e.to_string())?;
+    match regex.captures_len() {
+        2 => Ok(regex),
+        n => Err(format!(
+            "it needs exactly one capture group around the number, it has {}",
+            n - 1
+        )),
+    }
+}
+
+/// The default `--with`.
+const DEFAULT_LOCKS: [PreloadLock; 4] = [
+    PreloadLock::Pvqspinlock,
+    PreloadLock::Pvticket,
+    PreloadLock::Futex,
+    PreloadLock::Spinfutex,
+];
+
+/// The baseline's name in the tables.
+const GLIBC: &str = "glibc";
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `None` is the baseline (no preload).
+    variants: Vec<Option<PreloadLock>>,
+    rwlock: PreloadRwLock,
+    metric: Option<Regex>,
+    output_varies: bool,
+    preload: PathBuf,
+    command: Vec<OsString>,
+    runs: u32,
+}
+
+impl Config {
+    /// From the command line; `Err` is a usage error (a missing program or library).
+    pub fn new(args: &Args, common: &Common) -> Result<Self, String> {
+        let preload = match &args.preload {
+            Some(path) => path.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| format!("cannot find the lockbench executable: {e}"))?
+                .with_file_name("libklocks.so"),
+        };
+        if !preload.is_file() {
+            return Err(format!(
+                "no preload library at {}: build it with `cargo build --release -p klocks-ffi`, or pass --preload",
+                preload.display()
+            ));
+        }
+        let program = &args.command[0];
+        if find_program(program).is_none() {
+            return Err(format!(
+                "no program {:?} (not a file, and not found on PATH)",
+                program
+            ));
+        }
+        let mut locks = if args.with.is_empty() {
+            DEFAULT_LOCKS.to_vec()
+        } else {
+            args.with.clone()
+        };
+        locks.dedup();
+        let variants = std::iter::once(None)
+            .chain(locks.into_iter().map(Some))
+            .collect();
+        Ok(Self {
+            variants,
+            rwlock: args.rwlock.unwrap_or(PreloadRwLock::Adaptive),
+            metric: args.metric.clone(),
+            output_varies: args.output_varies,
+            preload,
+            command: args.command.clone(),
+            runs: common.runs,
+        })
+    }
+
+    /// Runs this config makes (the progress bar counts runs here).
+    pub fn cells(&self) -> u64 {
+        self.variants.len() as u64 * u64::from(self.runs)
+    }
+
+    fn shown(&self) -> String {
+        self.command
+            .iter()
+            .map(|part| part.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Where `program` is: a path with a slash as it is, else the first match on PATH.
+fn find_program(program: &OsString) -> Option<PathBuf> {
+    let path = Path::new(program);
+    if path.components().count() > 1 {
+        return path.is_file().then(|| path.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(path))
+        .find(|candidate| candidate.is_file())
+}
+
+fn variant_name(variant: Option<PreloadLock>) -> &'static str {
+    variant.map_or(GLIBC, PreloadLock::name)
+}
+
+/// One run's result.
+struct Outcome {
+    wall_s: f64,
+    stdout: Vec<u8>,
+    metric: Option<f64>,
+}
+
+/// Runs the command once under `variant`, and checks what the module doc lists
+/// (except the output comparison, which needs the baseline).
+fn run_once(config: &Config, variant: Option<PreloadLock>, round: u32) -> Result<Outcome, Error> {
+    let name = variant_name(variant);
+    let context = || format!("app: `{}` under {name}, run {round}", config.shown());
+    let mut command = Command::new(&config.command[0]);
+    command
+        .args(&config.command[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for var in ["LD_PRELOAD", "KLOCKS_LOCK", "KLOCKS_RWLOCK"] {
+        command.env_remove(var);
+    }
+    if let Some(lock) = variant {
+        command
+            .env("LD_PRELOAD", &config.preload)
+            .env("KLOCKS_LOCK", lock.name())
+            .env("KLOCKS_RWLOCK", config.rwlock.name());
+    }
+    let start = Instant::now();
+    let output = command
+        .output()
+        .map_err(|e| Error::Io(format!("{}: starting the command", context()), e))?;
+    let wall_s = start.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        return Err(Error::Verification(format!(
+            "{}: exited with {}; its stderr ends:\n{}",
+            context(),
+            output.status,
+            tail(&stderr)
+        )));
+    }
+    if variant.is_some() {
+        if let Some(line) = stderr
+            .lines()
+            .find(|l| l.contains("klocks:") || l.contains("cannot be preloaded"))
+        {
+            return Err(Error::Verification(format!(
+                "{}: the preload did not take (or klocks fell back to glibc): {line}",
+                context()
+            )));
+        }
+    }
+    let metric = match &config.metric {
+        None => None,
+        Some(regex) => Some(capture(regex, &output.stdout, &output.stderr).ok_or_else(|| {
+            Error::Verification(format!(
+                "{}: --metric {:?} matched no number in the output",
+                context(),
+                regex.as_str()
+            ))
+        })?),
+    };
+    Ok(Outcome {
+        wall_s,
+        stdout: output.stdout,
+        metric,
+    })
+}
+
+/// The last lines of a command's stderr, for an error message.
+fn tail(stderr: &str) -> String {
+    let lines: Vec<_> = stderr.lines().collect();
+    lines[lines.len().saturating_sub(10)..].join("\n")
+}
+
+/// The number `regex` captures in stdout, else in stderr.
+fn capture(regex: &Regex, stdout: &[u8], stderr: &[u8]) -> Option<f64> {
+    [stdout, stderr].into_iter().find_map(|bytes| {
+        let text = String::from_utf8_lossy(bytes);
+        let captures = regex.captures(&text)?;
+        captures.get(1)?.as_str().trim().parse().ok()
+    })
+}
+
+/// Runs every round and returns one cell per lock (and one more per lock for the
+/// metric).
+pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
+    let mut outcomes: Vec<Vec<Outcome>> = config.variants.iter().map(|_| Vec::new()).collect();
+    let mut reference: Option<Vec<u8>> = None;
+    for round in 1..=config.runs {
+        for (variant, done) in config.variants.iter().zip(&mut outcomes) {
+            progress.start(format!("app {} run {round}", variant_name(*variant)));
+            let outcome = run_once(config, *variant, round)?;
+            progress.done();
+            let expected = reference.get_or_insert_with(|| outcome.stdout.clone());
+            if !config.output_varies && outcome.stdout != *expected {
+                return Err(Error::Verification(format!(
+                    "app: `{}` printed different output under {} (run {round}) than under glibc; \
+                     pass --output-varies if it prints timings",
+                    config.shown(),
+                    variant_name(*variant)
+                )));
+            }
+            done.push(outcome);
+        }
+    }
+    let mut cells = Vec::new();
+    for (variant, outcomes) in config.variants.iter().zip(&outcomes) {
+        let name = variant_name(*variant);
+        cells.push(cell(name, None, "s", outcomes, |o| Some(o.wall_s)));
+        if config.metric.is_some() {
+            cells.push(cell(name, Some("metric"), "metric", outcomes, |o| o.metric));
+        }
+    }
+    Ok(cells)
+}
+
+fn cell(
+    lock: &'static str,
+    layout: Option<&'static str>,
+    unit: &'static str,
+    outcomes: &[Outcome],
+    value: impl Fn(&Outcome) -> Option<f64>,
+) -> Cell {
+    let runs: Vec<Run> = outcomes
+        .iter()
+        .filter_map(|o| {
+            Some(Run {
+                value: value(o)?,
+                wall_ns: (o.wall_s * 1e9) as u64,
+                operations: 1,
+                target: None,
+                handoffs: None,
+                finished: true,
+                per_thread: None,
+                drain: None,
+                rw: None,
+            })
+        })
+        .collect();
+    Cell {
+        scenario: "app",
+        lock,
+        threads: 0,
+        layout,
+        unit,
+        summary: Summary::of(runs.iter().map(|r| r.value)),
+        unfinished: None,
+        handoff: None,
+        conditions: None,
+        overcommit: None,
+        mutex_load: None,
+        rw: None,
+        runs,
+    }
+}
+
+/// lock | wall s | speed vs glibc [| metric | vs glibc].
+pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
+    let of = |lock: &str, layout: Option<&str>| {
+        cells
+            .iter()
+            .find(|c| c.lock == lock && c.layout == layout)
+            .and_then(|c| c.summary)
+    };
+    let mut headers = vec!["lock", "wall s median [min–max]", "speed vs glibc"];
+    if config.metric.is_some() {
+        headers.extend(["metric median [min–max]", "metric vs glibc"]);
+    }
+    let mut table = Table::new(format!("app: {}", config.shown()), &headers);
+    let glibc_wall = of(GLIBC, None);
+    let glibc_metric = of(GLIBC, Some("metric"));
+    for variant in &config.variants {
+        let name = variant_name(*variant);
+        let wall = of(name, None);
+        let mut row = vec![
+            name.to_owned(),
+            wall.map_or("-".to_owned(), |s| s.show(num)),
+            ratio(glibc_wall.zip(wall).map(|(g, w)| g.median / w.median)),
+        ];
+        if config.metric.is_some() {
+            let metric = of(name, Some("metric"));
+            row.push(metric.map_or("-".to_owned(), |s| s.show(num)));
+            row.push(ratio(
+                glibc_metric.zip(metric).map(|(g, m)| m.median / g.median),
+            ));
+        }
+        table.row(row);
+    }
+    table.note(format!(
+        "{} runs per lock, interleaved; speed = glibc's median wall ÷ the lock's (> 1: faster); \
+         klocks runs: LD_PRELOAD={} KLOCKS_RWLOCK={}",
+        config.runs,
+        config.preload.display(),
+        config.rwlock.name()
+    ));
+    table.note(if config.output_varies {
+        "output not compared (--output-varies); every run exited 0".to_owned()
+    } else {
+        "every run exited 0 and printed the same output as glibc's first run".to_owned()
+    });
+    vec![table]
+}
+
+fn ratio(value: Option<f64>) -> String {
+    value.map_or("-".to_owned(), |r| format!("{r:.3}×"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metric_needs_one_group() {
+        assert!(parse_metric(r"events/s: ([0-9.]+)").is_ok());
+        assert!(parse_metric(r"events/s: [0-9.]+").unwrap_err().contains("has 0"));
+        assert!(parse_metric(r"(a)(b)").unwrap_err().contains("has 2"));
+        assert!(parse_metric(r"(unclosed").is_err());
+    }
+
+    #[test]
+    fn the_metric_is_read_from_stdout_then_stderr() {
+        let regex = parse_metric(r"rate: *([0-9.]+)").unwrap();
+        assert_eq!(capture(&regex, b"x\nrate: 12.5\n", b""), Some(12.5));
+        assert_eq!(capture(&regex, b"nothing", b"rate: 3"), Some(3.0));
+        assert_eq!(capture(&regex, b"nothing", b"none"), None);
+    }
+
+    #[test]
+    fn programs_are_found_on_path_or_by_path() {
+        assert!(find_program(&"sh".into()).is_some());
+        assert!(find_program(&"/bin/sh".into()).is_some());
+        assert!(find_program(&"no-such-program-klocks".into()).is_none());
+        assert!(find_program(&"./no/such/file".into()).is_none());
+    }
+}

@@ -1,0 +1,118 @@
+//! `lockbench app`: usage errors, the comparison table, and its verification.
+
+// The helpers that build libklocks.so for the klocks-ffi tests.
+#[path = "../../klocks-ffi/tests/common/mod.rs"]
+mod common;
+
+use std::process::{Command, Output};
+
+fn app(args: &[&str]) -> Output {
+    let library = common::library();
+    Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("app")
+        .arg("--preload")
+        .arg(&library)
+        .args(args)
+        .output()
+        .expect("lockbench starts")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn bad_input_is_a_usage_error() {
+    let cases: &[&[&str]] = &[
+        &["--", "no-such-program-klocks"],
+        &["--", "./no/such/file"],
+        &["--metric", "rate: [0-9]+", "--", "true"],
+        &["--metric", "(unclosed", "--", "true"],
+        &["--with", "qspinlock-cmpxchg", "--", "true"],
+        &["--locks", "futex", "--", "true"],
+        &["--rwlocks", "rwsem-never", "--", "true"],
+        &[],
+    ];
+    for args in cases {
+        let out = app(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["app", "--preload", "/no/such/libklocks.so", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cargo build --release -p klocks-ffi"), "{}", stderr(&out));
+}
+
+#[test]
+fn it_compares_a_command_under_glibc_and_each_lock() {
+    let out = app(&[
+        "--runs",
+        "2",
+        "--with",
+        "futex,pvqspinlock",
+        "--metric",
+        r"rate: ([0-9]+)",
+        "--",
+        "sh",
+        "-c",
+        "echo rate: 42",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", stderr(&out));
+    for row in ["glibc", "futex", "pvqspinlock"] {
+        assert!(stdout.lines().any(|l| l.starts_with(row)), "no {row} row:\n{stdout}");
+    }
+    assert!(stdout.contains(" 42.0 "), "{stdout}");
+    assert!(stdout.contains("1.000×"), "{stdout}");
+    assert!(stdout.contains("printed the same output"), "{stdout}");
+}
+
+#[test]
+fn different_output_under_a_lock_fails_verification() {
+    // glibc's run prints an empty line, the preloaded one the lock's name.
+    let out = app(&["--runs", "1", "--with", "futex", "--", "sh", "-c", "echo $KLOCKS_LOCK"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("printed different output under futex"), "{}", stderr(&out));
+    let varies = app(&[
+        "--runs",
+        "1",
+        "--with",
+        "futex",
+        "--output-varies",
+        "--",
+        "sh",
+        "-c",
+        "echo $KLOCKS_LOCK",
+    ]);
+    assert!(varies.status.success(), "{}", stderr(&varies));
+}
+
+#[test]
+fn a_failing_command_fails_verification() {
+    let out = app(&["--runs", "1", "--", "sh", "-c", "echo oops >&2; exit 3"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("exited with exit status: 3"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("oops"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_metric_that_does_not_match_fails_verification() {
+    let out = app(&["--runs", "1", "--metric", r"rate: ([0-9]+)", "--", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("matched no number"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_preload_that_did_not_take_fails_verification() {
+    // Not a shared library: the dynamic linker says so and runs the program anyway.
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["app", "--runs", "1", "--with", "futex", "--preload"])
+        .arg(env!("CARGO_MANIFEST_DIR").to_owned() + "/Cargo.toml")
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the preload did not take"), "{}", stderr(&out));
+}
