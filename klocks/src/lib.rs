@@ -98,6 +98,7 @@ pub mod testing;
 
 mod barrier;
 pub mod budget;
+pub mod condvar;
 mod mutex;
 pub mod owner;
 mod padded;

@@ -12,8 +12,7 @@
 //!
 //! | bytes | glibc's field | here |
 //! |---|---|---|
-//! | 0..4 | `__wseq` (low half) | `seq`: bumped by every signal and broadcast; waiters sleep on it |
-//! | 4..8 | `__wseq` (high half) | `waiters`: threads between registering and leaving, and [`DESTROYING`] |
+//! | 0..8 | `__wseq` | a `SeqCondvar`: the `seq` word, then the `waiters` word |
 //! | 36..40 | `__wrefs` | glibc's bits, kept: 1 process-shared, 2 `CLOCK_MONOTONIC` for `timedwait` |
 //!
 //! All zero (`PTHREAD_COND_INITIALIZER`) is a private condvar on `CLOCK_REALTIME`,
@@ -21,36 +20,17 @@
 //!
 //! # The protocol
 //!
-//! A waiter, holding the mutex: registers (`waiters += 1`), reads `seq`, unlocks the
-//! mutex, sleeps on `seq` while it still holds the value read (a futex wait: the
-//! check and the sleep are atomic against wakes), leaves (`waiters -= 1`), relocks.
-//! A signaller bumps `seq`, then wakes one sleeper (broadcast: all) if any thread is
-//! registered.
-//!
-//! No lost wake-up: both sides are `SeqCst` (a store followed by a load of the other
-//! variable on each side, the pattern only a single total order settles). If the
-//! signaller's load of `waiters` does not see a waiter's registration, the
-//! registration comes later in that order, so the waiter's load of `seq` comes after
-//! the bump and sees it: it waits for a later signal, and this one was sent before
-//! it started waiting (POSIX asks nothing for those). Otherwise the signaller wakes,
-//! and the futex either finds the waiter asleep or makes it see the new `seq`.
-//!
-//! Spurious wake-ups (a signal meant for an earlier waiter, a timeout racing a
-//! signal, a Unix signal) return 0, as POSIX allows; callers loop on their predicate.
-//!
-//! # Destroy
-//!
-//! POSIX lets a thread destroy a condvar as soon as no thread is blocked on it, for
-//! example right after a broadcast, while the woken waiters have yet to run.
-//! `destroy` sets [`DESTROYING`] and waits until the count drains; the last waiter
-//! to leave wakes it, and touches nothing of the condvar after that wake.
+//! `klocks::condvar::SeqCondvar`, whose module doc gives it with its no-lost-wake-up
+//! argument, and whose loom models check it; this layer adds the futex calls:
+//! private or shared as the condvar is, with `FUTEX_WAIT_BITSET` for an absolute
+//! deadline on either clock. Spurious wake-ups (a signal meant for an earlier waiter,
+//! a timeout racing a signal, a Unix signal) return 0, as POSIX allows.
 
 use std::ffi::c_int;
 use std::mem::size_of;
-use std::sync::atomic::{
-    AtomicU32,
-    Ordering::{Acquire, Relaxed, Release, SeqCst},
-};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use klocks_core::condvar::SeqCondvar;
 
 use libc::{
     clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, timespec, CLOCK_MONOTONIC,
@@ -64,8 +44,7 @@ use super::{config, glibc};
 /// A klocks-managed `pthread_cond_t`; see the module doc.
 #[repr(C)]
 struct Cond {
-    seq: AtomicU32,
-    waiters: AtomicU32,
+    words: SeqCondvar,
     _glibc: [u32; 7],
     flags: AtomicU32,
     _tail: [u32; 2],
@@ -76,8 +55,6 @@ const _: () = assert!(std::mem::align_of::<Cond>() <= std::mem::align_of::<pthre
 /// `flags`: glibc's `__PTHREAD_COND_SHARED_MASK` and `__PTHREAD_COND_CLOCK_MONOTONIC_MASK`.
 const SHARED: u32 = 1;
 const MONOTONIC: u32 = 2;
-/// `waiters`: a thread waits in `destroy` for the count to drain.
-const DESTROYING: u32 = 1 << 31;
 
 /// The futex word operations, private or shared as the condvar is.
 mod futex {
@@ -151,12 +128,9 @@ impl Cond {
     /// Leaves after waiting: the last one out wakes a waiting `destroy`.
     fn leave(&self) {
         let shared = self.shared();
-        // Release: pairs with the Acquire in `destroy`, so our last reads of the
-        // condvar happen before it is torn down.
-        let before = self.waiters.fetch_sub(1, Release);
-        if before == DESTROYING | 1 {
+        if self.words.leave() {
             // The condvar may be gone from here on: only its address is used.
-            futex::wake(&self.waiters, i32::MAX, shared);
+            futex::wake(self.words.waiters_word(), i32::MAX, shared);
         }
     }
 
@@ -165,10 +139,7 @@ impl Cond {
             return EINVAL;
         }
         let shared = self.shared();
-        // SeqCst (both): the registration, then the read of `seq`; see the module doc
-        // for the pairing with `notify`.
-        self.waiters.fetch_add(1, SeqCst);
-        let seq = self.seq.load(SeqCst);
+        let seq = self.words.register();
         // SAFETY: `m` is the caller's mutex (POSIX's contract for the wait).
         let unlocked = unsafe { pthread_mutex_unlock(m) };
         if unlocked != 0 {
@@ -176,7 +147,7 @@ impl Cond {
             return unlocked;
         }
         let timed_out = deadline.is_some_and(|d| d.at.tv_sec < 0)
-            || futex::wait(&self.seq, seq, deadline.as_ref(), shared);
+            || futex::wait(self.words.seq_word(), seq, deadline.as_ref(), shared);
         self.leave();
         // SAFETY: as above.
         match unsafe { pthread_mutex_lock(m) } {
@@ -186,21 +157,16 @@ impl Cond {
     }
 
     fn notify(&self, count: i32) {
-        // SeqCst (both): the bump, then the read of `waiters`; see the module doc.
-        self.seq.fetch_add(1, SeqCst);
-        if self.waiters.load(SeqCst) & !DESTROYING != 0 {
-            futex::wake(&self.seq, count, self.shared());
+        if self.words.notify() {
+            futex::wake(self.words.seq_word(), count, self.shared());
         }
     }
 
     fn destroy(&self) {
         let shared = self.shared();
-        // Acquire: pairs with the Release in `leave`.
-        let mut waiters = self.waiters.fetch_or(DESTROYING, Acquire) | DESTROYING;
-        while waiters != DESTROYING {
-            futex::wait(&self.waiters, waiters, None, shared);
-            // Acquire: as above.
-            waiters = self.waiters.load(Acquire);
+        self.words.begin_destroy();
+        while let Err(waiting) = self.words.drained() {
+            futex::wait(self.words.waiters_word(), waiting, None, shared);
         }
     }
 }
@@ -249,8 +215,7 @@ pub unsafe extern "C" fn pthread_cond_init(
     // thread uses during init (POSIX's rule).
     unsafe {
         c.cast::<Cond>().write(Cond {
-            seq: AtomicU32::new(0),
-            waiters: AtomicU32::new(0),
+            words: SeqCondvar::new(),
             _glibc: [0; 7],
             flags: AtomicU32::new(flags),
             _tail: [0; 2],
