@@ -36,7 +36,12 @@
  * Environment: KLOCKS_SPIN_NS=<ns> sets the spin budget of the pv kinds, SPINFUTEX
  * and the rwsem (see the project README).
  *
- * LD_PRELOAD interposition of pthread_mutex_* is not part of this library yet.
+ * The same library, preloaded (LD_PRELOAD=libklocks.so KLOCKS_LOCK=pvqspinlock ./app),
+ * replaces the pthread mutexes, rwlocks and condition variables of an unmodified
+ * program; see the project README. It also defines those pthread functions when
+ * linked with -lklocks: with KLOCKS_LOCK unset (or "glibc") they pass every call to
+ * glibc unchanged, so linking klocks never changes a program's pthread locks unless
+ * it asks.
  */
 #ifndef KLOCKS_H
 #define KLOCKS_H

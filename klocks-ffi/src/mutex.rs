@@ -388,14 +388,24 @@ mod tests {
                 assert!(bytes_of(&lock).iter().all(|&b| b == 0), stringify!($ty));
             )*};
         }
-        check!(PvQSpinLock, QSpinLock, TicketLock, PvTicketLock, FutexMutex, SpinFutexMutex);
+        check!(
+            PvQSpinLock,
+            QSpinLock,
+            TicketLock,
+            PvTicketLock,
+            FutexMutex,
+            SpinFutexMutex
+        );
     }
 
     #[test]
     fn kinds_round_trip_through_raw_and_name() {
         for kind in Kind::ALL {
             assert_eq!(Kind::from_raw(kind as u32), Some(kind));
-            assert_eq!(Kind::ALL.iter().filter(|k| k.name() == kind.name()).count(), 1);
+            assert_eq!(
+                Kind::ALL.iter().filter(|k| k.name() == kind.name()).count(),
+                1
+            );
         }
     }
 }

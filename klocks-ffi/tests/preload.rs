@@ -18,7 +18,12 @@ fn program() -> &'static PathBuf {
 fn preloaded(env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(program());
     command.env("LD_PRELOAD", common::library());
-    for var in ["KLOCKS_LOCK", "KLOCKS_RWLOCK", "KLOCKS_SPIN_NS", "KLOCKS_OWNER_PROBE"] {
+    for var in [
+        "KLOCKS_LOCK",
+        "KLOCKS_RWLOCK",
+        "KLOCKS_SPIN_NS",
+        "KLOCKS_OWNER_PROBE",
+    ] {
         command.env_remove(var);
     }
     command.envs(env.iter().copied());
@@ -28,13 +33,25 @@ fn preloaded(env: &[(&str, &str)]) -> Command {
 /// Runs every check with klocks' `lock` (and `rwlock`) in charge.
 fn passes_with(lock: &str, rwlock: Option<&str>) {
     // The plain spinlocks hand the lock to preempted waiters: keep to the CPUs.
-    let threads = if matches!(lock, "ticket" | "qspinlock") { "2" } else { "16" };
-    let mut env = vec![("KLOCKS_LOCK", lock), ("THREADS", threads), ("EXPECT_KLOCKS", "1")];
+    let threads = if matches!(lock, "ticket" | "qspinlock") {
+        "2"
+    } else {
+        "16"
+    };
+    let mut env = vec![
+        ("KLOCKS_LOCK", lock),
+        ("THREADS", threads),
+        ("EXPECT_KLOCKS", "1"),
+    ];
     env.extend(rwlock.map(|r| ("KLOCKS_RWLOCK", r)));
     let run = common::run(preloaded(&env));
     common::assert_ok("preload", &run);
     assert!(run.stdout.contains("fork with threads"));
-    assert!(run.stderr.is_empty(), "klocks said something: {}", run.stderr);
+    assert!(
+        run.stderr.is_empty(),
+        "klocks said something: {}",
+        run.stderr
+    );
 }
 
 macro_rules! every_lock {
@@ -69,7 +86,11 @@ fn the_counter_check_catches_a_missing_lock() {
     let mut command = preloaded(&[("KLOCKS_LOCK", "pvqspinlock")]);
     command.arg("busted");
     let run = common::run(command);
-    assert!(!run.status.success(), "the busted counter passed:\n{}", run.stdout);
+    assert!(
+        !run.status.success(),
+        "the busted counter passed:\n{}",
+        run.stdout
+    );
     assert!(run.stderr.contains("counter mismatch"), "{}", run.stderr);
 }
 
@@ -80,14 +101,21 @@ fn an_unknown_lock_name_falls_back_to_glibc() {
     let run = common::run(preloaded(&[("KLOCKS_LOCK", "pvqspin")]));
     common::assert_ok("preload", &run);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    assert!(run.stderr.contains("KLOCKS_LOCK=\"pvqspin\" is not a lock"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("KLOCKS_LOCK=\"pvqspin\" is not a lock"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// A bad `KLOCKS_SPIN_NS` is refused the same way, rather than panicking inside a
 /// lock call later.
 #[test]
 fn a_bad_spin_budget_falls_back_to_glibc() {
-    let run = common::run(preloaded(&[("KLOCKS_LOCK", "spinfutex"), ("KLOCKS_SPIN_NS", "5us")]));
+    let run = common::run(preloaded(&[
+        ("KLOCKS_LOCK", "spinfutex"),
+        ("KLOCKS_SPIN_NS", "5us"),
+    ]));
     common::assert_ok("preload", &run);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     assert!(run.stderr.contains("KLOCKS_SPIN_NS"), "{}", run.stderr);
@@ -97,11 +125,20 @@ fn a_bad_spin_budget_falls_back_to_glibc() {
 #[test]
 fn help_lists_the_names() {
     let mut command = Command::new("/bin/true");
-    command.env("LD_PRELOAD", common::library()).env("KLOCKS_LOCK", "help");
+    command
+        .env("LD_PRELOAD", common::library())
+        .env("KLOCKS_LOCK", "help");
     let run = common::run(command);
     assert!(run.status.success());
     assert_eq!(run.stderr.lines().count(), 2, "{}", run.stderr);
-    for name in ["pvqspinlock", "spinfutex", "ticket", "rwsem-adaptive", "rwsem-never", "glibc"] {
+    for name in [
+        "pvqspinlock",
+        "spinfutex",
+        "ticket",
+        "rwsem-adaptive",
+        "rwsem-never",
+        "glibc",
+    ] {
         assert!(run.stderr.contains(name), "{name} missing: {}", run.stderr);
     }
 }

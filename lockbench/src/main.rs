@@ -18,8 +18,8 @@ use crate::machine::Machine;
 use crate::report::{Cell, Progress, Table};
 use crate::rwlocks::RwLockName;
 use crate::scenario::{
-    app, c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rwsem, uncontended,
-    windowed, Common, Error,
+    app, c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rwsem,
+    uncontended, windowed, Common, Error,
 };
 
 const LOCKS_HELP: &str = "\

@@ -42,7 +42,11 @@ fn bad_input_is_a_usage_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("cargo build --release -p klocks-ffi"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cargo build --release -p klocks-ffi"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -62,7 +66,10 @@ fn it_compares_a_command_under_glibc_and_each_lock() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", stderr(&out));
     for row in ["glibc", "futex", "pvqspinlock"] {
-        assert!(stdout.lines().any(|l| l.starts_with(row)), "no {row} row:\n{stdout}");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(row)),
+            "no {row} row:\n{stdout}"
+        );
     }
     assert!(stdout.contains(" 42.0 "), "{stdout}");
     assert!(stdout.contains("1.000×"), "{stdout}");
@@ -72,9 +79,22 @@ fn it_compares_a_command_under_glibc_and_each_lock() {
 #[test]
 fn different_output_under_a_lock_fails_verification() {
     // glibc's run prints an empty line, the preloaded one the lock's name.
-    let out = app(&["--runs", "1", "--with", "futex", "--", "sh", "-c", "echo $KLOCKS_LOCK"]);
+    let out = app(&[
+        "--runs",
+        "1",
+        "--with",
+        "futex",
+        "--",
+        "sh",
+        "-c",
+        "echo $KLOCKS_LOCK",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("printed different output under futex"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("printed different output under futex"),
+        "{}",
+        stderr(&out)
+    );
     let varies = app(&[
         "--runs",
         "1",
@@ -93,7 +113,11 @@ fn different_output_under_a_lock_fails_verification() {
 fn a_failing_command_fails_verification() {
     let out = app(&["--runs", "1", "--", "sh", "-c", "echo oops >&2; exit 3"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("exited with exit status: 3"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("exited with exit status: 3"),
+        "{}",
+        stderr(&out)
+    );
     assert!(stderr(&out).contains("oops"), "{}", stderr(&out));
 }
 
@@ -101,7 +125,11 @@ fn a_failing_command_fails_verification() {
 fn a_metric_that_does_not_match_fails_verification() {
     let out = app(&["--runs", "1", "--metric", r"rate: ([0-9]+)", "--", "true"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("matched no number"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("matched no number"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -114,5 +142,9 @@ fn a_preload_that_did_not_take_fails_verification() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("the preload did not take"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the preload did not take"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -226,7 +226,10 @@ mod tests {
         let (choice, lines) = decide(Some("pvqspin"), None, None, None);
         assert_eq!(choice, glibc());
         assert_eq!(lines.len(), 1);
-        assert!(lines[0].contains("KLOCKS_LOCK=\"pvqspin\" is not a lock"), "{lines:?}");
+        assert!(
+            lines[0].contains("KLOCKS_LOCK=\"pvqspin\" is not a lock"),
+            "{lines:?}"
+        );
         let (choice, lines) = decide(Some("futex"), Some("rwsem"), None, None);
         assert_eq!(choice.mutex, Some(Kind::Futex));
         assert_eq!(choice.rwlock, None);

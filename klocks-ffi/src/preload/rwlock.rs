@@ -39,8 +39,8 @@ use libc::{
 
 use super::config::{self, RwPolicy};
 use super::fork::{self, Holder, GLIBC_OWNED, REPAIRING};
-use super::time::Deadline;
 use super::glibc;
+use super::time::Deadline;
 
 /// A klocks-managed `pthread_rwlock_t`; see the module doc.
 #[repr(C)]
@@ -249,7 +249,8 @@ fn clockwrlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
 fn unlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     rw.current(policy);
     let writing = rw.writing(policy);
-    let reading = !writing && with_sem!(rw, policy, sem => sem.is_locked() && !sem.is_locked_exclusive());
+    let reading =
+        !writing && with_sem!(rw, policy, sem => sem.is_locked() && !sem.is_locked_exclusive());
     if !writing && !reading {
         return EPERM;
     }

@@ -103,8 +103,14 @@ mod tests {
         };
         // SAFETY: `at` is readable; null is allowed.
         unsafe {
-            assert_eq!(Deadline::new(libc::CLOCK_PROCESS_CPUTIME_ID, &at).err(), Some(EINVAL));
-            assert_eq!(Deadline::new(CLOCK_REALTIME, std::ptr::null()).err(), Some(EINVAL));
+            assert_eq!(
+                Deadline::new(libc::CLOCK_PROCESS_CPUTIME_ID, &at).err(),
+                Some(EINVAL)
+            );
+            assert_eq!(
+                Deadline::new(CLOCK_REALTIME, std::ptr::null()).err(),
+                Some(EINVAL)
+            );
             assert!(Deadline::new(CLOCK_MONOTONIC, &at).is_ok());
         }
     }
@@ -114,7 +120,13 @@ mod tests {
         for clock in [CLOCK_REALTIME, CLOCK_MONOTONIC] {
             let start = std::time::Instant::now();
             let mut tries = 0;
-            assert_eq!(in_ms(clock, 20).poll(|| { tries += 1; false }), ETIMEDOUT);
+            assert_eq!(
+                in_ms(clock, 20).poll(|| {
+                    tries += 1;
+                    false
+                }),
+                ETIMEDOUT
+            );
             assert!(start.elapsed() >= Duration::from_millis(19));
             assert!(tries > 2, "it polls, not only once: {tries}");
         }

@@ -77,7 +77,12 @@ pub struct Args {
     /// klocks locks to run the command under (KLOCKS_LOCK values), comma-separated;
     /// glibc (no preload) always runs too, as the baseline [default:
     /// pvqspinlock,pvticket,futex,spinfutex]
-    #[arg(long = "with", value_enum, value_delimiter = ',', value_name = "LOCK,...")]
+    #[arg(
+        long = "with",
+        value_enum,
+        value_delimiter = ',',
+        value_name = "LOCK,..."
+    )]
     pub with: Vec<PreloadLock>,
 
     /// KLOCKS_RWLOCK for the klocks runs [default: rwsem-adaptive]
@@ -266,13 +271,15 @@ fn run_once(config: &Config, variant: Option<PreloadLock>, round: u32) -> Result
     }
     let metric = match &config.metric {
         None => None,
-        Some(regex) => Some(capture(regex, &output.stdout, &output.stderr).ok_or_else(|| {
-            Error::Verification(format!(
-                "{}: --metric {:?} matched no number in the output",
-                context(),
-                regex.as_str()
-            ))
-        })?),
+        Some(regex) => Some(
+            capture(regex, &output.stdout, &output.stderr).ok_or_else(|| {
+                Error::Verification(format!(
+                    "{}: --metric {:?} matched no number in the output",
+                    context(),
+                    regex.as_str()
+                ))
+            })?,
+        ),
     };
     Ok(Outcome {
         wall_s,
@@ -427,7 +434,9 @@ mod tests {
     #[test]
     fn the_metric_needs_one_group() {
         assert!(parse_metric(r"events/s: ([0-9.]+)").is_ok());
-        assert!(parse_metric(r"events/s: [0-9.]+").unwrap_err().contains("has 0"));
+        assert!(parse_metric(r"events/s: [0-9.]+")
+            .unwrap_err()
+            .contains("has 0"));
         assert!(parse_metric(r"(a)(b)").unwrap_err().contains("has 2"));
         assert!(parse_metric(r"(unclosed").is_err());
     }
