@@ -11,10 +11,12 @@
 //!
 //! `KLOCKS_LOCK` names the mutex (`pvqspinlock`, `qspinlock`, `ticket`, `pvticket`,
 //! `futex`, `spinfutex`, or `glibc`); `KLOCKS_RWLOCK` names the rwlock
-//! (`rwsem-adaptive`, `rwsem-always`, `rwsem-never`, or `glibc`; by default
-//! `rwsem-adaptive` when `KLOCKS_LOCK` names a klocks lock). Unset, or the library
-//! linked normally for its C API (`-lklocks`), everything is glibc's: linking klocks
-//! never changes a program's pthread locks by surprise. The first interposed call
+//! (`rwsem-adaptive`, `rwsem-always`, `rwsem-never`, or `glibc`). Each family is
+//! glibc's unless its variable names a klocks lock: rwlocks too, because glibc's
+//! default rwlock lets a reader re-take a read lock while a writer waits and the fair
+//! rwsem does not. Unset, or the library linked normally for its C API (`-lklocks`),
+//! everything is glibc's: linking klocks never changes a program's pthread locks by
+//! surprise. The first interposed call
 //! reads the environment and fixes the choice for the life of the process, since the
 //! bytes of every lock object are interpreted by it. `help` lists the names; an
 //! unknown name, or an invalid `KLOCKS_SPIN_NS`/`KLOCKS_OWNER_PROBE`, prints one line
@@ -34,12 +36,13 @@
 //! # What is passed to glibc unchanged
 //!
 //! Robust, priority-inheritance, priority-protect and process-shared mutexes, and
-//! process-shared rwlocks: klocks' waiters queue on nodes inside this process, and
-//! the kernel's robust list and PI futexes need glibc's word format. `init` sees the
-//! attribute and lets glibc initialise the object; later calls recognise it by
-//! glibc's `__kind` bits (mutexes) or a marker in the padding (rwlocks). Condvars are
-//! always klocks' (they work with any mutex, through these functions); a
-//! process-shared one uses shared futexes.
+//! process-shared rwlocks and condvars: klocks' waiters queue on nodes inside this
+//! process, the kernel's robust list and PI futexes need glibc's word format, and
+//! another process sharing the object may not run klocks. `init` sees the attribute
+//! and lets glibc initialise the object; later calls recognise it by glibc's
+//! `__kind` bits (mutexes), a marker in the padding (rwlocks) or glibc's shared bit
+//! in `__wrefs` (condvars). Private condvars are klocks' whenever the mutexes are
+//! (they work with every mutex, through these functions).
 //!
 //! # Fork
 //!
@@ -56,13 +59,17 @@
 //! Timed and clock locks try the lock, then poll it with a doubling sleep (1 µs to
 //! 1 ms, never past the deadline) until it is free or the deadline passes. Queue
 //! locks cannot abandon a queue slot, so a timed waiter never enters the queue: it is
-//! correct for every kind, but not FIFO with the untimed waiters.
+//! correct for every kind, but it gets the lock only when it finds it free, so under
+//! steady contention it may time out however long its deadline. No interposed call
+//! is a cancellation point (sleeps and waits are raw system calls), so a
+//! `pthread_cancel` never unwinds out of one.
 //!
 //! # Misuse
 //!
 //! As glibc: error-checking mutexes return `EDEADLK`/`EPERM`, recursive ones count,
 //! and a normal mutex relocked by its holder deadlocks (POSIX's rule for
-//! `PTHREAD_MUTEX_NORMAL`; klocks prints one line first). Beyond glibc: unlocking an
+//! `PTHREAD_MUTEX_NORMAL`; with `spinfutex`, which sees it, klocks prints one line
+//! first, the other kinds just wait). Beyond glibc: unlocking an
 //! unlocked normal mutex or a rwlock the caller does not hold returns `EPERM` instead
 //! of corrupting the word; a destroyed mutex returns `EINVAL`. These checks come
 //! before klocks' own, so a klocks panic is left only for a misuse they cannot see
@@ -80,22 +87,41 @@ mod rwlock;
 mod time;
 
 /// Makes the choice when the library is loaded, so that `KLOCKS_LOCK=help` and a bad
-/// name are answered even by a program that never takes a lock; the first interposed
-/// call would make it otherwise (another library's constructor may come first).
+/// name are answered even by a program that never takes a lock (the first interposed
+/// call makes it if another library's constructor comes first), and readies the spin
+/// budget and owner probe of a klocks choice (see `config::warm_up`).
 #[used]
 #[link_section = ".init_array"]
 static CHOOSE_AT_LOAD: extern "C" fn() = {
     extern "C" fn choose() {
-        config::choice();
+        config::warm_up();
     }
     choose
 };
 
-/// Writes one line to stderr without taking any lock (std's stderr is reentrant,
-/// but a line from inside `pthread_mutex_lock` should not depend on it).
+/// Writes one line to stderr with the raw `write` system call: no stdio lock, and no
+/// pthread cancellation point (glibc's `write` is one, and a cancellation unwinding
+/// out of an interposed call would abort the process).
 fn say(line: &str) {
     let text = format!("klocks: {line}\n");
     // SAFETY: writes `text`'s bytes, which live for the call, to fd 2. A short or
     // failed write loses (part of) a diagnostic, nothing else.
-    unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+    unsafe { libc::syscall(libc::SYS_write, 2, text.as_ptr(), text.len()) };
+}
+
+/// Sleeps for `duration` with the raw `nanosleep` system call (not a cancellation
+/// point, unlike glibc's; see [`say`]). A signal may cut it short.
+fn nap(duration: std::time::Duration) {
+    let time = libc::timespec {
+        tv_sec: duration.as_secs() as libc::time_t,
+        tv_nsec: duration.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `time` is a valid timespec that lives for the call; no remainder wanted.
+    unsafe {
+        libc::syscall(
+            libc::SYS_nanosleep,
+            &time,
+            std::ptr::null::<libc::timespec>(),
+        )
+    };
 }

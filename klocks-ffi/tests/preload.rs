@@ -30,7 +30,8 @@ fn preloaded(env: &[(&str, &str)]) -> Command {
     command
 }
 
-/// Runs every check with klocks' `lock` (and `rwlock`) in charge.
+/// Runs every check with klocks' `lock` and `rwlock` (default: the adaptive rwsem)
+/// in charge.
 fn passes_with(lock: &str, rwlock: Option<&str>) {
     // The plain spinlocks hand the lock to preempted waiters: keep to the CPUs.
     let threads = if matches!(lock, "ticket" | "qspinlock") {
@@ -43,7 +44,7 @@ fn passes_with(lock: &str, rwlock: Option<&str>) {
         ("THREADS", threads),
         ("EXPECT_KLOCKS", "1"),
     ];
-    env.extend(rwlock.map(|r| ("KLOCKS_RWLOCK", r)));
+    env.push(("KLOCKS_RWLOCK", rwlock.unwrap_or("rwsem-adaptive")));
     let run = common::run(preloaded(&env));
     common::assert_ok("preload", &run);
     assert!(run.stdout.contains("fork with threads"));

@@ -4,7 +4,14 @@
 //! would read a klocks mutex as a glibc one; so while klocks runs the mutexes, the
 //! condvars are klocks' too. They unlock and relock through the interposed
 //! `pthread_mutex_*` calls, so they work with every mutex, glibc's passed-through
-//! ones included.
+//! ones included. Process-shared condvars stay glibc's (`init` lets glibc write
+//! them, which sets their bit in `__wrefs`): another process sharing one may not run
+//! klocks, and their mutex is process-shared, so glibc's too.
+//!
+//! Not a cancellation point: the wait is a raw futex system call, so a
+//! `pthread_cancel` of a thread blocked here is acted on only at its next
+//! cancellation point after it wakes (glibc's wait is one, with a cleanup that
+//! relocks the mutex; doing that from here would need unwinding through Rust).
 //!
 //! # Layout
 //!
@@ -13,7 +20,7 @@
 //! | bytes | glibc's field | here |
 //! |---|---|---|
 //! | 0..8 | `__wseq` | a `SeqCondvar`: the `seq` word, then the `waiters` word |
-//! | 36..40 | `__wrefs` | glibc's bits, kept: 1 process-shared, 2 `CLOCK_MONOTONIC` for `timedwait` |
+//! | 36..40 | `__wrefs` | glibc's bits: 1 process-shared (then glibc runs it), 2 `CLOCK_MONOTONIC` for `timedwait` |
 //!
 //! All zero (`PTHREAD_COND_INITIALIZER`) is a private condvar on `CLOCK_REALTIME`,
 //! as for glibc, whose `init` sets the same two bits.
@@ -21,9 +28,8 @@
 //! # The protocol
 //!
 //! `klocks::condvar::SeqCondvar`, whose module doc gives it with its no-lost-wake-up
-//! argument, and whose loom models check it; this layer adds the futex calls:
-//! private or shared as the condvar is, with `FUTEX_WAIT_BITSET` for an absolute
-//! deadline on either clock. Spurious wake-ups (a signal meant for an earlier waiter,
+//! argument, and whose loom models check it; this layer adds the futex calls, with
+//! `FUTEX_WAIT_BITSET` for an absolute deadline on either clock. Spurious wake-ups (a signal meant for an earlier waiter,
 //! a timeout racing a signal, a Unix signal) return 0, as POSIX allows.
 
 use std::ffi::c_int;
@@ -56,28 +62,15 @@ const _: () = assert!(std::mem::align_of::<Cond>() <= std::mem::align_of::<pthre
 const SHARED: u32 = 1;
 const MONOTONIC: u32 = 2;
 
-/// The futex word operations, private or shared as the condvar is.
+/// The futex word operations (private: process-shared condvars are glibc's).
 mod futex {
     use super::*;
 
-    fn op(base: c_int, shared: bool) -> c_int {
-        if shared {
-            base
-        } else {
-            base | libc::FUTEX_PRIVATE_FLAG
-        }
-    }
-
     /// Sleeps while `*word == value`, until woken or `deadline`; whether it timed out.
-    pub(super) fn wait(
-        word: &AtomicU32,
-        value: u32,
-        deadline: Option<&Deadline>,
-        shared: bool,
-    ) -> bool {
-        let mut base = libc::FUTEX_WAIT_BITSET;
+    pub(super) fn wait(word: &AtomicU32, value: u32, deadline: Option<&Deadline>) -> bool {
+        let mut op = libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG;
         if deadline.is_some_and(|d| d.clock == CLOCK_REALTIME) {
-            base |= libc::FUTEX_CLOCK_REALTIME;
+            op |= libc::FUTEX_CLOCK_REALTIME;
         }
         let at = deadline.map_or(std::ptr::null(), |d| &d.at as *const timespec);
         // SAFETY: `word` is a live, aligned u32; FUTEX_WAIT_BITSET reads it and takes
@@ -86,7 +79,7 @@ mod futex {
             libc::syscall(
                 libc::SYS_futex,
                 word.as_ptr(),
-                op(base, shared),
+                op,
                 value,
                 at,
                 std::ptr::null::<u32>(),
@@ -96,16 +89,15 @@ mod futex {
         done == -1 && std::io::Error::last_os_error().raw_os_error() == Some(ETIMEDOUT)
     }
 
-    /// Wakes up to `count` threads sleeping on the word at `word`. For a private
-    /// futex the word may be gone (the kernel only hashes the address); a shared one
-    /// that is unmapped fails with `EFAULT`, harmlessly.
-    pub(super) fn wake(word: *const AtomicU32, count: i32, shared: bool) {
+    /// Wakes up to `count` threads sleeping on the word at `word`, which may be gone
+    /// (a private futex wake only hashes the address).
+    pub(super) fn wake(word: *const AtomicU32, count: i32) {
         // SAFETY: see above; FUTEX_WAKE never dereferences the address in userspace.
         unsafe {
             libc::syscall(
                 libc::SYS_futex,
                 word.cast::<u32>(),
-                op(libc::FUTEX_WAKE, shared),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
                 count,
             )
         };
@@ -113,24 +105,14 @@ mod futex {
 }
 
 impl Cond {
-    /// # Safety
-    /// `c` points to a live `pthread_cond_t` for `'a`.
-    unsafe fn at<'a>(c: *mut pthread_cond_t) -> &'a Cond {
-        // SAFETY: caller's contract; same size and alignment, integer fields only.
-        unsafe { &*c.cast::<Cond>() }
-    }
-
-    fn shared(&self) -> bool {
-        // Relaxed: written by init, which happens-before other calls.
-        self.flags.load(Relaxed) & SHARED != 0
-    }
-
     /// Leaves after waiting: the last one out wakes a waiting `destroy`.
     fn leave(&self) {
-        let shared = self.shared();
+        // Taken before `leave`: once it returns true the condvar may be freed, and
+        // only this address is used (as `Arc`'s drop, nothing is read through `self`
+        // after the decrement).
+        let waiters: *const AtomicU32 = self.words.waiters_word();
         if self.words.leave() {
-            // The condvar may be gone from here on: only its address is used.
-            futex::wake(self.words.waiters_word(), i32::MAX, shared);
+            futex::wake(waiters, i32::MAX);
         }
     }
 
@@ -138,7 +120,6 @@ impl Cond {
         if deadline.is_some_and(|d| !d.is_valid()) {
             return EINVAL;
         }
-        let shared = self.shared();
         let seq = self.words.register();
         // SAFETY: `m` is the caller's mutex (POSIX's contract for the wait).
         let unlocked = unsafe { pthread_mutex_unlock(m) };
@@ -147,7 +128,7 @@ impl Cond {
             return unlocked;
         }
         let timed_out = deadline.is_some_and(|d| d.at.tv_sec < 0)
-            || futex::wait(self.words.seq_word(), seq, deadline.as_ref(), shared);
+            || futex::wait(self.words.seq_word(), seq, deadline.as_ref());
         self.leave();
         // SAFETY: as above.
         match unsafe { pthread_mutex_lock(m) } {
@@ -158,26 +139,33 @@ impl Cond {
 
     fn notify(&self, count: i32) {
         if self.words.notify() {
-            futex::wake(self.words.seq_word(), count, self.shared());
+            futex::wake(self.words.seq_word(), count);
         }
     }
 
     fn destroy(&self) {
-        let shared = self.shared();
         self.words.begin_destroy();
         while let Err(waiting) = self.words.drained() {
-            futex::wait(self.words.waiters_word(), waiting, None, shared);
+            futex::wait(self.words.waiters_word(), waiting, None);
         }
     }
 }
 
-/// Whether klocks runs this process's condvars (it does exactly when it runs the
-/// mutexes).
-fn ours() -> bool {
-    config::choice().mutex.is_some()
+/// The klocks condvar at `c`, or `None` for one glibc runs: every condvar when
+/// klocks does not run the mutexes, and process-shared ones (glibc's `init` marks
+/// them in `__wrefs`; the other processes may not run klocks).
+///
+/// # Safety
+/// `c` points to a live `pthread_cond_t`.
+unsafe fn ours<'a>(c: *mut pthread_cond_t) -> Option<&'a Cond> {
+    config::choice().mutex?;
+    // SAFETY: caller's contract; same size and alignment, integer fields only.
+    let cond = unsafe { &*c.cast::<Cond>() };
+    // Relaxed: written by init, which happens-before other calls.
+    (cond.flags.load(Relaxed) & SHARED == 0).then_some(cond)
 }
 
-/// `pthread_cond_init`.
+/// `pthread_cond_init`: a klocks condvar, or glibc's for a process-shared one.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_cond_init`.
@@ -188,10 +176,6 @@ pub unsafe extern "C" fn pthread_cond_init(
 ) -> c_int {
     if c.is_null() {
         return EINVAL;
-    }
-    if !ours() {
-        // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_cond_init(c, attr) };
     }
     let (mut clock, mut pshared) = (CLOCK_REALTIME, libc::PTHREAD_PROCESS_PRIVATE);
     // SAFETY: `attr` points to an attribute object when non-null; glibc's getters
@@ -204,13 +188,15 @@ pub unsafe extern "C" fn pthread_cond_init(
     {
         return EINVAL;
     }
-    let mut flags = 0;
-    if pshared != libc::PTHREAD_PROCESS_PRIVATE {
-        flags |= SHARED;
+    if config::choice().mutex.is_none() || pshared != libc::PTHREAD_PROCESS_PRIVATE {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe { glibc::pthread_cond_init(c, attr) };
     }
-    if clock == CLOCK_MONOTONIC {
-        flags |= MONOTONIC;
-    }
+    let flags = if clock == CLOCK_MONOTONIC {
+        MONOTONIC
+    } else {
+        0
+    };
     // SAFETY: `c` is writable storage of `Cond`'s size and alignment that no other
     // thread uses during init (POSIX's rule).
     unsafe {
@@ -233,13 +219,15 @@ pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
     if c.is_null() {
         return EINVAL;
     }
-    if !ours() {
-        // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_cond_destroy(c) };
-    }
     // SAFETY: caller's contract.
-    unsafe { Cond::at(c) }.destroy();
-    0
+    match unsafe { ours(c) } {
+        Some(cond) => {
+            cond.destroy();
+            0
+        }
+        // SAFETY: the caller's contract is glibc's.
+        None => unsafe { glibc::pthread_cond_destroy(c) },
+    }
 }
 
 /// `pthread_cond_wait`.
@@ -254,12 +242,12 @@ pub unsafe extern "C" fn pthread_cond_wait(
     if c.is_null() || m.is_null() {
         return EINVAL;
     }
-    if !ours() {
-        // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_cond_wait(c, m) };
-    }
     // SAFETY: caller's contract.
-    unsafe { Cond::at(c) }.wait(m, None)
+    match unsafe { ours(c) } {
+        Some(cond) => cond.wait(m, None),
+        // SAFETY: the caller's contract is glibc's.
+        None => unsafe { glibc::pthread_cond_wait(c, m) },
+    }
 }
 
 /// `pthread_cond_timedwait`: a deadline on the condvar's clock (`CLOCK_REALTIME`
@@ -276,12 +264,11 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     if c.is_null() || m.is_null() {
         return EINVAL;
     }
-    if !ours() {
+    // SAFETY: caller's contract.
+    let Some(cond) = (unsafe { ours(c) }) else {
         // SAFETY: the caller's contract is glibc's.
         return unsafe { glibc::pthread_cond_timedwait(c, m, at) };
-    }
-    // SAFETY: caller's contract.
-    let cond = unsafe { Cond::at(c) };
+    };
     // Relaxed: written by init, which happens-before other calls.
     let clock = if cond.flags.load(Relaxed) & MONOTONIC != 0 {
         CLOCK_MONOTONIC
@@ -309,14 +296,14 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     if c.is_null() || m.is_null() {
         return EINVAL;
     }
-    if !ours() {
+    // SAFETY: caller's contract.
+    let Some(cond) = (unsafe { ours(c) }) else {
         // SAFETY: the caller's contract is glibc's.
         return unsafe { glibc::pthread_cond_clockwait(c, m, clock, at) };
-    }
+    };
     // SAFETY: `at` is readable (caller's contract).
     match unsafe { Deadline::new(clock, at) } {
-        // SAFETY: caller's contract.
-        Ok(deadline) => unsafe { Cond::at(c) }.wait(m, Some(deadline)),
+        Ok(deadline) => cond.wait(m, Some(deadline)),
         Err(error) => error,
     }
 }
@@ -330,13 +317,15 @@ pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
     if c.is_null() {
         return EINVAL;
     }
-    if !ours() {
-        // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_cond_signal(c) };
-    }
     // SAFETY: caller's contract.
-    unsafe { Cond::at(c) }.notify(1);
-    0
+    match unsafe { ours(c) } {
+        Some(cond) => {
+            cond.notify(1);
+            0
+        }
+        // SAFETY: the caller's contract is glibc's.
+        None => unsafe { glibc::pthread_cond_signal(c) },
+    }
 }
 
 /// `pthread_cond_broadcast`: wakes every blocked waiter.
@@ -348,11 +337,13 @@ pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int
     if c.is_null() {
         return EINVAL;
     }
-    if !ours() {
-        // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_cond_broadcast(c) };
-    }
     // SAFETY: caller's contract.
-    unsafe { Cond::at(c) }.notify(i32::MAX);
-    0
+    match unsafe { ours(c) } {
+        Some(cond) => {
+            cond.notify(i32::MAX);
+            0
+        }
+        // SAFETY: the caller's contract is glibc's.
+        None => unsafe { glibc::pthread_cond_broadcast(c) },
+    }
 }

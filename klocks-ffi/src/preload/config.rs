@@ -2,8 +2,10 @@
 
 use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
 
-use klocks_core::budget::{parse_spin_ns, SPIN_NS_VAR};
-use klocks_core::owner::{parse_probe_kind, OWNER_PROBE_VAR};
+use std::ffi::CStr;
+
+use klocks_core::budget::parse_spin_ns;
+use klocks_core::owner::{parse_probe_kind, ProbeKind, OWNER_PROBE_VAR};
 
 use super::say;
 use crate::mutex::Kind;
@@ -84,153 +86,258 @@ pub(super) fn choice() -> Choice {
     }
 }
 
+/// An environment variable's value, borrowed from the environment (no allocation).
+fn var(name: &CStr) -> Option<&'static str> {
+    // SAFETY: `name` is NUL-terminated. glibc's `getenv` returns null or a pointer
+    // into the environment block; nothing in this process is expected to change the
+    // variables that configure it while it starts.
+    let value = unsafe { libc::getenv(name.as_ptr()) };
+    if value.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string in the environment block, which lives as long
+    // as the process.
+    Some(
+        unsafe { CStr::from_ptr(value) }
+            .to_str()
+            .unwrap_or("\u{FFFD}"),
+    )
+}
+
+/// Makes the choice without allocating before it is stored: the first interposed call
+/// may come from inside `malloc` (allocators lock pthread mutexes), and an allocation
+/// here would re-enter `malloc` and this function. Complaints are rendered and
+/// printed after the store, by the thread whose store won.
 #[cold]
 fn make_choice() -> Choice {
-    let var = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
-    let (choice, lines) = decide(
-        var(LOCK_VAR).as_deref(),
-        var(RWLOCK_VAR).as_deref(),
-        var(SPIN_NS_VAR).as_deref(),
-        var(OWNER_PROBE_VAR).as_deref(),
-    );
-    // Relaxed: see `choice`. Only the thread that stores first prints, so a message
-    // appears once per process however many threads race here.
-    if CHOICE
-        .compare_exchange(0, encode(choice), Relaxed, Relaxed)
-        .is_ok()
-    {
-        for line in lines {
-            say(&line);
+    let env = Env {
+        lock: var(c"KLOCKS_LOCK"),
+        rwlock: var(c"KLOCKS_RWLOCK"),
+        spin_ns: var(c"KLOCKS_SPIN_NS"),
+        probe: var(c"KLOCKS_OWNER_PROBE"),
+    };
+    let mut complaints = [None; 6];
+    let mut count = 0;
+    let choice = decide(&env, |complaint| {
+        complaints[count] = Some(complaint);
+        count += 1;
+    });
+    // Relaxed: see `choice`.
+    match CHOICE.compare_exchange(0, encode(choice), Relaxed, Relaxed) {
+        Ok(_) => {
+            for complaint in complaints.into_iter().flatten() {
+                for line in complaint.lines() {
+                    say(&line);
+                }
+            }
+            if choice.mutex.is_some() || choice.rwlock.is_some() {
+                super::fork::install();
+            }
+            choice
         }
-        if choice.mutex.is_some() || choice.rwlock.is_some() {
-            super::fork::install();
+        Err(stored) => decode(stored),
+    }
+}
+
+/// Readies what a klocks lock would otherwise set up inside its first contended
+/// lock call: the spin budget's calibration (a thread and a millisecond) and the
+/// owner probe (a perf event). Called from the library's constructor, where no lock
+/// is held and `malloc` is not in progress.
+pub(super) fn warm_up() {
+    if choice() != GLIBC_ONLY {
+        klocks_core::budget::SpinBudget::new().ns();
+        klocks_core::owner::probe_kind();
+    }
+}
+
+const GLIBC_ONLY: Choice = Choice {
+    mutex: None,
+    rwlock: None,
+};
+
+/// The variables that configure the interposer.
+struct Env<'a> {
+    lock: Option<&'a str>,
+    rwlock: Option<&'a str>,
+    spin_ns: Option<&'a str>,
+    probe: Option<&'a str>,
+}
+
+/// Something to tell the user about the environment (built without allocating).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Complaint<'a> {
+    Help,
+    UnknownLock(&'a str),
+    UnknownRwLock(&'a str),
+    BadSpinNs(&'a str),
+    BadProbe(&'a str),
+    RefusedProbe(ProbeKind),
+}
+
+impl Complaint<'_> {
+    /// The lines to print.
+    fn lines(self) -> Vec<String> {
+        match self {
+            Complaint::Help => {
+                let mutexes: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
+                let rwlocks: Vec<_> = RwPolicy::ALL.iter().map(|p| p.name()).collect();
+                vec![
+                    format!("{LOCK_VAR}=<mutex>: {}, or glibc (the default)", mutexes.join(", ")),
+                    format!(
+                        "{RWLOCK_VAR}=<rwlock>: {}, or glibc (the default)",
+                        rwlocks.join(", ")
+                    ),
+                ]
+            }
+            Complaint::UnknownLock(name) => vec![format!(
+                "{LOCK_VAR}={name:?} is not a lock ({LOCK_VAR}=help lists them); using glibc's mutexes"
+            )],
+            Complaint::UnknownRwLock(name) => vec![format!(
+                "{RWLOCK_VAR}={name:?} is not an rwlock ({RWLOCK_VAR}=help lists them); using glibc's rwlocks"
+            )],
+            Complaint::BadSpinNs(text) => vec![format!(
+                "{}; using glibc's locks",
+                parse_spin_ns(text).err().unwrap_or_default()
+            )],
+            Complaint::BadProbe(text) => vec![format!(
+                "{}; using glibc's locks",
+                parse_probe_kind(text).err().unwrap_or_default()
+            )],
+            Complaint::RefusedProbe(kind) => vec![format!(
+                "{OWNER_PROBE_VAR}={} is refused here ({}); using glibc's locks",
+                kind.name(),
+                kind.check().err().map_or_else(String::new, |e| e.to_string())
+            )],
         }
     }
-    choice
 }
 
-/// The names `help` lists.
-fn help() -> Vec<String> {
-    let mutexes: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
-    let rwlocks: Vec<_> = RwPolicy::ALL.iter().map(|p| p.name()).collect();
-    vec![
-        format!(
-            "{LOCK_VAR}=<mutex>: {}, or glibc (the default)",
-            mutexes.join(", ")
-        ),
-        format!(
-            "{RWLOCK_VAR}=<rwlock>: {}, or glibc (default: rwsem-adaptive when {LOCK_VAR} names a klocks mutex)",
-            rwlocks.join(", ")
-        ),
-    ]
-}
-
-/// The choice the environment asks for, and the lines to print about it.
-fn decide(
-    lock: Option<&str>,
-    rwlock: Option<&str>,
-    spin_ns: Option<&str>,
-    probe: Option<&str>,
-) -> (Choice, Vec<String>) {
-    let mut lines = Vec::new();
+/// The choice `env` asks for; what is wrong with it goes to `complain`.
+fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice {
     let mut helped = false;
-    let mut ask_help = |lines: &mut Vec<String>| {
+    let mut help = |complain: &mut dyn FnMut(Complaint<'a>)| {
         if !std::mem::replace(&mut helped, true) {
-            lines.extend(help());
+            complain(Complaint::Help);
         }
     };
-    let mutex = match lock {
+    let mutex = match env.lock {
         None | Some("glibc") => None,
         Some("help") => {
-            ask_help(&mut lines);
+            help(&mut complain);
             None
         }
-        Some(name) => match Kind::ALL.into_iter().find(|k| k.name() == name) {
-            Some(kind) => Some(kind),
-            None => {
-                lines.push(format!(
-                    "{LOCK_VAR}={name:?} is not a lock ({LOCK_VAR}=help lists them); using glibc's mutexes"
-                ));
+        Some(name) => Kind::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .or_else(|| {
+                complain(Complaint::UnknownLock(name));
                 None
-            }
-        },
+            }),
     };
-    let rwlock = match rwlock {
-        None => mutex.map(|_| RwPolicy::Adaptive),
-        Some("glibc") => None,
+    let rwlock = match env.rwlock {
+        None | Some("glibc") => None,
         Some("help") => {
-            ask_help(&mut lines);
+            help(&mut complain);
             None
         }
-        Some(name) => match RwPolicy::ALL.into_iter().find(|p| p.name() == name) {
-            Some(policy) => Some(policy),
-            None => {
-                lines.push(format!(
-                    "{RWLOCK_VAR}={name:?} is not an rwlock ({RWLOCK_VAR}=help lists them); using glibc's rwlocks"
-                ));
+        Some(name) => RwPolicy::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .or_else(|| {
+                complain(Complaint::UnknownRwLock(name));
                 None
+            }),
+    };
+    if mutex.is_none() && rwlock.is_none() {
+        return GLIBC_ONLY;
+    }
+    // The klocks locks would panic on these later, inside a lock call. The checks
+    // allocate nothing (an error message is made only when printed).
+    let spin_ok = env.spin_ns.map_or(true, parse_spin_ns_in_range);
+    if !spin_ok {
+        complain(Complaint::BadSpinNs(env.spin_ns.unwrap_or_default()));
+    }
+    let probe_ok = match env.probe {
+        None => true,
+        Some(text) => match ProbeKind::ALL.into_iter().find(|k| k.name() == text.trim()) {
+            None => {
+                complain(Complaint::BadProbe(text));
+                false
+            }
+            Some(kind) => {
+                kind.check().is_ok() || {
+                    complain(Complaint::RefusedProbe(kind));
+                    false
+                }
             }
         },
     };
-    let mut choice = Choice { mutex, rwlock };
-    if choice.mutex.is_some() || choice.rwlock.is_some() {
-        // The klocks locks would panic on these later, inside a lock call.
-        let bad = [
-            spin_ns.and_then(|v| parse_spin_ns(v).err()),
-            probe.and_then(|v| parse_probe_kind(v).err()),
-        ];
-        for error in bad.into_iter().flatten() {
-            lines.push(format!("{error}; using glibc's locks"));
-            choice = Choice {
-                mutex: None,
-                rwlock: None,
-            };
-        }
+    if spin_ok && probe_ok {
+        Choice { mutex, rwlock }
+    } else {
+        GLIBC_ONLY
     }
-    (choice, lines)
+}
+
+/// `parse_spin_ns(text).is_ok()`, without building the error message.
+fn parse_spin_ns_in_range(text: &str) -> bool {
+    text.trim()
+        .parse::<u64>()
+        .is_ok_and(|ns| ns <= klocks_core::budget::MAX_SPIN_NS)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn glibc() -> Choice {
-        Choice {
-            mutex: None,
-            rwlock: None,
-        }
+    /// `decide` on these values, with its complaints rendered.
+    fn run(
+        lock: Option<&str>,
+        rwlock: Option<&str>,
+        spin_ns: Option<&str>,
+        probe: Option<&str>,
+    ) -> (Choice, Vec<String>) {
+        let env = Env {
+            lock,
+            rwlock,
+            spin_ns,
+            probe,
+        };
+        let mut lines = Vec::new();
+        let choice = decide(&env, |complaint| lines.extend(complaint.lines()));
+        (choice, lines)
     }
 
     #[test]
     fn nothing_set_is_glibc_silently() {
-        assert_eq!(decide(None, None, None, None), (glibc(), vec![]));
+        assert_eq!(run(None, None, None, None), (GLIBC_ONLY, vec![]));
     }
 
     #[test]
-    fn a_lock_name_picks_it_and_the_adaptive_rwsem() {
-        let (choice, lines) = decide(Some("spinfutex"), None, None, None);
+    fn each_family_is_chosen_by_its_own_variable() {
+        let (choice, lines) = run(Some("spinfutex"), None, None, None);
         assert_eq!(choice.mutex, Some(Kind::SpinFutex));
-        assert_eq!(choice.rwlock, Some(RwPolicy::Adaptive));
+        assert_eq!(choice.rwlock, None, "rwlocks stay glibc's unless asked");
         assert!(lines.is_empty());
-        let (choice, _) = decide(Some("ticket"), Some("rwsem-never"), None, None);
+        let (choice, _) = run(Some("ticket"), Some("rwsem-never"), None, None);
         assert_eq!(choice.rwlock, Some(RwPolicy::Never));
-        let (choice, _) = decide(Some("pvqspinlock"), Some("glibc"), None, None);
+        let (choice, _) = run(Some("pvqspinlock"), Some("glibc"), None, None);
         assert_eq!(choice.rwlock, None);
-        let (choice, _) = decide(None, Some("rwsem-always"), None, None);
+        let (choice, _) = run(None, Some("rwsem-always"), None, None);
         assert_eq!(choice.mutex, None);
         assert_eq!(choice.rwlock, Some(RwPolicy::Always));
     }
 
     #[test]
     fn an_unknown_name_is_one_line_and_glibc() {
-        let (choice, lines) = decide(Some("pvqspin"), None, None, None);
-        assert_eq!(choice, glibc());
+        let (choice, lines) = run(Some("pvqspin"), None, None, None);
+        assert_eq!(choice, GLIBC_ONLY);
         assert_eq!(lines.len(), 1);
         assert!(
             lines[0].contains("KLOCKS_LOCK=\"pvqspin\" is not a lock"),
             "{lines:?}"
         );
-        let (choice, lines) = decide(Some("futex"), Some("rwsem"), None, None);
+        let (choice, lines) = run(Some("futex"), Some("rwsem"), None, None);
         assert_eq!(choice.mutex, Some(Kind::Futex));
         assert_eq!(choice.rwlock, None);
         assert!(lines[0].contains("KLOCKS_RWLOCK=\"rwsem\""), "{lines:?}");
@@ -238,8 +345,8 @@ mod tests {
 
     #[test]
     fn help_lists_every_name_once() {
-        let (choice, lines) = decide(Some("help"), Some("help"), None, None);
-        assert_eq!(choice, glibc());
+        let (choice, lines) = run(Some("help"), Some("help"), None, None);
+        assert_eq!(choice, GLIBC_ONLY);
         assert_eq!(lines.len(), 2, "{lines:?}");
         for kind in Kind::ALL {
             assert!(lines[0].contains(kind.name()));
@@ -251,14 +358,43 @@ mod tests {
 
     #[test]
     fn bad_klocks_variables_fall_back_to_glibc() {
-        let (choice, lines) = decide(Some("pvticket"), None, Some("12us"), None);
-        assert_eq!(choice, glibc());
+        let (choice, lines) = run(Some("pvticket"), None, Some("12us"), None);
+        assert_eq!(choice, GLIBC_ONLY);
         assert!(lines[0].contains("KLOCKS_SPIN_NS"), "{lines:?}");
-        let (choice, lines) = decide(Some("pvticket"), None, None, Some("psychic"));
-        assert_eq!(choice, glibc());
+        let (choice, lines) = run(Some("pvticket"), None, Some("99999999999"), None);
+        assert_eq!(choice, GLIBC_ONLY);
+        assert!(lines[0].contains("above the maximum"), "{lines:?}");
+        let (choice, lines) = run(None, Some("rwsem-never"), None, Some("psychic"));
+        assert_eq!(choice, GLIBC_ONLY);
         assert!(lines[0].contains("KLOCKS_OWNER_PROBE"), "{lines:?}");
+        assert_eq!(
+            run(Some("futex"), None, Some(" 2000 "), Some("budget"))
+                .0
+                .mutex,
+            Some(Kind::Futex)
+        );
         // Without a klocks lock they do not matter here.
-        assert_eq!(decide(None, None, Some("12us"), None), (glibc(), vec![]));
+        assert_eq!(run(None, None, Some("12us"), None), (GLIBC_ONLY, vec![]));
+    }
+
+    #[test]
+    fn the_range_check_agrees_with_the_parser() {
+        for text in [
+            "0",
+            "10000000",
+            "10000001",
+            " 5 ",
+            "-1",
+            "",
+            "1e3",
+            "18446744073709551616",
+        ] {
+            assert_eq!(
+                parse_spin_ns_in_range(text),
+                parse_spin_ns(text).is_ok(),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -100,6 +100,9 @@ pub(super) fn generation() -> u32 {
 pub(super) fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        // klocks' cached tid registers its own fork handler on first use: do that
+        // now, not in `prepare` (a handler registered during a fork is skipped).
+        current_tid();
         // SAFETY: both handlers are plain functions that live as long as the process
         // and do only what is allowed around fork (thread-local and atomic accesses,
         // gettid).
@@ -189,7 +192,7 @@ pub(super) fn wait_for_repair(round: &mut u32) {
     if *round < 64 {
         std::hint::spin_loop();
     } else {
-        std::thread::sleep(std::time::Duration::from_micros(50));
+        super::nap(std::time::Duration::from_micros(50));
     }
     *round = round.saturating_add(1);
 }

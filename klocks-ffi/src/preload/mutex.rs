@@ -160,17 +160,10 @@ impl Mutex {
             if stamp == now {
                 return;
             }
-            // Relaxed: the stale owner was written in an older generation, before the
-            // fork that this thread comes after.
-            let holder = fork::holder_by_self(stamp, self.owner.load(Relaxed));
-            let mine = match holder {
-                _ if stamp == REPAIRING => false,
-                Holder::Continuation(thread) => thread == this_thread(),
-                Holder::Nobody | Holder::Gone => true,
-            };
-            // Acquire on success: we now own the repair (nobody else touches the body
-            // until our Release below).
-            if !mine
+            // Acquire on success: pairs with the Release that stored `stamp` (an
+            // earlier repair handing the object back, below); the CAS itself is what
+            // makes us the only thread that touches the object until we store again.
+            if stamp == REPAIRING
                 || self
                     .stamp
                     .compare_exchange(stamp, REPAIRING, Acquire, Relaxed)
@@ -179,7 +172,17 @@ impl Mutex {
                 fork::wait_for_repair(&mut round);
                 continue;
             }
+            // Relaxed: written in an older generation, before the fork this thread
+            // comes after (and ordered by the CAS above since).
+            let holder = fork::holder_by_self(stamp, self.owner.load(Relaxed));
             match holder {
+                Holder::Continuation(thread) if thread != this_thread() => {
+                    // Only the forking thread's continuation re-takes its lock: hand
+                    // the object back untouched (Release: pairs with the next CAS).
+                    self.stamp.store(stamp, Release);
+                    fork::wait_for_repair(&mut round);
+                    continue;
+                }
                 Holder::Nobody => {
                     // SAFETY: the body is 8 aligned bytes that only we touch now.
                     unsafe { init_at(self.body(), kind) };
@@ -193,6 +196,8 @@ impl Mutex {
                 }
                 // Held by a thread the child does not have: it stays held, by nobody
                 // a new thread could be taken for (they may reuse its thread block).
+                // Its waiters, if any, queue on klocks' static node table, never on
+                // a stack, so the lock can keep them.
                 Holder::Gone => self.owner.store(GONE, Relaxed),
             }
             // Release: publishes the repaired body to `current`'s Acquire.
@@ -244,9 +249,19 @@ fn deadlock() -> ! {
         "thread {} locked a normal mutex it already holds; it waits forever, as POSIX says (an error-checking mutex would return EDEADLK)",
         klocks_core::owner::current_tid()
     ));
+    let never = AtomicU32::new(0);
     loop {
-        // SAFETY: pause has no preconditions; it returns only after a signal handler.
-        unsafe { libc::pause() };
+        // SAFETY: a futex wait on a live local word that nobody changes or wakes (the
+        // raw system call: glibc's `pause` is a cancellation point; see `say`).
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                never.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                0,
+                std::ptr::null::<libc::timespec>(),
+            )
+        };
     }
 }
 

@@ -139,7 +139,9 @@ impl RwLock {
 
     /// As the mutex's repair. Only a writer is named, so only the forking thread's
     /// write lock is carried over; a lock read-held at the fork stays held (whether
-    /// the forking thread was among the readers is unknown).
+    /// the forking thread was among the readers is unknown). Waiters queued at the
+    /// fork are always forgotten: their nodes are on the stacks of threads the child
+    /// does not have, which glibc hands to new threads.
     #[cold]
     fn repair(&self, policy: RwPolicy) {
         let mut round = 0;
@@ -150,20 +152,8 @@ impl RwLock {
             if stamp == now {
                 return;
             }
-            let (locked, writer) =
-                with_sem!(self, policy, sem => (sem.is_locked(), sem.exclusive_owner()));
-            let holder = match writer {
-                Some(tid) => fork::holder_by_tid(stamp, tid),
-                None if locked => Holder::Gone,
-                None => Holder::Nobody,
-            };
-            let mine = match holder {
-                _ if stamp == REPAIRING => false,
-                Holder::Continuation(tid) => tid == u64::from(current_tid()),
-                Holder::Nobody | Holder::Gone => true,
-            };
-            // Acquire on success: we own the repair until our Release below.
-            if !mine
+            // Acquire on success: as in the mutex's repair.
+            if stamp == REPAIRING
                 || self
                     .stamp
                     .compare_exchange(stamp, REPAIRING, Acquire, Relaxed)
@@ -172,7 +162,20 @@ impl RwLock {
                 fork::wait_for_repair(&mut round);
                 continue;
             }
+            let (locked, writer) =
+                with_sem!(self, policy, sem => (sem.is_locked(), sem.exclusive_owner()));
+            let holder = match writer {
+                Some(tid) => fork::holder_by_tid(stamp, tid),
+                None if locked => Holder::Gone,
+                None => Holder::Nobody,
+            };
             match holder {
+                Holder::Continuation(tid) if tid != u64::from(current_tid()) => {
+                    // Release: hands the object back untouched (see the mutex's).
+                    self.stamp.store(stamp, Release);
+                    fork::wait_for_repair(&mut round);
+                    continue;
+                }
                 // SAFETY: only we touch the body during the repair.
                 Holder::Nobody => unsafe { init_body(self, policy) },
                 Holder::Continuation(_) => {
@@ -180,7 +183,8 @@ impl RwLock {
                     unsafe { init_body(self, policy) };
                     with_sem!(self, policy, sem => sem.lock_exclusive());
                 }
-                Holder::Gone => {}
+                // SAFETY: as above.
+                Holder::Gone => with_sem!(self, policy, sem => unsafe { sem.forget_waiters() }),
             }
             // Release: publishes the repaired body to `current`'s Acquire.
             self.stamp.store(now, Release);

@@ -65,7 +65,7 @@ impl Deadline {
             let Some(left) = self.left() else {
                 return ETIMEDOUT;
             };
-            std::thread::sleep(nap.min(left));
+            super::nap(nap.min(left));
             nap = (nap * 2).min(LONGEST_NAP);
             if attempt() {
                 return 0;

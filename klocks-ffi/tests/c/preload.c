@@ -550,10 +550,19 @@ static void *queue_on_fork_free(void *arg) {
     return NULL;
 }
 
+static pthread_rwlock_t fork_read = PTHREAD_RWLOCK_INITIALIZER;
+
 static void *queue_on_fork_rw(void *arg) {
     (void)arg;
     EXPECT(pthread_rwlock_rdlock(&fork_rw), 0);
     EXPECT(pthread_rwlock_unlock(&fork_rw), 0);
+    return NULL;
+}
+
+static void *write_fork_read(void *arg) {
+    (void)arg;
+    EXPECT(pthread_rwlock_wrlock(&fork_read), 0);
+    EXPECT(pthread_rwlock_unlock(&fork_read), 0);
     return NULL;
 }
 
@@ -570,6 +579,10 @@ static int forked_child(void) {
     if (pthread_create(&t, NULL, queue_on_fork_lock, NULL) != 0) return 4;
     if (pthread_join(t, NULL) != 0) return 5;
     if (pthread_rwlock_wrlock(&fork_rw) != 0 || pthread_rwlock_unlock(&fork_rw) != 0) return 6;
+    /* fork_read: read-held by the forking thread, a writer of the parent queued (its
+     * node on a stack the child does not have, forgotten by the repair). */
+    if (pthread_rwlock_unlock(&fork_read) != 0) return 10;
+    if (pthread_rwlock_wrlock(&fork_read) != 0 || pthread_rwlock_unlock(&fork_read) != 0) return 11;
     /* fork_free: held by a thread the child does not have, or free. */
     struct timespec at = in_ms(CLOCK_REALTIME, 100);
     int r = pthread_mutex_timedlock(&fork_free, &at);
@@ -588,6 +601,9 @@ static void fork_with_threads(void) {
     EXPECT(pthread_mutex_lock(&fork_free), 0);
     EXPECT(pthread_mutex_lock(&fork_lock), 0);
     EXPECT(pthread_rwlock_wrlock(&fork_rw), 0);
+    EXPECT(pthread_rwlock_rdlock(&fork_read), 0);
+    pthread_t fork_read_writer;
+    spawn(&fork_read_writer, write_fork_read, NULL);
     for (int i = 0; i < n; i++) spawn(&t[i], queue_on_fork_lock, NULL);
     for (int i = 0; i < n; i++) spawn(&t[n + i], queue_on_fork_rw, NULL);
     for (int i = 0; i < n; i++) spawn(&t[2 * n + i], queue_on_fork_free, NULL);
@@ -601,6 +617,8 @@ static void fork_with_threads(void) {
     if (child == 0) _exit(forked_child());
     EXPECT(pthread_rwlock_unlock(&fork_rw), 0);
     EXPECT(pthread_mutex_unlock(&fork_lock), 0);
+    EXPECT(pthread_rwlock_unlock(&fork_read), 0);
+    join(fork_read_writer);
     for (int i = 0; i < 3 * n; i++) join(t[i]);
     int status;
     CHECK(waitpid(child, &status, 0) == child);

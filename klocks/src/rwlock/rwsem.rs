@@ -561,6 +561,29 @@ impl<P: ReaderSpin> RwSem<P> {
         self.count.load(Relaxed) & WRITER_LOCKED != 0
     }
 
+    /// Forgets every queued waiter, and the wait queue's lock, keeping the holders:
+    /// for a fork child, whose copy of the lock may list waiters (nodes on the stacks
+    /// of threads the child does not have) and a wait-queue lock one of them held.
+    /// Afterwards the lock is held as it was (by its readers or writer, which may be
+    /// gone too) and nobody waits.
+    ///
+    /// # Safety
+    /// No thread of this process is inside a call on the lock, and none starts one
+    /// until this returns.
+    #[cfg(not(loom))]
+    pub unsafe fn forget_waiters(&self) {
+        // Relaxed (all): the caller excludes every other thread.
+        self.count.fetch_and(LOCK_MASK, Relaxed);
+        self.spinner.store(0, Relaxed);
+        // SAFETY: no thread uses the queue (caller's contract); the old one is not
+        // dropped (its nodes belong to threads that are gone, and it owns nothing).
+        unsafe {
+            std::ptr::addr_of!(self.queue)
+                .cast_mut()
+                .write(WaitQueue::new())
+        };
+    }
+
     /// The thread id of the writer holding the lock, if a writer holds it.
     ///
     /// A snapshot, exact in one case: `exclusive_owner() == Some(me)` asked by thread
@@ -1402,6 +1425,20 @@ mod tests {
                     sem.downgrade();
                     assert_eq!(sem.exclusive_owner(), None, "downgraded to a reader");
                     sem.unlock_shared();
+                }
+
+                #[test]
+                fn forget_waiters_keeps_the_holders() {
+                    let sem = Sem::new();
+                    sem.lock_shared();
+                    sem.count.fetch_or(WAITERS | HANDOFF, Relaxed);
+                    // SAFETY: no other thread uses `sem`.
+                    unsafe { sem.forget_waiters() };
+                    assert_eq!(sem.count.load(Relaxed), READER_BIAS);
+                    assert!(!sem.try_lock_exclusive());
+                    sem.unlock_shared();
+                    assert!(sem.try_lock_exclusive());
+                    sem.unlock_exclusive();
                 }
 
                 #[test]

@@ -85,7 +85,7 @@ pub struct Args {
     )]
     pub with: Vec<PreloadLock>,
 
-    /// KLOCKS_RWLOCK for the klocks runs [default: rwsem-adaptive]
+    /// KLOCKS_RWLOCK for the klocks runs [default: glibc, as with KLOCKS_LOCK alone]
     #[arg(long, value_enum, value_name = "RWLOCK")]
     pub rwlock: Option<PreloadRwLock>,
 
@@ -179,7 +179,7 @@ impl Config {
             .collect();
         Ok(Self {
             variants,
-            rwlock: args.rwlock.unwrap_or(PreloadRwLock::Adaptive),
+            rwlock: args.rwlock.unwrap_or(PreloadRwLock::Glibc),
             metric: args.metric.clone(),
             output_varies: args.output_varies,
             preload,
