@@ -13,7 +13,10 @@
 //! thread pointer, rwlocks by tid (the rwsem's owner word).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::Once;
 
 use klocks_core::owner::current_tid;
@@ -86,7 +89,7 @@ pub(super) fn this_thread() -> u64 {
 /// Generation stamps that are not generations: an object being repaired, and (in
 /// rwlocks) an object glibc owns. Magic values, since an rwlock's stamp lives in
 /// padding that a stack initialiser may leave as garbage.
-pub(super) const REPAIRING: u32 = 0x4B4C_4B52;
+const REPAIRING: u32 = 0x4B4C_4B52;
 pub(super) const GLIBC_OWNED: u32 = 0x4B4C_4B50;
 
 /// The current generation.
@@ -187,8 +190,54 @@ fn holder_in(stamp: u32, now: u32, recorded: u64, step: impl Fn(usize) -> (u64, 
     Holder::Continuation(tid)
 }
 
+/// Repairs an object stamped `stamp` if it was last used in an older generation.
+///
+/// The election both object kinds run: the thread whose CAS turns a stale stamp into
+/// [`REPAIRING`] owns the object until it stores a stamp again; the others wait.
+/// `holder(stale)` says who holds the object; a lock of the forking thread is only
+/// re-taken by its continuation (`is_me`), so another thread hands the object back
+/// untouched and waits; `fix` repairs it for the holder.
+#[cold]
+pub(super) fn repair(
+    stamp: &AtomicU32,
+    holder: impl Fn(u32) -> Holder,
+    is_me: impl Fn(u64) -> bool,
+    mut fix: impl FnMut(Holder),
+) {
+    let mut round = 0;
+    loop {
+        let now = generation();
+        // Acquire: pairs with the Release stores below (of this repair or an
+        // earlier one), which publish what the repairer wrote.
+        let seen = stamp.load(Acquire);
+        if seen == now {
+            return;
+        }
+        // Acquire on success: as above; the CAS itself is what makes us the only
+        // thread that touches the object until we store again.
+        let ours = seen != REPAIRING
+            && stamp
+                .compare_exchange(seen, REPAIRING, Acquire, Relaxed)
+                .is_ok();
+        if ours {
+            let holder = holder(seen);
+            if matches!(holder, Holder::Continuation(who) if !is_me(who)) {
+                // Release: hands the object back untouched, to the next CAS.
+                stamp.store(seen, Release);
+            } else {
+                fix(holder);
+                // Release: publishes the repaired object to the Acquire loads of the
+                // users' fast paths and of this function.
+                stamp.store(now, Release);
+                return;
+            }
+        }
+        wait_for_repair(&mut round);
+    }
+}
+
 /// Waits a little for another thread's repair (or the continuation's) to finish.
-pub(super) fn wait_for_repair(round: &mut u32) {
+fn wait_for_repair(round: &mut u32) {
     if *round < 64 {
         std::hint::spin_loop();
     } else {

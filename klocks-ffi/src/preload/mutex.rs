@@ -36,7 +36,7 @@ use std::ffi::c_int;
 use std::mem::size_of;
 use std::sync::atomic::{
     AtomicI32, AtomicU32, AtomicU64,
-    Ordering::{Acquire, Relaxed, Release},
+    Ordering::{Acquire, Relaxed},
 };
 
 use libc::{
@@ -44,7 +44,7 @@ use libc::{
     EDEADLK, EINVAL, EPERM,
 };
 
-use super::fork::{self, this_thread, Holder, REPAIRING};
+use super::fork::{self, this_thread, Holder};
 use super::time::Deadline;
 use super::{config, glibc, say};
 use crate::mutex::{init_at, with_lock_at, Kind};
@@ -144,7 +144,7 @@ impl Mutex {
     /// Repairs the mutex if it was last used before a fork (see `fork`).
     #[inline]
     fn current(&self, kind: Kind) {
-        // Acquire: pairs with the Release in `repair`, which publishes the body.
+        // Acquire: pairs with the Release in `fork::repair`, which publishes the body.
         if self.stamp.load(Acquire) != fork::generation() {
             self.repair(kind);
         }
@@ -152,37 +152,13 @@ impl Mutex {
 
     #[cold]
     fn repair(&self, kind: Kind) {
-        let mut round = 0;
-        loop {
-            let now = fork::generation();
-            // Acquire: as in `current`.
-            let stamp = self.stamp.load(Acquire);
-            if stamp == now {
-                return;
-            }
-            // Acquire on success: pairs with the Release that stored `stamp` (an
-            // earlier repair handing the object back, below); the CAS itself is what
-            // makes us the only thread that touches the object until we store again.
-            if stamp == REPAIRING
-                || self
-                    .stamp
-                    .compare_exchange(stamp, REPAIRING, Acquire, Relaxed)
-                    .is_err()
-            {
-                fork::wait_for_repair(&mut round);
-                continue;
-            }
+        fork::repair(
+            &self.stamp,
             // Relaxed: written in an older generation, before the fork this thread
-            // comes after (and ordered by the CAS above since).
-            let holder = fork::holder_by_self(stamp, self.owner.load(Relaxed));
-            match holder {
-                Holder::Continuation(thread) if thread != this_thread() => {
-                    // Only the forking thread's continuation re-takes its lock: hand
-                    // the object back untouched (Release: pairs with the next CAS).
-                    self.stamp.store(stamp, Release);
-                    fork::wait_for_repair(&mut round);
-                    continue;
-                }
+            // comes after (and ordered by the repair's CAS since).
+            |stale| fork::holder_by_self(stale, self.owner.load(Relaxed)),
+            |thread| thread == this_thread(),
+            |holder| match holder {
                 Holder::Nobody => {
                     // SAFETY: the body is 8 aligned bytes that only we touch now.
                     unsafe { init_at(self.body(), kind) };
@@ -199,11 +175,8 @@ impl Mutex {
                 // Its waiters, if any, queue on klocks' static node table, never on
                 // a stack, so the lock can keep them.
                 Holder::Gone => self.owner.store(GONE, Relaxed),
-            }
-            // Release: publishes the repaired body to `current`'s Acquire.
-            self.stamp.store(now, Release);
-            return;
-        }
+            },
+        );
     }
 
     /// What a lock call by the holder gets: `None` to go on and lock (a normal mutex

@@ -26,7 +26,7 @@ use std::ffi::c_int;
 use std::mem::{size_of, MaybeUninit};
 use std::sync::atomic::{
     AtomicU32,
-    Ordering::{Acquire, Relaxed, Release},
+    Ordering::{Acquire, Relaxed},
 };
 
 use klocks_core::owner::current_tid;
@@ -38,7 +38,7 @@ use libc::{
 };
 
 use super::config::{self, RwPolicy};
-use super::fork::{self, Holder, GLIBC_OWNED, REPAIRING};
+use super::fork::{self, Holder, GLIBC_OWNED};
 use super::glibc;
 use super::time::Deadline;
 
@@ -131,7 +131,7 @@ impl RwLock {
     /// Repairs the rwlock if it was last used before a fork (see `fork`).
     #[inline]
     fn current(&self, policy: RwPolicy) {
-        // Acquire: pairs with the Release in `repair`, which publishes the body.
+        // Acquire: pairs with the Release in `fork::repair`, which publishes the body.
         if self.stamp.load(Acquire) != fork::generation() {
             self.repair(policy);
         }
@@ -144,38 +144,19 @@ impl RwLock {
     /// does not have, which glibc hands to new threads.
     #[cold]
     fn repair(&self, policy: RwPolicy) {
-        let mut round = 0;
-        loop {
-            let now = fork::generation();
-            // Acquire: as in `current`.
-            let stamp = self.stamp.load(Acquire);
-            if stamp == now {
-                return;
-            }
-            // Acquire on success: as in the mutex's repair.
-            if stamp == REPAIRING
-                || self
-                    .stamp
-                    .compare_exchange(stamp, REPAIRING, Acquire, Relaxed)
-                    .is_err()
-            {
-                fork::wait_for_repair(&mut round);
-                continue;
-            }
-            let (locked, writer) =
-                with_sem!(self, policy, sem => (sem.is_locked(), sem.exclusive_owner()));
-            let holder = match writer {
-                Some(tid) => fork::holder_by_tid(stamp, tid),
-                None if locked => Holder::Gone,
-                None => Holder::Nobody,
-            };
-            match holder {
-                Holder::Continuation(tid) if tid != u64::from(current_tid()) => {
-                    // Release: hands the object back untouched (see the mutex's).
-                    self.stamp.store(stamp, Release);
-                    fork::wait_for_repair(&mut round);
-                    continue;
+        fork::repair(
+            &self.stamp,
+            |stale| {
+                let (locked, writer) =
+                    with_sem!(self, policy, sem => (sem.is_locked(), sem.exclusive_owner()));
+                match writer {
+                    Some(tid) => fork::holder_by_tid(stale, tid),
+                    None if locked => Holder::Gone,
+                    None => Holder::Nobody,
                 }
+            },
+            |tid| tid == u64::from(current_tid()),
+            |holder| match holder {
                 // SAFETY: only we touch the body during the repair.
                 Holder::Nobody => unsafe { init_body(self, policy) },
                 Holder::Continuation(_) => {
@@ -185,11 +166,8 @@ impl RwLock {
                 }
                 // SAFETY: as above.
                 Holder::Gone => with_sem!(self, policy, sem => unsafe { sem.forget_waiters() }),
-            }
-            // Release: publishes the repaired body to `current`'s Acquire.
-            self.stamp.store(now, Release);
-            return;
-        }
+            },
+        );
     }
 
     /// Whether the caller holds the write lock.
