@@ -79,6 +79,24 @@ pub struct Run {
     pub rw: Option<RwRun>,
 }
 
+impl Run {
+    /// A finished run measured as a whole: `value` in the cell's unit, over `wall`,
+    /// with `operations` done, and nothing per thread or per role.
+    pub fn timed(value: f64, wall: std::time::Duration, operations: u64) -> Self {
+        Self {
+            value,
+            wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
+            operations,
+            target: None,
+            handoffs: None,
+            finished: true,
+            per_thread: None,
+            drain: None,
+            rw: None,
+        }
+    }
+}
+
 /// A reader-writer run (rwsem, rw-fair) split by role. Only the operations inside the
 /// window count, except in `reader_group`, whose read phases span the whole run.
 #[derive(Debug, Clone, Copy, Serialize)]

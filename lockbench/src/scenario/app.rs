@@ -16,7 +16,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use regex::Regex;
 
@@ -219,7 +219,7 @@ fn variant_name(variant: Option<PreloadLock>) -> &'static str {
 
 /// One run's result.
 struct Outcome {
-    wall_s: f64,
+    wall: Duration,
     stdout: Vec<u8>,
     metric: Option<f64>,
 }
@@ -248,7 +248,7 @@ fn run_once(config: &Config, variant: Option<PreloadLock>, round: u32) -> Result
     let output = command
         .output()
         .map_err(|e| Error::Io(format!("{}: starting the command", context()), e))?;
-    let wall_s = start.elapsed().as_secs_f64();
+    let wall = start.elapsed();
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
         return Err(Error::Verification(format!(
@@ -282,7 +282,7 @@ fn run_once(config: &Config, variant: Option<PreloadLock>, round: u32) -> Result
         ),
     };
     Ok(Outcome {
-        wall_s,
+        wall,
         stdout: output.stdout,
         metric,
     })
@@ -328,7 +328,9 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let mut cells = Vec::new();
     for (variant, outcomes) in config.variants.iter().zip(&outcomes) {
         let name = variant_name(*variant);
-        cells.push(cell(name, None, "s", outcomes, |o| Some(o.wall_s)));
+        cells.push(cell(name, None, "s", outcomes, |o| {
+            Some(o.wall.as_secs_f64())
+        }));
         if config.metric.is_some() {
             cells.push(cell(name, Some("metric"), "metric", outcomes, |o| o.metric));
         }
@@ -345,19 +347,7 @@ fn cell(
 ) -> Cell {
     let runs: Vec<Run> = outcomes
         .iter()
-        .filter_map(|o| {
-            Some(Run {
-                value: value(o)?,
-                wall_ns: (o.wall_s * 1e9) as u64,
-                operations: 1,
-                target: None,
-                handoffs: None,
-                finished: true,
-                per_thread: None,
-                drain: None,
-                rw: None,
-            })
-        })
+        .filter_map(|o| Some(Run::timed(value(o)?, o.wall, 1)))
         .collect();
     Cell {
         scenario: "app",

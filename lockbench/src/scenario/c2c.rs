@@ -77,16 +77,12 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     // One thread pair for all runs: each run is one burst of the ping-pong.
     let runs: Vec<Run> = ping_pong(cpus, config.round_trips, config.runs.into())?
         .into_iter()
-        .map(|elapsed| Run {
-            value: one_way_ns(elapsed, config.round_trips),
-            wall_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
-            operations: config.round_trips,
-            target: None,
-            handoffs: None,
-            finished: true,
-            per_thread: None,
-            drain: None,
-            rw: None,
+        .map(|elapsed| {
+            Run::timed(
+                one_way_ns(elapsed, config.round_trips),
+                elapsed,
+                config.round_trips,
+            )
         })
         .collect();
     progress.done();

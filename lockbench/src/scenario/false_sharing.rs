@@ -224,17 +224,11 @@ fn hammer<R: RawMutex + Sync>(
         verify_count(|| format!("{context}, thread {me}"), *slot.lock(), ops)?;
     }
     let total: u64 = race.results.iter().sum();
-    Ok(Run {
-        value: total as f64 / race.wall.as_secs_f64(),
-        wall_ns: u64::try_from(race.wall.as_nanos()).unwrap_or(u64::MAX),
-        operations: total,
-        target: None,
-        handoffs: None,
-        finished: true,
-        per_thread: None,
-        drain: None,
-        rw: None,
-    })
+    Ok(Run::timed(
+        total as f64 / race.wall.as_secs_f64(),
+        race.wall,
+        total,
+    ))
 }
 
 /// Bytes one packed slot takes.

@@ -242,20 +242,6 @@ fn cell(
     }
 }
 
-fn timed_run(value: f64, wall: Duration, operations: u64) -> Run {
-    Run {
-        value,
-        wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
-        operations,
-        target: None,
-        handoffs: None,
-        finished: true,
-        per_thread: None,
-        drain: None,
-        rw: None,
-    }
-}
-
 /// The first CPU this process may use.
 fn first_cpu() -> Option<usize> {
     // SAFETY: an all-zero cpu_set_t is the empty set.
@@ -336,7 +322,7 @@ fn check_cost(
                 std::hint::black_box(watch.owner_running());
             }
             let wall = start.elapsed();
-            Ok(timed_run(
+            Ok(Run::timed(
                 wall.as_secs_f64() * 1e9 / checks as f64,
                 wall,
                 checks,
@@ -387,7 +373,7 @@ impl Samples {
     }
 
     fn run(&self, value: f64) -> Run {
-        timed_run(value, self.wall, self.taken)
+        Run::timed(value, self.wall, self.taken)
     }
 }
 
@@ -560,7 +546,7 @@ fn switch_cost(
             .map(join)
             .collect::<Result<Vec<_>, Error>>()?;
         let wall = walls.into_iter().flatten().max().unwrap_or_default();
-        Ok(timed_run(
+        Ok(Run::timed(
             wall.as_secs_f64() * 1e9 / switches as f64,
             wall,
             switches,

@@ -104,17 +104,11 @@ fn pairs<L: BenchLock>(iterations: u64, context: impl FnOnce() -> String) -> Res
     }
     let wall = start.elapsed();
     verify_count(context, guarded.into_count(), iterations)?;
-    Ok(Run {
-        value: wall.as_secs_f64() * 1e9 / iterations as f64,
-        wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
-        operations: iterations,
-        target: None,
-        handoffs: None,
-        finished: true,
-        per_thread: None,
-        drain: None,
-        rw: None,
-    })
+    Ok(Run::timed(
+        wall.as_secs_f64() * 1e9 / iterations as f64,
+        wall,
+        iterations,
+    ))
 }
 
 /// lock | ns/pair | ratio to std.
