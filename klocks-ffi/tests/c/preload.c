@@ -566,9 +566,30 @@ static void *write_fork_read(void *arg) {
     return NULL;
 }
 
+static pthread_mutex_t fork_race = PTHREAD_MUTEX_INITIALIZER;
+static long fork_race_count;
+
+/* Threads of the child that all reach a mutex last used before the fork at once:
+ * one repairs it, the others wait for the repair, then they contend. */
+static void *race_in_child(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 2000; i++) {
+        if (pthread_mutex_lock(&fork_race) != 0) _exit(12);
+        fork_race_count++;
+        if (pthread_mutex_unlock(&fork_race) != 0) _exit(13);
+    }
+    return NULL;
+}
+
 /* The child of a fork made while the forking thread held `fork_lock` and `fork_rw`
  * (an atfork handler's pattern) with other threads queued on them. */
 static int forked_child(void) {
+    pthread_t racers[4];
+    for (int i = 0; i < 4; i++)
+        if (pthread_create(&racers[i], NULL, race_in_child, NULL) != 0) return 14;
+    for (int i = 0; i < 4; i++)
+        if (pthread_join(racers[i], NULL) != 0) return 15;
+    if (fork_race_count != 4 * 2000) return 16;
     if (pthread_mutex_unlock(&fork_lock) != 0) return 2;
     /* glibc's rwlock fails this: after the unlock, the readers that were queued in
      * the parent still count, and the write lock below never comes. */
@@ -600,6 +621,8 @@ static void fork_with_threads(void) {
     int n = THREADS < 8 ? THREADS : 8;
     EXPECT(pthread_mutex_lock(&fork_free), 0);
     EXPECT(pthread_mutex_lock(&fork_lock), 0);
+    EXPECT(pthread_mutex_lock(&fork_race), 0); /* used in the parent: stale in the child */
+    EXPECT(pthread_mutex_unlock(&fork_race), 0);
     EXPECT(pthread_rwlock_wrlock(&fork_rw), 0);
     EXPECT(pthread_rwlock_rdlock(&fork_read), 0);
     pthread_t fork_read_writer;
