@@ -105,6 +105,7 @@ mod padded;
 mod park;
 mod rwlock;
 mod spin;
+pub mod stamp;
 mod sync;
 
 pub use mutex::futex_mutex::FutexMutex;

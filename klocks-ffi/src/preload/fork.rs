@@ -13,13 +13,11 @@
 //! thread pointer, rwlocks by tid (the rwsem's owner word).
 
 use std::cell::Cell;
-use std::sync::atomic::{
-    AtomicU32, AtomicU64,
-    Ordering::{Acquire, Relaxed, Release},
-};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Once;
 
 use klocks_core::owner::current_tid;
+use klocks_core::stamp::{make_current, Repair};
 
 /// How many generations back a holder is followed; older objects held at a fork
 /// are treated as held by a thread the child does not have.
@@ -86,11 +84,11 @@ pub(super) fn this_thread() -> u64 {
     }
 }
 
-/// Generation stamps that are not generations: an object being repaired, and (in
-/// rwlocks) an object glibc owns. Magic values, since an rwlock's stamp lives in
-/// padding that a stack initialiser may leave as garbage.
-const REPAIRING: u32 = 0x4B4C_4B52;
+/// The stamp of an rwlock glibc owns: a magic value, as `klocks::stamp::REPAIRING`
+/// (from which it differs), since an rwlock's stamp lives in padding that a stack
+/// initialiser may leave as garbage.
 pub(super) const GLIBC_OWNED: u32 = 0x4B4C_4B50;
+const _: () = assert!(GLIBC_OWNED != klocks_core::stamp::REPAIRING);
 
 /// The current generation.
 #[inline]
@@ -192,11 +190,10 @@ fn holder_in(stamp: u32, now: u32, recorded: u64, step: impl Fn(usize) -> (u64, 
 
 /// Repairs an object stamped `stamp` if it was last used in an older generation.
 ///
-/// The election both object kinds run: the thread whose CAS turns a stale stamp into
-/// [`REPAIRING`] owns the object until it stores a stamp again; the others wait.
-/// `holder(stale)` says who holds the object; a lock of the forking thread is only
-/// re-taken by its continuation (`is_me`), so another thread hands the object back
-/// untouched and waits; `fix` repairs it for the holder.
+/// `klocks::stamp::make_current`'s election (loom-checked there): one thread at a
+/// time wins the stale object. `holder(stale)` says who holds it; a lock of the
+/// forking thread is only re-taken by its continuation (`is_me`), so another thread
+/// hands the object back untouched and waits; `fix` repairs it for the holder.
 #[cold]
 pub(super) fn repair(
     stamp: &AtomicU32,
@@ -204,46 +201,28 @@ pub(super) fn repair(
     is_me: impl Fn(u64) -> bool,
     mut fix: impl FnMut(Holder),
 ) {
-    let mut round = 0;
-    loop {
-        let now = generation();
-        // Acquire: pairs with the Release stores below (of this repair or an
-        // earlier one), which publish what the repairer wrote.
-        let seen = stamp.load(Acquire);
-        if seen == now {
-            return;
-        }
-        // Acquire on success: as above; the CAS itself is what makes us the only
-        // thread that touches the object until we store again.
-        let ours = seen != REPAIRING
-            && stamp
-                .compare_exchange(seen, REPAIRING, Acquire, Relaxed)
-                .is_ok();
-        if ours {
-            let holder = holder(seen);
-            if matches!(holder, Holder::Continuation(who) if !is_me(who)) {
-                // Release: hands the object back untouched, to the next CAS.
-                stamp.store(seen, Release);
-            } else {
+    make_current(
+        stamp,
+        generation(),
+        |stale| match holder(stale) {
+            Holder::Continuation(who) if !is_me(who) => Repair::NotMine,
+            holder => {
                 fix(holder);
-                // Release: publishes the repaired object to the Acquire loads of the
-                // users' fast paths and of this function.
-                stamp.store(now, Release);
-                return;
+                Repair::Done
             }
-        }
-        wait_for_repair(&mut round);
-    }
+        },
+        wait_for_repair,
+    );
 }
 
-/// Waits a little for another thread's repair (or the continuation's) to finish.
-fn wait_for_repair(round: &mut u32) {
-    if *round < 64 {
+/// Waits a little for another thread's repair (or the continuation's) to finish:
+/// spins at first, then naps.
+fn wait_for_repair(round: u32) {
+    if round < 64 {
         std::hint::spin_loop();
     } else {
         super::nap(std::time::Duration::from_micros(50));
     }
-    *round = round.saturating_add(1);
 }
 
 #[cfg(test)]
