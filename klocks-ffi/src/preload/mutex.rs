@@ -157,18 +157,23 @@ impl Mutex {
             // Relaxed: written in an older generation, before the fork this thread
             // comes after (and ordered by the repair's CAS since).
             |stale| fork::holder_by_self(stale, self.owner.load(Relaxed)),
-            |thread| thread == this_thread(),
+            // Any thread may re-take a lock for the continuation, except `spinfutex`'s,
+            // whose word names its holder by tid: the lock words of the other kinds
+            // name nobody, and the owner field keeps the continuation's thread
+            // pointer, which was the forking thread's.
+            |thread| kind != Kind::SpinFutex || thread == this_thread(),
             |holder| match holder {
                 Holder::Nobody => {
                     // SAFETY: the body is 8 aligned bytes that only we touch now.
                     unsafe { init_at(self.body(), kind) };
                     self.depth.store(0, Relaxed);
                 }
-                Holder::Continuation(me) => {
-                    // SAFETY: as above; then the lock is free and ours to take.
+                Holder::Continuation(holder) => {
+                    // SAFETY: as above; then the lock is free and ours to take, for
+                    // `holder`.
                     unsafe { init_at(self.body(), kind) };
                     with_lock_at!(self.body(), kind, lock => lock.lock());
-                    self.owner.store(me, Relaxed);
+                    self.owner.store(holder, Relaxed);
                 }
                 // Held by a thread the child does not have: it stays held, by nobody
                 // a new thread could be taken for (they may reuse its thread block).

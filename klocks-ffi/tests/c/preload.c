@@ -581,6 +581,11 @@ static void *race_in_child(void *arg) {
     return NULL;
 }
 
+static void *trylock_fork_lock(void *arg) {
+    (void)arg;
+    return (void *)(long)pthread_mutex_trylock(&fork_lock);
+}
+
 /* The child of a fork made while the forking thread held `fork_lock` and `fork_rw`
  * (an atfork handler's pattern) with other threads queued on them. */
 static int forked_child(void) {
@@ -590,6 +595,15 @@ static int forked_child(void) {
     for (int i = 0; i < 4; i++)
         if (pthread_join(racers[i], NULL) != 0) return 15;
     if (fork_race_count != 4 * 2000) return 16;
+    /* Another thread of the child finds fork_lock held (by the forking thread) at
+     * once; with spinfutex it would wait for the forking thread to touch it first. */
+    const char *lock = getenv("KLOCKS_LOCK");
+    if (!lock || strcmp(lock, "spinfutex") != 0) {
+        pthread_t t;
+        void *answer;
+        if (pthread_create(&t, NULL, trylock_fork_lock, NULL) != 0) return 17;
+        if (pthread_join(t, &answer) != 0 || (long)answer != EBUSY) return 18;
+    }
     if (pthread_mutex_unlock(&fork_lock) != 0) return 2;
     /* glibc's rwlock fails this: after the unlock, the readers that were queued in
      * the parent still count, and the write lock below never comes. */
