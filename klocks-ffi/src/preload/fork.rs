@@ -127,6 +127,8 @@ extern "C" fn in_child() {
         FORKER.get(parent as usize),
         CONTINUATION.get(child as usize),
     ) {
+        // Relaxed (the three stores): as `GENERATION`, written while the child has
+        // one thread, and read by threads it creates later.
         forker.store(FORKING_TID.with(Cell::get), Relaxed);
         FORKER_SELF[parent as usize].store(this_thread(), Relaxed);
         // SAFETY: gettid has no preconditions. Asked directly: klocks' cached tid may
@@ -153,6 +155,7 @@ pub(super) enum Holder {
 /// See [`Holder`]; `recorded` is a tid.
 pub(super) fn holder_by_tid(stamp: u32, recorded: u32) -> Holder {
     holder_in(stamp, generation(), recorded.into(), |g| {
+        // Relaxed: see the stores in `in_child`.
         (
             FORKER[g].load(Relaxed).into(),
             CONTINUATION[g + 1].load(Relaxed).into(),
@@ -163,6 +166,7 @@ pub(super) fn holder_by_tid(stamp: u32, recorded: u32) -> Holder {
 /// See [`Holder`]; `recorded` is a thread pointer ([`this_thread`]).
 pub(super) fn holder_by_self(stamp: u32, recorded: u64) -> Holder {
     holder_in(stamp, generation(), recorded, |g| {
+        // Relaxed: see the stores in `in_child`.
         let forker = FORKER_SELF[g].load(Relaxed);
         (forker, forker)
     })

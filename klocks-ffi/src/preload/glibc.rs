@@ -44,6 +44,7 @@ fn look_up(slot: &AtomicPtr<c_void>, name: &str, version: Option<&CStr>) -> *mut
         ));
         std::process::abort();
     }
+    // Relaxed: as in `resolve`.
     slot.store(found, Relaxed);
     found
 }

@@ -178,7 +178,8 @@ impl Mutex {
                 // Held by a thread the child does not have: it stays held, by nobody
                 // a new thread could be taken for (they may reuse its thread block).
                 // Its waiters, if any, queue on klocks' static node table, never on
-                // a stack, so the lock can keep them.
+                // a stack, so the lock can keep them. (Relaxed, here and above: the
+                // election gives us the object, and its Release publishes it.)
                 Holder::Gone => self.owner.store(GONE, Relaxed),
             },
         );
