@@ -313,6 +313,33 @@ pub struct RwSetup {
 }
 
 impl Cell {
+    /// A cell of finished whole runs and no scenario-specific setup, summarised over
+    /// the runs' values (set `conditions` with struct update where there are some).
+    pub fn of_runs(
+        scenario: &'static str,
+        lock: &'static str,
+        threads: usize,
+        layout: Option<&'static str>,
+        unit: &'static str,
+        runs: Vec<Run>,
+    ) -> Self {
+        Self {
+            scenario,
+            lock,
+            threads,
+            layout,
+            unit,
+            summary: Summary::of(runs.iter().map(|r| r.value)),
+            unfinished: None,
+            handoff: None,
+            conditions: None,
+            overcommit: None,
+            mutex_load: None,
+            rw: None,
+            runs,
+        }
+    }
+
     /// Marks for tables: `~` (threads ran one after another), then the conditions'
     /// `*` (placement changed) and `!` (noisy).
     pub fn marks(&self) -> String {

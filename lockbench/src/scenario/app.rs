@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 
 use super::{Common, Error};
-use crate::report::{num, Cell, Progress, Run, Summary, Table};
+use crate::report::{num, Cell, Progress, Run, Table};
 
 /// The locks `KLOCKS_LOCK` accepts (klocks' mutexes; condvars follow them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -349,21 +349,7 @@ fn cell(
         .iter()
         .filter_map(|o| Some(Run::timed(value(o)?, o.wall, 1)))
         .collect();
-    Cell {
-        scenario: "app",
-        lock,
-        threads: 0,
-        layout,
-        unit,
-        summary: Summary::of(runs.iter().map(|r| r.value)),
-        unfinished: None,
-        handoff: None,
-        conditions: None,
-        overcommit: None,
-        mutex_load: None,
-        rw: None,
-        runs,
-    }
+    Cell::of_runs("app", lock, 0, layout, unit, runs)
 }
 
 /// lock | wall s | speed vs glibc [| metric | vs glibc].

@@ -12,7 +12,7 @@ use crossbeam_utils::CachePadded;
 
 use super::watch::{Placement, NEAR_MAX_NS};
 use super::{join, Common, Error};
-use crate::report::{num, Cell, Progress, Run, Summary, Table};
+use crate::report::{num, Cell, Progress, Run, Table};
 
 /// `lockbench c2c` options.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -86,21 +86,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         })
         .collect();
     progress.done();
-    Ok(vec![Cell {
-        scenario: "c2c",
-        lock: "-",
-        threads: 2,
-        layout: None,
-        unit: "ns one-way",
-        summary: Summary::of(runs.iter().map(|r| r.value)),
-        unfinished: None,
-        handoff: None,
-        conditions: None,
-        overcommit: None,
-        mutex_load: None,
-        rw: None,
-        runs,
-    }])
+    Ok(vec![Cell::of_runs("c2c", "-", 2, None, "ns one-way", runs)])
 }
 
 /// The c2c table.

@@ -13,7 +13,7 @@ use lock_api::{Mutex, RawMutex};
 use super::watch::{self, Conditions, Watch};
 use super::{race, verify_count, Common, Error};
 use crate::locks::{BenchLock, LockName, RawLockVisitor};
-use crate::report::{si, Cell, Progress, Run, Summary, Table};
+use crate::report::{si, Cell, Progress, Run, Table};
 
 /// Most threads (locks) the packed array holds: 8 slots of 16 bytes fill the 128
 /// bytes of one `CachePadded` block (a pair of 64-byte lines on x86-64).
@@ -165,20 +165,10 @@ impl RawLockVisitor for Measure<'_> {
             })
             .collect::<Result<Vec<_>, Error>>()?;
         let conditions = watch.map(Watch::finish).transpose()?;
+        let layout = Some(self.layout.name());
         Ok(Cell {
-            scenario: "false-sharing",
-            lock: L::NAME,
-            threads,
-            layout: Some(self.layout.name()),
-            unit: "ops/s",
-            summary: Summary::of(runs.iter().map(|r| r.value)),
-            unfinished: None,
-            handoff: None,
             conditions,
-            overcommit: None,
-            mutex_load: None,
-            rw: None,
-            runs,
+            ..Cell::of_runs("false-sharing", L::NAME, threads, layout, "ops/s", runs)
         })
     }
 }

@@ -35,7 +35,7 @@ use klocks::owner::{self, ProbeKind, Watch};
 use super::c2c::{cpu_pair, pin};
 use super::watch::{self, Conditions};
 use super::{join, Common, Error};
-use crate::report::{num, si, Cell, Progress, Run, Summary, Table};
+use crate::report::{num, si, Cell, Progress, Run, Table};
 
 /// `lockbench owner-probe` options.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -226,19 +226,8 @@ fn cell(
     around: Conditions,
 ) -> Cell {
     Cell {
-        scenario: "owner-probe",
-        lock,
-        threads,
-        layout: Some(measure),
-        unit,
-        summary: Summary::of(runs.iter().map(|r| r.value)),
-        unfinished: None,
-        handoff: None,
         conditions: Some(around),
-        overcommit: None,
-        mutex_load: None,
-        rw: None,
-        runs,
+        ..Cell::of_runs("owner-probe", lock, threads, Some(measure), unit, runs)
     }
 }
 

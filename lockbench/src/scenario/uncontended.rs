@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use super::{verify_count, Common, Error, Guarded};
 use crate::locks::{BenchLock, LockName, LockVisitor};
-use crate::report::{num, Cell, Progress, Run, Summary, Table};
+use crate::report::{num, Cell, Progress, Run, Table};
 
 /// `lockbench uncontended` options.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -75,21 +75,14 @@ impl LockVisitor for Measure<'_> {
                 })
             })
             .collect::<Result<Vec<_>, Error>>()?;
-        Ok(Cell {
-            scenario: "uncontended",
-            lock: L::NAME,
-            threads: 1,
-            layout: None,
-            unit: "ns/pair",
-            summary: Summary::of(runs.iter().map(|r| r.value)),
-            unfinished: None,
-            handoff: None,
-            conditions: None,
-            overcommit: None,
-            mutex_load: None,
-            rw: None,
+        Ok(Cell::of_runs(
+            "uncontended",
+            L::NAME,
+            1,
+            None,
+            "ns/pair",
             runs,
-        })
+        ))
     }
 }
 
