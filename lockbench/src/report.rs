@@ -505,7 +505,7 @@ pub fn write_json(path: &Path, machine: &Machine, cells: &[Cell]) -> io::Result<
 
 const CSV_HEADER: &str = "scenario,lock,threads,layout,unit,median,min,max,runs,finished,\
 progress_pct,ns_per_handoff,handoff_per_c2c,c2c_before_ns,c2c_after_ns,placement_changed,\
-steal_ms,others_ms,noisy,cs,overcommit,load_pauses,min_per_mean,max_per_mean,drain_ms,\
+pause_before_ns,pause_after_ns,steal_ms,others_ms,noisy,cs,overcommit,load_pauses,min_per_mean,max_per_mean,drain_ms,\
 readers,writers,reads_per_s,writes_per_s,reader_group";
 
 fn opt(value: Option<f64>) -> String {
@@ -537,6 +537,8 @@ fn csv_row(cell: &Cell) -> String {
         conditions
             .map(|c| c.placement_changed.to_string())
             .unwrap_or_default(),
+        opt(conditions.map(|c| c.pause_before_ns)),
+        opt(conditions.map(|c| c.pause_after_ns)),
         opt(conditions.map(|c| c.steal_ms)),
         opt(conditions.map(|c| c.others_ms)),
         conditions.map(|c| c.noisy.to_string()).unwrap_or_default(),

@@ -16,12 +16,15 @@
 //! every thread always holds or wants the lock; `--outside-pauses` adds work outside.
 //!
 //! No lock can run two critical sections at once, so a cell's ceiling is
-//! 1 ÷ (L × pause ns) critical sections per second. With load 1 the critical section
-//! (one pause) is shorter than passing the lock between CPUs, so the lock's own
-//! overhead, not the ceiling, bounds those cells.
+//! 1 ÷ (L × pause ns) critical sections per second, with the pause probed just before
+//! and after the cell (its cost drifts by up to 10% within seconds on this host: with
+//! the start-up pause, one thread alone reached only 88% of the load-50 ceiling). With
+//! load 1 the critical section (one pause) is shorter than passing the lock between
+//! CPUs, so the lock's own overhead, not the ceiling, bounds those cells.
 
 use std::time::Duration;
 
+use super::watch::Conditions;
 use super::windowed::{
     self, fairest, fairness, fastest, or_default, show_fairness, Grid, Plan, WindowArgs, Work,
 };
@@ -279,6 +282,14 @@ fn matrix(config: &Config, cells: &[Cell], pause_ns: f64, scale: &str) -> Table 
 /// Marks a ceiling that the lock's own handoff, not the critical section, bounds.
 const OVERHEAD_MARK: &str = "†";
 
+/// The cost of a `pause` around `cell`: its own probes, or the start-up `pause_ns`
+/// for a cell without them.
+fn cell_pause_ns(cell: &Cell, pause_ns: f64) -> f64 {
+    cell.conditions
+        .as_ref()
+        .map_or(pause_ns, Conditions::pause_ns)
+}
+
 /// Whether a critical section of `load_ns` is too short for its ceiling to mean
 /// anything: under two cache-line transfers (the lock's line and the data's line move
 /// to the next owner's CPU), at the c2c latency probed around `cell`, or at the "near"
@@ -308,8 +319,10 @@ fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Table> {
     let fairness_header = format!("f {after}");
     let mut table = Table::new(
         format!(
-            "mutex-load, bars: {after} against the ceiling 1 ÷ (load × {pause_ns:.1} ns), \
-             the best peer ({}) and {}; f = fairness, min ÷ mean per-thread operations",
+            "mutex-load, bars: {after} against the ceiling 1 ÷ (load × pause ns), with \
+             the pause probed before and after the {after} cell (start-up: \
+             {pause_ns:.1} ns), the best peer ({}) and {}; f = fairness, min ÷ mean \
+             per-thread operations",
             peers
                 .iter()
                 .map(|peer| peer.name())
@@ -320,6 +333,7 @@ fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Table> {
         &[
             "threads",
             "load",
+            "pause ns",
             "ceiling kops/s",
             after,
             "% ceiling",
@@ -339,7 +353,8 @@ fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Table> {
         };
         let peer_cells: Vec<&Cell> = peers.iter().filter_map(|&p| find(cells, p, &row)).collect();
         let best = fastest(&peer_cells);
-        let ceiling = row.ceiling(pause_ns);
+        let cell_pause = cell_pause_ns(after_cell, pause_ns);
+        let ceiling = row.ceiling(cell_pause);
         let median = after_cell.summary.map(|s| s.median);
         let versus = |other: Option<f64>| {
             median
@@ -354,13 +369,14 @@ fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Table> {
                 .and_then(|cell| cell.summary)
                 .map(|s| s.median),
         );
-        let bound = overhead_bound(row.load_ns(pause_ns), after_cell);
+        let bound = overhead_bound(row.load_ns(cell_pause), after_cell);
         overhead_marked |= bound;
         let mark = if bound { OVERHEAD_MARK } else { "" };
         let times = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}×"));
         table.row(vec![
             row.threads.to_string(),
             row.load.to_string(),
+            format!("{cell_pause:.1}"),
             format!("{}{mark}", kops(ceiling)),
             after_cell.short(kops),
             median.map_or_else(
@@ -505,5 +521,50 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("† the critical section is shorter"), "{text}");
+    }
+
+    #[test]
+    fn the_ceiling_uses_the_pause_probed_around_the_cell() {
+        let common = Common {
+            locks: Some(vec![AFTER, LockName::Std]),
+            rwlocks: None,
+            runs: 1,
+            seed_scale: false,
+        };
+        let args = Args {
+            threads: vec![2],
+            load: vec![100],
+            ..Args::default()
+        };
+        let config = Config::new(&args, &common);
+        let row = Row {
+            threads: 2,
+            load: 100,
+        };
+        let probed = Conditions {
+            c2c_before_ns: Some(40.0),
+            c2c_after_ns: Some(40.0),
+            placement_before: None,
+            placement_after: None,
+            placement_changed: false,
+            pause_before_ns: 24.0,
+            pause_after_ns: 26.0,
+            span_ms: 1000.0,
+            steal_ms: 0.0,
+            others_ms: 0.0,
+            noisy: false,
+        };
+        let cells = [
+            Cell {
+                conditions: Some(probed),
+                ..cell(AFTER, row, 380e3, &[5, 5])
+            },
+            cell(LockName::Std, row, 300e3, &[5, 5]),
+        ];
+        // Start-up pause 20 ns (ceiling 500k) is ignored for the probed 25 ns: 400k.
+        let text = bars(&config, &cells, 20.0).expect("bars").to_string();
+        let line = text.lines().nth(3).unwrap();
+        assert!(line.contains(" 25.0 ") && line.contains(" 400 "), "{text}");
+        assert!(line.contains("95.0%"), "{text}");
     }
 }

@@ -1,5 +1,6 @@
 //! The conditions around a contended cell: where the host had placed our vCPUs (a
-//! c2c probe before and after the cell) and how much CPU time went to others.
+//! c2c probe before and after the cell), what a `pause` cost (probed likewise) and
+//! how much CPU time went to others.
 
 use std::time::Instant;
 
@@ -71,6 +72,10 @@ pub struct Conditions {
     pub placement_after: Option<Placement>,
     /// The two placements differ: the host moved a vCPU during the cell.
     pub placement_changed: bool,
+    /// Cost of one `pause` probed just before the cell ([`machine::pause_probe_ns`]).
+    pub pause_before_ns: f64,
+    /// ... and just after.
+    pub pause_after_ns: f64,
     /// Wall time between the two /proc/stat reads.
     pub span_ms: f64,
     /// CPU time the hypervisor gave to others (steal).
@@ -88,6 +93,11 @@ impl Conditions {
             (Some(before), Some(after)) => Some((before + after) / 2.0),
             (one, other) => one.or(other),
         }
+    }
+
+    /// The mean of the pause probes, the cost of a `pause` the cell ran under.
+    pub fn pause_ns(&self) -> f64 {
+        (self.pause_before_ns + self.pause_after_ns) / 2.0
     }
 
     /// `*` for a placement change, `!` for noise.
@@ -115,27 +125,30 @@ impl Conditions {
 /// Watches one cell: start it before the cell's first run, finish it after its last.
 pub struct Watch {
     c2c_before_ns: Option<f64>,
+    pause_before_ns: f64,
     cpu_before: Option<CpuTimes>,
     start: Instant,
 }
 
 impl Watch {
-    /// Probes c2c, then snapshots the CPU times.
+    /// Probes c2c and the pause, then snapshots the CPU times.
     pub fn start() -> Result<Self, Error> {
         let c2c_before_ns = c2c::probe()?;
         Ok(Self {
             c2c_before_ns,
+            pause_before_ns: machine::pause_probe_ns(),
             cpu_before: CpuTimes::now(),
             start: Instant::now(),
         })
     }
 
-    /// Snapshots the CPU times, then probes c2c again.
+    /// Snapshots the CPU times, then probes the pause and c2c again.
     pub fn finish(self) -> Result<Conditions, Error> {
         let span = self.start.elapsed();
         let load = CpuTimes::now()
             .zip(self.cpu_before)
             .map(|(after, before)| after.since(&before));
+        let pause_after_ns = machine::pause_probe_ns();
         let c2c_after_ns = c2c::probe()?;
         let (steal, others) = load.map_or((Default::default(), Default::default()), |l| {
             (l.steal, l.others)
@@ -152,6 +165,8 @@ impl Watch {
             placement_changed: placement_before
                 .zip(placement_after)
                 .is_some_and(|(before, after)| before != after),
+            pause_before_ns: self.pause_before_ns,
+            pause_after_ns,
             span_ms: span.as_secs_f64() * 1e3,
             steal_ms: steal.as_secs_f64() * 1e3,
             others_ms: others.as_secs_f64() * 1e3,
