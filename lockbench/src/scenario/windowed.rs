@@ -21,6 +21,12 @@
 //! preempted waiter costs a time slice), and its spinning threads would pollute every
 //! later cell. The parent gives the drain a cap, kills the child when it runs out and
 //! reports the cell as not finished.
+//!
+//! The locks of a row run interleaved: round 1 runs each lock once, then round 2, and
+//! so on. Run one lock's repetitions back to back instead and a row compares locks
+//! measured minutes apart: in one mutex-load run spinfutex's five runs of 64 threads
+//! at load 1 all fell in a "far" vCPU placement (29.9k ops/s) and parking_lot's mostly
+//! in a "near" one (34.1k), a 0.88× ratio where other runs measured 1.00–1.12×.
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Write};
@@ -198,22 +204,37 @@ pub fn cells(grid: &impl Grid) -> u64 {
     (grid.rows().len() * grid.plan().locks.len()) as u64
 }
 
-/// Measures every cell, rows in table order and locks innermost, so that the locks
-/// compared in one row run close together in time.
+/// Measures every cell, rows in table order. Within a row the locks take turns, one
+/// run each per round, so that the host's drift (where it places our vCPUs, what a
+/// `pause` costs: both move within seconds here) falls on every lock of the row
+/// alike; one [`Watch`] spans the row, and each of its cells carries its conditions.
 pub fn run<G: Grid>(grid: &G, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let plan = grid.plan();
     let mut cells = Vec::new();
     for row in grid.rows() {
-        for &lock in &plan.locks {
-            let describe = grid.describe(lock, &row);
-            progress.start(describe.clone());
-            let spec = Spec {
-                lock,
-                work: grid.work(&row),
-                window: plan.window,
-                drain_cap: plan.drain_cap,
-            };
-            let mut cell = measure(&spec, G::SCENARIO, plan.runs, &describe)?;
+        let work = grid.work(&row);
+        let watch = Watch::start()?;
+        let mut series: Vec<Series<G::Lock>> = plan
+            .locks
+            .iter()
+            .map(|&lock| Series::new(lock, grid.describe(lock, &row)))
+            .collect();
+        for round in 1..=plan.runs {
+            for one in series.iter_mut().filter(|one| one.unfinished.is_none()) {
+                let context = format!("{}, run {round}", one.describe);
+                progress.start(context.clone());
+                let spec = Spec {
+                    lock: one.lock,
+                    work,
+                    window: plan.window,
+                    drain_cap: plan.drain_cap,
+                };
+                one.add(run_once(&spec, &context)?, plan.drain_cap);
+            }
+        }
+        let conditions = watch.finish()?;
+        for one in series {
+            let mut cell = one.into_cell(G::SCENARIO, work.threads, conditions.clone());
             grid.annotate(&row, &mut cell);
             cells.push(cell);
             progress.done();
@@ -222,52 +243,65 @@ pub fn run<G: Grid>(grid: &G, progress: &Progress) -> Result<Vec<Cell>, Error> {
     Ok(cells)
 }
 
-/// `values`, or `default` when it is empty.
-pub fn or_default<T: Clone>(values: &[T], default: &[T]) -> Vec<T> {
-    if values.is_empty() { default } else { values }.to_vec()
+/// One lock's runs in a row.
+struct Series<L> {
+    lock: L,
+    describe: String,
+    verified: Vec<Run>,
+    /// Set by a run that did not drain: it ends the series, since every repetition
+    /// would cost the whole cap again.
+    unfinished: Option<Unfinished>,
 }
 
-/// Up to `runs` runs of one cell of `scenario`, without the scenario's own setup
-/// field; a run that does not drain ends the cell, since every repetition would cost
-/// the whole cap again. `describe` names the cell in error messages.
-fn measure<L: CellLock>(
-    spec: &Spec<L>,
-    scenario: &'static str,
-    runs: u32,
-    describe: &str,
-) -> Result<Cell, Error> {
-    let watch = Watch::start()?;
-    let mut verified = Vec::new();
-    let mut unfinished = None;
-    for index in 1..=runs {
-        match run_once(spec, &format!("{describe}, run {index}"))? {
-            Some(run) => verified.push(run),
+impl<L: CellLock> Series<L> {
+    fn new(lock: L, describe: String) -> Self {
+        Self {
+            lock,
+            describe,
+            verified: Vec::new(),
+            unfinished: None,
+        }
+    }
+
+    /// A verified run, or `None` for one that did not drain within `drain_cap`.
+    fn add(&mut self, run: Option<Run>, drain_cap: Duration) {
+        match run {
+            Some(run) => self.verified.push(run),
             None => {
-                unfinished = Some(Unfinished::Undrained {
-                    cap_secs: spec.drain_cap.as_secs_f64(),
-                });
-                break;
+                self.unfinished = Some(Unfinished::Undrained {
+                    cap_secs: drain_cap.as_secs_f64(),
+                })
             }
         }
     }
-    Ok(Cell {
-        scenario,
-        lock: spec.lock.name(),
-        threads: spec.work.threads,
-        layout: None,
-        unit: "ops/s",
-        summary: unfinished
-            .is_none()
-            .then(|| Summary::of(verified.iter().map(|run| run.value)))
-            .flatten(),
-        unfinished,
-        handoff: None,
-        conditions: Some(watch.finish()?),
-        overcommit: None,
-        mutex_load: None,
-        rw: None,
-        runs: verified,
-    })
+
+    /// The cell, without the scenario's own setup field.
+    fn into_cell(self, scenario: &'static str, threads: usize, conditions: Conditions) -> Cell {
+        Cell {
+            scenario,
+            lock: self.lock.name(),
+            threads,
+            layout: None,
+            unit: "ops/s",
+            summary: self
+                .unfinished
+                .is_none()
+                .then(|| Summary::of(self.verified.iter().map(|run| run.value)))
+                .flatten(),
+            unfinished: self.unfinished,
+            handoff: None,
+            conditions: Some(conditions),
+            overcommit: None,
+            mutex_load: None,
+            rw: None,
+            runs: self.verified,
+        }
+    }
+}
+
+/// `values`, or `default` when it is empty.
+pub fn or_default<T: Clone>(values: &[T], default: &[T]) -> Vec<T> {
+    if values.is_empty() { default } else { values }.to_vec()
 }
 
 /// One run in a child process, verified; `None` when it did not drain in time.
