@@ -17,7 +17,7 @@
 //!
 //! No lock can run two critical sections at once, so a cell's ceiling is
 //! 1 ÷ (L × pause ns) critical sections per second, with the pause probed just before
-//! and after the cell (its cost drifts by up to 10% within seconds on this host: with
+//! and after the cell's row (its cost drifts by up to 10% within seconds on this host: with
 //! the start-up pause, one thread alone reached only 88% of the load-50 ceiling). With
 //! load 1 the critical section (one pause) is shorter than passing the lock between
 //! CPUs, so the lock's own overhead, not the ceiling, bounds those cells.
@@ -320,8 +320,8 @@ fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Table> {
     let mut table = Table::new(
         format!(
             "mutex-load, bars: {after} against the ceiling 1 ÷ (load × pause ns), with \
-             the pause probed before and after the {after} cell (start-up: \
-             {pause_ns:.1} ns), the best peer ({}) and {}; f = fairness, min ÷ mean \
+             the pause probed before and after the row (its locks run interleaved; \
+             start-up: {pause_ns:.1} ns), the best peer ({}) and {}; f = fairness, min ÷ mean \
              per-thread operations",
             peers
                 .iter()
