@@ -42,7 +42,7 @@ use super::watch::{self, Conditions, Watch};
 use super::{join, parse_secs, race_announced, verify_count, Common, Error, Guarded, Race, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::machine;
-use crate::report::{num, si, Cell, Drain, PerThread, Progress, Run, Summary, Table, Unfinished};
+use crate::report::{num, si, Cell, Drain, PerThread, Progress, Run, Table, Unfinished};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
 
 /// The hidden subcommand that runs one window in a child process.
@@ -275,26 +275,22 @@ impl<L: CellLock> Series<L> {
         }
     }
 
-    /// The cell, without the scenario's own setup field.
+    /// The cell, without the scenario's own setup field; an unfinished series has no
+    /// summary.
     fn into_cell(self, scenario: &'static str, threads: usize, conditions: Conditions) -> Cell {
-        Cell {
+        let cell = Cell::of_runs(
             scenario,
-            lock: self.lock.name(),
+            self.lock.name(),
             threads,
-            layout: None,
-            unit: "ops/s",
-            summary: self
-                .unfinished
-                .is_none()
-                .then(|| Summary::of(self.verified.iter().map(|run| run.value)))
-                .flatten(),
+            None,
+            "ops/s",
+            self.verified,
+        );
+        Cell {
+            summary: cell.summary.filter(|_| self.unfinished.is_none()),
             unfinished: self.unfinished,
-            handoff: None,
             conditions: Some(conditions),
-            overcommit: None,
-            mutex_load: None,
-            rw: None,
-            runs: self.verified,
+            ..cell
         }
     }
 }
