@@ -21,15 +21,20 @@
 //!   of the two CPUs sat idle (1.0 CPU used of 2, 1.9M ops/s in lockbench `overcommit`
 //!   where parking_lot did 3.2M).
 //! - **A patient queue head** (klocks' addition; the kernel's head blocks steals as
-//!   soon as it starts spinning). For its first spin budget the new head lets running
-//!   threads keep stealing: it looks at the word every [`PATIENT_POLL_NS`] and claims
-//!   the lock only when nobody stole it since its last look. Steals while a queue
-//!   exists count themselves in bits 9-15 of the word, so "the count moved" tells the
-//!   head that the owner is re-taking the lock on its own CPU, where each acquisition
-//!   costs a few ns, and a handoff to the head a cache-line transfer (~80 ns here).
-//!   With two threads in lockbench `loop` the lock changed hands on ~30% of the
-//!   acquisitions and 2M took 50-65 ms; with patience on ~0.1%, in ~21 ms, while
-//!   `overcommit`'s throughput and fairness stayed where they were.
+//!   soon as it starts spinning). For its first spin budget the new head lets a running
+//!   thread that re-takes the lock back to back keep it. Steals while a queue exists
+//!   count themselves in bits 9-15 of the word. The head claims a free lock at once
+//!   until it has seen the count move; from then on, a free lock may be only the
+//!   owner's gap between two sections, so the head looks again [`CONFIRM_NS`] later
+//!   and claims it only if nobody stole it in between, or else stays off the line for
+//!   [`BACKOFF_NS`]. On its own CPU the owner re-takes the lock in a few ns; a handoff
+//!   to the head costs a cache-line transfer (~80 ns here). In lockbench `loop` (1M
+//!   pairs per thread) two threads took 42-65 ms before and 21-24 ms with patience,
+//!   three 68-98 ms and 29-31 ms; with two threads the lock changed hands 476k times
+//!   before and 21-30k with patience (medians of 5 runs, three runs each). Confirming every
+//!   claim, not only after a steal, delayed each plain handoff by a `pause` and cost
+//!   `overcommit` ~6% at 3-4 threads; claiming only when the count had not moved for
+//!   500 ns cost it 25-40% at 2-4 threads, where sections alternate between two CPUs.
 //! - **Bounded stealing, two ways.** After its patience the queue head sets `pending`
 //!   while it spins; stealing needs `pending == 0`, so the head takes the next release
 //!   (because steals exist, it claims the lock with cmpxchg: it is not the only eligible
@@ -66,7 +71,7 @@
 //! fast path:       (0,0,0) -> (0,0,1)                        cmpxchg
 //! steal:           (t,0,0) -> (t,0+s,1)                      cmpxchg; s: steals += 1 if t != 0
 //! queue:           (p,*,*) -> (n,*,*)                        xchg_tail
-//! head waits:      (n,0,0) -> (0,0,1) / (*,0,1)              claim if steals unchanged
+//! head waits:      (n,0,0) -> (0,0,1) / (*,0,1)              after a steal: only if none for CONFIRM_NS
 //! head spins:      (n,0,*) -> (n,1,*)                        no steals while set
 //! head claims:     (n,1,0) -> (0,0,1) last / (*,1,0) -> (*,0,1)   cmpxchg, steals = 0
 //! head sleeps:     (*,1,1) -> (*,0,1) -> (*,0,3), futex_wait on the word
@@ -103,7 +108,8 @@
 //!
 //! [`QSpinLock`]: super::qspinlock::QSpinLock
 //! [`HALTED`]: super::mcs::HALTED
-//! [`PATIENT_POLL_NS`]: PATIENT_POLL_NS
+//! [`CONFIRM_NS`]: CONFIRM_NS
+//! [`BACKOFF_NS`]: BACKOFF_NS
 
 use super::mcs::{decode_tail, with_queue_node, McsNode, HALTED, RUNNING};
 use super::qspinlock::{
@@ -126,13 +132,28 @@ const STEALS_MASK: u32 = 0x7f << 9;
 /// A steal needs both clear: nobody holds the lock and the queue head is not claiming.
 const NO_STEAL_MASK: u32 = LOCKED_MASK | PENDING_VAL;
 
-/// How often a patient queue head looks at the word. Every look pulls the line away
-/// from an owner that re-takes the lock, so it costs that owner one cache miss
-/// (~80 ns here): at 500 ns the owner keeps most of its speed, and a lock left idle
-/// is claimed within 500 ns. In lockbench `loop` with 2-4 threads on 2 CPUs, 200 ns
-/// and 500 ns measured alike. A re-taking owner steals ~10-50 times per look, so
-/// the 7-bit count cannot come round to the same value between two looks.
-const PATIENT_POLL_NS: u64 = 500;
+/// How long a patient queue head that has seen a steal waits, after it saw the lock
+/// free, before it looks again and claims it if nobody stole it meanwhile: one
+/// `pause` here. An owner that re-takes the lock back to back does so within tens of
+/// ns; one that does any work between its sections leaves the lock free far longer.
+const CONFIRM_NS: u64 = 25;
+
+/// How long a patient head stays off the word after it saw a steal between two
+/// looks: each look pulls the line away from the owner and costs it a cache miss
+/// (the one-way transfer is ~33 ns with the two vCPUs near each other on the host,
+/// ~160 ns far apart), so the head looks rarely while the owner re-takes the lock. lockbench `loop`, 1M
+/// pairs per thread, 2 / 3 / 4 threads: 500 ns gave 33-36 / 47-50 / 75-77 ms, 2 µs
+/// 23-33 / 35-54 / 63-74 ms, with `overcommit` alike. (The 7-bit steal count is
+/// compared across `CONFIRM_NS`, a few steals at most; across a whole patience it
+/// may come round to the same value, which only costs one early claim.)
+const BACKOFF_NS: u64 = 2_000;
+
+/// `n` `cpu_relax` iterations.
+fn relax(n: u32) {
+    for _ in 0..n {
+        cpu_relax();
+    }
+}
 
 /// A waiter checks its predecessor's state once per this many spins.
 const PREV_CHECK_MASK: u32 = 0xff;
@@ -306,35 +327,52 @@ impl PvQSpinLock {
         }
     }
 
-    /// For one spin budget, leave the lock to running threads that keep re-taking it:
-    /// look every [`PATIENT_POLL_NS`] and claim only a free lock whose steal count has
-    /// not moved since the last look. `None` if the budget ran out first.
+    /// For one spin budget, leave the lock to a running thread that keeps re-taking
+    /// it. Spin on the word while it is held, and claim it when it is free, at once
+    /// as long as nobody has stolen it since we became head. Once somebody has, a
+    /// free lock may only be the owner's gap between two back-to-back sections: look
+    /// again [`CONFIRM_NS`] later and claim it if nobody stole it in between, or else
+    /// stay off the owner's cache line for [`BACKOFF_NS`]. `None` if the budget ran
+    /// out first.
     ///
-    /// Under loom the budget is zero spins; the models still take one look, so they
-    /// cover a patient claim racing steals, the unlock and new arrivals.
+    /// Under loom the budget is one spin: the models take one look, so they cover a
+    /// patient claim racing steals, the unlock and new arrivals.
     fn wait_patiently(&self, tail: u32) -> Option<bool> {
-        let poll = spins_for_ns(PATIENT_POLL_NS).max(1);
-        let looks = if cfg!(loom) { 1 } else { BUDGET.spins() / poll };
-        // Relaxed, here and below: the steal count only decides *when* we try; the
+        let budget = if cfg!(loom) { 1 } else { BUDGET.spins() };
+        let confirm = spins_for_ns(CONFIRM_NS).max(1);
+        let backoff = spins_for_ns(BACKOFF_NS).max(1);
+        // Relaxed, every load here: the steal count only decides *when* we try; the
         // claim itself is `try_claim`'s Acquire cmpxchg.
-        let mut seen = self.word.load(Relaxed);
-        for _ in 0..looks {
-            for _ in 0..poll {
+        let first = self.word.load(Relaxed);
+        let mut spent = 0;
+        while spent < budget {
+            let seen = self.word.load(Relaxed);
+            if seen & LOCKED_MASK != 0 {
                 cpu_relax();
+                spent += 1;
+                continue;
             }
-            let now = self.word.load(Relaxed);
-            if now & LOCKED_MASK == 0 && (now ^ seen) & STEALS_MASK == 0 {
-                if let Some(successors) = self.try_claim(tail) {
-                    return Some(successors);
+            if (seen ^ first) & STEALS_MASK != 0 {
+                relax(confirm);
+                spent += confirm;
+                if (self.word.load(Relaxed) ^ seen) & STEALS_MASK != 0 {
+                    relax(backoff);
+                    spent += backoff;
+                    continue;
                 }
             }
-            seen = now;
+            if let Some(successors) = self.try_claim(tail) {
+                return Some(successors);
+            }
+            cpu_relax();
+            spent += 1;
         }
         None
     }
 
     /// `(n,*,0) -> (0,0,1)` when we are last, `(*,*,0) -> (*,0,1)` otherwise, clearing
-    /// our pending bit and the steal count in the same cmpxchg. `None` while the lock is held.
+    /// our pending bit and the steal count in the same cmpxchg. `None` while the lock
+    /// is held.
     fn try_claim(&self, tail: u32) -> Option<bool> {
         // Acquire: pairs with the Release in `unlock`.
         let val = self.word.load(Acquire);
