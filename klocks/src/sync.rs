@@ -22,6 +22,14 @@ pub(crate) fn cpu_relax() {
     loom::thread::yield_now();
 }
 
+/// `n` iterations of [`cpu_relax`]: a backoff step.
+#[inline]
+pub(crate) fn cpu_relax_times(n: u32) {
+    for _ in 0..n {
+        cpu_relax();
+    }
+}
+
 #[cfg(not(loom))]
 pub(crate) use std::{sync::Arc, thread::spawn, thread::yield_now};
 

@@ -101,7 +101,7 @@
 use crate::budget::SpinBudget;
 use crate::owner::{self, Watch};
 use crate::park;
-use crate::sync::{cpu_relax, AtomicU32, Ordering::*};
+use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
 
 /// The owner's thread id.
 const OWNER_MASK: u32 = (1 << 22) - 1;
@@ -371,9 +371,7 @@ impl SpinFutexMutex {
             // Back off exponentially: an owner that re-takes the lock at once keeps
             // the line in its cache for a run of critical sections instead of losing
             // it to our loads after each one.
-            for _ in 0..backoff {
-                cpu_relax();
-            }
+            cpu_relax_times(backoff);
             spent += backoff;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }

@@ -143,7 +143,7 @@ use std::marker::PhantomData;
 use super::wait_queue::{Queue, WaitQueue, Waiter, Wakes};
 use crate::budget::{self, SpinBudget};
 use crate::owner::{self, Watch};
-use crate::sync::{cpu_relax, AtomicU32, AtomicU64, Ordering::*};
+use crate::sync::{cpu_relax, cpu_relax_times, AtomicU32, AtomicU64, Ordering::*};
 
 const WRITER_LOCKED: u64 = 1 << 0;
 /// Threads sleep in the queue.
@@ -1058,9 +1058,7 @@ impl<P: ReaderSpin> RwSem<P> {
             if spent >= limit {
                 return false;
             }
-            for _ in 0..backoff {
-                cpu_relax();
-            }
+            cpu_relax_times(backoff);
             spent = spent.saturating_add(backoff);
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }

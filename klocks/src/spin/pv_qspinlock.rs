@@ -117,7 +117,7 @@ use super::qspinlock::{
     TAIL_MASK, TAIL_OFFSET,
 };
 use crate::budget::{spins_for_ns, SpinBudget};
-use crate::sync::{cpu_relax, AtomicU32, Ordering::*};
+use crate::sync::{cpu_relax, cpu_relax_times, AtomicU32, Ordering::*};
 use crate::{barrier, park};
 
 /// The locked byte of a held lock whose queue head sleeps on the word.
@@ -147,13 +147,6 @@ const CONFIRM_NS: u64 = 25;
 /// compared across `CONFIRM_NS`, a few steals at most; across a whole patience it
 /// may come round to the same value, which only costs one early claim.)
 const BACKOFF_NS: u64 = 2_000;
-
-/// `n` `cpu_relax` iterations.
-fn relax(n: u32) {
-    for _ in 0..n {
-        cpu_relax();
-    }
-}
 
 /// A waiter checks its predecessor's state once per this many spins.
 const PREV_CHECK_MASK: u32 = 0xff;
@@ -353,10 +346,10 @@ impl PvQSpinLock {
                 continue;
             }
             if (seen ^ first) & STEALS_MASK != 0 {
-                relax(confirm);
+                cpu_relax_times(confirm);
                 spent += confirm;
                 if (self.word.load(Relaxed) ^ seen) & STEALS_MASK != 0 {
-                    relax(backoff);
+                    cpu_relax_times(backoff);
                     spent += backoff;
                     continue;
                 }
