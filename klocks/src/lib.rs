@@ -106,6 +106,7 @@ mod park;
 mod rwlock;
 mod spin;
 pub mod stamp;
+mod streak;
 mod sync;
 
 pub use mutex::futex_mutex::FutexMutex;

@@ -117,6 +117,7 @@ use super::qspinlock::{
     TAIL_MASK, TAIL_OFFSET,
 };
 use crate::budget::{spins_for_ns, SpinBudget};
+use crate::streak::{Run, Streak};
 use crate::sync::{cpu_relax, cpu_relax_times, AtomicU32, Ordering::*};
 use crate::{barrier, park};
 
@@ -233,8 +234,8 @@ impl PvQSpinLock {
 
     #[cold]
     fn lock_slow(&self) {
-        if streak::may_steal() && self.steal() {
-            streak::stole();
+        if STEALS.may_bypass() && self.steal() {
+            STEALS.bypassed();
             return;
         }
         with_queue_node(|node| match node {
@@ -290,7 +291,7 @@ impl PvQSpinLock {
         if self.wait_as_head(tail) {
             kick_successor(node);
         }
-        streak::queued();
+        STEALS.queued();
     }
 
     /// Queue head: wait patiently, then claim the lock as soon as it is free; sleep on
@@ -439,50 +440,11 @@ impl PvQSpinLock {
 /// | 1024      | 3.03M 0.98  | 2.96M 0.94  | 2.93M 0.88  |
 /// | 2048      | 2.90M 0.96  | 2.13M 0.86  | 2.93M 0.73  |
 /// | unbounded | 3.19M 0.83  | 3.15M 0.27  | 2.94M 0.26  |
-// Unused under loom, whose `streak` never bounds (see there).
-#[cfg_attr(loom, allow(dead_code))]
 const STEAL_STREAK: u32 = 1024;
 
-/// The calling thread's run of steals, across all `PvQSpinLock`s: steals pass the
-/// lock among the threads that happen to be running, so without a bound the threads
-/// asleep in the queue get the lock once per queue rotation while the running ones
-/// get all the rest. A thread-local, touched only on slow paths.
-#[cfg(not(loom))]
-mod streak {
-    use super::STEAL_STREAK;
-    use std::cell::Cell;
-
-    thread_local!(static STEALS: Cell<u32> = const { Cell::new(0) });
-
-    /// Whether this thread may steal; once it has stolen `STEAL_STREAK` times in a
-    /// row it must queue.
-    pub(super) fn may_steal() -> bool {
-        STEALS.with(Cell::get) < STEAL_STREAK
-    }
-
-    pub(super) fn stole() {
-        STEALS.with(|steals| steals.set(steals.get() + 1));
-    }
-
-    /// The thread took a lock through the queue: its run starts again.
-    pub(super) fn queued() {
-        STEALS.with(|steals| steals.set(0));
-    }
-}
-
-/// Loom models take far fewer than `STEAL_STREAK` locks per thread: the bound never
-/// applies there, and it only ever removes steal attempts (the models cover both
-/// a failed steal and a queued acquisition).
-#[cfg(loom)]
-mod streak {
-    pub(super) fn may_steal() -> bool {
-        true
-    }
-
-    pub(super) fn stole() {}
-
-    pub(super) fn queued() {}
-}
+/// The calling thread's run of steals, across all `PvQSpinLock`s (see
+/// [`crate::streak`]).
+static STEALS: Streak = Streak::new(Run::Steals, STEAL_STREAK);
 
 /// A queued, not-yet-head waiter: spin on our node, then sleep on it until the
 /// predecessor makes us head. Park early when the predecessor itself sleeps.
