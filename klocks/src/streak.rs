@@ -29,9 +29,13 @@ pub(crate) struct Streak {
     bound: u32,
 }
 
+/// How many kinds of run there are: one counter each.
 #[cfg(not(loom))]
-std::thread_local!(static RUNS: [std::cell::Cell<u32>; 2] = const {
-    [std::cell::Cell::new(0), std::cell::Cell::new(0)]
+const RUN_KINDS: usize = Run::ReaderSpins as usize + 1;
+
+#[cfg(not(loom))]
+std::thread_local!(static RUNS: [std::cell::Cell<u32>; RUN_KINDS] = const {
+    [const { std::cell::Cell::new(0) }; RUN_KINDS]
 });
 
 impl Streak {
