@@ -39,7 +39,9 @@ fn ticket_three_threads() {
 
 /// Under loom a pv waiter does not spin: it announces itself and sleeps, so these
 /// models cover the lost wake-up race of the park/kick protocol: loom fails any
-/// execution in which a sleeper is never woken (deadlock).
+/// execution in which a sleeper is never woken (deadlock). Waiters sleep in two
+/// buckets chosen by ticket alone, so a kick also wakes a hash neighbour, which must
+/// sleep again.
 #[test]
 fn pv_ticket_sleep_and_kick() {
     check::<PvTicketLock>(2, 2);

@@ -176,12 +176,8 @@ impl PvTicketLock {
             // A hint, not part of the handoff: wake the waiter after next now, so its
             // wake-up latency overlaps the next critical section instead of following it.
             // Its only effect on others is a spurious wake-up, which waiters tolerate
-            // (they re-check and sleep again). Left out of loom builds: the extra stores
-            // trip loom 0.7.2's own atomic-history assertion (rt/atomic.rs, "TODO: this
-            // sometimes fails"), not a property of the protocol.
-            if cfg!(not(loom)) {
-                self.kick(served.wrapping_add(TICKET_INC));
-            }
+            // (they re-check and sleep again).
+            self.kick(served.wrapping_add(TICKET_INC));
         }
     }
 
@@ -297,12 +293,29 @@ loom::lazy_static! {
 }
 
 fn bucket(lock: &PvTicketLock, ticket: u16) -> &'static Bucket {
+    &TABLE[bucket_index(lock, ticket)]
+}
+
+#[cfg(not(loom))]
+fn bucket_index(lock: &PvTicketLock, ticket: u16) -> usize {
     let addr = lock as *const PvTicketLock as usize;
     // Fibonacci hashing of (address, ticket): neighbouring locks and consecutive
     // tickets land in different buckets.
     let key = (addr >> 2) ^ (usize::from(ticket >> 1) << 20);
     let hash = key.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize);
-    &TABLE[(hash >> (usize::BITS - BUCKETS.trailing_zeros())) % BUCKETS]
+    hash >> (usize::BITS - BUCKETS.trailing_zeros())
+}
+
+/// Under loom, by ticket alone. Loom replays a model's executions step by step, so
+/// each must be a function of its schedule; the lock's heap address is not (the
+/// allocator may place it elsewhere in each execution, and on CI the diverging
+/// replays failed loom's own assertions or reported deadlocks that no fixed mapping
+/// has). With two buckets, tickets `t` and `t+2` sleep apart and `t` and `t+4`
+/// together, so the models cover both the exact kick and a hash neighbour's spurious
+/// wake-up.
+#[cfg(loom)]
+fn bucket_index(_lock: &PvTicketLock, ticket: u16) -> usize {
+    usize::from(ticket / TICKET_INC) % BUCKETS
 }
 
 #[cold]
