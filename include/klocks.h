@@ -29,12 +29,14 @@
  *     forking thread exists in the child; locks held by other threads stay held.
  *
  * If klocks itself detects misuse that these checks did not catch (for example two
- * threads racing to unlock one hold) or a bad configuration (an invalid
- * KLOCKS_SPIN_NS), it prints a message to stderr and the call returns EINVAL; a
- * Rust panic never unwinds into C.
+ * threads racing to unlock one hold), it prints a message to stderr and the call
+ * returns EINVAL; a Rust panic never unwinds into C.
  *
  * Environment: KLOCKS_SPIN_NS=<ns> sets the spin budget of the pv kinds, SPINFUTEX
- * and the rwsem (see the project README).
+ * and the rwsem; KLOCKS_OWNER_PROBE=perf|clock|budget the owner probe (see the
+ * project README). While either is invalid (or forces a probe the system refuses),
+ * klocks_mutex_init and klocks_rwsem_init print why on stderr and return EINVAL,
+ * leaving the object untouched; no other call ever fails for configuration.
  *
  * The same library, preloaded (LD_PRELOAD=libklocks.so KLOCKS_LOCK=pvqspinlock ./app),
  * replaces the pthread mutexes, rwlocks and condition variables of an unmodified

@@ -63,6 +63,17 @@ fn guarded(body: impl FnOnce() -> c_int) -> c_int {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(libc::EINVAL)
 }
 
+/// `EINVAL`, with the reason on stderr, when a `KLOCKS_*` setting is invalid: `init`
+/// refuses then, with the object untouched, so that a misconfiguration is an error
+/// the program sees. (The locks themselves never fail for it: they report it and use
+/// the automatic setting, see `klocks::config`.)
+fn configured() -> Result<(), c_int> {
+    klocks_core::config::check().map_err(|problem| {
+        klocks_core::config::report(&problem, "init returns EINVAL");
+        libc::EINVAL
+    })
+}
+
 /// Whether `ptr` is non-null and aligned to 8, as the header's `_Alignas(8)` promises.
 fn usable<T>(ptr: *const T) -> bool {
     !ptr.is_null() && ptr as usize % 8 == 0

@@ -230,6 +230,9 @@ pub unsafe extern "C" fn klocks_mutex_init(m: *mut klocks_mutex_t, kind: c_int) 
         if !usable(m) {
             return EINVAL;
         }
+        if let Err(error) = crate::configured() {
+            return error;
+        }
         let body = UnsafeCell::raw_get(
             // SAFETY: `m` is non-null and aligned, and points to our storage.
             unsafe { addr_of!((*m).body) },

@@ -152,6 +152,9 @@ pub unsafe extern "C" fn klocks_rwsem_init(r: *mut klocks_rwsem_t, policy: c_int
         if !usable(r) {
             return EINVAL;
         }
+        if let Err(error) = crate::configured() {
+            return error;
+        }
         // SAFETY: `r` is non-null and aligned, and points to our storage.
         let body = UnsafeCell::raw_get(unsafe { addr_of!((*r).body) });
         // SAFETY: the body is ours to write (caller's contract), large and aligned

@@ -9,8 +9,8 @@
 //! Resolution order, per lock type ([`SpinBudget`] is one static per type):
 //! 1. the type's own override ([`SpinBudget::set_ns`], e.g. `PvTicketLock::set_spin_ns`);
 //! 2. `KLOCKS_SPIN_NS` (whole nanoseconds, `0..=`[`MAX_SPIN_NS`]); a malformed or
-//!    out-of-range value panics with a message naming the variable, never silently
-//!    falls back;
+//!    out-of-range value is reported once on stderr, naming the variable, and the
+//!    calibrated budget is used (never a panic inside a lock: [`crate::config`]);
 //! 3. calibration: the measured one-way futex handoff, clamped to
 //!    [`MIN_CALIBRATED_NS`]`..=`[`MAX_CALIBRATED_NS`] (the kernel spins 10 µs on a
 //!    reader-owned rwsem, more per reader, up to 25 µs, for the same reason). The floor
@@ -21,14 +21,17 @@
 //! iterations with the measured cost of one `pause` (24.6 ns on the development VM's
 //! AMD CPU, ~1 ns on older Intel parts), so the hot loop reads no clock.
 //!
-//! Calibration runs once per process, on the first pv slow path, and takes well under
-//! a millisecond of wall time (16 handoffs between two threads); `KLOCKS_SPIN_NS` skips
-//! it. Under loom the budget is zero spins, so models go straight to the sleeping path.
+//! Calibration runs once per process, on the first slow path that asks, and takes well
+//! under a millisecond of wall time (16 handoffs between two threads); `KLOCKS_SPIN_NS`
+//! skips it. Slow paths that ask while it runs spin a provisional [`MIN_CALIBRATED_NS`]
+//! rather than wait for it ([`crate::config`]'s `Resolved`). Under loom the budget is
+//! zero spins, so models go straight to the sleeping path.
 
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
 #[cfg(not(loom))]
-use std::sync::OnceLock;
+use crate::config::Resolved;
 
 /// The largest `KLOCKS_SPIN_NS` / override accepted: 10 ms. Spinning longer than a
 /// scheduler tick never helps.
@@ -91,9 +94,16 @@ impl SpinBudget {
     /// The budget in nanoseconds.
     #[cfg(not(loom))]
     pub fn ns(&self) -> u64 {
+        self.ns_resolved().0
+    }
+
+    /// The budget, and whether it is final (not a provisional value while the
+    /// process's calibration runs on another thread).
+    #[cfg(not(loom))]
+    fn ns_resolved(&self) -> (u64, bool) {
         match self.override_ns.load(Relaxed) {
-            NO_OVERRIDE => process_default().spin_ns,
-            ns => ns,
+            NO_OVERRIDE => process_spin_ns(),
+            ns => (ns, true),
         }
     }
 
@@ -105,8 +115,13 @@ impl SpinBudget {
             // Relaxed: a cache of a pure function of the settings above.
             match self.spins.load(Relaxed) {
                 u32::MAX => {
-                    let spins = spins_for_ns(self.ns()).min(u32::MAX - 1);
-                    self.spins.store(spins, Relaxed);
+                    let (ns, final_ns) = self.ns_resolved();
+                    let (spins, final_pause) = spins_for_ns_resolved(ns);
+                    let spins = spins.min(u32::MAX - 1);
+                    // Only a final value is cached; a provisional one is asked again.
+                    if final_ns && final_pause {
+                        self.spins.store(spins, Relaxed);
+                    }
                     spins
                 }
                 spins => spins,
@@ -124,15 +139,20 @@ impl SpinBudget {
 #[inline]
 pub(crate) fn spins_for_ns(ns: u64) -> u32 {
     #[cfg(not(loom))]
-    {
-        let per_pause = process_default().pause_ns.max(0.1);
-        (ns as f64 / per_pause).min(u32::MAX as f64) as u32
-    }
+    return spins_for_ns_resolved(ns).0;
     #[cfg(loom)]
     {
         let _ = ns;
         0
     }
+}
+
+/// [`spins_for_ns`], and whether the pause cost it used is final.
+#[cfg(not(loom))]
+fn spins_for_ns_resolved(ns: u64) -> (u32, bool) {
+    let (pause_ns, done) = process_pause_ns();
+    let spins = (ns as f64 / pause_ns.max(0.1)).min(u32::MAX as f64) as u32;
+    (spins, done)
 }
 
 impl Default for SpinBudget {
@@ -141,30 +161,39 @@ impl Default for SpinBudget {
     }
 }
 
-/// What the process measured or was told, once.
+/// The cost of one `cpu_relax` assumed while the measurement runs on another thread.
 #[cfg(not(loom))]
-#[derive(Clone, Copy, Debug)]
-struct ProcessDefault {
-    spin_ns: u64,
-    pause_ns: f64,
+const PROVISIONAL_PAUSE_NS: f64 = 10.0;
+
+/// The process's measured cost of one `cpu_relax` (final or provisional).
+#[cfg(not(loom))]
+fn process_pause_ns() -> (f64, bool) {
+    static PAUSE: Resolved = Resolved::new();
+    let (bits, done) = PAUSE.get(
+        || measure_pause_ns().to_bits(),
+        PROVISIONAL_PAUSE_NS.to_bits(),
+    );
+    (f64::from_bits(bits), done)
 }
 
+/// The process's budget: `KLOCKS_SPIN_NS`, or calibrated (final or provisional).
 #[cfg(not(loom))]
-fn process_default() -> ProcessDefault {
-    static DEFAULT: OnceLock<ProcessDefault> = OnceLock::new();
-    *DEFAULT.get_or_init(|| {
-        let pause_ns = measure_pause_ns();
-        let spin_ns = match std::env::var(SPIN_NS_VAR) {
-            Ok(text) => parse_spin_ns(&text).unwrap_or_else(|e| panic!("klocks: {e}")),
-            Err(std::env::VarError::NotPresent) => {
-                measure_handoff_ns().clamp(MIN_CALIBRATED_NS, MAX_CALIBRATED_NS)
+fn process_spin_ns() -> (u64, bool) {
+    static SPIN_NS: Resolved = Resolved::new();
+    SPIN_NS.get(
+        || {
+            let calibrated = || measure_handoff_ns().clamp(MIN_CALIBRATED_NS, MAX_CALIBRATED_NS);
+            match crate::config::spin_ns() {
+                Ok(Some(ns)) => ns,
+                Ok(None) => calibrated(),
+                Err(problem) => {
+                    crate::config::report(&problem, "using the calibrated spin budget");
+                    calibrated()
+                }
             }
-            Err(std::env::VarError::NotUnicode(raw)) => {
-                panic!("klocks: {SPIN_NS_VAR}={raw:?} is not valid text")
-            }
-        };
-        ProcessDefault { spin_ns, pause_ns }
-    })
+        },
+        MIN_CALIBRATED_NS,
+    )
 }
 
 /// Parses a `KLOCKS_SPIN_NS` value.

@@ -99,6 +99,8 @@ pub mod testing;
 mod barrier;
 pub mod budget;
 pub mod condvar;
+pub mod config;
+mod fault;
 mod mutex;
 pub mod owner;
 mod padded;

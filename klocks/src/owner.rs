@@ -21,7 +21,7 @@
 //!
 //! | [`ProbeKind`] | how | cost per check | agreement | cost to the watched thread | limits |
 //! |---|---|---|---|---|---|
-//! | `PerfSwitch` (`perf`) | the owner opened a perf event on itself that logs its context switches in a ring; the waiter reads the newest record (`perf.rs`) | 3.5 ns (two uncontended RMWs and three loads) | 99.8–99.9% | every context switch writes a record: +1.4 µs per switch (1.35 → 2.72 µs, yield ping-pong); one fd and 2 locked pages per thread | `perf_event_open` allowed (refused under seccomp, `perf_event_paranoid` ≥ 3, fd or locked-memory limits); registered owners only |
+//! | `PerfSwitch` (`perf`) | the owner opened a perf event on itself that logs its context switches in a ring; the waiter reads the newest record (`perf.rs`) | 3.5 ns (two uncontended RMWs and three loads) | 99.8–99.9% | every context switch writes a record: +1.4 µs per switch (1.35 → 2.72 µs, yield ping-pong); one fd and 2 locked pages per registered thread, at most [`MAX_WATCHED_THREADS`] (32) at once | `perf_event_open` allowed (refused under seccomp, `perf_event_paranoid` ≥ 3, fd or locked-memory limits); registered owners only, the first 32 alive at once |
 //! | `CpuClock` (`clock`) | the waiter reads the owner's thread CPU clock at most every 2 µs; advanced = ran (`cpu_clock.rs`) | 37 ns back to back (owner running), 32 ns (asleep): a clock read is ~0.5 µs, amortised over 2 µs | 83–92% | none while it has its CPU alone; **when another task waits for its CPU, the reads make the kernel send it 30–35k reschedule IPIs/s and it runs at 53–60% speed** (see below) | threads of this process |
 //! | `Budget` (`budget`) | nothing: always `None` | 0.4 ns | — | none | — |
 //!
@@ -44,9 +44,9 @@
 //! # Selection
 //!
 //! One mechanism per process, chosen on first use ([`probe_kind`]):
-//! `KLOCKS_OWNER_PROBE=perf|clock|budget` forces one (any other value panics, naming
-//! the variable, the value and the choices; forcing a mechanism the system refuses
-//! panics with the errno), otherwise the first that works of `PerfSwitch` (a
+//! `KLOCKS_OWNER_PROBE=perf|clock|budget` forces one (any other value, or a mechanism
+//! the system refuses, is reported once on stderr and automatic selection is used:
+//! [`crate::config`]), otherwise the first that works of `PerfSwitch` (a
 //! context-switch event opened and mapped on the calling thread), `CpuClock` (the
 //! calling thread's CPU clock read), `Budget`. [`ProbeKind::watch`] and
 //! [`ProbeKind::watch_current`] use a mechanism explicitly (benchmarks, tests).
@@ -70,8 +70,9 @@
 //!   kernel's `owner_on_cpu()` is as racy, by design). Waiters re-check as they spin.
 //! - A vCPU preempted by the hypervisor is invisible: its thread still reads as
 //!   running (the kernel asks `vcpu_is_preempted()`, which userspace cannot).
-//! - `PerfSwitch` knows only threads that called [`watch_current`]; a thread that
-//!   exits while it holds a lock reads "not running".
+//! - `PerfSwitch` knows only threads that called [`watch_current`], and at most
+//!   [`MAX_WATCHED_THREADS`] of them alive at once (later ones read `None`, unknown);
+//!   a thread that exits while it holds a lock reads "not running".
 //!
 //! Under `--cfg loom` the module is a model: [`Watch::owner_running`] answers what a
 //! model thread last set with `set_model_answer` (a loom atomic, so every answer a
@@ -81,6 +82,9 @@
 mod cpu_clock;
 #[cfg(not(loom))]
 mod perf;
+
+#[cfg(not(loom))]
+pub use perf::MAX_WATCHED as MAX_WATCHED_THREADS;
 
 /// The mechanism answering "is thread T on a CPU?" (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,11 +135,10 @@ pub use native::*;
 
 #[cfg(not(loom))]
 mod native {
+    use super::{cpu_clock, perf, ProbeKind, OWNER_PROBE_VAR};
+    use crate::config::Resolved;
     use std::cell::Cell;
     use std::io;
-    use std::sync::OnceLock;
-
-    use super::{cpu_clock, parse_probe_kind, perf, ProbeKind, OWNER_PROBE_VAR};
 
     impl ProbeKind {
         /// Whether this mechanism works in this process (perf: an event opened and
@@ -171,34 +174,50 @@ mod native {
 
     /// The process-wide mechanism, chosen on first use (see the module doc).
     ///
-    /// # Panics
-    /// If `KLOCKS_OWNER_PROBE` is set to something else than `perf`, `clock` or
-    /// `budget`, or forces a mechanism this system refuses.
+    /// Never panics and never waits: a `KLOCKS_OWNER_PROBE` that is not `perf`,
+    /// `clock` or `budget`, or that forces a mechanism this system refuses, is
+    /// reported once on stderr and automatic selection is used instead
+    /// ([`crate::config`]); a thread that asks while another chooses gets `Budget`
+    /// for that question.
     pub fn probe_kind() -> ProbeKind {
-        static KIND: OnceLock<ProbeKind> = OnceLock::new();
-        *KIND.get_or_init(|| match std::env::var(OWNER_PROBE_VAR) {
-            Ok(text) => {
-                let kind = parse_probe_kind(&text).unwrap_or_else(|e| panic!("klocks: {e}"));
-                if let Err(err) = kind.check() {
-                    panic!(
-                        "klocks: {OWNER_PROBE_VAR}={} is refused here: {}: {err}",
-                        kind.name(),
-                        match kind {
-                            ProbeKind::PerfSwitch => "perf_event_open of a context-switch event",
-                            _ => "clock_gettime of a thread CPU clock",
-                        }
-                    );
-                }
-                kind
-            }
-            Err(std::env::VarError::NotPresent) => ProbeKind::ALL
+        static KIND: Resolved = Resolved::new();
+        let (index, _) = KIND.get(|| choose() as u64, ProbeKind::Budget as u64);
+        ProbeKind::ALL[index as usize]
+    }
+
+    /// `KLOCKS_OWNER_PROBE`'s mechanism if it works here, else the first that does.
+    fn choose() -> ProbeKind {
+        let automatic = || {
+            ProbeKind::ALL
                 .into_iter()
                 .find(|kind| kind.check().is_ok())
-                .unwrap_or(ProbeKind::Budget),
-            Err(std::env::VarError::NotUnicode(raw)) => {
-                panic!("klocks: {OWNER_PROBE_VAR}={raw:?} is not valid text")
+                .unwrap_or(ProbeKind::Budget)
+        };
+        match crate::config::owner_probe() {
+            Ok(None) => automatic(),
+            Ok(Some(kind)) => match kind.check() {
+                Ok(()) => kind,
+                Err(err) => {
+                    let problem = crate::config::ConfigError {
+                        message: format!(
+                            "{OWNER_PROBE_VAR}={} is refused here: {}: {err}",
+                            kind.name(),
+                            match kind {
+                                ProbeKind::PerfSwitch =>
+                                    "perf_event_open of a context-switch event",
+                                _ => "clock_gettime of a thread CPU clock",
+                            }
+                        ),
+                    };
+                    crate::config::report(&problem, "choosing the owner probe automatically");
+                    automatic()
+                }
+            },
+            Err(problem) => {
+                crate::config::report(&problem, "choosing the owner probe automatically");
+                automatic()
             }
-        })
+        }
     }
 
     std::thread_local! {
@@ -232,13 +251,20 @@ mod native {
     }
 
     /// Installs the fork handler once per process; whether it is in place.
+    /// (A thread that asks while another installs it is told "not yet".)
     pub(super) fn install_fork_handler() -> bool {
-        static INSTALLED: OnceLock<bool> = OnceLock::new();
-        *INSTALLED.get_or_init(|| {
-            // SAFETY: `forget_parent_in_child` is a plain function that lives as long
-            // as the process; it does only what is allowed between fork and exec.
-            unsafe { libc::pthread_atfork(None, None, Some(forget_parent_in_child)) == 0 }
-        })
+        static INSTALLED: Resolved = Resolved::new();
+        let (installed, _) = INSTALLED.get(
+            || {
+                // SAFETY: `forget_parent_in_child` is a plain function that lives as
+                // long as the process; it does only what is allowed between fork and
+                // exec.
+                let rc = unsafe { libc::pthread_atfork(None, None, Some(forget_parent_in_child)) };
+                u64::from(rc == 0)
+            },
+            0,
+        );
+        installed == 1
     }
 
     /// Runs in a fork child, on its only thread, before the child's own code: the
@@ -253,7 +279,8 @@ mod native {
     /// maps its perf ring the first time (a `perf_event_open` and an `mmap`), nothing
     /// for the others. Later calls are a thread-local check. Called by a lock owner
     /// that learns it has waiters; the registration ends when the thread exits. A
-    /// thread the system refuses (fd or locked-memory limits, a full registry) stays
+    /// thread the system refuses (fd or locked-memory limits, a full registry, or
+    /// [`MAX_WATCHED_THREADS`](super::MAX_WATCHED_THREADS) registered already) stays
     /// unobservable.
     #[inline]
     pub fn watch_current() {
@@ -727,8 +754,8 @@ mod tests {
             .unwrap();
         }
         assert_eq!((perf_fds(), perf::registered_slots()), (fds, slots));
-        let together = std::sync::Arc::new(Barrier::new(64));
-        let threads: Vec<_> = (0..64)
+        let together = std::sync::Arc::new(Barrier::new(MAX_WATCHED_THREADS));
+        let threads: Vec<_> = (0..MAX_WATCHED_THREADS)
             .map(|_| {
                 let together = together.clone();
                 thread::spawn(move || {

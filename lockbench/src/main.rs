@@ -543,6 +543,12 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     check_lock_kinds(&cli);
+    // A bad KLOCKS_* setting would only be reported by the locks, which then use the
+    // automatic one: a benchmark must not run on a setting other than the one asked.
+    if let Err(problem) = klocks::config::check() {
+        eprintln!("lockbench: {problem}");
+        return ExitCode::from(2);
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -40,6 +40,26 @@ fn an_unknown_lock_is_a_usage_error() {
     assert!(stderr(&out).contains("no-such-lock"));
 }
 
+/// A setting the locks would only report (and replace by the automatic one) stops
+/// lockbench before it measures anything.
+#[test]
+fn a_bad_klocks_setting_is_a_usage_error() {
+    for (var, value) in [("KLOCKS_SPIN_NS", "5us"), ("KLOCKS_OWNER_PROBE", "ebpf")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+            .args(["uncontended"])
+            .env(var, value)
+            .output()
+            .expect("lockbench starts");
+        assert_eq!(out.status.code(), Some(2), "{var}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("{var}=\"{value}\"")),
+            "{}",
+            stderr(&out)
+        );
+        assert!(stdout(&out).is_empty(), "measured anyway: {}", stdout(&out));
+    }
+}
+
 #[test]
 fn zero_threads_is_a_usage_error() {
     let out = lockbench(&["loop", "--threads", "0"]);

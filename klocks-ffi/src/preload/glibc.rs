@@ -1,9 +1,10 @@
 //! glibc's own pthread functions, for what klocks passes through.
 //!
 //! Each is looked up once with `dlsym(RTLD_NEXT)` (the next definition after this
-//! library: libc's) and cached. The condvar functions have two versions in glibc
-//! (`GLIBC_2.2.5`, the pre-2.3.2 layout, and `GLIBC_2.3.2`), and plain `dlsym` may
-//! return the old one, so they are asked for by version with `dlvsym`.
+//! library: libc's) and cached. On the architectures glibc supported before 2.3.2
+//! the condvar functions have two versions (on x86-64 `GLIBC_2.2.5`, the pre-2.3.2
+//! layout, and `GLIBC_2.3.2`), and plain `dlsym` may return the old one, so they are
+//! asked for by version with `dlvsym` ([`CONDVAR_VERSION`]).
 
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
@@ -11,6 +12,37 @@ use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 use libc::{
     clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, pthread_mutexattr_t,
     pthread_rwlock_t, pthread_rwlockattr_t, timespec,
+};
+
+/// The symbol version of glibc's condvar functions, or `None` for plain `dlsym`.
+///
+/// Versions are per architecture: `dlvsym` with a version the architecture's glibc
+/// never had fails, and the process would abort at its first condvar call.
+///
+/// - `GLIBC_2.3.2` where glibc keeps the pre-2.3.2 condvar as an older version
+///   (`GLIBC_2.2.5` on x86-64, `GLIBC_2.0`/`2.2`/`2.3` on the others named here;
+///   from glibc's `libc.abilist` files). Not x32, whose only version is `GLIBC_2.16`.
+/// - `GLIBC_2.17` on aarch64: its first and only version.
+/// - Plain `dlsym` elsewhere: it returns the default version, and an architecture
+///   added after 2.3.2 has no pre-2.3.2 layout, so its only version is the right one.
+///   Architectures not named here that keep the old layout too (alpha, hppa, m68k,
+///   sh, 32-bit sparc and s390) get what plain `dlsym` gives: the newest version in
+///   current glibc (`DL_LOOKUP_RETURN_NEWEST`), not guaranteed by older ones.
+const CONDVAR_VERSION: Option<&CStr> = if cfg!(any(
+    all(target_arch = "x86_64", target_pointer_width = "64"),
+    target_arch = "x86",
+    target_arch = "powerpc",
+    all(target_arch = "powerpc64", target_endian = "big"),
+    target_arch = "s390x",
+    target_arch = "sparc64",
+    target_arch = "mips",
+    target_arch = "mips64",
+)) {
+    Some(c"GLIBC_2.3.2")
+} else if cfg!(target_arch = "aarch64") {
+    Some(c"GLIBC_2.17")
+} else {
+    None
 };
 
 /// The address of glibc's `name` (a NUL-terminated name; of `version`, if given),
@@ -51,14 +83,14 @@ fn look_up(slot: &AtomicPtr<c_void>, name: &str, version: Option<&CStr>) -> *mut
 
 /// Declares `pub(super) unsafe fn name(args) -> c_int` calling glibc's `name`.
 macro_rules! glibc_fns {
-    ($($(#[version = $version:literal])? fn $name:ident($($arg:ident: $ty:ty),*);)*) => {$(
+    ($($(#[version = $version:expr])? fn $name:ident($($arg:ident: $ty:ty),*);)*) => {$(
         /// glibc's function of the same name.
         ///
         /// # Safety
         /// glibc's contract for it.
         pub(super) unsafe fn $name($($arg: $ty),*) -> c_int {
             static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-            let version: Option<&CStr> = None $(.or(Some($version)))?;
+            let version: Option<&CStr> = None $(.or($version))?;
             let address = resolve(&SLOT, concat!(stringify!($name), "\0"), version);
             // SAFETY: glibc's symbol of this name has this C signature.
             let function: unsafe extern "C" fn($($ty),*) -> c_int =
@@ -88,17 +120,17 @@ glibc_fns! {
     fn pthread_rwlock_timedwrlock(r: *mut pthread_rwlock_t, at: *const timespec);
     fn pthread_rwlock_clockwrlock(r: *mut pthread_rwlock_t, clock: clockid_t, at: *const timespec);
     fn pthread_rwlock_unlock(r: *mut pthread_rwlock_t);
-    #[version = c"GLIBC_2.3.2"]
+    #[version = CONDVAR_VERSION]
     fn pthread_cond_init(c: *mut pthread_cond_t, attr: *const pthread_condattr_t);
-    #[version = c"GLIBC_2.3.2"]
+    #[version = CONDVAR_VERSION]
     fn pthread_cond_destroy(c: *mut pthread_cond_t);
-    #[version = c"GLIBC_2.3.2"]
+    #[version = CONDVAR_VERSION]
     fn pthread_cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t);
-    #[version = c"GLIBC_2.3.2"]
+    #[version = CONDVAR_VERSION]
     fn pthread_cond_timedwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, at: *const timespec);
     fn pthread_cond_clockwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, clock: clockid_t, at: *const timespec);
-    #[version = c"GLIBC_2.3.2"]
+    #[version = CONDVAR_VERSION]
     fn pthread_cond_signal(c: *mut pthread_cond_t);
-    #[version = c"GLIBC_2.3.2"]
+    #[version = CONDVAR_VERSION]
     fn pthread_cond_broadcast(c: *mut pthread_cond_t);
 }

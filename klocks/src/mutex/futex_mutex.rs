@@ -91,10 +91,14 @@ impl FutexMutex {
     /// If the mutex is not locked (the word is left unlocked).
     #[inline]
     pub fn unlock(&self) {
-        // Release: pairs with the Acquire of the next acquisition.
-        match self.word.swap(UNLOCKED, Release) {
+        let word: *const AtomicU32 = &self.word;
+        // Release: pairs with the Acquire of the next acquisition. The last access to
+        // the mutex: the next holder may free it at once; the wake uses its address.
+        let before = self.word.swap(UNLOCKED, Release);
+        crate::fault::after_release();
+        match before {
             LOCKED => {}
-            CONTENDED => park::wake_one(&self.word),
+            CONTENDED => park::wake_one_at(word),
             _ => unlock_of_unlocked(),
         }
     }

@@ -65,13 +65,16 @@
 //! stop spin:     (*,1,*) -> (*,0,*)                       fetch_and
 //! sleep:         (o,s,*) -> (o,s,1), futex_wait           o != 0
 //! unlock:        (me,s,0) -> (0,s,0)                      cmpxchg
-//! unlock, else:  (me,s,w) -> (0,s,w)                      fetch_and
-//!   if s=0, w=1: (*,0,1) -> (*,*,0), futex_wake(1)
-//!   if s=1, w=1: every 512th time futex_wake(1), WAITERS kept
+//! unlock, wake:  (me,0,1) -> (0,0,0), futex_wake(1)        cmpxchg
+//! unlock, spin:  (me,1,1) -> (0,1,1); every 512th time futex_wake(1)
 //! ```
 //!
 //! `slept`: a thread that has slept once in this acquisition takes the lock with
 //! `WAITERS` set (Drepper's rule): it cannot know whether others still sleep.
+//!
+//! Every unlock is one releasing cmpxchg that decides the wake-up too, and touches
+//! nothing of the mutex after it but the word's address (for `futex_wake`): the next
+//! holder may free the mutex as soon as it has it.
 //!
 //! # No lost wake-ups
 //!
@@ -220,6 +223,7 @@ impl SpinFutexMutex {
                 .compare_exchange(val, val & SPINNING, Release, Relaxed)
                 .is_ok()
             {
+                crate::fault::after_release();
                 return;
             }
         }
@@ -233,39 +237,64 @@ impl SpinFutexMutex {
         owner_of(self.word.load(Relaxed)) != 0
     }
 
-    /// Others wanted the lock we held (or we do not hold it): `(me,s,w) -> (0,s,w)`,
-    /// make ourselves observable to future spinners, and wake a sleeper unless a
-    /// spinner takes over that duty.
+    /// Others wanted the lock we held (or we do not hold it): release with one RMW that
+    /// also settles the wake-up, `(me,0,1) -> (0,0,0)` then wake one sleeper, or
+    /// `(me,s,w) -> (0,s,w)` when a spinner takes over the duty to wake.
+    ///
+    /// The releasing cmpxchg is the last access to the mutex: POSIX lets the thread
+    /// that takes it next unlock, destroy and free it at once (glibc bug 13690's
+    /// race), so everything this unlock needs from the mutex (the skip count, whether
+    /// to clear `WAITERS`) is read and written before the release, and after it only
+    /// the word's address is used, for a futex wake (which never touches the memory).
     #[cold]
     fn unlock_contended(&self, me: u32) {
         // Relaxed: reads our own acquisition's write if we hold the lock (nobody else
         // changes the owner field meanwhile); any other value means we do not.
-        let val = self.word.load(Relaxed);
+        let mut val = self.word.load(Relaxed);
         if owner_of(val) != me {
             unlock_by_non_owner(owner_of(val), me);
         }
-        // Release: pairs with the Acquire of the next acquisition.
-        let before = self.word.fetch_and(!OWNER_MASK, Release);
+        // Future spinners watch us; registering touches no lock memory, but it is done
+        // before the release all the same, so nothing fallible follows it.
         owner::watch_current();
-        match before & (SPINNING | WAITERS) {
-            WAITERS => {
-                // Relaxed: the woken thread re-reads the word; the futex syscall orders
-                // the wake after this RMW.
-                self.word.fetch_and(!WAITERS, Relaxed);
-                park::wake_one(&self.word);
-            }
-            both if both == SPINNING | WAITERS => {
-                // Relaxed, and a load and a store rather than an RMW: a fairness
-                // heuristic (a racing unlock may lose a count), kept off the locked
-                // instruction path. An extra wake, with WAITERS left set, is always safe.
-                let skipped = self.skipped_wakes.load(Relaxed).wrapping_add(1);
-                self.skipped_wakes.store(skipped, Relaxed);
-                if skipped % FAIR_SKIPS == 0 {
-                    park::wake_one(&self.word);
+        let word: *const AtomicU32 = &self.word;
+        let mut fair_wake = None;
+        loop {
+            let (new, wake) = match val & (SPINNING | WAITERS) {
+                // The sleepers' duty passes to the one we wake, which takes the lock
+                // with WAITERS set again (or sets it before sleeping again).
+                WAITERS => (0, true),
+                // A spinner will take the lock and inherit WAITERS; every FAIR_SKIPS-th
+                // such unlock wakes a sleeper anyway, keeping WAITERS.
+                both if both == SPINNING | WAITERS => {
+                    (both, *fair_wake.get_or_insert_with(|| self.skip_wake()))
                 }
+                flags => (flags, false),
+            };
+            // Release: pairs with the Acquire of the next acquisition.
+            match self.word.compare_exchange(val, new, Release, Relaxed) {
+                Ok(_) => {
+                    crate::fault::after_release();
+                    if wake {
+                        park::wake_one_at(word);
+                    }
+                    return;
+                }
+                Err(now) => val = now,
             }
-            _ => {}
         }
+    }
+
+    /// Counts an unlock that leaves the sleepers to a spinner; whether this one must
+    /// wake a sleeper anyway (every [`FAIR_SKIPS`]-th). Called while we hold the lock.
+    fn skip_wake(&self) -> bool {
+        // Relaxed, and a load and a store rather than an RMW: a fairness heuristic
+        // (only the holder writes it, so nothing is lost but across a racing misuse),
+        // kept off the locked instruction path. An extra wake, with WAITERS left set,
+        // is always safe.
+        let skipped = self.skipped_wakes.load(Relaxed).wrapping_add(1);
+        self.skipped_wakes.store(skipped, Relaxed);
+        skipped % FAIR_SKIPS == 0
     }
 
     #[cold]

@@ -24,8 +24,23 @@
 //! handed out sequentially, so live threads rarely collide. The keys sit densely in
 //! their own array (a window is one or two cache lines), the slots' reader counts
 //! each on their own line (waiters of different owners do not bounce each other).
-//! A thread that finds no free slot, or whose `perf_event_open`/`mmap` is refused
-//! (fd or locked-memory limits), stays unregistered and waiters get `None`.
+//! A thread that finds no free slot, the budget spent (below), or whose
+//! `perf_event_open`/`mmap` is refused (fd or locked-memory limits), stays
+//! unregistered and waiters get `None`.
+//!
+//! **The budget.** A registration holds one fd and 2 locked pages until its thread
+//! exits, so a program whose hundreds of threads all meet contention at some point
+//! would hold hundreds of extra fds (`EMFILE`, `select()`'s `FD_SETSIZE`) and spend the
+//! user's perf locked-memory allowance (`perf_event_mlock_kb`, then `RLIMIT_MEMLOCK`),
+//! which profilers need too. So at most [`MAX_WATCHED`] registrations are alive in a
+//! process at once, counted in [`REGISTERED`]: `register` reserves a place before
+//! `perf_event_open` (a CAS loop that never passes the cap) and `retire` gives it back
+//! once the fd is closed and the ring unmapped; the fork handler resets the count
+//! with the table. A thread that finds the budget spent stays unregistered like any
+//! refused one (`Own::Refused`, never tried again, even once places free up: its
+//! `watch_current` stays a thread-local read), and waiters of that owner get `None`,
+//! so they fall back to the time budget (`crate::budget`). The first owners to meet
+//! contention get the places, and keep them for their lifetime.
 //!
 //! **A tid is never trusted after its thread exited.** Each slot's key is
 //! `generation << 32 | tid`, and the generation grows every time the slot is claimed,
@@ -61,14 +76,14 @@ use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::{
-    AtomicI32, AtomicPtr, AtomicU32, AtomicU64,
+    AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release, SeqCst},
 };
-use std::sync::OnceLock;
 
 use crossbeam_utils::CachePadded;
 
 use super::current_tid;
+use crate::config::Resolved;
 
 // The kernel ABI, from include/uapi/linux/perf_event.h.
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -111,6 +126,15 @@ pub(super) const REGISTRY_SLOTS: usize = 2048;
 /// Slots a thread may register in, and a waiter scans, from `tid % REGISTRY_SLOTS`.
 pub(super) const PROBE_WINDOW: usize = 8;
 
+/// `PerfSwitch` registrations alive in a process at once, at most (the budget in
+/// `owner/perf.rs`): 32 fds, and 32 rings of 2 pages, 256 KiB with 4 KiB pages. That
+/// is half the default per-user perf allowance even on one CPU
+/// (`perf_event_mlock_kb`, 516 KiB, which the kernel multiplies by the number of
+/// online CPUs), so a profiler and other processes of the user keep the rest. With
+/// 64 KiB pages a ring is 128 KiB and the allowance 576 KiB per CPU: past it `mmap`
+/// charges `RLIMIT_MEMLOCK` and may be refused, and those threads stay unregistered.
+pub const MAX_WATCHED: usize = 32;
+
 /// The `tid` half of a key: a slot nobody holds.
 const FREE: u32 = 0;
 /// The `tid` half of a key: a slot being set up or torn down (never a real tid,
@@ -141,10 +165,45 @@ impl RingLayout {
 }
 
 /// The process's ring layout, probed once by opening and mapping an event on the
-/// calling thread; the errno when perf refused.
+/// calling thread; the errno when perf refused (`EAGAIN` for a thread that asks
+/// while another probes: it does not wait, see [`crate::config`]).
 fn layout() -> Result<RingLayout, i32> {
-    static LAYOUT: OnceLock<Result<RingLayout, i32>> = OnceLock::new();
-    *LAYOUT.get_or_init(|| {
+    static LAYOUT: Resolved = Resolved::new();
+    let (code, _) = LAYOUT.get(
+        || encode_layout(probe_layout()),
+        encode_layout(Err(libc::EAGAIN)),
+    );
+    decode_layout(code)
+}
+
+/// A layout result in one word: bit 63 set for a layout (bit 62 its direction, the
+/// page size below), else the errno.
+fn encode_layout(layout: Result<RingLayout, i32>) -> u64 {
+    match layout {
+        Ok(RingLayout { direction, page }) => {
+            1 << 63 | u64::from(direction == Direction::Forward) << 62 | page as u64
+        }
+        Err(errno) => errno as u64,
+    }
+}
+
+fn decode_layout(code: u64) -> Result<RingLayout, i32> {
+    if code >> 63 == 0 {
+        return Err(code as i32);
+    }
+    let direction = match code >> 62 & 1 {
+        0 => Direction::Backward,
+        _ => Direction::Forward,
+    };
+    Ok(RingLayout {
+        direction,
+        page: (code & ((1 << 62) - 1)) as usize,
+    })
+}
+
+/// Opens and maps an event on the calling thread, backward if the kernel can.
+fn probe_layout() -> Result<RingLayout, i32> {
+    {
         let errno = |err: &io::Error| err.raw_os_error().unwrap_or(libc::EINVAL);
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
@@ -170,7 +229,7 @@ fn layout() -> Result<RingLayout, i32> {
             }
         }
         Err(refused)
-    })
+    }
 }
 
 /// Whether this process can watch threads with perf rings (probes once).
@@ -427,6 +486,29 @@ pub(super) fn current_is_watched() -> bool {
     matches!(OWN.try_with(Cell::get), Ok(Own::Slot(_)))
 }
 
+/// Registrations alive (or being set up) in this process: never above
+/// [`MAX_WATCHED`] (the module doc's budget).
+static REGISTERED: AtomicUsize = AtomicUsize::new(0);
+
+/// Takes a place in the budget; `false` when all [`MAX_WATCHED`] are taken.
+fn reserve() -> bool {
+    // Acquire on success: pairs with the Release in `give_back`, so the close and
+    // munmap of the registration whose place we take happen before our
+    // `perf_event_open`: never more than MAX_WATCHED fds and rings at once. Relaxed
+    // otherwise: a failed attempt takes nothing.
+    REGISTERED
+        .fetch_update(Acquire, Relaxed, |alive| {
+            (alive < MAX_WATCHED).then_some(alive + 1)
+        })
+        .is_ok()
+}
+
+/// Returns a place to the budget, once its fd is closed and its ring unmapped.
+fn give_back() {
+    // Release: pairs with the Acquire in `reserve`.
+    REGISTERED.fetch_sub(1, Release);
+}
+
 /// Opens, maps and publishes the calling thread's ring; `None` when refused.
 fn register() -> Option<usize> {
     let layout = layout().ok()?;
@@ -437,12 +519,27 @@ fn register() -> Option<usize> {
     // Arm the destructor first: a thread already tearing down its thread-locals
     // could not retire a slot, so it must not take one.
     RETIRE_AT_EXIT.try_with(|_| ()).ok()?;
+    // Before the fd exists: racing threads never hold more than the budget.
+    if !reserve() {
+        return None;
+    }
+    let slot = publish(&layout);
+    if slot.is_none() {
+        // Whatever `publish` opened or mapped is closed and unmapped by now.
+        give_back();
+    }
+    slot
+}
+
+/// Opens, maps and publishes the calling thread's ring, in a place reserved in the
+/// budget; `None`, with nothing left open or mapped, when refused.
+fn publish(layout: &RingLayout) -> Option<usize> {
     let tid = current_tid();
     let fd = open_event(tid, layout.direction).ok()?;
-    let ring = map_ring(&fd, &layout).ok()?;
+    let ring = map_ring(&fd, layout).ok()?;
     let Some((slot, generation)) = claim(tid) else {
         // SAFETY: mapped just above, never published.
-        unsafe { unmap_ring(ring, &layout) };
+        unsafe { unmap_ring(ring, layout) };
         return None;
     };
     let entry = &REGISTRY.slots[slot];
@@ -497,6 +594,8 @@ fn retire(slot: usize) {
     drop(unsafe { OwnedFd::from_raw_fd(fd) });
     // [T3] Release: pairs with the Acquire in `claim`.
     REGISTRY.keys[slot].store(pack(generation, FREE), Release);
+    // Only now: the fd is closed and the ring unmapped.
+    give_back();
 }
 
 /// In a fork child: forgets every registration inherited from the parent. Only
@@ -522,6 +621,9 @@ pub(super) fn forget_parent_threads() {
             entry.readers.store(0, Relaxed);
         }
     }
+    // Relaxed: as above. What remains registered is nothing: the forking thread
+    // forgets its registration too (and may register again).
+    REGISTERED.store(0, Relaxed);
     let _ = OWN.try_with(|own| own.set(Own::Untried));
 }
 
@@ -574,4 +676,120 @@ pub(super) fn registered_slots() -> usize {
         // Relaxed: a census taken while the threads it counts are quiescent.
         .filter(|key| !matches!(tid_of(key.load(Relaxed)), FREE | BUSY))
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier};
+    use std::thread;
+
+    /// Set in the child process that runs [`the_budget_bounds_fds_and_rings`] alone.
+    const BUDGET_CHILD: &str = "KLOCKS_PERF_BUDGET_CHILD";
+    /// Threads registering at once: far beyond the budget.
+    const THREADS: usize = 200;
+    /// Fds that the test harness may open or close meanwhile.
+    const SLACK: usize = 16;
+
+    /// The fds this process holds.
+    fn open_fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").unwrap().count()
+    }
+
+    /// The perf event fds this process holds.
+    fn perf_fds() -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+            .filter(|target| target.to_string_lossy().contains("perf_event"))
+            .count()
+    }
+
+    /// Registrations counted in the budget.
+    fn reserved() -> usize {
+        // Relaxed: a census taken while the threads it counts are quiescent.
+        REGISTERED.load(Relaxed)
+    }
+
+    #[test]
+    fn the_budget_bounds_fds_and_rings() {
+        if std::env::var_os(BUDGET_CHILD).is_none() {
+            // While this test holds the whole budget, other tests' owners would be
+            // refused, and their fds would blur the count: rerun it alone in a child.
+            let name = format!(
+                "{}::the_budget_bounds_fds_and_rings",
+                module_path!().split_once("::").unwrap().1
+            );
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([&name, "--exact", "--test-threads=1"])
+                .env(BUDGET_CHILD, "1")
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && stdout.contains("1 passed"),
+                "{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return;
+        }
+        // Where perf is refused nobody registers, and the bounds hold trivially.
+        let perf = check();
+        if let Err(err) = &perf {
+            eprintln!("perf refused ({err}): checking the bounds without registrations");
+        }
+        let before = (open_fds(), perf_fds(), registered_slots(), reserved());
+        let registered = Arc::new(Barrier::new(THREADS + 1));
+        let exit = Arc::new(Barrier::new(THREADS + 1));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (registered, exit) = (registered.clone(), exit.clone());
+                thread::Builder::new()
+                    .stack_size(64 << 10)
+                    .spawn(move || {
+                        watch_current();
+                        let watched = current_is_watched();
+                        registered.wait();
+                        exit.wait();
+                        watched
+                    })
+                    .unwrap()
+            })
+            .collect();
+        registered.wait();
+        // Every thread is alive and has tried.
+        let during = (open_fds(), perf_fds(), registered_slots(), reserved());
+        exit.wait();
+        // Joined one by one: a thread's destructors (which retire its ring) have run
+        // when its join returns.
+        let watched = threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .filter(|&watched| watched)
+            .count();
+        let after = (open_fds(), perf_fds(), registered_slots(), reserved());
+        let report = format!("before {before:?}, during {during:?}, after {after:?}");
+        assert!(watched <= MAX_WATCHED, "{watched} watched; {report}");
+        assert!(during.2 <= MAX_WATCHED, "{report}");
+        assert!(during.0 <= before.0 + MAX_WATCHED + SLACK, "{report}");
+        assert_eq!(during.1, before.1 + watched, "{report}");
+        assert_eq!(during.2, before.2 + watched, "{report}");
+        assert_eq!(during.3, before.3 + watched, "{report}");
+        assert!(after.0 <= before.0 + SLACK, "{report}");
+        assert_eq!(
+            (after.1, after.2, after.3),
+            (before.1, before.2, before.3),
+            "{report}"
+        );
+        if perf.is_ok() {
+            assert!(watched > 0, "perf works, yet nobody registered; {report}");
+            // The places came back: a new thread registers.
+            assert!(thread::spawn(|| {
+                watch_current();
+                current_is_watched()
+            })
+            .join()
+            .unwrap());
+        }
+    }
 }

@@ -102,9 +102,10 @@
 //! ```text
 //! read fast:      (r,0,0,0) -> (r+1,0,0,0)            fetch_add, else slow path
 //! write fast:     (0,0,0,0) -> (0,1,0,0)              cmpxchg
-//! read unlock:    (r,0,w,h) -> (r-1,0,w,h)            fetch_sub; r-1 = 0, w = 1: wake
-//!                                                     unless WOKEN
-//! write unlock:   (0,1,w,h) -> (0,0,w,h)              fetch_sub; w = 1: wake unless WOKEN
+//! read unlock:    (r,0,w,h) -> (r-1,0,w,h)            cmpxchg; if r-1 = 0, w = 1 and not
+//!                                                     WOKEN: under the queue lock, wake
+//! write unlock:   (0,1,w,h) -> (0,0,w,h)              cmpxchg; if w = 1 and not WOKEN:
+//!                                                     under the queue lock, wake
 //! wake a writer:  WOKEN 0 -> 1                        under the queue lock
 //! writer retries: WOKEN 1 -> 0                        the cmpxchg of its try
 //! spin, reader:   (r,0,w,0) -> (r+1,0,w,0)            fetch_add, undone on failure
@@ -134,6 +135,29 @@
 //! its own unlock then wakes, or queues, and the queueing re-reads the count under
 //! the queue lock and wakes the front if the lock is free.
 //!
+//! # No access after the release
+//!
+//! POSIX lets a thread free an rwlock as soon as it knows no other thread uses it,
+//! for example right after it took the lock and released it itself, while the thread
+//! that released it to it may still be inside its unlock. So an unlock's releasing
+//! RMW is its last access to the rwsem, or, when it must wake sleepers, its release of
+//! the queue lock is:
+//!
+//! - An unlock releases with one cmpxchg when it leaves nobody to wake (`read
+//!   unlock`/`write unlock` above, when the result is not "free with `WAITERS`").
+//! - Otherwise it takes the queue lock first and releases under it
+//!   (`unlock_queued`): no other unlock can serve the sleepers meanwhile (a spinner
+//!   that takes the freed lock needs the queue lock to wake them), so none of them can
+//!   finish and free the rwsem before this unlock is done with it.
+//! - Every waker decides its wake-ups under the queue lock and makes them, the stores
+//!   to the waiters' nodes and the futex wakes, after dropping it (`Deliveries`): a
+//!   waiter it lets go may free the rwsem, and from then on the waker touches only the
+//!   other waiters' nodes, which live until each is told.
+//!
+//! The cost: an uncontended unlock is a load and a cmpxchg instead of one `fetch_sub`
+//! (one locked instruction either way), and a reader unlock racing other readers may
+//! retry its cmpxchg.
+//!
 //! # Misuse
 //!
 //! Always detected, with a panic naming the problem: unlocking a write lock the calling
@@ -146,7 +170,7 @@
 
 use std::marker::PhantomData;
 
-use super::wait_queue::{Queue, WaitQueue, Waiter, Wakes};
+use super::wait_queue::{Detached, Queue, WaitQueue, Waiter};
 use crate::budget::{self, SpinBudget};
 use crate::owner::{self, Watch};
 use crate::streak::{Run, Streak};
@@ -394,7 +418,67 @@ enum Wake {
     ReadOwned,
 }
 
-type WakeList = Wakes<16>;
+/// Wake-ups decided under the queue lock and made after it is dropped: the kernel's
+/// `wake_q`, extended to the state stores themselves. A waiter told to go may unlock
+/// at once, and its unlock may be the last use of the rwsem before another thread
+/// frees it; so a waker lets waiters go only once it is done with the rwsem (the
+/// queue lock's release is its last access). Until then the waiters cannot have left
+/// their lock calls, so nobody may free the rwsem (module doc, "No access after the
+/// release").
+struct Deliveries {
+    /// The front writer to tell `WOKEN` (still linked: it leaves the queue itself).
+    writer: *const Node,
+    /// Readers unlinked from the queue, and which of them are granted the lock (the
+    /// others are told to retry).
+    readers: Option<(Detached<Wait>, [u64; MAX_READERS_WAKEUP / 64])>,
+}
+
+impl Deliveries {
+    fn none() -> Self {
+        Self {
+            writer: std::ptr::null(),
+            readers: None,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.writer.is_null() && self.readers.is_none()
+    }
+
+    /// Tells each waiter its new state, waking those that sleep. Call it with the
+    /// queue lock dropped; it touches the waiters' nodes only, never the rwsem.
+    fn deliver(self) {
+        // SAFETY: the front writer stays linked and waiting, its node alive in its
+        // frame, until it sees a state other than WAITING or SLEEPING, which only this
+        // delivery stores (WRITER_WOKEN kept every other waker off it). After the swap
+        // only the word's address is used.
+        if let Some(writer) = unsafe { self.writer.as_ref() } {
+            let word: *const AtomicU32 = &writer.state;
+            // Relaxed: the writer re-reads everything under the queue lock.
+            if writer.state.swap(WOKEN, Relaxed) == SLEEPING {
+                crate::park::wake_one_at(word);
+            }
+            crate::fault::after_release();
+        }
+        let Some((readers, grant)) = self.readers else {
+            return;
+        };
+        readers.release_each(|i, node| {
+            let to = if grant[i / 64] & (1 << (i % 64)) != 0 {
+                GRANTED
+            } else {
+                WOKEN
+            };
+            let word: *const AtomicU32 = &node.state;
+            // Release: pairs with the Acquire in `wait_on_node`; a granted reader holds
+            // the lock from here, and may be gone: only `word`'s address is used below.
+            if node.state.swap(to, Release) == SLEEPING {
+                crate::park::wake_one_at(word);
+            }
+            crate::fault::after_release();
+        });
+    }
+}
 
 /// A reader-writer lock whose writers (and, by policy, readers) spin while the owner
 /// runs and sleep otherwise; see the module doc.
@@ -495,19 +579,27 @@ impl<P: ReaderSpin> RwSem<P> {
     #[inline]
     pub fn unlock_shared(&self) {
         held::released_read(self.addr());
-        // Relaxed: a misuse check; the RMW below re-checks.
-        if readers(self.count.load(Relaxed)) == 0 {
-            unlock_shared_unheld();
-        }
-        // Release: pairs with the Acquire of the next writer's acquisition.
-        let before = self.count.fetch_sub(READER_BIAS, Release);
-        if readers(before) == 0 {
-            // Relaxed: undoes our own misuse before reporting it.
-            self.count.fetch_add(READER_BIAS, Relaxed);
-            unlock_shared_unheld();
-        }
-        if before.wrapping_sub(READER_BIAS) & (LOCK_MASK | WAITERS | WRITER_WOKEN) == WAITERS {
-            self.wake(Wake::Any);
+        // Relaxed: the expected value; the cmpxchg decides.
+        let mut count = self.count.load(Relaxed);
+        loop {
+            if readers(count) == 0 {
+                unlock_shared_unheld();
+            }
+            let after = count - READER_BIAS;
+            if after & (LOCK_MASK | WAITERS | WRITER_WOKEN) == WAITERS {
+                // The last reader out, with sleepers to wake (module doc, "No access
+                // after the release").
+                return self.unlock_queued(READER_BIAS);
+            }
+            // Release: pairs with the Acquire of the next writer's acquisition. The
+            // last access to the lock.
+            match self
+                .count
+                .compare_exchange_weak(count, after, Release, Relaxed)
+            {
+                Ok(_) => return crate::fault::after_release(),
+                Err(now) => count = now,
+            }
         }
     }
 
@@ -561,10 +653,22 @@ impl<P: ReaderSpin> RwSem<P> {
         }
         // Relaxed: ordered before the count's Release below; spinners read it racily.
         self.owner.store(0, Relaxed);
-        // Release: pairs with the Acquire of the next acquisition.
-        let before = self.count.fetch_sub(WRITER_LOCKED, Release);
-        if before & (WAITERS | WRITER_WOKEN) == WAITERS {
-            self.wake(Wake::Any);
+        // Relaxed: the expected value; the cmpxchg decides.
+        let mut count = self.count.load(Relaxed);
+        loop {
+            if count & (WAITERS | WRITER_WOKEN) == WAITERS {
+                // Sleepers to wake (module doc, "No access after the release").
+                return self.unlock_queued(WRITER_LOCKED);
+            }
+            // Release: pairs with the Acquire of the next acquisition. The last access
+            // to the lock.
+            match self
+                .count
+                .compare_exchange_weak(count, count - WRITER_LOCKED, Release, Relaxed)
+            {
+                Ok(_) => return crate::fault::after_release(),
+                Err(now) => count = now,
+            }
         }
     }
 
@@ -770,7 +874,7 @@ impl<P: ReaderSpin> RwSem<P> {
         since.queued();
         READER_SPINS.queued();
         let node = Node::new(WAITING, Wait::new(Kind::Read, me, last_rowner, since));
-        let mut wakes = WakeList::new();
+        let mut wakes = Deliveries::none();
         {
             let mut queue = self.queue.lock();
             let mut adjustment = if holds_share {
@@ -804,10 +908,10 @@ impl<P: ReaderSpin> RwSem<P> {
             }
             // Free: wake the front (maybe us). Readers own it and we are first: join.
             if free || (first && count & WRITER_LOCKED == 0) {
-                self.mark_wake(&mut queue, Wake::Any, &mut wakes);
+                wakes = self.mark_wake(&mut queue, Wake::Any);
             }
         }
-        wakes.wake();
+        wakes.deliver();
         since.retried();
         wait_on_node(&node) == GRANTED
     }
@@ -856,11 +960,10 @@ impl<P: ReaderSpin> RwSem<P> {
                 } else {
                     Wake::Any
                 };
-                let mut wakes = WakeList::new();
-                self.mark_wake(&mut queue, kind, &mut wakes);
+                let wakes = self.mark_wake(&mut queue, kind);
                 if !wakes.is_empty() {
                     drop(queue);
-                    wakes.wake();
+                    wakes.deliver();
                     queue = self.queue.lock();
                 }
             }
@@ -924,21 +1027,43 @@ impl<P: ReaderSpin> RwSem<P> {
     /// Wakes the queue after an unlock (the kernel's `rwsem_wake`).
     #[cold]
     fn wake(&self, kind: Wake) {
-        let mut wakes = WakeList::new();
-        {
+        let wakes = {
             let mut queue = self.queue.lock();
-            if !queue.is_empty() {
-                self.mark_wake(&mut queue, kind, &mut wakes);
+            self.mark_wake(&mut queue, kind)
+        };
+        wakes.deliver();
+    }
+
+    /// An unlock that may leave the lock free with sleepers: takes the queue lock
+    /// *before* it releases `share` (`WRITER_LOCKED` or one `READER_BIAS`), so that no
+    /// other waker can serve the waiters, and they free the rwsem, while this unlock
+    /// still uses it. The queue lock's release is then its last access.
+    #[cold]
+    fn unlock_queued(&self, share: u64) {
+        let wakes = {
+            let mut queue = self.queue.lock();
+            // Release: pairs with the Acquire of the next acquisition. WAITERS and
+            // WRITER_WOKEN only change under the queue lock (or by the front writer's
+            // try, which holds it too), so they are exact here.
+            let after = self.count.fetch_sub(share, Release).wrapping_sub(share);
+            let free_enough = share == WRITER_LOCKED || after & LOCK_MASK == 0;
+            if free_enough && after & (WAITERS | WRITER_WOKEN) == WAITERS {
+                self.mark_wake(&mut queue, Wake::Any)
+            } else {
+                Deliveries::none()
             }
-        }
-        wakes.wake();
+        };
+        wakes.deliver();
     }
 
     /// Under the queue lock: wake the front writer, or grant the lock to the readers at
     /// the front (the kernel's `rwsem_mark_wake`).
-    fn mark_wake(&self, queue: &mut Queue<Wait>, kind: Wake, wakes: &mut WakeList) {
+    ///
+    /// Returns the wake-ups to make once the queue lock is dropped ([`Deliveries`]).
+    fn mark_wake(&self, queue: &mut Queue<Wait>, kind: Wake) -> Deliveries {
+        let mut wakes = Deliveries::none();
         let Some(front) = queue.front() else {
-            return;
+            return wakes;
         };
         if front.data.kind == Kind::Write {
             // Relaxed: the writer re-reads everything under the queue lock. Only a
@@ -950,12 +1075,9 @@ impl<P: ReaderSpin> RwSem<P> {
             if kind == Wake::Any && self.count.load(Relaxed) & WRITER_WOKEN == 0 {
                 // Relaxed: a flag for unlockers, which act on their own RMW's result.
                 self.count.fetch_or(WRITER_WOKEN, Relaxed);
-                let word: *const AtomicU32 = &front.state;
-                if front.state.swap(WOKEN, Relaxed) == SLEEPING {
-                    wakes.push(word);
-                }
+                wakes.writer = front;
             }
-            return;
+            return wakes;
         }
         let mut adjustment: u64 = 0;
         if kind != Wake::ReadOwned {
@@ -973,7 +1095,7 @@ impl<P: ReaderSpin> RwSem<P> {
                 }
                 // Relaxed: returns a share that carried nothing.
                 self.count.fetch_add(undo, Relaxed);
-                return;
+                return wakes;
             }
             let sticky = match P::POLICY {
                 Policy::Adaptive => front.data.last_rowner & RD_NONSPINNABLE,
@@ -1010,22 +1132,13 @@ impl<P: ReaderSpin> RwSem<P> {
             adjustment = adjustment.wrapping_sub(HANDOFF);
         }
         if adjustment != 0 {
-            // Relaxed: the granted readers are released by the stores below.
+            // Relaxed: the granted readers are released by `Deliveries::deliver`'s stores.
             self.count.fetch_add(adjustment, Relaxed);
         }
-        readers.release_each(|i, node| {
-            let to = if grant[i / 64] & (1 << (i % 64)) != 0 {
-                GRANTED
-            } else {
-                WOKEN
-            };
-            let word: *const AtomicU32 = &node.state;
-            // Release: pairs with the Acquire in `wait_on_node`; a granted reader holds
-            // the lock from here, and may be gone: only `word`'s address is used below.
-            if node.state.swap(to, Release) == SLEEPING {
-                wakes.push(word);
-            }
-        });
+        // Released after the queue lock (`Deliveries`); the granted shares are counted
+        // already, so no writer can take the lock meanwhile.
+        wakes.readers = Some((readers, grant));
+        wakes
     }
 
     // ----- optimistic spinning -----

@@ -2,7 +2,7 @@
 //!
 //! Waiters are nodes on their own stacks, linked in arrival order (FIFO) into a
 //! singly linked list that only the holder of the queue's lock reads or changes. A
-//! waiter waits on its node's `state` word (spinning, then sleeping: [`park`]) until a
+//! waiter waits on its node's `state` word (spinning, then sleeping: [`park`](crate::park)) until a
 //! waker changes it.
 //!
 //! The queue's lock is a [`SpinFutexMutex`](crate::SpinFutexMutex): the kernel's
@@ -10,9 +10,10 @@
 //! a wake-up, and a waiter for it here spins while its holder runs and sleeps if the
 //! holder was preempted (threads outnumber CPUs). A queued spinlock would do too, but
 //! would hold one of its per-thread queue slots for every thread that ever slept on
-//! an rwsem. Wake-ups are collected in a [`Wakes`] while the lock is held
-//! and issued after it is dropped (the kernel's `wake_q`), so a woken thread never
-//! runs straight into the lock its waker still holds. Under `--cfg loom` the lock is
+//! an rwsem. Wake-ups are decided while the lock is held and made after it is
+//! dropped (the kernel's `wake_q`; the rwsem's `Deliveries`), so a woken thread never
+//! runs straight into the lock its waker still holds, and a waiter let go, which may
+//! free the rwsem, only runs once its waker is done with the rwsem. Under `--cfg loom` the lock is
 //! loom's mutex: the pv lock's own models prove it, and modelling it again inside
 //! every rwsem execution would only multiply the states.
 //!
@@ -20,16 +21,15 @@
 //!
 //! A node is in the list from the `push` by its owner until a `pop_front` or `remove`
 //! under the lock. A waker may store to a node's `state` only while the node is linked
-//! or, for a node it has just unlinked, as its last access: once the waiter sees the
+//! or, for a node it has unlinked and not yet told, as its last access: once the waiter sees the
 //! new state it may return and its stack frame is gone. The futex wake that follows
-//! therefore takes the word's address, not a reference ([`park::wake_one_at`]): a wake
+//! therefore takes the word's address, not a reference ([`park::wake_one_at`](crate::park::wake_one_at)): a wake
 //! on a dead address is a no-op or a spurious wake-up of whoever sleeps there now,
 //! which every sleeper tolerates.
 
 use std::cell::Cell;
 use std::ptr;
 
-use crate::park;
 use crate::sync::AtomicU32;
 
 /// One waiter: a link, a word to sleep on, and what the lock needs to know about it.
@@ -233,49 +233,6 @@ impl<D> WaitQueue<D> {
     #[cfg(loom)]
     pub(crate) fn lock(&self) -> impl std::ops::DerefMut<Target = Queue<D>> + '_ {
         self.inner.lock().unwrap()
-    }
-}
-
-/// Wake-ups decided under the queue's lock, issued after it is dropped. Small, and
-/// left uninitialised: unlocks build and move one, and a 2 KiB array here was 30–45%
-/// of the rwsem's time with 16 threads (perf: memset and memmove). A wake-up beyond
-/// the capacity is issued at once, under the lock: slower, never lost.
-pub(crate) struct Wakes<const N: usize> {
-    words: [std::mem::MaybeUninit<*const AtomicU32>; N],
-    len: usize,
-}
-
-impl<const N: usize> Wakes<N> {
-    pub(crate) fn new() -> Self {
-        Self {
-            words: [const { std::mem::MaybeUninit::uninit() }; N],
-            len: 0,
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Records that the sleeper on the word at `word` is to be woken (take the
-    /// address before the store that releases the waiter, after which the word may
-    /// be gone).
-    pub(crate) fn push(&mut self, word: *const AtomicU32) {
-        match self.words.get_mut(self.len) {
-            Some(slot) => {
-                slot.write(word);
-                self.len += 1;
-            }
-            None => park::wake_one_at(word),
-        }
-    }
-
-    /// Wakes every recorded sleeper. Call it with the queue's lock dropped.
-    pub(crate) fn wake(self) {
-        for word in &self.words[..self.len] {
-            // SAFETY: the first `len` entries were written by `push`.
-            park::wake_one_at(unsafe { word.assume_init() });
-        }
     }
 }
 

@@ -8,7 +8,10 @@
 //! - A thread takes a **slot** (an index into one global node table) the first time it
 //!   must queue, and gives it back when it exits. The tail code is `slot + 1`, so `0`
 //!   means "no queue". A thread waits in at most one queue at a time, so one node per
-//!   thread suffices.
+//!   thread suffices. A thread that exits *while queued* (abnormally: `pthread_exit`
+//!   from a signal handler, a `longjmp` out of a lock call, asynchronous
+//!   cancellation, a panic unwinding out of the queueing) never gives its slot back:
+//!   its node may still be linked in a queue.
 //! - The nodes live in a static table, never freed: a node is *type-stable*, so a
 //!   waiter that decodes a tail always reaches a valid node even if the thread that
 //!   owned it has since exited (its slot is only reused once it left every queue).
@@ -183,7 +186,8 @@ pub(crate) fn decode_tail(code: u32) -> &'static McsNode {
     &table().nodes[code as usize - 1]
 }
 
-/// A thread's claim on a slot: returned to the pool when the thread exits.
+/// A thread's claim on a slot: returned to the pool when the thread exits, unless it
+/// exits while queued (see `drop`).
 struct ThreadSlot {
     slot: Cell<Option<u16>>,
     /// Set while this thread is queued, so a nested (signal-handler) acquisition on the
@@ -212,13 +216,26 @@ impl ThreadSlot {
 #[cfg(not(loom))]
 impl Drop for ThreadSlot {
     fn drop(&mut self) {
-        // The thread is exiting, so it is in no queue: nobody can reach its node through
-        // a tail any more, and the slot can go to another thread. A poisoned pool only
-        // means another thread panicked while holding it; the list itself is intact.
-        if let Some(slot) = self.slot.get() {
-            let mut free = table().pool.lock().unwrap_or_else(|e| e.into_inner());
-            free.returned.push(slot);
+        let Some(slot) = self.slot.get() else {
+            return;
+        };
+        if self.in_use.get() {
+            // The thread is exiting from inside `with_queue_node` (`pthread_exit` from a
+            // signal handler, a `longjmp` out of a lock call, asynchronous cancellation,
+            // a panic unwinding out of the queueing): its node may still be linked in a
+            // lock's queue, where a predecessor will still write its `locked` and a
+            // successor its `next`, or a tail still names it. The next thread to get the
+            // slot would reset and publish that linked node (ABA: one node in two queue
+            // positions, the queue corrupted). So the slot is leaked, never returned: it
+            // costs one node of `MAX_SLOTS` for the rest of the process, on a path where
+            // the lock it was queued on is lost anyway.
+            return;
         }
+        // The thread is exiting outside any queue: nobody can reach its node through a
+        // tail any more, and the slot can go to another thread. A poisoned pool only
+        // means another thread panicked while holding it; the list itself is intact.
+        let mut free = table().pool.lock().unwrap_or_else(|e| e.into_inner());
+        free.returned.push(slot);
     }
 }
 
@@ -270,6 +287,100 @@ pub(crate) fn with_queue_node<R>(queue: impl FnOnce(Option<(u32, &'static McsNod
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// Whether `slot` is on the pool's free list (a census).
+    fn returned_contains(slot: u16) -> bool {
+        let free = table().pool.lock().unwrap_or_else(|e| e.into_inner());
+        free.returned.contains(&slot)
+    }
+
+    /// Set in the child process that runs [`a_thread_exiting_while_queued_leaks_its_slot`]
+    /// alone.
+    const LEAK_CHILD: &str = "KLOCKS_MCS_LEAK_CHILD";
+
+    #[test]
+    fn a_thread_exiting_while_queued_leaks_its_slot() {
+        if std::env::var_os(LEAK_CHILD).is_none() {
+            // The test leaks one of the (in unit tests) 4 slots for the rest of its
+            // process, and counts the others: rerun it alone in a child, so that the
+            // other tests keep every slot and hold none here.
+            let name = format!(
+                "{}::a_thread_exiting_while_queued_leaks_its_slot",
+                module_path!().split_once("::").unwrap().1
+            );
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([&name, "--exact", "--test-threads=1"])
+                .env(LEAK_CHILD, "1")
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && stdout.contains("1 passed"),
+                "{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return;
+        }
+        // A panic unwinding out of the closure leaves `with_queue_node` as an abnormal
+        // exit does: `in_use` still set, the node possibly linked in some queue. The
+        // tail code travels out as the panic payload.
+        let leaked = std::thread::spawn(|| {
+            with_queue_node(|node| {
+                let (code, _) = node.expect("a node: this process has no other user");
+                std::panic::panic_any(code)
+            })
+        })
+        .join()
+        .expect_err("the thread unwinds out of its queue")
+        .downcast::<u32>()
+        .map(|code| *code)
+        .expect("the tail code");
+        // Joined: the thread's destructors have run.
+        assert!(
+            !returned_contains((leaked - 1) as u16),
+            "the slot of a thread that exited while queued went back to the pool"
+        );
+        // Threads that come and go get the other slots, never the leaked one.
+        for _ in 0..3 * MAX_SLOTS {
+            let code = std::thread::spawn(|| with_queue_node(|node| node.map(|(c, _)| c)))
+                .join()
+                .unwrap();
+            assert!(code.is_some(), "a slot returned normally was lost");
+            assert_ne!(code, Some(leaked), "a leaked slot was handed out again");
+        }
+        // Held all at once, the others still serve MAX_SLOTS - 1 threads and no more:
+        // the leak costs one node. The holders claim one after the other (a claim that
+        // finds the pool's lock taken gets no node).
+        let release = std::sync::Barrier::new(MAX_SLOTS);
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            let release = &release;
+            let mut codes = Vec::new();
+            for _ in 0..MAX_SLOTS - 1 {
+                let sent = sent.clone();
+                s.spawn(move || {
+                    with_queue_node(|node| {
+                        sent.send(node.map(|(c, _)| c)).unwrap();
+                        release.wait();
+                    })
+                });
+                codes.push(received.recv().unwrap());
+            }
+            let extra = s.spawn(|| with_queue_node(|node| node.is_some()));
+            let extra = extra.join().unwrap();
+            release.wait();
+            assert!(
+                codes
+                    .iter()
+                    .all(|code| code.is_some() && *code != Some(leaked)),
+                "{codes:?}, leaked {leaked}"
+            );
+            assert!(
+                !extra,
+                "a node was handed out beyond the MAX_SLOTS - 1 left"
+            );
+        });
+    }
 
     #[test]
     fn slots_are_reused_after_thread_exit() {

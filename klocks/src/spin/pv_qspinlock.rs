@@ -211,6 +211,8 @@ impl PvQSpinLock {
         let before = self.word.fetch_sub(LOCKED_VAL, Release);
         if before & LOCKED_MASK != LOCKED_VAL {
             self.unlock_slow(before);
+        } else {
+            crate::fault::after_release();
         }
     }
 
@@ -226,10 +228,13 @@ impl PvQSpinLock {
         if before & LOCKED_MASK != SLOW_VAL {
             unlock_of_unlocked();
         }
+        let word: *const AtomicU32 = &self.word;
         // The byte reads 2 between the two subtractions: still held, so nobody can
-        // take the lock before the second Release.
+        // take the lock before the second Release. That Release is the last access:
+        // the wake uses the word's address only (the lock may be gone by then).
         self.word.fetch_sub(SLOW_VAL - LOCKED_VAL, Release);
-        park::wake_one(&self.word);
+        crate::fault::after_release();
+        park::wake_one_at(word);
     }
 
     #[cold]

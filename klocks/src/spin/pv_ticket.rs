@@ -15,13 +15,15 @@
 //!   itself: it registers as a sleeper in the bucket for `(lock, ticket)`, sets the
 //!   lock's SLOWPATH flag, and sleeps on the bucket's sequence word unless its ticket
 //!   came up meanwhile. A woken waiter spins again (if next) before it sleeps again.
-//! - Unlock serves the next ticket with a plain store, as [`TicketLock`] does. Only if
-//!   SLOWPATH is set does it bump the next ticket's bucket sequence and, if anyone sleeps
-//!   there, wake the bucket. Waiters hash by ticket, so the kick reaches the next
-//!   ticket's waiter (plus, rarely, a hash neighbour that re-checks and sleeps again).
-//!   It also kicks the ticket after that, which has just become next in line: its
-//!   wake-up (tens of µs in a VM) then overlaps the coming critical section instead
-//!   of leaving the lock idle after it. That kick is a hint; the first is the handoff.
+//! - Unlock serves the next ticket with one atomic add on the owner half of the word,
+//!   which also returns the SLOWPATH flag (kept in the owner half for exactly that).
+//!   Only if the flag is set does it bump the next ticket's bucket sequence and, if
+//!   anyone sleeps there, wake the bucket. Waiters hash by ticket, so the kick reaches
+//!   the next ticket's waiter (plus, rarely, a hash neighbour that re-checks and
+//!   sleeps again). It also kicks the ticket after that, which has just become next
+//!   in line: its wake-up (tens of µs in a VM) then overlaps the coming critical
+//!   section instead of leaving the lock idle after it. That kick is a hint; the
+//!   first is the handoff.
 //! - The first thread to take the lock with nobody behind it clears SLOWPATH, so the
 //!   flag costs nothing once contention is gone (the kernel's
 //!   `__ticket_check_and_clear_slowpath`).
@@ -29,86 +31,107 @@
 //! # The word
 //!
 //! ```text
-//!  31                17  16  15              0
-//! +--------------------+----+----------------+
-//! |   next (ticket)    |SLOW|     owner      |
-//! +--------------------+----+----------------+
+//!  63                     33  32  31                     1    0
+//! +-------------------------+----+-------------------------+------+
+//! |      next (ticket)      |  0 |     owner (ticket)      | SLOW |
+//! +-------------------------+----+-------------------------+------+
 //! ```
 //!
-//! As in the kernel, tickets advance by 2 and bit 0 of `next` is the SLOWPATH flag.
-//! `owner` and `next` are separate 16-bit atomics (no mixed-size access). In
-//! `(next, owner)` notation, `s` the flag:
+//! One 64-bit atomic, so "nobody waits behind the owner" is one compare (clearing the
+//! flag) and no access ever mixes sizes. Tickets advance by 2 in each 32-bit half:
+//! 2^31 distinct tickets, more than Linux has threads (`PID_MAX_LIMIT` = 2^22), so
+//! waiters never alias. In `(next, owner)` notation, `s` the flag:
 //!
 //! ```text
-//! lock:        (t|s, o) -> (t+2|s, o), spin until owner == t, then maybe sleep
-//! announce:    (*|0, o) -> (*|1, o)                  waiter about to sleep
-//! unlock:      (*, o)   -> (*, o+2), and if s: kick ticket o+2's bucket
-//! clear flag:  (o+2|1, o) -> (o+2|0, o)              new owner with nobody behind it
+//! lock:        (t, o|s) -> (t+2, o|s), then (spin, maybe sleep) until o == t
+//! announce:    (*, o|0) -> (*, o|1)                 waiter about to sleep: fetch_or
+//! unlock:      (*, o|s) -> (*, o+2|s), and if s: kick tickets o+2 and o+4
+//! clear flag:  (o+2, o|1) -> (o+2, o|0)             new owner with nobody behind it
 //! ```
+//!
+//! The owner half wraps without carrying into `next`: the holder knows its own
+//! ticket, so the unlock that serves past `0xFFFF_FFFE` adds `2 - 2^32` instead of 2.
+//!
+//! # No access after the release
+//!
+//! The unlock's add is its last access to the lock: the thread it serves may unlock,
+//! destroy and free the lock at once (POSIX allows that, glibc bug 13690's class). A
+//! first version kept the flag in `next` and read it after a plain releasing store of
+//! `owner`, the bug the kernel's pv ticket lock had until 2015 ("x86/spinlocks/
+//! paravirt: Fix memory corruption on unlock", which moved the flag to the head half
+//! and made the unlock an `xadd`, as here). The kicks use the static bucket table and
+//! the lock's address only as a hash key.
 //!
 //! # The lost wake-up race
 //!
-//! Waiter: set SLOWPATH, then check `owner`. Unlocker: store `owner`, then check
-//! SLOWPATH. Each must see the other's store (store buffering). The unlock must stay
-//! a plain store to cost what [`TicketLock`]'s does, so the pair is an asymmetric
-//! barrier ([`barrier`](crate::barrier)): the sleeper runs `membarrier`, the unlocker
-//! only a compiler fence.
+//! The waiter's announcement and the unlock are RMWs on the same word, so one comes
+//! first in its modification order: if the unlock does, the waiter's `fetch_or` reads
+//! the new owner and it does not sleep; if the waiter's does, the unlock reads the
+//! flag, and (AcqRel against the waiter's Release) the waiter's sleeper count and its
+//! read of the bucket sequence happen before the unlocker's kick:
 //!
 //! ```text
-//! waiter (ticket t)                    unlocker (owner t-2)
-//! [S] sleepers += 1                    [S] owner = t
-//! [L] s = seq                              light barrier
-//! [S] next |= SLOW                     [L] if next & SLOW:
-//!     heavy barrier
-//! [L] if owner != t:                   [L]    if sleepers > 0:
-//!         futex_wait(seq, s)            [S]        seq += 1
-//!                                                  futex_wake(seq)
+//! waiter (ticket t)                     unlocker (owner t-2)
+//! [S] sleepers += 1                     [RMW] word += 2, read s      AcqRel
+//! [L] q = seq                                 if s: if sleepers > 0:
+//! [RMW] word |= SLOW, read owner  Release             seq += 1
+//!       if owner != t:                                futex_wake(seq)
+//!           futex_wait(seq, q)
 //! ```
 //!
-//! If the waiter's `owner` load misses `t`, the unlocker's barrier point is after the
-//! waiter's heavy barrier, so it sees SLOW and `sleepers > 0`; its `seq` bump makes
-//! the waiter's futex_wait return at once if it has not slept yet, and the wake
-//! catches it if it has.
+//! The `seq` bump makes the waiter's futex_wait return at once if it has not slept
+//! yet; the wake catches it if it has. No store-buffering pair, so no barrier.
 //!
 //! # When to use it, when not
 //!
 //! Where a ticket lock's FIFO order matters and threads may outnumber CPUs. It costs
-//! what [`TicketLock`] costs until a waiter sleeps; a sleeping handoff costs a futex
-//! wake (tens of µs in a VM). FIFO still means a handoff waits for the next ticket's
-//! thread to be scheduled: with 8 threads looping on 2 CPUs every handoff is a context
-//! switch (lockbench `loop`: 18 µs each on the development VM, where a wake-up mostly
-//! lands on an idle vCPU), so under heavy oversubscription a barging lock (parking_lot,
-//! `std`) has far more throughput. Relocking from the owner deadlocks; unlocking an
-//! unlocked lock panics.
+//! one RMW to lock and one to unlock until a waiter sleeps; a sleeping handoff costs
+//! a futex wake (tens of µs in a VM). FIFO still means a handoff waits for the next
+//! ticket's thread to be scheduled: with 8 threads looping on 2 CPUs every handoff is
+//! a context switch (a wake-up mostly lands on an idle vCPU in a VM), so under heavy
+//! oversubscription a barging lock (parking_lot, `std`) has far more throughput.
+//! Relocking from the owner deadlocks; unlocking an unlocked lock panics.
 //!
 //! [`TicketLock`]: super::ticket::TicketLock
 
 use crossbeam_utils::CachePadded;
 
 use crate::budget::SpinBudget;
-use crate::sync::{cpu_relax, AtomicU16, AtomicU32, Ordering::*};
-use crate::{barrier, park};
+use crate::park;
+use crate::sync::{cpu_relax, AtomicU32, AtomicU64, Ordering::*};
 
-const TICKET_INC: u16 = 2;
-const SLOWPATH: u16 = 1;
+/// One ticket, in either half.
+const TICKET_INC: u32 = 2;
+/// In the owner half: a waiter sleeps or is about to.
+const SLOWPATH: u32 = 1;
+/// Where `next` starts.
+const NEXT_SHIFT: u32 = 32;
+/// One ticket taken.
+const NEXT_INC: u64 = (TICKET_INC as u64) << NEXT_SHIFT;
 
 /// A ticket spinlock whose waiters sleep after a bounded spin (seed 003).
-#[repr(C, align(4))]
 pub struct PvTicketLock {
-    owner: AtomicU16,
-    next: AtomicU16,
+    word: AtomicU64,
 }
 
 /// The spin budget shared by every `PvTicketLock`.
 static BUDGET: SpinBudget = SpinBudget::new();
+
+fn next_of(word: u64) -> u32 {
+    (word >> NEXT_SHIFT) as u32
+}
+
+/// The ticket being served.
+fn owner_of(word: u64) -> u32 {
+    word as u32 & !SLOWPATH
+}
 
 impl PvTicketLock {
     /// An unlocked lock.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         Self {
-            owner: AtomicU16::new(0),
-            next: AtomicU16::new(0),
+            word: AtomicU64::new(0),
         }
     }
 
@@ -116,8 +139,7 @@ impl PvTicketLock {
     #[cfg(loom)]
     pub fn new() -> Self {
         Self {
-            owner: AtomicU16::new(0),
-            next: AtomicU16::new(0),
+            word: AtomicU64::new(0),
         }
     }
 
@@ -130,11 +152,11 @@ impl PvTicketLock {
     /// Takes a ticket and waits, spinning then sleeping, until it is served.
     #[inline]
     pub fn lock(&self) {
-        // Relaxed: taking a ticket orders nothing; the acquisition is the Acquire
-        // load of `owner` that sees our number.
-        let ticket = self.next.fetch_add(TICKET_INC, Relaxed) & !SLOWPATH;
-        // Acquire: pairs with the Release store in `unlock` that served our ticket.
-        if self.owner.load(Acquire) != ticket {
+        // Acquire: pairs with the Release of the unlock that served the owner we read
+        // (through the RMWs since, all in its release sequence).
+        let word = self.word.fetch_add(NEXT_INC, Acquire);
+        let ticket = next_of(word);
+        if owner_of(word) != ticket {
             self.wait_for(ticket);
         }
     }
@@ -142,16 +164,14 @@ impl PvTicketLock {
     /// Takes the lock if nobody holds it or waits for it.
     #[inline]
     pub fn try_lock(&self) -> bool {
-        // Acquire: pairs with the Release in the `unlock` that wrote this `owner`; if
-        // `next` still equals it, every earlier ticket was served and released, and
-        // `owner` cannot move until we release.
-        let owner = self.owner.load(Acquire);
-        let next = self.next.load(Relaxed);
+        // Relaxed: the expected value; the cmpxchg decides.
+        let word = self.word.load(Relaxed);
         // A SLOWPATH flag left on a free lock is kept: it only costs a bucket check.
-        next & !SLOWPATH == owner
+        // Acquire: pairs with the Release of the unlock that wrote this owner.
+        next_of(word) == owner_of(word)
             && self
-                .next
-                .compare_exchange(next, next.wrapping_add(TICKET_INC), Relaxed, Relaxed)
+                .word
+                .compare_exchange(word, word.wrapping_add(NEXT_INC), Acquire, Relaxed)
                 .is_ok()
     }
 
@@ -161,34 +181,45 @@ impl PvTicketLock {
     /// If the lock is not locked.
     #[inline]
     pub fn unlock(&self) {
-        // Relaxed: only the owner writes `owner`, and we are the owner.
-        let owner = self.owner.load(Relaxed);
-        if self.next.load(Relaxed) & !SLOWPATH == owner {
+        // Relaxed: only the holder moves the owner half, and we are the holder.
+        let word = self.word.load(Relaxed);
+        let owner = owner_of(word);
+        if next_of(word) == owner {
             unlock_of_unlocked();
         }
-        let served = owner.wrapping_add(TICKET_INC);
-        // Release: pairs with the Acquire loads of `owner` in `lock` and `wait_for`.
-        self.owner.store(served, Release);
-        // Pairs with the sleeper's heavy barrier in `sleep` (module doc, lost wake-up).
-        barrier::light();
-        if self.next.load(Relaxed) & SLOWPATH != 0 {
-            self.kick(served);
+        // Serve `owner + 2` without carrying into `next` when the half wraps (the last
+        // ticket of the half is all ones but the flag bit).
+        let serve = if owner == !SLOWPATH {
+            u64::from(TICKET_INC).wrapping_sub(1 << NEXT_SHIFT)
+        } else {
+            u64::from(TICKET_INC)
+        };
+        // Release: pairs with the Acquire of the waiter our new owner value serves.
+        // Acquire: pairs with the Release of a waiter's announcement (module doc).
+        // The last access to the lock: the kicks below hash its address only.
+        let before = self.word.fetch_add(serve, AcqRel);
+        crate::fault::after_release();
+        if before as u32 & SLOWPATH != 0 {
+            let served = owner.wrapping_add(TICKET_INC);
+            kick(self, served);
             // A hint, not part of the handoff: wake the waiter after next now, so its
             // wake-up latency overlaps the next critical section instead of following it.
             // Its only effect on others is a spurious wake-up, which waiters tolerate
             // (they re-check and sleep again).
-            self.kick(served.wrapping_add(TICKET_INC));
+            kick(self, served.wrapping_add(TICKET_INC));
         }
     }
 
     /// Whether some thread holds the lock.
     #[inline]
     pub fn is_locked(&self) -> bool {
-        self.owner.load(Relaxed) != self.next.load(Relaxed) & !SLOWPATH
+        // Relaxed: a snapshot for the caller.
+        let word = self.word.load(Relaxed);
+        next_of(word) != owner_of(word)
     }
 
     #[cold]
-    fn wait_for(&self, ticket: u16) {
+    fn wait_for(&self, ticket: u32) {
         loop {
             // Only the next in line spins: farther waiters would only take CPU time
             // from the owner and from it. They sleep at once and are woken one ticket
@@ -198,8 +229,8 @@ impl PvTicketLock {
                 _ => 0,
             };
             for _ in 0..spins {
-                // Acquire: pairs with the Release store in `unlock`.
-                if self.owner.load(Acquire) == ticket {
+                // Acquire: pairs with the Release of the unlock that serves us.
+                if owner_of(self.word.load(Acquire)) == ticket {
                     return self.clear_slowpath_if_alone(ticket);
                 }
                 cpu_relax();
@@ -211,54 +242,55 @@ impl PvTicketLock {
     }
 
     /// Whether `ticket` is served next (or now).
-    fn is_next(&self, ticket: u16) -> bool {
-        ticket.wrapping_sub(self.owner.load(Relaxed)) <= TICKET_INC
+    fn is_next(&self, ticket: u32) -> bool {
+        // Relaxed: a hint for whether to spin.
+        ticket.wrapping_sub(owner_of(self.word.load(Relaxed))) <= TICKET_INC
     }
 
     /// Announces this waiter and sleeps until kicked (or spuriously). Returns whether
     /// our ticket came up before we slept.
-    fn sleep(&self, ticket: u16) -> bool {
+    fn sleep(&self, ticket: u32) -> bool {
         let bucket = bucket(self, ticket);
-        // The store side of the lost wake-up race (module doc): sleepers, seq, SLOW
-        // must all be visible to an unlocker that runs after our heavy barrier.
+        // Relaxed (both): published by the announcement's Release below (module doc).
         bucket.sleepers.fetch_add(1, Relaxed);
         let seq = bucket.seq.load(Relaxed);
-        self.next.fetch_or(SLOWPATH, Relaxed);
-        let pairing = barrier::heavy();
-        // Acquire: pairs with the Release store in `unlock`.
-        let served = self.owner.load(Acquire) == ticket;
+        // AcqRel: Release pairs with the unlock's Acquire (module doc); Acquire with the
+        // Release of the unlock whose owner we read, if it serves us.
+        let word = self.word.fetch_or(u64::from(SLOWPATH), AcqRel);
+        let served = owner_of(word) == ticket;
         if !served {
-            park::wait_paired(&bucket.seq, seq, pairing);
+            park::wait(&bucket.seq, seq);
         }
         // Relaxed: a stale count only costs an unlocker a needless wake syscall.
         bucket.sleepers.fetch_sub(1, Relaxed);
         served
     }
 
-    /// Wake the waiter holding `ticket`, if it sleeps.
-    #[cold]
-    fn kick(&self, ticket: u16) {
-        let bucket = bucket(self, ticket);
-        // Relaxed: ordered after our `owner` store by the barrier pair: a waiter whose
-        // `owner` check missed that store is visible here as a sleeper. The `seq` bump
-        // makes its futex_wait return at once if it has not slept yet; the wake catches
-        // it if it has.
-        if bucket.sleepers.load(Relaxed) != 0 {
-            bucket.seq.fetch_add(1, Relaxed);
-            park::wake_all(&bucket.seq);
-        }
-    }
-
-    /// `(ticket+2|1, ticket) -> (ticket+2|0, ticket)`: nobody waits behind the new
+    /// `(ticket+2, ticket|1) -> (ticket+2, ticket|0)`: nobody waits behind the new
     /// owner, so nobody sleeps; the unlocks to come need not look for sleepers.
-    fn clear_slowpath_if_alone(&self, ticket: u16) {
-        let alone = ticket.wrapping_add(TICKET_INC);
+    fn clear_slowpath_if_alone(&self, ticket: u32) {
+        let alone = u64::from(ticket.wrapping_add(TICKET_INC)) << NEXT_SHIFT | u64::from(ticket);
         // Relaxed: a failed or racing clear only leaves the flag set, which costs a
         // bucket check in `unlock`, never a lost wake-up: a waiter that arrives later
-        // sets the flag again before it sleeps.
+        // takes a ticket (so the word no longer matches) and sets the flag again
+        // before it sleeps.
         let _ = self
-            .next
-            .compare_exchange(alone | SLOWPATH, alone, Relaxed, Relaxed);
+            .word
+            .compare_exchange(alone | u64::from(SLOWPATH), alone, Relaxed, Relaxed);
+    }
+}
+
+/// Wake the waiter holding `ticket` of `lock`, if it sleeps. Uses the lock's address
+/// only as a hash key: the lock may be gone (the unlock is over).
+#[cold]
+fn kick(lock: *const PvTicketLock, ticket: u32) {
+    let bucket = bucket(lock, ticket);
+    // Relaxed: ordered after the waiter's increment by the AcqRel pair on the lock
+    // word (module doc). The `seq` bump makes its futex_wait return at once if it has
+    // not slept yet; the wake catches it if it has.
+    if bucket.sleepers.load(Relaxed) != 0 {
+        bucket.seq.fetch_add(1, Relaxed);
+        park::wake_all(&bucket.seq);
     }
 }
 
@@ -292,16 +324,16 @@ loom::lazy_static! {
     });
 }
 
-fn bucket(lock: &PvTicketLock, ticket: u16) -> &'static Bucket {
+fn bucket(lock: *const PvTicketLock, ticket: u32) -> &'static Bucket {
     &TABLE[bucket_index(lock, ticket)]
 }
 
 #[cfg(not(loom))]
-fn bucket_index(lock: &PvTicketLock, ticket: u16) -> usize {
-    let addr = lock as *const PvTicketLock as usize;
+fn bucket_index(lock: *const PvTicketLock, ticket: u32) -> usize {
+    let addr = lock as usize;
     // Fibonacci hashing of (address, ticket): neighbouring locks and consecutive
     // tickets land in different buckets.
-    let key = (addr >> 2) ^ (usize::from(ticket >> 1) << 20);
+    let key = (addr >> 3) ^ ((ticket >> 1) as usize) << 20;
     let hash = key.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize);
     hash >> (usize::BITS - BUCKETS.trailing_zeros())
 }
@@ -314,8 +346,8 @@ fn bucket_index(lock: &PvTicketLock, ticket: u16) -> usize {
 /// together, so the models cover both the exact kick and a hash neighbour's spurious
 /// wake-up.
 #[cfg(loom)]
-fn bucket_index(_lock: &PvTicketLock, ticket: u16) -> usize {
-    usize::from(ticket / TICKET_INC) % BUCKETS
+fn bucket_index(_lock: *const PvTicketLock, ticket: u32) -> usize {
+    (ticket / TICKET_INC) as usize % BUCKETS
 }
 
 #[cold]
@@ -326,17 +358,19 @@ fn unlock_of_unlocked() -> ! {
 
 impl std::fmt::Debug for PvTicketLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let next = self.next.load(Relaxed);
+        // Relaxed: a snapshot.
+        let word = self.word.load(Relaxed);
         f.debug_struct("PvTicketLock")
-            .field("next", &(next & !SLOWPATH))
-            .field("slowpath", &(next & SLOWPATH != 0))
-            .field("owner", &self.owner.load(Relaxed))
+            .field("next", &next_of(word))
+            .field("owner", &owner_of(word))
+            .field("slowpath", &(word as u32 & SLOWPATH != 0))
             .finish()
     }
 }
 
-// SAFETY: as for `TicketLock`: each ticket is handed out once and `owner` moves only in
-// `unlock`, by the holder; sleeping changes when a waiter looks, not what it sees.
+// SAFETY: as for `TicketLock`: each ticket is handed out once (2^31 of them, more than
+// threads can wait at once) and the owner half moves only in `unlock`, by the holder;
+// sleeping changes when a waiter looks, not what it sees.
 raw_mutex!(for PvTicketLock);
 
 #[cfg(all(test, not(loom)))]
@@ -346,17 +380,43 @@ mod tests {
 
     lock_basics_tests!(
         PvTicketLock,
-        "klocks: unlock of a PvTicketLock that is not locked"
+        "klocks: unlock of a PvTicketLock that is not locked",
+        bytes = 8
     );
 
+    /// Both halves wrap at 2^32 without the owner's carry reaching `next`.
     #[test]
     fn tickets_wrap_around() {
         let lock = PvTicketLock::new();
-        for _ in 0..70_000 {
+        let near_end = u64::from(u32::MAX - 5);
+        lock.word.store(near_end << NEXT_SHIFT | near_end, Relaxed);
+        for _ in 0..8 {
             lock.lock();
+            assert!(lock.is_locked());
+            assert!(!lock.try_lock());
             lock.unlock();
+            assert!(!lock.is_locked());
         }
-        assert!(lock.try_lock());
+        assert_eq!(next_of(lock.word.load(Relaxed)), 10);
+        assert_eq!(owner_of(lock.word.load(Relaxed)), 10);
+    }
+
+    /// The unlock reads the flag in its own RMW and clears nothing; a lone new owner
+    /// clears it.
+    #[test]
+    fn the_flag_lives_in_the_owner_half_and_a_lone_owner_clears_it() {
+        let lock = PvTicketLock::new();
+        lock.lock();
+        lock.word.fetch_or(u64::from(SLOWPATH), Relaxed);
+        lock.unlock();
+        assert_eq!(lock.word.load(Relaxed), 2 << NEXT_SHIFT | 2 | 1);
+        lock.lock();
+        lock.wait_for(2);
+        assert_eq!(
+            lock.word.load(Relaxed),
+            4 << NEXT_SHIFT | 2,
+            "cleared when alone"
+        );
         lock.unlock();
     }
 

@@ -323,7 +323,12 @@ impl<F: Flavor> RawQSpinLock<F> {
     pub fn unlock(&self) {
         // Check before the write so that a misuse in one thread never corrupts the
         // pending or tail bits; the result of the unlock catches a racing misuse.
-        if self.word.load(Relaxed) & LOCKED_MASK == 0 || F::unlock(&self.word) & LOCKED_MASK == 0 {
+        if self.word.load(Relaxed) & LOCKED_MASK == 0 {
+            unlock_of_unlocked();
+        }
+        let before = F::unlock(&self.word);
+        crate::fault::after_release();
+        if before & LOCKED_MASK == 0 {
             unlock_of_unlocked();
         }
     }

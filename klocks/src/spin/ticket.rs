@@ -107,6 +107,7 @@ impl TicketLock {
         }
         // Release: pairs with the Acquire in `lock`'s wait and in `try_lock`.
         self.owner.store(owner.wrapping_add(1), Release);
+        crate::fault::after_release();
     }
 
     /// Whether some thread holds the lock.
