@@ -555,6 +555,28 @@ macro_rules! lock_basics_tests {
     };
 }
 
+/// Set in a child process of [`isolated`]: run the scenario instead of spawning it.
+#[cfg(all(test, not(loom)))]
+const ISOLATED_CHILD: &str = "KLOCKS_ISOLATED_TEST_CHILD";
+
+/// Runs `scenario` in a child process that runs only the unit test `test` (its path in
+/// the crate, e.g. `fault::tests::name`), for tests that change process-wide state
+/// (spin budgets, signal handlers) or that may crash; returns the child's exit status
+/// (`None` in the child itself, after running the scenario).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn isolated(test: &str, scenario: impl FnOnce()) -> Option<std::process::ExitStatus> {
+    if std::env::var_os(ISOLATED_CHILD).is_some() {
+        scenario();
+        return None;
+    }
+    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ISOLATED_CHILD, "1")
+        .status()
+        .expect("the child test process starts");
+    Some(status)
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

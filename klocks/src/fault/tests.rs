@@ -15,7 +15,6 @@
 //! `SIGSEGV`.
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
@@ -30,23 +29,9 @@ use crate::{
     SpinFutexMutex, TicketLock,
 };
 
-/// Set in the child process: run the scenario instead of spawning it.
-const CHILD: &str = "KLOCKS_FAULT_TEST_CHILD";
-
-/// Runs `scenario` in a child process running only the test `name` (this module's
-/// function name); the child's exit status.
+/// Runs `scenario` in a child process running only this module's test `name`.
 fn isolated(name: &str, scenario: impl FnOnce()) -> Option<std::process::ExitStatus> {
-    if std::env::var_os(CHILD).is_some() {
-        scenario();
-        return None;
-    }
-    let test = format!("fault::tests::{name}");
-    let status = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .status()
-        .expect("the child test process starts");
-    Some(status)
+    crate::testing::isolated(&format!("fault::tests::{name}"), scenario)
 }
 
 /// Runs the scenario isolated and requires the child to pass.

@@ -21,8 +21,16 @@
 //!   interrupted the thread while it was queued and now contends on a lock itself
 //!   (the kernel's nesting case). Such a caller takes the slot-less path of the lock
 //!   (see `qspinlock.rs`), which is correct but neither fair nor local-spinning.
+//!   How far it gets depends on the lock. `PvQSpinLock`'s slot-less path takes any
+//!   free lock, so a signal handler completes even on the lock its own thread is
+//!   queued on (heading the queue, with `pending` set). `QSpinLock`'s needs the whole
+//!   word clear (its queue head takes the lock with a plain `set_locked`, so nobody
+//!   may take it from under the head): a handler waits for that lock's queue to
+//!   drain, and one that takes the very `QSpinLock` its thread is queued on deadlocks,
+//!   as the kernel forbids an interrupt from taking a spinlock its CPU waits for.
 //!
-//! Slot allocation takes a mutex, but only once per thread lifetime, in the slow path.
+//! Slot allocation is a lock-free stack (fork-safe: see `FreeStack`), used once per
+//! thread lifetime, in the slow path.
 
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
@@ -93,16 +101,112 @@ struct SlotTable {
 }
 
 #[cfg(not(loom))]
-type SlotPool = std::sync::Mutex<FreeSlots>;
+type SlotPool = FreeStack;
 #[cfg(loom)]
 type SlotPool = loom::sync::Mutex<FreeSlots>;
 
-/// Slots never handed out are `fresh..MAX_SLOTS`; returned ones are on `returned`.
+/// The free slots, without a lock: slots never handed out are `fresh..MAX_SLOTS`,
+/// returned ones form a Treiber stack linked through `next`. No lock, so a fork can
+/// never leave the child a pool locked by a thread it does not have; every change is
+/// one CAS, so the child inherits a consistent pool (a slot being returned by a
+/// parent thread at that instant is merely leaked, as are the slots of every other
+/// parent thread: their nodes may be linked in queues the child inherited, so they
+/// must not be handed out again).
+#[cfg(not(loom))]
+struct FreeStack {
+    /// `tag << 32 | (slot + 1)` of the top, 0 when empty; the tag grows with every
+    /// change (ABA: a pop must not succeed against a top that left and came back).
+    top: std::sync::atomic::AtomicU64,
+    /// `next[slot]`: the slot below it on the stack, plus one (0: none).
+    next: [std::sync::atomic::AtomicU32; MAX_SLOTS],
+    /// Slots never handed out start here.
+    fresh: std::sync::atomic::AtomicUsize,
+}
+
+#[cfg(not(loom))]
+impl FreeStack {
+    const fn new() -> Self {
+        Self {
+            top: std::sync::atomic::AtomicU64::new(0),
+            next: [const { std::sync::atomic::AtomicU32::new(0) }; MAX_SLOTS],
+            fresh: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// A returned slot, else a fresh one, else `None`.
+    fn take(&self) -> Option<u16> {
+        use std::sync::atomic::Ordering::{Acquire, Relaxed};
+        // Acquire: pairs with the Release of the `give` that pushed this top, so its
+        // `next` link is visible.
+        let mut top = self.top.load(Acquire);
+        while top as u32 != 0 {
+            let slot = (top as u32 - 1) as usize;
+            // Relaxed: ordered by the Acquire above; a stale link only fails the CAS
+            // (the tag moved).
+            let below = self.next[slot].load(Relaxed);
+            let popped = ((top >> 32) + 1) << 32 | u64::from(below);
+            // Acquire: as above, for the top the CAS replaced.
+            match self
+                .top
+                .compare_exchange_weak(top, popped, Acquire, Acquire)
+            {
+                Ok(_) => return Some(slot as u16),
+                Err(now) => top = now,
+            }
+        }
+        // Relaxed: a counter; each value is handed out once.
+        self.fresh
+            .fetch_update(Relaxed, Relaxed, |fresh| {
+                (fresh < MAX_SLOTS).then_some(fresh + 1)
+            })
+            .ok()
+            .map(|slot| slot as u16)
+    }
+
+    /// Returns `slot` to the pool.
+    fn give(&self, slot: u16) {
+        use std::sync::atomic::Ordering::{Relaxed, Release};
+        // Relaxed: the expected value; the CAS decides.
+        let mut top = self.top.load(Relaxed);
+        loop {
+            // Relaxed: published by the Release CAS below.
+            self.next[usize::from(slot)].store(top as u32, Relaxed);
+            let pushed = ((top >> 32) + 1) << 32 | u64::from(slot + 1);
+            // Release: pairs with the Acquire in `take`.
+            match self
+                .top
+                .compare_exchange_weak(top, pushed, Release, Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => top = now,
+            }
+        }
+    }
+
+    /// Whether `slot` is on the stack (tests: a census while the pool is quiet).
+    #[cfg(test)]
+    fn contains(&self, slot: u16) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut at = self.top.load(Relaxed) as u32;
+        while at != 0 {
+            if at - 1 == u32::from(slot) {
+                return true;
+            }
+            at = self.next[at as usize - 1].load(Relaxed);
+        }
+        false
+    }
+}
+
+/// Loom: slots never handed out are `fresh..MAX_SLOTS`; returned ones are on
+/// `returned` (the models never return any: see `ThreadSlot`'s drop).
+#[cfg(loom)]
 struct FreeSlots {
     fresh: usize,
     returned: Vec<u16>,
 }
 
+#[cfg(loom)]
 impl FreeSlots {
     fn take(&mut self) -> Option<u16> {
         if let Some(slot) = self.returned.pop() {
@@ -113,11 +217,6 @@ impl FreeSlots {
             (self.fresh - 1) as u16
         })
     }
-}
-
-#[cfg(not(loom))]
-fn slot_limit() -> usize {
-    MAX_SLOTS
 }
 
 /// Loom models may hand out fewer than the two loom slots, so that two threads
@@ -156,10 +255,7 @@ pub(crate) fn with_slot_limit<R>(limit: usize, model: impl FnOnce() -> R) -> R {
 #[cfg(not(loom))]
 static TABLE: SlotTable = SlotTable {
     nodes: [const { CachePadded::new(McsNode::new()) }; MAX_SLOTS],
-    pool: std::sync::Mutex::new(FreeSlots {
-        fresh: 0,
-        returned: Vec::new(),
-    }),
+    pool: FreeStack::new(),
 };
 
 #[cfg(not(loom))]
@@ -197,14 +293,16 @@ struct ThreadSlot {
 
 impl ThreadSlot {
     /// The slot this thread holds, claiming one if it has none yet. `None` when the
-    /// pool is empty or busy: the caller then uses the slot-less path this time.
+    /// pool is empty: the caller then uses the slot-less path this time.
     fn claim(&self) -> Option<u16> {
         if self.slot.get().is_none() {
-            let mut free = match table().pool.try_lock() {
-                Ok(free) => free,
+            #[cfg(not(loom))]
+            self.slot.set(table().pool.take());
+            #[cfg(loom)]
+            match table().pool.try_lock() {
+                Ok(mut free) => self.slot.set(free.take()),
                 Err(_) => return None,
-            };
-            self.slot.set(free.take());
+            }
         }
         self.slot.get()
     }
@@ -232,10 +330,8 @@ impl Drop for ThreadSlot {
             return;
         }
         // The thread is exiting outside any queue: nobody can reach its node through a
-        // tail any more, and the slot can go to another thread. A poisoned pool only
-        // means another thread panicked while holding it; the list itself is intact.
-        let mut free = table().pool.lock().unwrap_or_else(|e| e.into_inner());
-        free.returned.push(slot);
+        // tail any more, and the slot can go to another thread.
+        table().pool.give(slot);
     }
 }
 
@@ -290,8 +386,7 @@ mod tests {
 
     /// Whether `slot` is on the pool's free list (a census).
     fn returned_contains(slot: u16) -> bool {
-        let free = table().pool.lock().unwrap_or_else(|e| e.into_inner());
-        free.returned.contains(&slot)
+        table().pool.contains(slot)
     }
 
     /// Set in the child process that runs [`a_thread_exiting_while_queued_leaks_its_slot`]
@@ -400,6 +495,67 @@ mod tests {
             with_queue_node(|inner| assert!(inner.is_none(), "node handed out twice"));
         });
         with_queue_node(|again| assert!(again.is_some(), "node not released"));
+    }
+
+    /// Forks while other threads take and return slots; in each child the forking
+    /// thread (which holds a slot) exits, returning its slot. A pool behind a lock
+    /// that another thread held at the fork would block that exit forever.
+    #[test]
+    fn the_pool_survives_forks_amid_slot_traffic() {
+        let name = "spin::mcs::tests::the_pool_survives_forks_amid_slot_traffic";
+        let status = crate::testing::isolated(name, || {
+            use std::sync::atomic::AtomicBool;
+            use std::time::{Duration, Instant};
+            static STOP: AtomicBool = AtomicBool::new(false);
+            let churners: Vec<_> = (0..2)
+                .map(|_| {
+                    std::thread::spawn(|| {
+                        while !STOP.load(Ordering::Relaxed) {
+                            std::thread::spawn(|| with_queue_node(|_| ()))
+                                .join()
+                                .unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for _ in 0..100 {
+                let child = std::thread::spawn(|| {
+                    with_queue_node(|_| ());
+                    // SAFETY: fork in a test process; the child only lets this thread
+                    // return (its thread-locals' destructors run) and the process end.
+                    unsafe { libc::fork() }
+                })
+                .join();
+                let pid = match child {
+                    Ok(pid) if pid > 0 => pid,
+                    // The child's copy of the forking thread: returning ended it (and
+                    // the child process, whose only thread it was) above; a parent
+                    // that failed to fork says so.
+                    Ok(pid) => panic!("fork returned {pid}"),
+                    Err(_) => panic!("the forking thread panicked"),
+                };
+                let deadline = Instant::now() + Duration::from_secs(3);
+                loop {
+                    let mut status = 0;
+                    // SAFETY: waits for our own child without blocking.
+                    let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+                    if done == pid {
+                        break;
+                    }
+                    if Instant::now() > deadline {
+                        // SAFETY: our own child.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                        panic!("a fork child's thread never finished exiting");
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            STOP.store(true, Ordering::Relaxed);
+            churners.into_iter().for_each(|c| c.join().unwrap());
+        });
+        if let Some(status) = status {
+            assert!(status.success(), "{status:?}");
+        }
     }
 
     #[test]
