@@ -37,16 +37,18 @@ pub enum Repair {
     NotMine,
 }
 
-/// Returns once `stamp` holds `now`, after running `repair(stale)` on the one
+/// Returns `true` once `stamp` holds `now`, after running `repair(stale)` on the one
 /// thread that wins a stale stamp (again after a [`Repair::NotMine`]). `pause(round)`
-/// runs between tries. `repair` has the object to itself while it runs.
+/// runs between tries and says whether to keep trying: `false` returns `false` at
+/// once, the object still stale (a try-lock that must not wait for another thread's
+/// repair). `repair` has the object to itself while it runs.
 pub fn make_current(
     stamp: &AtomicU32,
     now: u32,
     repair: impl FnMut(u32) -> Repair,
-    pause: impl FnMut(u32),
-) {
-    make_current_publishing(stamp, now, repair, pause, Ordering::Release);
+    pause: impl FnMut(u32) -> bool,
+) -> bool {
+    make_current_publishing(stamp, now, repair, pause, Ordering::Release)
 }
 
 /// [`make_current`] with the ordering of the stores that end a repair (the negative
@@ -55,16 +57,16 @@ fn make_current_publishing(
     stamp: &AtomicU32,
     now: u32,
     mut repair: impl FnMut(u32) -> Repair,
-    mut pause: impl FnMut(u32),
+    mut pause: impl FnMut(u32) -> bool,
     publish: Ordering,
-) {
+) -> bool {
     let mut round = 0;
     loop {
         // Acquire: pairs with the `publish` (Release) stores below, of this call or
         // another thread's, which end every repair.
         let seen = stamp.load(Ordering::Acquire);
         if seen == now {
-            return;
+            return true;
         }
         // Acquire on success: as above. The CAS from a stale value is what makes
         // this thread the only one touching the object until it stores again.
@@ -76,12 +78,14 @@ fn make_current_publishing(
             match repair(seen) {
                 Repair::Done => {
                     stamp.store(now, publish);
-                    return;
+                    return true;
                 }
                 Repair::NotMine => stamp.store(seen, publish),
             }
         }
-        pause(round);
+        if !pause(round) {
+            return false;
+        }
         round = round.saturating_add(1);
     }
 }
@@ -94,7 +98,12 @@ mod tests {
     #[test]
     fn a_current_stamp_skips_the_repair() {
         let stamp = AtomicU32::new(3);
-        make_current(&stamp, 3, |_| panic!("repaired a current object"), |_| {});
+        assert!(make_current(
+            &stamp,
+            3,
+            |_| panic!("repaired a current object"),
+            |_| true
+        ));
     }
 
     #[test]
@@ -108,7 +117,7 @@ mod tests {
                 repairs.push(stale);
                 Repair::Done
             },
-            |_| {},
+            |_| true,
         );
         assert_eq!(repairs, [1]);
         assert_eq!(stamp.load(SeqCst), 2);
@@ -128,15 +137,32 @@ mod tests {
                     |_| {
                         pauses += 1;
                         std::thread::yield_now();
+                        true
                     },
                 );
                 pauses
             });
             std::thread::sleep(std::time::Duration::from_millis(5));
-            make_current(&stamp, 1, |_| Repair::Done, |_| std::thread::yield_now());
+            make_current(
+                &stamp,
+                1,
+                |_| Repair::Done,
+                |_| {
+                    std::thread::yield_now();
+                    true
+                },
+            );
             assert!(waiter.join().unwrap() > 0);
         });
         assert_eq!(stamp.load(SeqCst), 1);
+    }
+
+    #[test]
+    fn a_try_gives_up_on_an_object_only_another_thread_may_repair() {
+        let stamp = AtomicU32::new(0);
+        let current = make_current(&stamp, 1, |_| Repair::NotMine, |_| false);
+        assert!(!current);
+        assert_eq!(stamp.load(SeqCst), 0, "handed back stale and untouched");
     }
 }
 
@@ -175,7 +201,10 @@ mod loom_models {
                 object.repairs.fetch_add(1, Ordering::Relaxed);
                 Repair::Done
             },
-            |_| yield_now(),
+            |_| {
+                yield_now();
+                true
+            },
             publish,
         );
         // SAFETY: loom checks that this read is ordered after the repair's write.

@@ -19,6 +19,8 @@ use std::sync::Once;
 use klocks_core::owner::current_tid;
 use klocks_core::stamp::{make_current, Repair};
 
+use super::time::Deadline;
+
 /// How many generations back a holder is followed; older objects held at a fork
 /// are treated as held by a thread the child does not have.
 const HISTORY: usize = 64;
@@ -192,19 +194,35 @@ fn holder_in(stamp: u32, now: u32, recorded: u64, step: impl Fn(usize) -> (u64, 
     Holder::Continuation(tid)
 }
 
-/// Repairs an object stamped `stamp` if it was last used in an older generation.
+/// How long a call waits for a stale object to become current.
+#[derive(Clone, Copy)]
+pub(super) enum Patience {
+    /// A blocking call (`lock`, `rdlock`): as long as it takes.
+    Forever,
+    /// A try (`trylock`, `tryrdlock`, and `unlock`/`destroy`, whose caller cannot be
+    /// the one the repair waits for): a few spins for another thread's repair in
+    /// progress, never for the forking thread's continuation, which may never come.
+    Try,
+    /// A timed call: until its deadline.
+    Until(Deadline),
+}
+
+/// Repairs an object stamped `stamp` if it was last used in an older generation;
+/// whether it is current (`false` only when `patience` ran out first).
 ///
 /// `klocks::stamp::make_current`'s election (loom-checked there): one thread at a
 /// time wins the stale object. `holder(stale)` says who holds it; a lock of the
 /// forking thread is only re-taken by its continuation (`is_me`), so another thread
-/// hands the object back untouched and waits; `fix` repairs it for the holder.
+/// hands the object back untouched and waits, as `patience` allows; `fix` repairs it
+/// for the holder.
 #[cold]
 pub(super) fn repair(
     stamp: &AtomicU32,
+    patience: Patience,
     holder: impl Fn(u32) -> Holder,
     is_me: impl Fn(u64) -> bool,
     mut fix: impl FnMut(Holder),
-) {
+) -> bool {
     make_current(
         stamp,
         generation(),
@@ -215,19 +233,31 @@ pub(super) fn repair(
                 Repair::Done
             }
         },
-        wait_for_repair,
-    );
+        |round| wait_for_repair(round, patience),
+    )
 }
 
 /// Waits a little for another thread's repair (or the continuation's) to finish:
-/// spins at first, then naps.
-fn wait_for_repair(round: u32) {
-    if round < 64 {
+/// spins at first, then naps; whether to try again.
+fn wait_for_repair(round: u32, patience: Patience) -> bool {
+    if round < SPINS {
         std::hint::spin_loop();
-    } else {
-        super::nap(std::time::Duration::from_micros(50));
+        return true;
     }
+    let nap = std::time::Duration::from_micros(50);
+    match patience {
+        Patience::Forever => super::nap(nap),
+        Patience::Try => return false,
+        Patience::Until(deadline) => match deadline.left() {
+            Some(left) => super::nap(nap.min(left)),
+            None => return false,
+        },
+    }
+    true
 }
+
+/// Rounds of spinning before a waiter for a repair naps (or a try gives up).
+const SPINS: u32 = 64;
 
 #[cfg(test)]
 mod tests {

@@ -41,10 +41,10 @@ use std::sync::atomic::{
 
 use libc::{
     clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, CLOCK_REALTIME, EAGAIN, EBUSY,
-    EDEADLK, EINVAL, EPERM,
+    EDEADLK, EINVAL, EPERM, ETIMEDOUT,
 };
 
-use super::fork::{self, this_thread, Holder};
+use super::fork::{self, this_thread, Holder, Patience};
 use super::time::Deadline;
 use super::{config, glibc, say};
 use crate::mutex::{init_at, with_lock_at, Kind};
@@ -141,19 +141,19 @@ impl Mutex {
         self.body.get().cast()
     }
 
-    /// Repairs the mutex if it was last used before a fork (see `fork`).
+    /// Repairs the mutex if it was last used before a fork (see `fork`); whether it
+    /// is current (`false` once `patience` ran out).
     #[inline]
-    fn current(&self, kind: Kind) {
+    fn current(&self, kind: Kind, patience: Patience) -> bool {
         // Acquire: pairs with the Release in `fork::repair`, which publishes the body.
-        if self.stamp.load(Acquire) != fork::generation() {
-            self.repair(kind);
-        }
+        self.stamp.load(Acquire) == fork::generation() || self.repair(kind, patience)
     }
 
     #[cold]
-    fn repair(&self, kind: Kind) {
+    fn repair(&self, kind: Kind, patience: Patience) -> bool {
         fork::repair(
             &self.stamp,
+            patience,
             // Relaxed: written in an older generation, before the fork this thread
             // comes after (and ordered by the repair's CAS since).
             |stale| fork::holder_by_self(stale, self.owner.load(Relaxed)),
@@ -182,7 +182,7 @@ impl Mutex {
                 // election gives us the object, and its Release publishes it.)
                 Holder::Gone => self.owner.store(GONE, Relaxed),
             },
-        );
+        )
     }
 
     /// What a lock call by the holder gets: `None` to go on and lock (a normal mutex
@@ -245,7 +245,7 @@ fn deadlock() -> ! {
 }
 
 fn lock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
-    mutex.current(kind);
+    mutex.current(kind, Patience::Forever);
     let me = this_thread();
     if let Some(answer) = mutex.by_holder(ty, me, EDEADLK) {
         return answer;
@@ -259,7 +259,10 @@ fn lock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
 }
 
 fn trylock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
-    mutex.current(kind);
+    // Stale and held by the forking thread's continuation: busy, at once.
+    if !mutex.current(kind, Patience::Try) {
+        return EBUSY;
+    }
     let me = this_thread();
     if let Some(answer) = mutex.by_holder(ty, me, EBUSY) {
         return answer;
@@ -271,7 +274,13 @@ fn trylock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
 }
 
 fn clocklock(mutex: &Mutex, kind: Kind, ty: Type, deadline: Deadline) -> c_int {
-    mutex.current(kind);
+    if !mutex.current(kind, Patience::Until(deadline)) {
+        return if deadline.is_valid() {
+            ETIMEDOUT
+        } else {
+            EINVAL
+        };
+    }
     let me = this_thread();
     if let Some(answer) = mutex.by_holder(ty, me, EDEADLK) {
         return answer;
@@ -283,7 +292,10 @@ fn clocklock(mutex: &Mutex, kind: Kind, ty: Type, deadline: Deadline) -> c_int {
 }
 
 fn unlock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
-    mutex.current(kind);
+    // Stale and held by the forking thread's continuation, which is not the caller.
+    if !mutex.current(kind, Patience::Try) {
+        return EPERM;
+    }
     let me = this_thread();
     // Relaxed: "is it me?" (module doc).
     let mine = mutex.owner.load(Relaxed) == me;
@@ -402,7 +414,9 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
         Target::Glibc => unsafe { glibc::pthread_mutex_destroy(m) },
         Target::Invalid => EINVAL,
         Target::Klocks(mutex, kind, _) => {
-            mutex.current(kind);
+            if !mutex.current(kind, Patience::Try) {
+                return EBUSY;
+            }
             if with_lock_at!(mutex.body(), kind, lock => lock.is_locked()) {
                 return EBUSY;
             }

@@ -34,11 +34,11 @@ use klocks_core::reader_spin::{Adaptive, Always, Never};
 use klocks_core::RwSem;
 use libc::{
     clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec, CLOCK_REALTIME, EBUSY, EDEADLK,
-    EINVAL, EPERM,
+    EINVAL, EPERM, ETIMEDOUT,
 };
 
 use super::config::{self, RwPolicy};
-use super::fork::{self, Holder, GLIBC_OWNED};
+use super::fork::{self, Holder, Patience, GLIBC_OWNED};
 use super::glibc;
 use super::time::Deadline;
 
@@ -128,13 +128,12 @@ unsafe fn target<'a>(r: *mut pthread_rwlock_t) -> Target<'a> {
 }
 
 impl RwLock {
-    /// Repairs the rwlock if it was last used before a fork (see `fork`).
+    /// Repairs the rwlock if it was last used before a fork (see `fork`); whether it
+    /// is current (`false` once `patience` ran out).
     #[inline]
-    fn current(&self, policy: RwPolicy) {
+    fn current(&self, policy: RwPolicy, patience: Patience) -> bool {
         // Acquire: pairs with the Release in `fork::repair`, which publishes the body.
-        if self.stamp.load(Acquire) != fork::generation() {
-            self.repair(policy);
-        }
+        self.stamp.load(Acquire) == fork::generation() || self.repair(policy, patience)
     }
 
     /// As the mutex's repair. Only a writer is named, so only the forking thread's
@@ -143,9 +142,10 @@ impl RwLock {
     /// fork are always forgotten: their nodes are on the stacks of threads the child
     /// does not have, which glibc hands to new threads.
     #[cold]
-    fn repair(&self, policy: RwPolicy) {
+    fn repair(&self, policy: RwPolicy, patience: Patience) -> bool {
         fork::repair(
             &self.stamp,
+            patience,
             |stale| {
                 let (locked, writer) =
                     with_sem!(self, policy, sem => (sem.is_locked(), sem.exclusive_owner()));
@@ -167,7 +167,7 @@ impl RwLock {
                 // SAFETY: as above.
                 Holder::Gone => with_sem!(self, policy, sem => unsafe { sem.forget_waiters() }),
             },
-        );
+        )
     }
 
     /// Whether the caller holds the write lock.
@@ -177,7 +177,7 @@ impl RwLock {
 }
 
 fn rdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
-    rw.current(policy);
+    rw.current(policy, Patience::Forever);
     if rw.writing(policy) {
         return EDEADLK;
     }
@@ -186,7 +186,7 @@ fn rdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
 }
 
 fn wrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
-    rw.current(policy);
+    rw.current(policy, Patience::Forever);
     if rw.writing(policy) {
         return EDEADLK;
     }
@@ -195,7 +195,10 @@ fn wrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
 }
 
 fn tryrdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
-    rw.current(policy);
+    // Stale and write-held by the forking thread's continuation: busy, at once.
+    if !rw.current(policy, Patience::Try) {
+        return EBUSY;
+    }
     if with_sem!(rw, policy, sem => sem.try_lock_shared()) {
         0
     } else {
@@ -204,7 +207,9 @@ fn tryrdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
 }
 
 fn trywrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
-    rw.current(policy);
+    if !rw.current(policy, Patience::Try) {
+        return EBUSY;
+    }
     if with_sem!(rw, policy, sem => sem.try_lock_exclusive()) {
         0
     } else {
@@ -213,7 +218,13 @@ fn trywrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
 }
 
 fn clockrdlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
-    rw.current(policy);
+    if !rw.current(policy, Patience::Until(deadline)) {
+        return if deadline.is_valid() {
+            ETIMEDOUT
+        } else {
+            EINVAL
+        };
+    }
     if rw.writing(policy) {
         return EDEADLK;
     }
@@ -221,7 +232,13 @@ fn clockrdlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
 }
 
 fn clockwrlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
-    rw.current(policy);
+    if !rw.current(policy, Patience::Until(deadline)) {
+        return if deadline.is_valid() {
+            ETIMEDOUT
+        } else {
+            EINVAL
+        };
+    }
     if rw.writing(policy) {
         return EDEADLK;
     }
@@ -229,7 +246,10 @@ fn clockwrlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
 }
 
 fn unlock(rw: &RwLock, policy: RwPolicy) -> c_int {
-    rw.current(policy);
+    // Stale and write-held by the forking thread's continuation, not the caller.
+    if !rw.current(policy, Patience::Try) {
+        return EPERM;
+    }
     let writing = rw.writing(policy);
     let reading =
         !writing && with_sem!(rw, policy, sem => sem.is_locked() && !sem.is_locked_exclusive());
@@ -305,7 +325,9 @@ pub unsafe extern "C" fn pthread_rwlock_destroy(r: *mut pthread_rwlock_t) -> c_i
         Target::Glibc => unsafe { glibc::pthread_rwlock_destroy(r) },
         Target::Invalid => EINVAL,
         Target::Klocks(rw, policy) => {
-            rw.current(policy);
+            if !rw.current(policy, Patience::Try) {
+                return EBUSY;
+            }
             if with_sem!(rw, policy, sem => sem.is_locked()) {
                 EBUSY
             } else {

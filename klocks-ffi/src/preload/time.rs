@@ -38,7 +38,7 @@ impl Deadline {
     }
 
     /// How long until the deadline; `None` once it passed.
-    fn left(&self) -> Option<Duration> {
+    pub(super) fn left(&self) -> Option<Duration> {
         let mut now = timespec {
             tv_sec: 0,
             tv_nsec: 0,

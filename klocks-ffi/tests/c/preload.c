@@ -581,9 +581,26 @@ static void *race_in_child(void *arg) {
     return NULL;
 }
 
-static void *trylock_fork_lock(void *arg) {
+/* Another thread of the child, before the forking thread touched the objects it
+ * holds: every try answers at once, every timed call by its deadline (returns the
+ * first failed check, 0 if all passed). */
+static void *try_in_child(void *arg) {
     (void)arg;
-    return (void *)(long)pthread_mutex_trylock(&fork_lock);
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    if (pthread_mutex_trylock(&fork_lock) != EBUSY) return (void *)30L;
+    struct timespec at = in_ms(CLOCK_REALTIME, 50);
+    if (pthread_mutex_timedlock(&fork_lock, &at) != ETIMEDOUT) return (void *)31L;
+    if (KLOCKS) {
+        if (pthread_rwlock_tryrdlock(&fork_rw) != EBUSY) return (void *)32L;
+        if (pthread_rwlock_trywrlock(&fork_rw) != EBUSY) return (void *)33L;
+        at = in_ms(CLOCK_REALTIME, 50);
+        if (pthread_rwlock_timedrdlock(&fork_rw, &at) != ETIMEDOUT) return (void *)34L;
+        /* Not the holder: unlocking is refused, not waited for. */
+        if (pthread_rwlock_unlock(&fork_rw) != EPERM) return (void *)35L;
+    }
+    if (ms_since(CLOCK_MONOTONIC, start) > 1000) return (void *)36L;
+    return NULL;
 }
 
 /* The child of a fork made while the forking thread held `fork_lock` and `fork_rw`
@@ -595,14 +612,14 @@ static int forked_child(void) {
     for (int i = 0; i < 4; i++)
         if (pthread_join(racers[i], NULL) != 0) return 15;
     if (fork_race_count != 4 * 2000) return 16;
-    /* Another thread of the child finds fork_lock held (by the forking thread) at
-     * once; with spinfutex it would wait for the forking thread to touch it first. */
-    const char *lock = getenv("KLOCKS_LOCK");
-    if (!lock || strcmp(lock, "spinfutex") != 0) {
+    /* Another thread of the child finds fork_lock and fork_rw held (by the forking
+     * thread) at once, whichever kind runs them. */
+    {
         pthread_t t;
         void *answer;
-        if (pthread_create(&t, NULL, trylock_fork_lock, NULL) != 0) return 17;
-        if (pthread_join(t, &answer) != 0 || (long)answer != EBUSY) return 18;
+        if (pthread_create(&t, NULL, try_in_child, NULL) != 0) return 17;
+        if (pthread_join(t, &answer) != 0) return 18;
+        if (answer) return (int)(long)answer;
     }
     if (pthread_mutex_unlock(&fork_lock) != 0) return 2;
     /* glibc's rwlock fails this: after the unlock, the readers that were queued in
