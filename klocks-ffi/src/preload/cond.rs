@@ -8,10 +8,23 @@
 //! them, which sets their bit in `__wrefs`): another process sharing one may not run
 //! klocks, and their mutex is process-shared, so glibc's too.
 //!
-//! Not a cancellation point: the wait is a raw futex system call, so a
-//! `pthread_cancel` of a thread blocked here is acted on only at its next
-//! cancellation point after it wakes (glibc's wait is one, with a cleanup that
-//! relocks the mutex; doing that from here would need unwinding through Rust).
+//! # Cancellation
+//!
+//! `pthread_cond_wait`, `timedwait` and `clockwait` are cancellation points, as POSIX
+//! requires: a thread cancelled while it waits (or that waits with a cancellation
+//! pending) re-acquires the mutex, and then its cleanup handlers run. It is done as
+//! glibc's own blocking calls do it (`__pthread_enable_asynccancel`): around the one
+//! futex system call, and nowhere else, the thread's cancel type is asynchronous, so
+//! that `pthread_cancel` signals it and glibc's handler starts the forced unwind from
+//! the system call; a glibc cleanup buffer (`_pthread_cleanup_push`, which glibc's
+//! unwinder runs when it leaves this frame) first leaves the condvar and relocks the
+//! mutex. Unwinding through Rust frames is sound only as glibc's C frames are
+//! unwound: the interposed functions are `extern "C-unwind"`, and no frame between
+//! them and the system call holds a value with a destructor, so none has a landing
+//! pad or a language-specific table (what a forced unwind through a Rust frame may
+//! not meet); the system call itself is inline assembly on x86-64 and AArch64, so
+//! the asynchronous window contains no call a personality routine would have to
+//! know about.
 //!
 //! # Layout
 //!
@@ -116,10 +129,16 @@ impl Cond {
         }
     }
 
+    /// The wait; no value with a destructor may live in this frame (see the module
+    /// doc, "Cancellation").
     fn wait(&self, m: *mut pthread_mutex_t, deadline: Option<Deadline>) -> c_int {
         if deadline.is_some_and(|d| !d.is_valid()) {
             return EINVAL;
         }
+        // A cancellation already pending is acted on here, with the mutex held.
+        // SAFETY: no preconditions; it may unwind (a forced unwind), which this frame
+        // allows (module doc).
+        unsafe { cancel::pthread_testcancel() };
         let seq = self.words.register();
         // SAFETY: `m` is the caller's mutex (POSIX's contract for the wait).
         let unlocked = unsafe { pthread_mutex_unlock(m) };
@@ -128,7 +147,7 @@ impl Cond {
             return unlocked;
         }
         let timed_out = deadline.is_some_and(|d| d.at.tv_sec < 0)
-            || futex::wait(self.words.seq_word(), seq, deadline.as_ref());
+            || cancel::wait(self, m, seq, deadline.as_ref());
         self.leave();
         // SAFETY: as above.
         match unsafe { pthread_mutex_lock(m) } {
@@ -149,6 +168,196 @@ impl Cond {
             futex::wait(self.words.waiters_word(), waiting, None);
         }
     }
+}
+
+/// The cancellable futex wait (module doc, "Cancellation").
+mod cancel {
+    use std::ffi::{c_int, c_void};
+
+    use super::{Cond, Deadline, CLOCK_REALTIME, ETIMEDOUT};
+    use crate::preload::mutex::pthread_mutex_lock;
+    use libc::pthread_mutex_t;
+
+    /// glibc's `struct _pthread_cleanup_buffer`.
+    #[repr(C)]
+    struct CleanupBuffer {
+        routine: unsafe extern "C" fn(*mut c_void),
+        arg: *mut c_void,
+        canceltype: c_int,
+        prev: *mut CleanupBuffer,
+    }
+
+    /// glibc's values (`<pthread.h>`).
+    const PTHREAD_CANCEL_ASYNCHRONOUS: c_int = 1;
+
+    extern "C-unwind" {
+        // These may start a cancellation's forced unwind (a pending cancellation is
+        // acted on when the type turns asynchronous, or at a test), which passes
+        // through the caller: hence "C-unwind".
+        pub(super) fn pthread_testcancel();
+        fn pthread_setcanceltype(kind: c_int, old: *mut c_int) -> c_int;
+        fn _pthread_cleanup_push(
+            buffer: *mut CleanupBuffer,
+            routine: unsafe extern "C" fn(*mut c_void),
+            arg: *mut c_void,
+        );
+        fn _pthread_cleanup_pop(buffer: *mut CleanupBuffer, execute: c_int);
+    }
+
+    /// What a cancelled waiter must undo before its own cleanup handlers run.
+    struct Waiting {
+        cond: *const Cond,
+        mutex: *mut pthread_mutex_t,
+    }
+
+    /// Run by glibc's unwinder when a cancellation leaves [`wait`]'s frame: leave the
+    /// condvar, relock the mutex (POSIX: the cleanup handlers see it held).
+    unsafe extern "C" fn relock(arg: *mut c_void) {
+        // SAFETY: `arg` is the `Waiting` in `wait`'s frame, which the unwinder has not
+        // popped yet when it calls this; the condvar and mutex outlive the wait.
+        unsafe {
+            let waiting = &*arg.cast::<Waiting>();
+            (*waiting.cond).leave();
+            pthread_mutex_lock(waiting.mutex);
+        }
+    }
+
+    /// Sleeps on the condvar's sequence word while it reads `seq`, until woken,
+    /// `deadline` or a cancellation (which does not return); whether it timed out.
+    pub(super) fn wait(
+        cond: &Cond,
+        mutex: *mut pthread_mutex_t,
+        seq: u32,
+        deadline: Option<&Deadline>,
+    ) -> bool {
+        let waiting = Waiting { cond, mutex };
+        let mut buffer = std::mem::MaybeUninit::<CleanupBuffer>::uninit();
+        let mut kind = 0;
+        let mut op = libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG;
+        if deadline.is_some_and(|d| d.clock == CLOCK_REALTIME) {
+            op |= libc::FUTEX_CLOCK_REALTIME;
+        }
+        let at = deadline.map_or(std::ptr::null(), |d| &d.at as *const libc::timespec);
+        let word = cond.words.seq_word().as_ptr();
+        // SAFETY: glibc's cleanup-buffer protocol: pushed and popped in this frame,
+        // which outlives it; `waiting` lives as long. The type is restored before the
+        // pop. In between, only the system call runs (the asynchronous window).
+        let rc = unsafe {
+            _pthread_cleanup_push(
+                buffer.as_mut_ptr(),
+                relock,
+                std::ptr::addr_of!(waiting).cast_mut().cast(),
+            );
+            if ASYNC_WINDOW {
+                pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &mut kind);
+            }
+            let rc = futex_wait_bitset(word, op, seq, at);
+            if ASYNC_WINDOW {
+                pthread_setcanceltype(kind, &mut kind);
+            }
+            _pthread_cleanup_pop(buffer.as_mut_ptr(), 0);
+            rc
+        };
+        rc == -(ETIMEDOUT as isize)
+    }
+
+    /// `futex(word, op, value, at, NULL, FUTEX_BITSET_MATCH_ANY)` as one instruction:
+    /// returns the kernel's result (a negative errno on failure).
+    ///
+    /// # Safety
+    /// `word` points to a live u32; `at` is null or a live timespec.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn futex_wait_bitset(
+        word: *mut u32,
+        op: c_int,
+        value: u32,
+        at: *const libc::timespec,
+    ) -> isize {
+        let rc: isize;
+        // SAFETY: the Linux x86-64 system call ABI; the futex call reads `*word` and
+        // `*at` only (caller's contract).
+        unsafe {
+            std::arch::asm!(
+                "syscall",
+                inlateout("rax") libc::SYS_futex as isize => rc,
+                in("rdi") word,
+                in("rsi") op as isize,
+                in("rdx") value as isize,
+                in("r10") at,
+                in("r8") 0isize,
+                in("r9") libc::FUTEX_BITSET_MATCH_ANY as isize,
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack),
+            );
+        }
+        rc
+    }
+
+    /// See the x86-64 version.
+    ///
+    /// # Safety
+    /// As there.
+    #[cfg(target_arch = "aarch64")]
+    unsafe fn futex_wait_bitset(
+        word: *mut u32,
+        op: c_int,
+        value: u32,
+        at: *const libc::timespec,
+    ) -> isize {
+        let rc: isize;
+        // SAFETY: the Linux AArch64 system call ABI, as above.
+        unsafe {
+            std::arch::asm!(
+                "svc 0",
+                in("x8") libc::SYS_futex as isize,
+                inlateout("x0") word as isize => rc,
+                in("x1") op as isize,
+                in("x2") value as isize,
+                in("x3") at,
+                in("x4") 0isize,
+                in("x5") libc::FUTEX_BITSET_MATCH_ANY as isize,
+                options(nostack),
+            );
+        }
+        rc
+    }
+
+    /// Elsewhere through glibc's `syscall`, which (declared `nounwind` by the `libc`
+    /// crate) a cancellation must not unwind through: there the type stays deferred
+    /// and the wait is not a cancellation point ([`ASYNC_WINDOW`]).
+    ///
+    /// # Safety
+    /// As for the x86-64 version.
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    unsafe fn futex_wait_bitset(
+        word: *mut u32,
+        op: c_int,
+        value: u32,
+        at: *const libc::timespec,
+    ) -> isize {
+        // SAFETY: caller's contract.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word,
+                op,
+                value,
+                at,
+                std::ptr::null::<u32>(),
+                libc::FUTEX_BITSET_MATCH_ANY,
+            )
+        };
+        if rc == -1 {
+            // SAFETY: glibc's thread-local errno.
+            -(unsafe { *libc::__errno_location() } as isize)
+        } else {
+            rc as isize
+        }
+    }
+
+    /// Whether the system call above may be the asynchronous window.
+    const ASYNC_WINDOW: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
 }
 
 /// The klocks condvar at `c`, or `None` for one glibc runs: every condvar when
@@ -235,7 +444,7 @@ pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
 /// # Safety
 /// POSIX's contract for `pthread_cond_wait`.
 #[no_mangle]
-pub unsafe extern "C" fn pthread_cond_wait(
+pub unsafe extern "C-unwind" fn pthread_cond_wait(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
 ) -> c_int {
@@ -256,7 +465,7 @@ pub unsafe extern "C" fn pthread_cond_wait(
 /// # Safety
 /// POSIX's contract for `pthread_cond_timedwait`.
 #[no_mangle]
-pub unsafe extern "C" fn pthread_cond_timedwait(
+pub unsafe extern "C-unwind" fn pthread_cond_timedwait(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
     at: *const timespec,
@@ -287,7 +496,7 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
 /// # Safety
 /// POSIX's contract for `pthread_cond_clockwait`.
 #[no_mangle]
-pub unsafe extern "C" fn pthread_cond_clockwait(
+pub unsafe extern "C-unwind" fn pthread_cond_clockwait(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
     clock: clockid_t,

@@ -399,6 +399,66 @@ static void *wait_at_gate(void *arg) {
     return NULL;
 }
 
+/* ---- cancellation of a condvar waiter ---- */
+
+static pthread_mutex_t cancel_m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+static pthread_cond_t cancel_c = PTHREAD_COND_INITIALIZER;
+static int cancel_cleanup_ran, cancel_cleanup_held, cancel_waiting;
+
+/* The waiter's cleanup: POSIX has the mutex re-acquired by then (an error-checking
+ * mutex unlocks only for its holder). */
+static void cancel_cleanup(void *arg) {
+    (void)arg;
+    cancel_cleanup_ran = 1;
+    cancel_cleanup_held = pthread_mutex_unlock(&cancel_m) == 0;
+}
+
+static void *wait_to_be_cancelled(void *timed) {
+    EXPECT(pthread_mutex_lock(&cancel_m), 0);
+    cancel_waiting = 1;
+    pthread_cleanup_push(cancel_cleanup, NULL);
+    for (;;) {
+        if (timed) {
+            struct timespec at = in_ms(CLOCK_REALTIME, 60000);
+            pthread_cond_timedwait(&cancel_c, &cancel_m, &at);
+        } else {
+            pthread_cond_wait(&cancel_c, &cancel_m);
+        }
+    }
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+/* The shutdown pattern: cancel a worker blocked in a condvar wait, join it. */
+static void cancel_waiters(void) {
+    for (long timed = 0; timed < 2; timed++) {
+        cancel_cleanup_ran = cancel_cleanup_held = cancel_waiting = 0;
+        pthread_t t;
+        spawn(&t, wait_to_be_cancelled, (void *)timed);
+        for (;;) {
+            EXPECT(pthread_mutex_lock(&cancel_m), 0);
+            int waiting = cancel_waiting;
+            EXPECT(pthread_mutex_unlock(&cancel_m), 0);
+            if (waiting) break;
+            usleep(1000);
+        }
+        usleep(20000); /* let it block */
+        struct timespec start;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        EXPECT(pthread_cancel(t), 0);
+        void *result;
+        EXPECT(pthread_join(t, &result), 0);
+        CHECK(result == PTHREAD_CANCELED);
+        CHECK(ms_since(CLOCK_MONOTONIC, start) < 5000);
+        CHECK(cancel_cleanup_ran && cancel_cleanup_held);
+        /* Free again, usable by others. */
+        EXPECT(pthread_mutex_lock(&cancel_m), 0);
+        EXPECT(pthread_mutex_unlock(&cancel_m), 0);
+    }
+    EXPECT(pthread_cond_destroy(&cancel_c), 0);
+    printf("condvar cancellation\n");
+}
+
 static void condvars(void) {
     pthread_t t[256];
     long sums[128] = {0};
@@ -701,6 +761,7 @@ int main(int argc, char **argv) {
     deadlines();
     rwlocks();
     condvars();
+    cancel_waiters();
     passed_through();
     fork_with_threads();
     printf("preload: ok\n");
