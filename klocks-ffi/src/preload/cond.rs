@@ -118,6 +118,16 @@ mod futex {
 }
 
 impl Cond {
+    /// The clock of `timedwait` deadlines: glibc's bit in `__wrefs` (ours keep it).
+    fn clock(&self) -> clockid_t {
+        // Relaxed: written by init, which happens-before other calls.
+        if self.flags.load(Relaxed) & MONOTONIC != 0 {
+            CLOCK_MONOTONIC
+        } else {
+            CLOCK_REALTIME
+        }
+    }
+
     /// Leaves after waiting: the last one out wakes a waiting `destroy`.
     fn leave(&self) {
         // Taken before `leave`: once it returns true the condvar may be freed, and
@@ -190,7 +200,11 @@ mod cancel {
     /// glibc's values (`<pthread.h>`).
     const PTHREAD_CANCEL_ASYNCHRONOUS: c_int = 1;
 
+    /// glibc's value (`<pthread.h>`).
+    pub(super) const PTHREAD_CANCEL_DISABLE: c_int = 1;
+
     extern "C-unwind" {
+        pub(super) fn pthread_setcancelstate(state: c_int, old: *mut c_int) -> c_int;
         // These may start a cancellation's forced unwind (a pending cancellation is
         // acted on when the type turns asynchronous, or at a test), which passes
         // through the caller: hence "C-unwind".
@@ -360,6 +374,101 @@ mod cancel {
     const ASYNC_WINDOW: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
 }
 
+/// A condvar wait as the caller made it.
+#[derive(Clone, Copy)]
+enum GlibcCall {
+    Wait,
+    /// On the condvar's clock.
+    Timed(*const timespec),
+    Clock(clockid_t, *const timespec),
+}
+
+/// The longest a waiter on a glibc condvar with a klocks mutex sleeps before it
+/// returns (spuriously, as POSIX allows): the bound on a wake-up lost to the gap
+/// between its release of the mutex and its registration in glibc's condvar.
+const GLIBC_CONDVAR_SLICE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// A wait on a condvar glibc runs (a process-shared one). With a glibc mutex (every
+/// process-shared mutex is glibc's), glibc's own wait. With a klocks mutex, glibc's
+/// wait would unlock and relock it with glibc's internal functions, reading the klocks
+/// lock as a glibc word; so the waiter releases the klocks mutex itself and waits on
+/// the condvar with a private glibc mutex of its own (glibc's condvar does not tie
+/// itself to one mutex), for at most [`GLIBC_CONDVAR_SLICE`]: a signal that falls
+/// between the release and the registration is then late by that much, never lost.
+/// Cancellation is held off during glibc's wait (its cleanup would relock the
+/// private mutex, not the caller's) and acted on once the caller's mutex is back.
+///
+/// # Safety
+/// POSIX's contract for the wait.
+unsafe fn glibc_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, call: GlibcCall) -> c_int {
+    // SAFETY: caller's contract.
+    if !unsafe { super::mutex::is_klocks(m) } {
+        // SAFETY: the caller's contract is glibc's.
+        return unsafe {
+            match call {
+                GlibcCall::Wait => glibc::pthread_cond_wait(c, m),
+                GlibcCall::Timed(at) => glibc::pthread_cond_timedwait(c, m, at),
+                GlibcCall::Clock(clock, at) => glibc::pthread_cond_clockwait(c, m, clock, at),
+            }
+        };
+    }
+    // SAFETY: `c` is a live condvar (caller's contract), `at` readable.
+    let deadline = match call {
+        GlibcCall::Wait => None,
+        GlibcCall::Timed(at) => match unsafe { Deadline::new((*c.cast::<Cond>()).clock(), at) } {
+            Ok(deadline) => Some(deadline),
+            Err(error) => return error,
+        },
+        // SAFETY: as above.
+        GlibcCall::Clock(clock, at) => match unsafe { Deadline::new(clock, at) } {
+            Ok(deadline) => Some(deadline),
+            Err(error) => return error,
+        },
+    };
+    if deadline.is_some_and(|d| !d.is_valid()) {
+        return EINVAL;
+    }
+    // SAFETY: a glibc mutex of our own, initialised by glibc, used only here.
+    let mut private: pthread_mutex_t = unsafe { std::mem::zeroed() };
+    let private = std::ptr::addr_of_mut!(private);
+    // SAFETY: as above; glibc's calls on our private mutex and the caller's condvar.
+    unsafe {
+        glibc::pthread_mutex_init(private, std::ptr::null());
+        glibc::pthread_mutex_lock(private);
+    }
+    let mut state = 0;
+    // SAFETY: no preconditions.
+    unsafe { cancel::pthread_setcancelstate(cancel::PTHREAD_CANCEL_DISABLE, &mut state) };
+    // SAFETY: `m` is the caller's mutex, held (POSIX's contract).
+    let unlocked = unsafe { super::mutex::pthread_mutex_unlock(m) };
+    let mut timed_out = false;
+    if unlocked == 0 {
+        let slice = match deadline {
+            None => GLIBC_CONDVAR_SLICE,
+            Some(d) => d.left().map_or(std::time::Duration::ZERO, |left| {
+                left.min(GLIBC_CONDVAR_SLICE)
+            }),
+        };
+        let slice_end = Deadline::after(slice).at;
+        // SAFETY: glibc's condvar with our private mutex, held.
+        let rc = unsafe { glibc::pthread_cond_clockwait(c, private, CLOCK_MONOTONIC, &slice_end) };
+        timed_out = rc == ETIMEDOUT && deadline.is_some_and(|d| d.left().is_none());
+        // SAFETY: as above.
+        unsafe { super::mutex::pthread_mutex_lock(m) };
+    }
+    // SAFETY: ours, held; destroyed unlocked.
+    unsafe {
+        glibc::pthread_mutex_unlock(private);
+        glibc::pthread_mutex_destroy(private);
+        cancel::pthread_setcancelstate(state, &mut state);
+        cancel::pthread_testcancel();
+    }
+    match unlocked {
+        0 if timed_out => ETIMEDOUT,
+        result => result,
+    }
+}
+
 /// The klocks condvar at `c`, or `None` for one glibc runs: every condvar when
 /// klocks does not run the mutexes, and process-shared ones (glibc's `init` marks
 /// them in `__wrefs`; the other processes may not run klocks).
@@ -455,7 +564,7 @@ pub unsafe extern "C-unwind" fn pthread_cond_wait(
     match unsafe { ours(c) } {
         Some(cond) => cond.wait(m, None),
         // SAFETY: the caller's contract is glibc's.
-        None => unsafe { glibc::pthread_cond_wait(c, m) },
+        None => unsafe { glibc_wait(c, m, GlibcCall::Wait) },
     }
 }
 
@@ -476,16 +585,10 @@ pub unsafe extern "C-unwind" fn pthread_cond_timedwait(
     // SAFETY: caller's contract.
     let Some(cond) = (unsafe { ours(c) }) else {
         // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_cond_timedwait(c, m, at) };
-    };
-    // Relaxed: written by init, which happens-before other calls.
-    let clock = if cond.flags.load(Relaxed) & MONOTONIC != 0 {
-        CLOCK_MONOTONIC
-    } else {
-        CLOCK_REALTIME
+        return unsafe { glibc_wait(c, m, GlibcCall::Timed(at)) };
     };
     // SAFETY: `at` is readable (caller's contract).
-    match unsafe { Deadline::new(clock, at) } {
+    match unsafe { Deadline::new(cond.clock(), at) } {
         Ok(deadline) => cond.wait(m, Some(deadline)),
         Err(error) => error,
     }
@@ -508,7 +611,7 @@ pub unsafe extern "C-unwind" fn pthread_cond_clockwait(
     // SAFETY: caller's contract.
     let Some(cond) = (unsafe { ours(c) }) else {
         // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_cond_clockwait(c, m, clock, at) };
+        return unsafe { glibc_wait(c, m, GlibcCall::Clock(clock, at)) };
     };
     // SAFETY: `at` is readable (caller's contract).
     match unsafe { Deadline::new(clock, at) } {

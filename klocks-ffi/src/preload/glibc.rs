@@ -93,7 +93,10 @@ macro_rules! glibc_fns {
             let version: Option<&CStr> = None $(.or($version))?;
             let address = resolve(&SLOT, concat!(stringify!($name), "\0"), version);
             // SAFETY: glibc's symbol of this name has this C signature.
-            let function: unsafe extern "C" fn($($ty),*) -> c_int =
+            // "C-unwind": glibc's condvar waits are cancellation points, whose forced
+            // unwind passes through this frame and the interposed caller's (both
+            // without destructors, see `cond`'s module doc).
+            let function: unsafe extern "C-unwind" fn($($ty),*) -> c_int =
                 unsafe { std::mem::transmute::<*mut c_void, _>(address) };
             // SAFETY: the caller keeps glibc's contract.
             unsafe { function($($arg),*) }

@@ -117,6 +117,15 @@ unsafe fn target<'a>(m: *mut pthread_mutex_t) -> Target<'a> {
     }
 }
 
+/// Whether `m` is a mutex klocks runs (not glibc's, nor invalid).
+///
+/// # Safety
+/// As for [`target`].
+pub(super) unsafe fn is_klocks(m: *mut pthread_mutex_t) -> bool {
+    // SAFETY: caller's contract.
+    matches!(unsafe { target(m) }, Target::Klocks(..))
+}
+
 /// The common case, tried first by the entry points: a normal mutex (`__kind` 0) of
 /// this fork generation, in a process that runs a klocks kind. Everything else
 /// takes [`target`] and the general functions.

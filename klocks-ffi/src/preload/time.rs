@@ -31,6 +31,26 @@ impl Deadline {
         Ok(Deadline { clock, at })
     }
 
+    /// `duration` from now, on `CLOCK_MONOTONIC`.
+    pub(super) fn after(duration: Duration) -> Deadline {
+        let mut now = timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is a writable timespec.
+        unsafe { libc::clock_gettime(CLOCK_MONOTONIC, &mut now) };
+        let nanos = now.tv_nsec as u64 + u64::from(duration.subsec_nanos());
+        Deadline {
+            clock: CLOCK_MONOTONIC,
+            at: timespec {
+                tv_sec: now.tv_sec
+                    + duration.as_secs() as libc::time_t
+                    + (nanos / 1_000_000_000) as libc::time_t,
+                tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
+            },
+        }
+    }
+
     /// Whether the nanoseconds are in range; POSIX has the call fail with `EINVAL`
     /// otherwise, but only once it would have to wait.
     pub(super) fn is_valid(&self) -> bool {

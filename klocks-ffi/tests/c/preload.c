@@ -399,6 +399,55 @@ static void *wait_at_gate(void *arg) {
     return NULL;
 }
 
+/* ---- a process-shared condvar (glibc's) with a private mutex (klocks') ---- */
+
+static pthread_mutex_t pc_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pc_c;
+static int pc_turn;
+
+static void *pc_pong(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 300; i++) {
+        EXPECT(pthread_mutex_lock(&pc_m), 0);
+        while (pc_turn != 1) EXPECT(pthread_cond_wait(&pc_c, &pc_m), 0);
+        pc_turn = 0;
+        EXPECT(pthread_cond_broadcast(&pc_c), 0);
+        EXPECT(pthread_mutex_unlock(&pc_m), 0);
+    }
+    return NULL;
+}
+
+static void shared_condvar_private_mutex(void) {
+    pthread_condattr_t attr;
+    EXPECT(pthread_condattr_init(&attr), 0);
+    EXPECT(pthread_condattr_setpshared(&attr, PTHREAD_PROCESS_SHARED), 0);
+    EXPECT(pthread_cond_init(&pc_c, &attr), 0);
+    EXPECT(pthread_condattr_destroy(&attr), 0);
+    pthread_t t;
+    spawn(&t, pc_pong, NULL);
+    for (int i = 0; i < 300; i++) {
+        EXPECT(pthread_mutex_lock(&pc_m), 0);
+        pc_turn = 1;
+        EXPECT(pthread_cond_signal(&pc_c), 0);
+        while (pc_turn != 0) EXPECT(pthread_cond_wait(&pc_c, &pc_m), 0);
+        EXPECT(pthread_mutex_unlock(&pc_m), 0);
+    }
+    join(t);
+    EXPECT(pthread_mutex_lock(&pc_m), 0);
+    struct timespec start, at = in_ms(CLOCK_REALTIME, 30);
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    /* Spurious returns are allowed (klocks returns every 10 ms here, see cond.rs);
+     * the deadline must still end the wait. */
+    int r;
+    while ((r = pthread_cond_timedwait(&pc_c, &pc_m, &at)) == 0) {
+    }
+    EXPECT(r, ETIMEDOUT);
+    CHECK(ms_since(CLOCK_MONOTONIC, start) >= 29);
+    EXPECT(pthread_mutex_unlock(&pc_m), 0); /* still ours: the wait gave it back */
+    EXPECT(pthread_cond_destroy(&pc_c), 0);
+    printf("shared condvar, private mutex\n");
+}
+
 /* ---- cancellation of a condvar waiter ---- */
 
 static pthread_mutex_t cancel_m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
@@ -762,6 +811,7 @@ int main(int argc, char **argv) {
     rwlocks();
     condvars();
     cancel_waiters();
+    shared_condvar_private_mutex();
     passed_through();
     fork_with_threads();
     printf("preload: ok\n");
