@@ -6,14 +6,13 @@
 //! repairs it ([`holder`] says how) while the other threads of the child wait.
 //!
 //! For that, each fork records which thread forked: its kernel tid before the fork
-//! and in the child (the same thread goes on, with a new tid), and its thread
-//! pointer ([`this_thread`], the same on both sides). A lock whose recorded holder
-//! is the forking thread is held by the child's continuation of it; any other
-//! recorded holder is a thread the child does not have. Mutexes record holders by
-//! thread pointer, rwlocks by tid (the rwsem's owner word).
+//! and in the child (the same thread goes on, with a new tid). A lock whose recorded
+//! holder is the forking thread is held by the child's continuation of it; any other
+//! recorded holder is a thread the child does not have. Mutexes and rwlocks record
+//! holders by tid ([`this_thread`]; the rwsem's owner word).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use std::sync::Once;
 
 use klocks_core::owner::current_tid;
@@ -30,10 +29,8 @@ const HISTORY: usize = 64;
 static GENERATION: AtomicU32 = AtomicU32::new(0);
 /// `FORKER[g]`: the tid, in generation `g`, of the thread that forked generation
 /// `g + 1`. `CONTINUATION[g + 1]`: the same thread's tid in generation `g + 1`.
-/// `FORKER_SELF[g]`: its thread pointer, in both.
 static FORKER: [AtomicU32; HISTORY] = [const { AtomicU32::new(0) }; HISTORY];
 static CONTINUATION: [AtomicU32; HISTORY] = [const { AtomicU32::new(0) }; HISTORY];
-static FORKER_SELF: [AtomicU64; HISTORY] = [const { AtomicU64::new(0) }; HISTORY];
 
 std::thread_local! {
     /// The forking thread's tid, recorded by the prepare handler; the child's copy of
@@ -41,48 +38,96 @@ std::thread_local! {
     static FORKING_TID: Cell<u32> = const { Cell::new(0) };
 }
 
-/// The calling thread's identity in mutex owner fields: its thread pointer, which
-/// the x86-64 and AArch64 TLS ABIs keep in a register (x86-64: `%fs:0` holds the
-/// thread control block's address), so reading it costs no call (a thread-local in
-/// this shared library would cost a `__tls_get_addr` call: 10% of an uncontended
-/// lock/unlock pair). Nonzero, distinct among live threads, and unchanged across
-/// `fork` for the forking thread (the child's memory is a copy at the same
-/// addresses). glibc may give an exited thread's block to a new thread, as the
-/// kernel may reuse a tid.
+/// The calling thread's identity in mutex owner fields: its kernel thread id, as
+/// glibc keeps it, which no live thread shares and the kernel hands out again only
+/// after its tid counter wraps (a thread pointer, which glibc gives to the next thread
+/// at once from its stack cache, would let a new thread pass for a dead owner).
+///
+/// Read from glibc's own thread descriptor (`struct pthread`'s `tid`, which glibc
+/// also updates in a fork child) at an offset found once, in the library's
+/// constructor ([`calibrate_tid`]): on x86-64 one `%fs`-relative load, as cheap as the
+/// thread pointer was; before that, or where the offset cannot be found, the
+/// thread-local cache of `klocks::owner::current_tid` (a `__tls_get_addr` call from a
+/// shared library, ~10% of an uncontended pair).
 #[inline]
 pub(super) fn this_thread() -> u64 {
+    // Relaxed: a pure function of glibc's layout, set once; a stale "unknown" only
+    // takes the slower path.
+    let offset = TID_OFFSET.load(Relaxed);
+    if offset < DESCRIPTOR_SCAN {
+        // SAFETY: `calibrate_tid` found glibc's tid at this offset of the descriptor.
+        u64::from(unsafe { descriptor_u32(offset) })
+    } else {
+        u64::from(current_tid())
+    }
+}
+
+/// Where `tid` sits in glibc's `struct pthread`, or [`DESCRIPTOR_SCAN`] (unknown).
+static TID_OFFSET: AtomicUsize = AtomicUsize::new(DESCRIPTOR_SCAN);
+
+/// How far into the descriptor the search looks (glibc's `tid` is at 720 bytes on
+/// x86-64 since 2.x; the descriptor is over 2 KiB).
+const DESCRIPTOR_SCAN: usize = 1024;
+
+/// The u32 at `offset` bytes into the calling thread's glibc descriptor.
+///
+/// # Safety
+/// `offset + 4 <= DESCRIPTOR_SCAN` and 4-aligned.
+#[inline(always)]
+unsafe fn descriptor_u32(offset: usize) -> u32 {
     #[cfg(target_arch = "x86_64")]
     {
-        let pointer: u64;
-        // SAFETY: reads the first word of the thread control block, which the x86-64
-        // TLS ABI requires to be its own address; `%fs` is set up for every thread.
+        let value: u32;
+        // SAFETY: on x86-64 `%fs:0` is glibc's `struct pthread` itself (its first
+        // member is the TCB header), which is larger than `DESCRIPTOR_SCAN`.
         unsafe {
             std::arch::asm!(
-                "mov {}, qword ptr fs:[0]",
-                out(reg) pointer,
-                options(nostack, readonly, preserves_flags, pure)
+                "mov {:e}, dword ptr fs:[{}]",
+                out(reg) value,
+                in(reg) offset,
+                options(nostack, readonly, preserves_flags)
             )
         };
-        pointer
+        value
     }
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(not(target_arch = "x86_64"))]
     {
-        let pointer: u64;
-        // SAFETY: reads the thread pointer register, which the AArch64 TLS ABI sets
-        // for every thread.
+        // SAFETY: glibc's `pthread_self` is its `struct pthread`, larger than the scan.
         unsafe {
-            std::arch::asm!(
-                "mrs {}, tpidr_el0",
-                out(reg) pointer,
-                options(nostack, nomem, preserves_flags, pure)
-            )
-        };
-        pointer
+            (libc::pthread_self() as *const u8)
+                .add(offset)
+                .cast::<u32>()
+                .read_volatile()
+        }
     }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        // SAFETY: no preconditions; glibc returns the thread control block's address.
-        unsafe { libc::pthread_self() as u64 }
+}
+
+/// The offsets of the calling thread's descriptor that hold its tid.
+fn tid_offsets() -> Vec<usize> {
+    let tid = current_tid();
+    (0..DESCRIPTOR_SCAN)
+        .step_by(4)
+        // SAFETY: in range and aligned.
+        .filter(|&offset| unsafe { descriptor_u32(offset) } == tid)
+        .collect()
+}
+
+/// Finds glibc's `tid` in its descriptor: the one offset that holds the tid on this
+/// thread and on a second one (so that no field equal to one tid by chance is
+/// taken). Called from the library's constructor, where starting a thread is safe.
+pub(super) fn calibrate_tid() {
+    let here = tid_offsets();
+    let Ok(there) = std::thread::Builder::new()
+        .name("klocks-tid".into())
+        .spawn(tid_offsets)
+        .map(|t| t.join().unwrap_or_default())
+    else {
+        return;
+    };
+    let both: Vec<_> = here.into_iter().filter(|o| there.contains(o)).collect();
+    if let [offset] = both[..] {
+        // Relaxed: see `this_thread`.
+        TID_OFFSET.store(offset, Relaxed);
     }
 }
 
@@ -132,7 +177,6 @@ extern "C" fn in_child() {
         // Relaxed (the three stores): as `GENERATION`, written while the child has
         // one thread, and read by threads it creates later.
         forker.store(FORKING_TID.with(Cell::get), Relaxed);
-        FORKER_SELF[parent as usize].store(this_thread(), Relaxed);
         // SAFETY: gettid has no preconditions. Asked directly: klocks' cached tid may
         // not be reset yet (handlers run in registration order).
         continuation.store(unsafe { libc::gettid() } as u32, Relaxed);
@@ -148,7 +192,7 @@ pub(super) enum Holder {
     /// Nobody: repair it as a free lock.
     Nobody,
     /// The child's continuation of the forking thread, by the identity asked with
-    /// (tid or thread pointer): it re-takes the lock.
+    /// (its tid in this generation): it re-takes the lock.
     Continuation(u64),
     /// A thread the child does not have: the lock stays held, as with glibc.
     Gone,
@@ -162,15 +206,6 @@ pub(super) fn holder_by_tid(stamp: u32, recorded: u32) -> Holder {
             FORKER[g].load(Relaxed).into(),
             CONTINUATION[g + 1].load(Relaxed).into(),
         )
-    })
-}
-
-/// See [`Holder`]; `recorded` is a thread pointer ([`this_thread`]).
-pub(super) fn holder_by_self(stamp: u32, recorded: u64) -> Holder {
-    holder_in(stamp, generation(), recorded, |g| {
-        // Relaxed: see the stores in `in_child`.
-        let forker = FORKER_SELF[g].load(Relaxed);
-        (forker, forker)
     })
 }
 
@@ -284,13 +319,22 @@ mod tests {
         assert_eq!(holder_in(0, 2, 0, history), Holder::Nobody);
     }
 
+    /// The descriptor read, once calibrated, gives the same tid as `gettid`.
     #[test]
-    fn the_thread_pointer_is_per_thread_and_stable() {
+    fn the_identity_is_the_tid_before_and_after_calibration() {
         let me = this_thread();
-        assert_ne!(me, 0);
+        assert_eq!(me, u64::from(current_tid()));
+        calibrate_tid();
+        assert!(
+            TID_OFFSET.load(Relaxed) < DESCRIPTOR_SCAN,
+            "glibc's tid not found"
+        );
         assert_eq!(this_thread(), me);
-        let other = std::thread::spawn(this_thread).join().unwrap();
-        assert_ne!(other, me);
+        let other = std::thread::spawn(|| (this_thread(), u64::from(current_tid())))
+            .join()
+            .unwrap();
+        assert_eq!(other.0, other.1);
+        assert_ne!(other.0, me);
     }
 
     #[test]

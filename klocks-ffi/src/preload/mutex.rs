@@ -7,7 +7,7 @@
 //! | bytes | glibc's field | here |
 //! |---|---|---|
 //! | 0..8 | `__lock`, `__count` | the klocks lock of the process's kind (all zero: unlocked) |
-//! | 8..16 | `__owner`, `__nusers` | the holder's thread pointer (`fork::this_thread`), 0 when free |
+//! | 8..16 | `__owner`, `__nusers` | the holder's tid (`fork::this_thread`), 0 when free |
 //! | 16..20 | `__kind` | glibc's: the type, and the bits that send the mutex to glibc |
 //! | 20..24 | `__spins`, `__elision` | the fork generation last used in (see `fork`) |
 //! | 24..28 | `__list` (first half) | recursive mutexes: holds beyond the first |
@@ -21,12 +21,13 @@
 //!
 //! # The owner field
 //!
-//! Written by the holder only: its thread pointer after it acquires, 0 before it
-//! releases (the C API's protocol, whose module doc gives the argument that
-//! `Relaxed` suffices for the one question asked of it, "is it me?"). It answers
-//! error-checking and recursive relocks, and tells a fork child which thread held
-//! the lock. A thread pointer rather than the tid, because reading it costs no call
-//! (see `fork::this_thread`); glibc keeps the tid here. A normal
+//! Written by the holder only: its tid after it acquires, 0 before it releases (the
+//! C API's protocol, whose module doc gives the argument that `Relaxed` suffices for
+//! the one question asked of it, "is it me?"). It answers error-checking and
+//! recursive relocks, and tells a fork child which thread held the lock. The tid, as
+//! glibc keeps here, and read as cheaply as a thread pointer (see
+//! `fork::this_thread`): a thread pointer is handed to the next thread at once, which
+//! could then unlock an error-checking mutex a dead thread left locked. A normal
 //! mutex may be unlocked by another thread, as glibc allows (except with
 //! `spinfutex`, whose lock word names its owner: `EPERM`); that thread clears the
 //! field, so the question stays answerable.
@@ -165,7 +166,7 @@ impl Mutex {
             patience,
             // Relaxed: written in an older generation, before the fork this thread
             // comes after (and ordered by the repair's CAS since).
-            |stale| fork::holder_by_self(stale, self.owner.load(Relaxed)),
+            |stale| fork::holder_by_tid(stale, self.owner.load(Relaxed) as u32),
             // Any thread may re-take a lock for the continuation, except `spinfutex`'s,
             // whose word names its holder by tid: the lock words of the other kinds
             // name nobody, and the owner field keeps the continuation's thread

@@ -144,6 +144,33 @@ static void recursive_mutex(pthread_mutex_t *m) {
     EXPECT(pthread_mutex_unlock(m), 0);
 }
 
+/* An error-checking mutex left locked by a thread that exited: a new thread (which
+ * glibc may give the dead one's descriptor and stack) is not its owner. */
+static pthread_mutex_t dead_owner = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+
+static void *lock_and_exit(void *arg) {
+    (void)arg;
+    EXPECT(pthread_mutex_lock(&dead_owner), 0);
+    return NULL;
+}
+
+static void *unlock_dead_owners(void *arg) {
+    (void)arg;
+    return (void *)(long)pthread_mutex_unlock(&dead_owner);
+}
+
+static void dead_owner_mutex(void) {
+    pthread_t t;
+    spawn(&t, lock_and_exit, NULL);
+    join(t);
+    for (int i = 0; i < 4; i++) {
+        void *answer;
+        spawn(&t, unlock_dead_owners, NULL);
+        EXPECT(pthread_join(t, &answer), 0);
+        CHECK((long)answer == EPERM);
+    }
+}
+
 static void mutex_types(void) {
     static pthread_mutex_t ec_static = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
     static pthread_mutex_t rec_static = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
@@ -805,6 +832,7 @@ int main(int argc, char **argv) {
     }
     normal_mutex();
     mutex_types();
+    dead_owner_mutex();
     counters(0);
     counters(1);
     deadlines();
