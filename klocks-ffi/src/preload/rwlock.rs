@@ -10,7 +10,7 @@
 //! | 48..52 | `__flags` | glibc's preference flag, kept but not used: the rwsem is FIFO with handoff, neither reader- nor writer-preferring |
 //! | 52..56 | padding | the fork generation last used in, or [`GLIBC_OWNED`] |
 //!
-//! A process-shared rwlock is glibc's: `init` lets glibc write it (glibc clears all
+//! A process-shared or writer-preferring rwlock is glibc's: `init` lets glibc write it (glibc clears all
 //! 56 bytes first) and then marks the padding [`GLIBC_OWNED`].
 //!
 //! # Unlock finds the mode
@@ -41,6 +41,14 @@ use super::config::{self, RwPolicy};
 use super::fork::{self, Holder, Patience, GLIBC_OWNED};
 use super::glibc;
 use super::time::Deadline;
+
+extern "C" {
+    /// glibc's (the `libc` crate does not declare it).
+    fn pthread_rwlockattr_getkind_np(attr: *const pthread_rwlockattr_t, kind: *mut c_int) -> c_int;
+}
+
+/// glibc's `PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP`.
+const PREFER_WRITER_NONRECURSIVE: c_int = 2;
 
 /// A klocks-managed `pthread_rwlock_t`; see the module doc.
 #[repr(C)]
@@ -283,14 +291,23 @@ pub unsafe extern "C" fn pthread_rwlock_init(
         // SAFETY: the caller's contract is glibc's.
         return unsafe { glibc::pthread_rwlock_init(r, attr) };
     };
-    let mut pshared = libc::PTHREAD_PROCESS_PRIVATE;
-    // SAFETY: `attr` points to an attribute object when non-null; glibc's getter reads
-    // it.
-    if !attr.is_null() && unsafe { libc::pthread_rwlockattr_getpshared(attr, &mut pshared) } != 0 {
+    let (mut pshared, mut kind) = (libc::PTHREAD_PROCESS_PRIVATE, 0);
+    // SAFETY: `attr` points to an attribute object when non-null; glibc's getters
+    // read it.
+    if !attr.is_null()
+        && unsafe {
+            libc::pthread_rwlockattr_getpshared(attr, &mut pshared) != 0
+                || pthread_rwlockattr_getkind_np(attr, &mut kind) != 0
+        }
+    {
         return EINVAL;
     }
     let rw = r.cast::<RwLock>();
-    if pshared != libc::PTHREAD_PROCESS_PRIVATE {
+    // Process-shared rwlocks, and those asking for writer preference, which POSIX
+    // spells out (no reader may pass a blocked writer) and the rwsem's handoff only
+    // approaches (a queued writer may wait up to `HANDOFF_AFTER` behind new
+    // readers), stay glibc's.
+    if pshared != libc::PTHREAD_PROCESS_PRIVATE || kind == PREFER_WRITER_NONRECURSIVE {
         // SAFETY: the caller's contract is glibc's.
         let done = unsafe { glibc::pthread_rwlock_init(r, attr) };
         if done == 0 {

@@ -376,6 +376,25 @@ impl Since {
     fn waited_long(&self) -> bool {
         self.retries.get() >= 1
     }
+
+    /// How long until [`waited_long`](Self::waited_long) turns true (at least a
+    /// microsecond, so that a sleep always ends).
+    #[cfg(not(loom))]
+    fn left_until_owed(&self) -> std::time::Duration {
+        let waited = self
+            .at
+            .get()
+            .map_or(std::time::Duration::ZERO, |at| at.elapsed());
+        HANDOFF_AFTER
+            .saturating_sub(waited)
+            .max(std::time::Duration::from_micros(1))
+    }
+
+    /// Under loom, sleeps are not timed (the futex model has no clock).
+    #[cfg(loom)]
+    fn left_until_owed(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
 }
 
 /// A waiter's node data.
@@ -913,7 +932,7 @@ impl<P: ReaderSpin> RwSem<P> {
         }
         wakes.deliver();
         since.retried();
-        wait_on_node(&node) == GRANTED
+        wait_on_node(&node, None) == GRANTED
     }
 
     #[cold]
@@ -972,8 +991,12 @@ impl<P: ReaderSpin> RwSem<P> {
         while !self.try_write_lock(&queue, &node, handoff, me) {
             // Relaxed: written under the queue lock, as every waker's store is.
             node.state.store(WAITING, Relaxed);
+            // The front writer that is not yet owed the lock sleeps at most until it
+            // is: readers that keep overlapping never leave the lock free, so no
+            // unlock would wake it to demand the handoff.
+            let patience = (queue.is_front(&node) && !handoff).then(|| since.left_until_owed());
             drop(queue);
-            wait_on_node(&node);
+            wait_on_node(&node, patience);
             queue = self.queue.lock();
             since.retried();
             handoff = handoff || (queue.is_front(&node) && since.waited_long());
@@ -1354,7 +1377,10 @@ impl<P: ReaderSpin> RwSem<P> {
 /// node for the spin budget, then announce `SLEEPING` and sleep until the state
 /// changes. A waker that finds the waiter still spinning saves the futex syscall and
 /// the waiter its sleep, each worth ~1,000 lock handoffs here. Returns the new state.
-fn wait_on_node(node: &Node) -> u32 {
+///
+/// With `timeout`, the sleep ends after it too (the waiter is then still queued, its
+/// state `WAITING` or `SLEEPING`, and must re-check under the queue lock).
+fn wait_on_node(node: &Node, timeout: Option<std::time::Duration>) -> u32 {
     for _ in 0..BUDGET.spins() {
         // Acquire: pairs with the Release swap of a grant in `mark_wake`.
         let state = node.state.load(Acquire);
@@ -1373,7 +1399,14 @@ fn wait_on_node(node: &Node) -> u32 {
         return state;
     }
     loop {
-        crate::park::wait(&node.state, SLEEPING);
+        match timeout {
+            None => crate::park::wait(&node.state, SLEEPING),
+            Some(timeout) => {
+                crate::park::wait_at_most(&node.state, SLEEPING, timeout);
+                // Acquire: as above.
+                return node.state.load(Acquire);
+            }
+        }
         // Acquire: as above.
         let state = node.state.load(Acquire);
         if state != SLEEPING {
@@ -1604,6 +1637,51 @@ mod tests {
                 fn readers_only_and_writers_only() {
                     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
                     stress_rw::<Sem>(|_| vec![(4 * cpus, 0, 20_000), (0, 4 * cpus, 20_000)]);
+                }
+
+                /// Two readers that always overlap (the lock is never free): a queued
+                /// writer must not sleep until they stop, but demand the handoff.
+                #[test]
+                fn a_writer_gets_through_overlapping_readers() {
+                    let sem = Arc::new(Sem::new());
+                    let stop = Arc::new(AtomicBool::new(false));
+                    sem.lock_shared();
+                    let readers: Vec<_> = (0..2)
+                        .map(|i| {
+                            let (sem, stop) = (Arc::clone(&sem), Arc::clone(&stop));
+                            std::thread::spawn(move || {
+                                if i == 1 {
+                                    std::thread::sleep(std::time::Duration::from_millis(1));
+                                }
+                                while !stop.load(SeqCst) {
+                                    sem.lock_shared();
+                                    std::thread::sleep(std::time::Duration::from_millis(2));
+                                    sem.unlock_shared();
+                                }
+                            })
+                        })
+                        .collect();
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    sem.unlock_shared();
+                    let start = std::time::Instant::now();
+                    let writer = {
+                        let sem = Arc::clone(&sem);
+                        std::thread::spawn(move || {
+                            sem.lock_exclusive();
+                            sem.unlock_exclusive();
+                        })
+                    };
+                    while !writer.is_finished() && start.elapsed() < std::time::Duration::from_secs(2) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    let waited = start.elapsed();
+                    stop.store(true, SeqCst);
+                    writer.join().unwrap();
+                    readers.into_iter().for_each(|r| r.join().unwrap());
+                    assert!(
+                        waited < std::time::Duration::from_secs(1),
+                        "the writer waited {waited:?} behind overlapping readers"
+                    );
                 }
 
                 #[test]
