@@ -715,33 +715,14 @@ mod tests {
             .count()
     }
 
-    /// Set in the child process that runs [`registration_churn_leaks_nothing`] alone.
-    const CHURN_CHILD: &str = "KLOCKS_OWNER_CHURN_CHILD";
-
     #[test]
     fn registration_churn_leaks_nothing() {
         if ProbeKind::PerfSwitch.check().is_err() {
             eprintln!("skipping: perf refused");
             return;
         }
-        if std::env::var_os(CHURN_CHILD).is_none() {
-            // Counting fds needs a process where no other test opens any: rerun this
-            // test alone in a child.
-            let name = format!(
-                "{}::registration_churn_leaks_nothing",
-                module_path!().split_once("::").unwrap().1
-            );
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([&name, "--exact", "--test-threads=1"])
-                .env(CHURN_CHILD, "1")
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success() && stdout.contains("1 passed"),
-                "{stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+        // Alone in a child process: see `crate::testing::alone`.
+        if !crate::testing::alone("owner::tests::registration_churn_leaks_nothing") {
             return;
         }
         let (fds, slots) = (perf_fds(), perf::registered_slots());

@@ -561,20 +561,42 @@ const ISOLATED_CHILD: &str = "KLOCKS_ISOLATED_TEST_CHILD";
 
 /// Runs `scenario` in a child process that runs only the unit test `test` (its path in
 /// the crate, e.g. `fault::tests::name`), for tests that change process-wide state
-/// (spin budgets, signal handlers) or that may crash; returns the child's exit status
-/// (`None` in the child itself, after running the scenario).
+/// (spin budgets, signal handlers, leaked slots, the perf budget) or that may crash;
+/// returns the child's exit status (`None` in the child itself, after running the
+/// scenario). A child that exits 0 must have run exactly that one test.
 #[cfg(all(test, not(loom)))]
 pub(crate) fn isolated(test: &str, scenario: impl FnOnce()) -> Option<std::process::ExitStatus> {
     if std::env::var_os(ISOLATED_CHILD).is_some() {
         scenario();
         return None;
     }
-    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(ISOLATED_CHILD, "1")
-        .status()
+        .output()
         .expect("the child test process starts");
-    Some(status)
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() {
+        assert!(
+            stdout.contains("1 passed"),
+            "the child ran no test {test}: {stdout}"
+        );
+    }
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    Some(out.status)
+}
+
+/// [`isolated`], requiring the child to pass: `true` in the child (run the test's
+/// body), `false` in the parent once the child passed (`if !alone(..) { return; }`).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn alone(test: &str) -> bool {
+    match isolated(test, || {}) {
+        None => true,
+        Some(status) => {
+            assert!(status.success(), "{test} in its own process: {status:?}");
+            false
+        }
+    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -684,8 +684,6 @@ mod tests {
     use std::sync::{Arc, Barrier};
     use std::thread;
 
-    /// Set in the child process that runs [`the_budget_bounds_fds_and_rings`] alone.
-    const BUDGET_CHILD: &str = "KLOCKS_PERF_BUDGET_CHILD";
     /// Threads registering at once: far beyond the budget.
     const THREADS: usize = 200;
     /// Fds that the test harness may open or close meanwhile.
@@ -713,24 +711,8 @@ mod tests {
 
     #[test]
     fn the_budget_bounds_fds_and_rings() {
-        if std::env::var_os(BUDGET_CHILD).is_none() {
-            // While this test holds the whole budget, other tests' owners would be
-            // refused, and their fds would blur the count: rerun it alone in a child.
-            let name = format!(
-                "{}::the_budget_bounds_fds_and_rings",
-                module_path!().split_once("::").unwrap().1
-            );
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([&name, "--exact", "--test-threads=1"])
-                .env(BUDGET_CHILD, "1")
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success() && stdout.contains("1 passed"),
-                "{stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+        // Alone in a child process: see `crate::testing::alone`.
+        if !crate::testing::alone("owner::perf::tests::the_budget_bounds_fds_and_rings") {
             return;
         }
         // Where perf is refused nobody registers, and the bounds hold trivially.

@@ -389,31 +389,11 @@ mod tests {
         table().pool.contains(slot)
     }
 
-    /// Set in the child process that runs [`a_thread_exiting_while_queued_leaks_its_slot`]
-    /// alone.
-    const LEAK_CHILD: &str = "KLOCKS_MCS_LEAK_CHILD";
-
     #[test]
     fn a_thread_exiting_while_queued_leaks_its_slot() {
-        if std::env::var_os(LEAK_CHILD).is_none() {
-            // The test leaks one of the (in unit tests) 4 slots for the rest of its
-            // process, and counts the others: rerun it alone in a child, so that the
-            // other tests keep every slot and hold none here.
-            let name = format!(
-                "{}::a_thread_exiting_while_queued_leaks_its_slot",
-                module_path!().split_once("::").unwrap().1
-            );
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([&name, "--exact", "--test-threads=1"])
-                .env(LEAK_CHILD, "1")
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success() && stdout.contains("1 passed"),
-                "{stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+        // Alone in a child process: see `crate::testing::alone`.
+        if !crate::testing::alone("spin::mcs::tests::a_thread_exiting_while_queued_leaks_its_slot")
+        {
             return;
         }
         // A panic unwinding out of the closure leaves `with_queue_node` as an abnormal

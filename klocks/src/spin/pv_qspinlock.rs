@@ -254,8 +254,13 @@ impl PvQSpinLock {
     /// a patient head sees that the lock is in use. Returns the word it saw when it did
     /// not take it.
     fn try_steal(&self) -> Result<(), u32> {
+        self.try_steal_unless(NO_STEAL_MASK)
+    }
+
+    /// A steal that takes the lock unless a bit of `blocked` is set in the word.
+    fn try_steal_unless(&self, blocked: u32) -> Result<(), u32> {
         let val = self.word.load(Relaxed);
-        if val & NO_STEAL_MASK != 0 {
+        if val & blocked != 0 {
             return Err(val);
         }
         let stolen = if val & TAIL_MASK == 0 {
@@ -264,7 +269,8 @@ impl PvQSpinLock {
             let steals = val.wrapping_add(STEAL_ONE) & STEALS_MASK;
             (val & !STEALS_MASK) | steals | LOCKED_VAL
         };
-        // Acquire: pairs with the Release in `unlock`.
+        // Acquire: pairs with the Release in `unlock`. A head that claims the lock
+        // meanwhile makes this cmpxchg fail (or its own `try_claim` fails against ours).
         self.word
             .compare_exchange(val, stolen, Acquire, Relaxed)
             .map(drop)
@@ -431,33 +437,13 @@ impl PvQSpinLock {
     fn lock_without_node(&self) {
         loop {
             for _ in 0..=BUDGET.spins() {
-                if self.try_steal_past_pending().is_ok() {
+                if self.try_steal_unless(LOCKED_MASK).is_ok() {
                     return;
                 }
                 cpu_relax();
             }
             crate::sync::yield_now();
         }
-    }
-
-    /// [`try_steal`](Self::try_steal) that needs only the locked byte clear.
-    fn try_steal_past_pending(&self) -> Result<(), u32> {
-        let val = self.word.load(Relaxed);
-        if val & LOCKED_MASK != 0 {
-            return Err(val);
-        }
-        let stolen = if val & TAIL_MASK == 0 {
-            val | LOCKED_VAL
-        } else {
-            let steals = val.wrapping_add(STEAL_ONE) & STEALS_MASK;
-            (val & !STEALS_MASK) | steals | LOCKED_VAL
-        };
-        // Acquire: pairs with the Release in `unlock`. A head that claims the lock
-        // meanwhile makes this cmpxchg fail, and the head's `try_claim` fails against
-        // ours: one of the two wins.
-        self.word
-            .compare_exchange(val, stolen, Acquire, Relaxed)
-            .map(drop)
     }
 }
 
