@@ -203,33 +203,31 @@ fn decode_layout(code: u64) -> Result<RingLayout, i32> {
 
 /// Opens and maps an event on the calling thread, backward if the kernel can.
 fn probe_layout() -> Result<RingLayout, i32> {
-    {
-        let errno = |err: &io::Error| err.raw_os_error().unwrap_or(libc::EINVAL);
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-            .map_err(|_| libc::EINVAL)?;
-        let tid = current_tid();
-        let mut refused = libc::EINVAL;
-        for direction in [Direction::Backward, Direction::Forward] {
-            let layout = RingLayout { direction, page };
-            match open_event(tid, direction) {
-                Ok(fd) => {
-                    let ring = map_ring(&fd, &layout).map_err(|err| errno(&err))?;
-                    // SAFETY: `ring` was mapped just above with this layout and was
-                    // never shared.
-                    unsafe { unmap_ring(ring, &layout) };
-                    return Ok(layout);
-                }
-                // EINVAL for `write_backward`: a kernel before 4.7; try forward.
-                Err(err) if direction == Direction::Backward && errno(&err) == libc::EINVAL => {}
-                Err(err) => {
-                    refused = errno(&err);
-                    break;
-                }
+    let errno = |err: &io::Error| err.raw_os_error().unwrap_or(libc::EINVAL);
+    // SAFETY: sysconf has no preconditions.
+    let page =
+        usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).map_err(|_| libc::EINVAL)?;
+    let tid = current_tid();
+    let mut refused = libc::EINVAL;
+    for direction in [Direction::Backward, Direction::Forward] {
+        let layout = RingLayout { direction, page };
+        match open_event(tid, direction) {
+            Ok(fd) => {
+                let ring = map_ring(&fd, &layout).map_err(|err| errno(&err))?;
+                // SAFETY: `ring` was mapped just above with this layout and was
+                // never shared.
+                unsafe { unmap_ring(ring, &layout) };
+                return Ok(layout);
+            }
+            // EINVAL for `write_backward`: a kernel before 4.7; try forward.
+            Err(err) if direction == Direction::Backward && errno(&err) == libc::EINVAL => {}
+            Err(err) => {
+                refused = errno(&err);
+                break;
             }
         }
-        Err(refused)
     }
+    Err(refused)
 }
 
 /// Whether this process can watch threads with perf rings (probes once).
