@@ -10,7 +10,8 @@
 //! | 48..52 | `__flags` | glibc's preference flag, kept but not used: the rwsem is FIFO with handoff, neither reader- nor writer-preferring |
 //! | 52..56 | padding | the fork generation last used in, or [`GLIBC_OWNED`] |
 //!
-//! A process-shared or writer-preferring rwlock is glibc's: `init` lets glibc write it (glibc clears all
+//! A process-shared or writer-preferring rwlock, or one a real-time thread initialises,
+//! is glibc's: `init` lets glibc write it (glibc clears all
 //! 56 bytes first) and then marks the padding [`GLIBC_OWNED`].
 //!
 //! # Unlock finds the mode
@@ -307,7 +308,14 @@ pub unsafe extern "C" fn pthread_rwlock_init(
     // spells out (no reader may pass a blocked writer) and the rwsem's handoff only
     // approaches (a queued writer may wait up to `HANDOFF_AFTER` behind new
     // readers), stay glibc's.
-    if pshared != libc::PTHREAD_PROCESS_PRIVATE || kind == PREFER_WRITER_NONRECURSIVE {
+    // And those initialised by a real-time thread (SCHED_FIFO, SCHED_RR): POSIX
+    // orders such readers and writers by priority, which the rwsem does not.
+    // SAFETY: no preconditions (0: the calling thread).
+    let real_time = matches!(
+        unsafe { libc::sched_getscheduler(0) },
+        libc::SCHED_FIFO | libc::SCHED_RR
+    );
+    if pshared != libc::PTHREAD_PROCESS_PRIVATE || kind == PREFER_WRITER_NONRECURSIVE || real_time {
         // SAFETY: the caller's contract is glibc's.
         let done = unsafe { glibc::pthread_rwlock_init(r, attr) };
         if done == 0 {
