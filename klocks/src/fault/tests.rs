@@ -395,3 +395,136 @@ fn a_late_access_is_caught() {
         );
     }
 }
+
+/// Signals, for every kind: threads contend on lock A while signals land on them at
+/// random moments (queued, spinning, sleeping, holding A); the handler takes lock B,
+/// another lock of the same kind, and updates data only B protects. Both locks' data
+/// must come out exact, and every thread must finish (no livelock or deadlock from a
+/// handler nested in a lock operation).
+mod signals {
+    use super::*;
+    use std::sync::atomic::AtomicPtr;
+
+    /// Lock B and its data, for the handler (a leaked box per run).
+    struct Shared<L> {
+        lock: L,
+        count: std::cell::UnsafeCell<u64>,
+    }
+
+    // SAFETY: the count is only touched under the lock beside it.
+    unsafe impl<L: Sync> Sync for Shared<L> {}
+
+    static SHARED: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+    static BODY: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+    static HANDLED: AtomicU32 = AtomicU32::new(0);
+
+    fn take_b<L: RawMutex>() {
+        // SAFETY: the run installs `SHARED` (a leaked `Shared<L>`) before any signal.
+        let shared = unsafe { &*SHARED.load(SeqCst).cast::<Shared<L>>() };
+        shared.lock.lock();
+        // SAFETY: B excludes every other access to its count.
+        unsafe { *shared.count.get() += 1 };
+        // SAFETY: taken just above.
+        unsafe { shared.lock.unlock() };
+        HANDLED.fetch_add(1, SeqCst);
+    }
+
+    extern "C" fn handler(_: libc::c_int) {
+        let body = BODY.load(SeqCst);
+        if !body.is_null() {
+            // SAFETY: `BODY` holds a `fn()` stored by `storm`.
+            let body: fn() = unsafe { std::mem::transmute(body) };
+            body();
+        }
+    }
+
+    /// The storm for lock kind `L`.
+    pub(super) fn storm<L: RawMutex + Sync + 'static>() {
+        const THREADS: usize = 6;
+        const ITERATIONS: u64 = 100_000;
+        let b: &'static Shared<L> = Box::leak(Box::new(Shared {
+            lock: L::INIT,
+            count: std::cell::UnsafeCell::new(0),
+        }));
+        SHARED.store(std::ptr::from_ref(b).cast_mut().cast(), SeqCst);
+        BODY.store(take_b::<L> as fn() as *mut (), SeqCst);
+        // SAFETY: a handler for SIGURG (ignored by default, unused by the test harness)
+        // that only touches statics and lock B.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut());
+        }
+        let a: &'static Shared<L> = Box::leak(Box::new(Shared {
+            lock: L::INIT,
+            count: std::cell::UnsafeCell::new(0),
+        }));
+        let done = Arc::new(AtomicU32::new(0));
+        let workers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let done = Arc::clone(&done);
+                thread::spawn(move || {
+                    for i in 0..ITERATIONS {
+                        a.lock.lock();
+                        // SAFETY: A excludes every other access to its count.
+                        unsafe { *a.count.get() += 1 };
+                        if i % 64 == 0 {
+                            thread::yield_now();
+                        }
+                        // SAFETY: taken just above.
+                        unsafe { a.lock.unlock() };
+                    }
+                    done.fetch_add(1, SeqCst);
+                })
+            })
+            .collect();
+        use std::os::unix::thread::JoinHandleExt;
+        let targets: Vec<_> = workers.iter().map(|w| w.as_pthread_t()).collect();
+        let mut sent = 0u32;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut seed = 0x9E37_79B9_u32;
+        while done.load(SeqCst) < THREADS as u32 {
+            assert!(
+                Instant::now() < deadline,
+                "a storm run did not finish in 60 s"
+            );
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            let target = targets[seed as usize % THREADS];
+            // SAFETY: the thread is alive until `done` counts it; a signal to one that
+            // just finished its loop is harmless (it is still joinable).
+            unsafe { libc::pthread_kill(target, libc::SIGURG) };
+            sent += 1;
+            thread::sleep(Duration::from_micros(200));
+        }
+        workers.into_iter().for_each(|w| w.join().unwrap());
+        BODY.store(std::ptr::null_mut(), SeqCst);
+        // SAFETY: every thread that touched the counts has been joined.
+        let (count_a, count_b) = unsafe { (*a.count.get(), *b.count.get()) };
+        assert_eq!(count_a, THREADS as u64 * ITERATIONS, "lock A lost updates");
+        let handled = u64::from(HANDLED.load(SeqCst));
+        assert_eq!(count_b, handled, "lock B lost updates");
+        assert!(
+            handled > 0 && sent > 0,
+            "no signal was handled ({sent} sent)"
+        );
+    }
+}
+
+macro_rules! signal_storms {
+    ($($name:ident => $lock:ty;)*) => {$(
+        #[test]
+        fn $name() {
+            survives(stringify!($name), signals::storm::<$lock>);
+        }
+    )*};
+}
+
+signal_storms! {
+    signals_spin_futex_mutex => SpinFutexMutex;
+    signals_futex_mutex => FutexMutex;
+    signals_pv_qspinlock => PvQSpinLock;
+    signals_pv_ticket_lock => PvTicketLock;
+}
