@@ -18,7 +18,7 @@ use crate::machine::Machine;
 use crate::report::{Cell, Progress, Table};
 use crate::rwlocks::RwLockName;
 use crate::scenario::{
-    app, c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rwsem,
+    app, c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rwsem, torture,
     uncontended, windowed, Common, Error,
 };
 
@@ -341,6 +341,17 @@ enum Command {
     /// cost and the switch cost. --locks does not apply. About 4 s with the defaults.
     OwnerProbe(owner_probe::Args),
 
+    /// Torture: the kernel's locktorture in userspace. Threads loop on one lock for
+    /// --secs per lock while faults are injected (long holds, yields and sleeps inside
+    /// the critical section, stutter, CPU shuffling, thread exit and re-creation,
+    /// signals); every critical section checks mutual exclusion, the counters are
+    /// checked for lost updates at the end, and an acquisition waiting longer than
+    /// --starvation-ms fails the run. Mutexes from --locks [default: every lock that
+    /// sleeps or yields], reader-writer locks from --rwlocks [default: all]. Prints a
+    /// table; exit status 1 if any lock failed. --minutes N is the soak run. The
+    /// broken lock (--locks busted) must fail.
+    Torture(torture::Args),
+
     /// An unmodified program under each klocks lock (LD_PRELOAD), against glibc
     ///
     /// Runs `CMD ARGS` as it is (glibc's pthread locks) and under
@@ -464,6 +475,7 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Step> {
         Some(Command::OwnerProbe(args)) => {
             vec![Step::OwnerProbe(owner_probe::Config::new(&args, common))]
         }
+        Some(Command::Torture(_)) => unreachable!("`main` runs torture before planning"),
         Some(Command::App(args)) => match app::Config::new(&args, common) {
             Ok(config) => vec![Step::App(config)],
             Err(message) => Cli::command()
@@ -541,6 +553,17 @@ fn main() -> ExitCode {
     if let Some(Command::WindowCell(args)) = &cli.command {
         windowed::cell(args);
         return ExitCode::SUCCESS;
+    }
+    if let Some(Command::Torture(args)) = &cli.command {
+        if let Err(problem) = klocks::config::check() {
+            eprintln!("lockbench: {problem}");
+            return ExitCode::from(2);
+        }
+        let common = cli.global.common();
+        return match torture::run(args, common.locks, common.rwlocks) {
+            true => ExitCode::SUCCESS,
+            false => ExitCode::FAILURE,
+        };
     }
     check_lock_kinds(&cli);
     // A bad KLOCKS_* setting would only be reported by the locks, which then use the

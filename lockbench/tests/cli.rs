@@ -804,3 +804,52 @@ fn the_busted_rwlock_fails_rw_fair_verification() {
     ];
     assert_busted_is_caught(&args);
 }
+
+/// The broken locks fail torture within a second; real ones pass the same run.
+#[test]
+fn torture_catches_the_busted_locks_and_passes_real_ones() {
+    let out = measure(&[
+        "torture",
+        "--locks",
+        "busted",
+        "--rwlocks",
+        "busted-rw",
+        "--secs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("FAIL: mutual exclusion"),
+        "{}",
+        stdout(&out)
+    );
+    let out = measure(&[
+        "torture",
+        "--locks",
+        "pvqspinlock,spinfutex,std",
+        "--rwlocks",
+        "rwsem-adaptive",
+        "--secs",
+        "1",
+        "--threads",
+        "8",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("torture: SUCCESS"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn torture_bad_values_are_usage_errors() {
+    for args in [
+        &["torture", "--secs", "0"][..],
+        &["torture", "--threads", "1"],
+        &["torture", "--minutes", "lots"],
+    ] {
+        let out = lockbench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}

@@ -1,0 +1,466 @@
+//! `lockbench torture`: the kernel's `locktorture`, in userspace.
+//!
+//! Threads loop on one lock for a set time while faults are injected, and every
+//! critical section checks the lock's promise: an occupancy count that a second
+//! writer (or a reader beside a writer) sees non-zero, and two non-atomic counters
+//! that writers move together and readers find equal. The faults, each on by default
+//! (locktorture's, adapted to threads):
+//!
+//! - **long holds**: about one acquisition in 2,000 holds the lock for 2 ms, to pile
+//!   waiters up behind it;
+//! - **preemption in the critical section**: one in 100 yields the CPU inside it, one
+//!   in 1,000 sleeps 50 µs there;
+//! - **stutter**: every 500 ms all threads pause together for 50 ms, then rush back;
+//! - **CPU shuffle**: each thread re-pins itself to a random allowed CPU every
+//!   ~100 ms;
+//! - **thread churn**: each thread exits after a random 1,000–20,000 acquisitions and
+//!   a new one takes its place;
+//! - **signals**: a thread sends `SIGURG` to a random worker about every millisecond
+//!   (the handler counts it): futex waits return early, spins are interrupted.
+//!
+//! A lock fails the run on any violation, on lost updates (the counters against the
+//! acquisitions counted), or when one acquisition waited longer than
+//! `--starvation-ms`. The broken lock (`--locks busted`, `--rwlocks busted`) must fail
+//! within seconds.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::locks::{BenchLock, LockName, LockVisitor};
+use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
+
+/// `lockbench torture`'s options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Seconds of torture per lock.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    secs: u64,
+    /// The soak: this many minutes in all, split evenly across the locks (instead of
+    /// --secs).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1440))]
+    minutes: Option<u64>,
+    /// Threads per lock (for reader-writer locks, half readers and half writers)
+    /// [default: 4 per CPU].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..=1024))]
+    threads: Option<u64>,
+    /// An acquisition that waits longer than this fails the run (starvation).
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..))]
+    starvation_ms: u64,
+    /// No long holds.
+    #[arg(long)]
+    no_long_holds: bool,
+    /// No yields or sleeps inside the critical section.
+    #[arg(long)]
+    no_preemption: bool,
+    /// No stutter.
+    #[arg(long)]
+    no_stutter: bool,
+    /// No CPU shuffling.
+    #[arg(long)]
+    no_shuffle: bool,
+    /// No thread exit and re-creation.
+    #[arg(long)]
+    no_churn: bool,
+    /// No signals.
+    #[arg(long)]
+    no_signals: bool,
+}
+
+/// The data only the lock protects, and the occupancy check around it.
+struct Guarded {
+    writers_inside: AtomicU32,
+    readers_inside: AtomicU32,
+    count: UnsafeCell<u64>,
+    shadow: UnsafeCell<u64>,
+    violations: AtomicU64,
+}
+
+// SAFETY: `count` and `shadow` are touched only inside the lock under test (writers),
+// or read there (readers); whether the lock really excludes is what is checked.
+unsafe impl Sync for Guarded {}
+
+impl Guarded {
+    fn new() -> Self {
+        Self {
+            writers_inside: AtomicU32::new(0),
+            readers_inside: AtomicU32::new(0),
+            count: UnsafeCell::new(0),
+            shadow: UnsafeCell::new(0),
+            violations: AtomicU64::new(0),
+        }
+    }
+
+    /// A writer's critical section.
+    fn write(&self, faults: &Faults, i: u64) {
+        // SeqCst (the four occupancy accesses): a writer and a reader each announce
+        // themselves, then look for the other (store buffering must not hide both).
+        if self.writers_inside.fetch_add(1, SeqCst) != 0 || self.readers_inside.load(SeqCst) != 0 {
+            self.violations.fetch_add(1, Relaxed);
+        }
+        // SAFETY: the lock excludes other writers and readers (checked above).
+        unsafe {
+            let count = self.count.get().read_volatile();
+            faults.inside(i);
+            self.count.get().write_volatile(count + 1);
+            self.shadow
+                .get()
+                .write_volatile(self.shadow.get().read_volatile() + 1);
+        }
+        self.writers_inside.fetch_sub(1, SeqCst);
+    }
+
+    /// A reader's critical section.
+    fn read(&self, faults: &Faults, i: u64) {
+        // SeqCst: see `write`.
+        self.readers_inside.fetch_add(1, SeqCst);
+        if self.writers_inside.load(SeqCst) != 0 {
+            self.violations.fetch_add(1, Relaxed);
+        }
+        // SAFETY: the lock excludes writers (checked above); readers only read.
+        let (count, shadow) = unsafe {
+            (
+                self.count.get().read_volatile(),
+                self.shadow.get().read_volatile(),
+            )
+        };
+        faults.inside(i);
+        if count != shadow {
+            self.violations.fetch_add(1, Relaxed);
+        }
+        self.readers_inside.fetch_sub(1, SeqCst);
+    }
+}
+
+/// What the faults need at run time.
+struct Faults {
+    long_holds: bool,
+    preemption: bool,
+    stutter: AtomicBool,
+    shuffle: bool,
+    churn: bool,
+    cpus: Vec<usize>,
+}
+
+impl Faults {
+    /// Inside the critical section.
+    fn inside(&self, i: u64) {
+        if self.long_holds && i % 2_000 == 1_999 {
+            std::thread::sleep(Duration::from_millis(2));
+        } else if self.preemption && i % 1_000 == 999 {
+            std::thread::sleep(Duration::from_micros(50));
+        } else if self.preemption && i % 100 == 99 {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Outside the critical section: stutter and shuffle.
+    fn outside(&self, rng: &mut u64, last_shuffle: &mut Instant) {
+        // Relaxed: a pause request, not a synchronisation.
+        while self.stutter.load(Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if self.shuffle && last_shuffle.elapsed() > Duration::from_millis(100) {
+            *last_shuffle = Instant::now();
+            let cpu = self.cpus[next(rng) as usize % self.cpus.len()];
+            // SAFETY: a zeroed cpu_set_t with one bit set, for the calling thread; a
+            // refusal (a CPU gone offline) only leaves the affinity as it was.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+        }
+    }
+}
+
+fn next(rng: &mut u64) -> u64 {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    *rng
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed set filled by the kernel for this thread.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+        set
+    };
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `set` is a valid cpu_set_t.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// One lock's result.
+struct Outcome {
+    name: &'static str,
+    threads: u64,
+    acquisitions: u64,
+    violations: u64,
+    lost: u64,
+    max_wait: Duration,
+    signals: u64,
+}
+
+/// What a worker does with the lock: `true` for a write (or mutex) section.
+type Section = Arc<dyn Fn(&Guarded, &Faults, u64, bool) + Send + Sync>;
+
+/// Runs the torture of one lock with `section` and returns its outcome.
+fn torture(name: &'static str, section: Section, readers: bool, args: &Args, secs: u64) -> Outcome {
+    let threads = args
+        .threads
+        .unwrap_or_else(|| 4 * std::thread::available_parallelism().map_or(2, |n| n.get()) as u64);
+    let guarded = Arc::new(Guarded::new());
+    let faults = Arc::new(Faults {
+        long_holds: !args.no_long_holds,
+        preemption: !args.no_preemption,
+        stutter: AtomicBool::new(false),
+        shuffle: !args.no_shuffle,
+        churn: !args.no_churn,
+        cpus: allowed_cpus(),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let writes = Arc::new(AtomicU64::new(0));
+    let acquisitions = Arc::new(AtomicU64::new(0));
+    let max_wait_ns = Arc::new(AtomicU64::new(0));
+    let live: Arc<std::sync::Mutex<Vec<libc::pthread_t>>> = Arc::default();
+    let slots: Vec<_> = (0..threads)
+        .map(|slot| {
+            let (guarded, faults, stop) =
+                (Arc::clone(&guarded), Arc::clone(&faults), Arc::clone(&stop));
+            let (writes, acquisitions, max_wait_ns) = (
+                Arc::clone(&writes),
+                Arc::clone(&acquisitions),
+                Arc::clone(&max_wait_ns),
+            );
+            let (section, live) = (Arc::clone(&section), Arc::clone(&live));
+            let writer = !readers || slot % 2 == 0;
+            // Each slot runs workers one after another (thread churn).
+            std::thread::spawn(move || {
+                let mut rng =
+                    0x2545_F491_4F6C_DD1D ^ (slot + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                while !stop.load(Relaxed) {
+                    let life = if faults.churn {
+                        1_000 + next(&mut rng) % 19_000
+                    } else {
+                        u64::MAX
+                    };
+                    let (guarded, faults, stop) =
+                        (Arc::clone(&guarded), Arc::clone(&faults), Arc::clone(&stop));
+                    let (writes, acquisitions, max_wait_ns) = (
+                        Arc::clone(&writes),
+                        Arc::clone(&acquisitions),
+                        Arc::clone(&max_wait_ns),
+                    );
+                    let (section, live) = (Arc::clone(&section), Arc::clone(&live));
+                    let seed = next(&mut rng);
+                    let worker = std::thread::spawn(move || {
+                        // SAFETY: pthread_self has no preconditions.
+                        let me = unsafe { libc::pthread_self() };
+                        live.lock().unwrap_or_else(|e| e.into_inner()).push(me);
+                        let (mut rng, mut last_shuffle) = (seed | 1, Instant::now());
+                        let mut i = 0;
+                        while i < life && !stop.load(Relaxed) {
+                            faults.outside(&mut rng, &mut last_shuffle);
+                            let start = Instant::now();
+                            section(&guarded, &faults, i, writer);
+                            let waited = start.elapsed().as_nanos() as u64;
+                            max_wait_ns.fetch_max(waited, Relaxed);
+                            i += 1;
+                        }
+                        acquisitions.fetch_add(i, Relaxed);
+                        if writer {
+                            writes.fetch_add(i, Relaxed);
+                        }
+                        live.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .retain(|t| *t != me);
+                    });
+                    let _ = worker.join();
+                }
+            })
+        })
+        .collect();
+    let signals = AtomicU64::new(0);
+    let start = Instant::now();
+    let mut rng = 0x1234_5678_9ABC_DEF1_u64;
+    let mut next_stutter = start + Duration::from_millis(500);
+    while start.elapsed() < Duration::from_secs(secs) {
+        if !args.no_stutter && Instant::now() >= next_stutter {
+            faults.stutter.store(true, Relaxed);
+            std::thread::sleep(Duration::from_millis(50));
+            faults.stutter.store(false, Relaxed);
+            next_stutter = Instant::now() + Duration::from_millis(500);
+        }
+        if !args.no_signals {
+            let live = live.lock().unwrap_or_else(|e| e.into_inner());
+            if !live.is_empty() {
+                let target = live[next(&mut rng) as usize % live.len()];
+                // SAFETY: a thread in `live` is alive: it removes itself, under this
+                // mutex, before it exits.
+                unsafe { libc::pthread_kill(target, libc::SIGURG) };
+                signals.fetch_add(1, Relaxed);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    stop.store(true, Relaxed);
+    faults.stutter.store(false, Relaxed);
+    for slot in slots {
+        let _ = slot.join();
+    }
+    // SAFETY: every worker has been joined.
+    let count = unsafe { *guarded.count.get() };
+    let writes = writes.load(Relaxed);
+    Outcome {
+        name,
+        threads,
+        acquisitions: acquisitions.load(Relaxed),
+        violations: guarded.violations.load(Relaxed),
+        lost: writes.saturating_sub(count),
+        max_wait: Duration::from_nanos(max_wait_ns.load(Relaxed)),
+        signals: signals.load(Relaxed),
+    }
+}
+
+/// Counts `SIGURG`s; installed once.
+fn install_signal_handler() {
+    extern "C" fn handled(_: libc::c_int) {
+        HANDLED.fetch_add(1, Relaxed);
+    }
+    // SAFETY: a handler that touches one atomic; SA_RESTART keeps the harness's own
+    // blocking calls going.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handled as extern "C" fn(libc::c_int) as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut());
+    }
+}
+
+static HANDLED: AtomicU64 = AtomicU64::new(0);
+
+struct MutexSection;
+
+impl LockVisitor for MutexSection {
+    type Output = (&'static str, Section);
+    fn visit<L: BenchLock>(self) -> Self::Output {
+        let lock = Arc::new(L::new());
+        let section: Section = Arc::new(move |guarded: &Guarded, faults: &Faults, i, _| {
+            lock.with(|| guarded.write(faults, i));
+        });
+        (L::NAME, section)
+    }
+}
+
+struct RwSection;
+
+impl RwLockVisitor for RwSection {
+    type Output = (&'static str, Section);
+    fn visit<L: BenchRwLock>(self) -> Self::Output {
+        let lock = Arc::new(L::new());
+        let section: Section = Arc::new(move |guarded: &Guarded, faults: &Faults, i, writer| {
+            if writer {
+                lock.write(|| guarded.write(faults, i));
+            } else {
+                lock.read(|| guarded.read(faults, i));
+            }
+        });
+        (L::NAME, section)
+    }
+}
+
+/// The mutexes tortured when `--locks` is not given: every lock that sleeps or
+/// yields (the pure spinlocks collapse with more threads than CPUs; name them with
+/// `--locks` and `--threads` at most the CPUs).
+fn default_locks() -> Vec<LockName> {
+    LockName::defaults()
+        .into_iter()
+        .filter(|l| {
+            !matches!(
+                l.name(),
+                "qspinlock" | "qspinlock-cmpxchg" | "qspinlock-bytestore" | "ticket" | "spin"
+            )
+        })
+        .collect()
+}
+
+/// Runs the torture of every chosen lock, prints the table; whether all passed.
+pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLockName>>) -> bool {
+    let locks = locks.unwrap_or_else(default_locks);
+    let rwlocks = rwlocks.unwrap_or_else(RwLockName::defaults);
+    let total = (locks.len() + rwlocks.len()).max(1) as u64;
+    let secs = args.minutes.map_or(args.secs, |m| (m * 60 / total).max(1));
+    if !args.no_signals {
+        install_signal_handler();
+    }
+    let mut outcomes = Vec::new();
+    for lock in locks {
+        let (name, section) = lock.visit(MutexSection);
+        outcomes.push(torture(name, section, false, args, secs));
+    }
+    for lock in rwlocks {
+        let (name, section) = lock.visit(RwSection);
+        outcomes.push(torture(name, section, true, args, secs));
+    }
+    let limit = Duration::from_millis(args.starvation_ms);
+    println!(
+        "torture: {secs} s per lock; faults:{}{}{}{}{}{}; starvation limit {} ms",
+        if args.no_long_holds {
+            ""
+        } else {
+            " long holds"
+        },
+        if args.no_preemption {
+            ""
+        } else {
+            " preemption"
+        },
+        if args.no_stutter { "" } else { " stutter" },
+        if args.no_shuffle { "" } else { " shuffle" },
+        if args.no_churn { "" } else { " churn" },
+        if args.no_signals { "" } else { " signals" },
+        args.starvation_ms
+    );
+    println!(
+        "{:<20} {:>7} {:>13} {:>10} {:>9} {:>12} {:>8}  verdict",
+        "lock", "threads", "acquisitions", "violations", "lost", "max wait ms", "signals"
+    );
+    let mut passed = true;
+    for o in &outcomes {
+        let verdict = if o.violations > 0 || o.lost > 0 {
+            "FAIL: mutual exclusion"
+        } else if o.max_wait > limit {
+            "FAIL: starvation"
+        } else if o.acquisitions == 0 {
+            "FAIL: no progress"
+        } else {
+            "ok"
+        };
+        passed &= verdict == "ok";
+        println!(
+            "{:<20} {:>7} {:>13} {:>10} {:>9} {:>12.1} {:>8}  {verdict}",
+            o.name,
+            o.threads,
+            o.acquisitions,
+            o.violations,
+            o.lost,
+            o.max_wait.as_secs_f64() * 1e3,
+            o.signals
+        );
+    }
+    println!(
+        "{}",
+        if passed {
+            "torture: SUCCESS"
+        } else {
+            "torture: FAILURE"
+        }
+    );
+    passed
+}
