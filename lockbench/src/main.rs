@@ -349,7 +349,7 @@ enum Command {
     /// --starvation-ms fails the run. Mutexes from --locks [default: every lock that
     /// sleeps or yields], reader-writer locks from --rwlocks [default: all]. Prints a
     /// table; exit status 1 if any lock failed. --minutes N is the soak run. The
-    /// broken lock (--locks busted) must fail.
+    /// deliberately broken lock (hidden from the lists) must fail.
     Torture(torture::Args),
 
     /// An unmodified program under each klocks lock (LD_PRELOAD), against glibc
