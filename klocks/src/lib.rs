@@ -112,6 +112,7 @@ mod streak;
 mod sync;
 
 pub use mutex::futex_mutex::FutexMutex;
+pub use mutex::raw_mutex::RawMutex;
 pub use mutex::spin_futex_mutex::SpinFutexMutex;
 pub use padded::Padded;
 pub use rwlock::rwsem::{reader_spin, ReaderSpin, RwSem};
@@ -131,6 +132,13 @@ pub mod flavor {
     pub use crate::spin::qspinlock::{CmpxchgHandoff, SimpleWrite};
 }
 
+/// The default mutex: `Mutex<T>` on a [`RawMutex`] (barging futex mutex that spins
+/// while the owner runs, with a timed handoff that bounds every wait).
+#[cfg(not(loom))]
+pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
+/// Guard of a [`Mutex`].
+#[cfg(not(loom))]
+pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
 /// `Mutex<T>` on a [`QSpinLock`].
 #[cfg(not(loom))]
 pub type QSpinMutex<T> = lock_api::Mutex<QSpinLock, T>;

@@ -47,6 +47,49 @@ mod futex {
         }
     }
 
+    /// Sleeps while `*word == expected`, as a sleeper of class `bits`, until woken by
+    /// a wake of a matching class, until `deadline` (absolute, `CLOCK_MONOTONIC`), or
+    /// spuriously.
+    pub(crate) fn wait_bits(
+        word: &AtomicU32,
+        expected: u32,
+        bits: u32,
+        deadline: Option<&libc::timespec>,
+    ) {
+        let deadline = deadline.map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: as in `wait`; `deadline` is null or a timespec that outlives the call
+        // (FUTEX_WAIT_BITSET takes an absolute time on CLOCK_MONOTONIC). The unused
+        // fifth argument is null. Errors are spurious returns.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG,
+                expected,
+                deadline,
+                std::ptr::null::<u32>(),
+                bits,
+            );
+        }
+    }
+
+    /// Wakes up to `count` sleepers of a class in `bits` on the word at `word`, which
+    /// may be gone.
+    pub(crate) fn wake_bits(word: *const AtomicU32, count: i32, bits: u32) {
+        // SAFETY: as in `wake`: the address is hashed, never dereferenced.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.cast::<u32>(),
+                libc::FUTEX_WAKE_BITSET | libc::FUTEX_PRIVATE_FLAG,
+                count,
+                std::ptr::null::<libc::timespec>(),
+                std::ptr::null::<u32>(),
+                bits,
+            );
+        }
+    }
+
     /// Wakes up to `count` threads sleeping on the word at `word`, which may be gone.
     pub(crate) fn wake(word: *const AtomicU32, count: i32) {
         // SAFETY: FUTEX_WAKE on a private futex hashes the address and never reads or
@@ -75,6 +118,8 @@ mod futex {
 
     struct Sleeper {
         word: usize,
+        /// The sleeper's class: a wake wakes it only if their bits intersect.
+        bits: u32,
         id: u64,
         woken: bool,
     }
@@ -95,6 +140,16 @@ mod futex {
 
     /// Loom models only take exact pairings (see `barrier`), so never a timeout.
     pub(crate) fn wait(word: &AtomicU32, expected: u32, _timeout: Option<std::time::Duration>) {
+        wait_bits(word, expected, u32::MAX, None);
+    }
+
+    /// A sleeper of class `bits`; no timeout in a model.
+    pub(crate) fn wait_bits(
+        word: &AtomicU32,
+        expected: u32,
+        bits: u32,
+        _deadline: Option<&libc::timespec>,
+    ) {
         let (table, wakeup) = &*TABLE;
         let mut t = table.lock().unwrap();
         // Relaxed: the table lock orders this read after any store that preceded a
@@ -106,6 +161,7 @@ mod futex {
         t.next_id += 1;
         t.sleepers.push(Sleeper {
             word: key(word),
+            bits,
             id,
             woken: false,
         });
@@ -120,6 +176,10 @@ mod futex {
     }
 
     pub(crate) fn wake(word: *const AtomicU32, count: i32) {
+        wake_bits(word, count, u32::MAX);
+    }
+
+    pub(crate) fn wake_bits(word: *const AtomicU32, count: i32, bits: u32) {
         let (table, wakeup) = &*TABLE;
         let mut t = table.lock().unwrap();
         let mut left = count;
@@ -127,7 +187,7 @@ mod futex {
             if left == 0 {
                 break;
             }
-            if s.word == key(word) && !s.woken {
+            if s.word == key(word) && s.bits & bits != 0 && !s.woken {
                 s.woken = true;
                 left -= 1;
             }
@@ -179,6 +239,48 @@ pub(crate) fn wake_one_at(word: *const AtomicU32) {
 #[inline]
 pub(crate) fn wake_all(word: &AtomicU32) {
     futex::wake(word, i32::MAX);
+}
+
+/// [`wait`] as a sleeper of class `bits` (a nonzero mask), until `deadline` if one is
+/// given: only a [`wake_one_of_at`] whose class intersects `bits` wakes it. Lets one
+/// word have sleepers that must be woken apart (the futex queue stays one queue,
+/// ordered by priority, then arrival).
+#[inline]
+pub(crate) fn wait_as(word: &AtomicU32, expected: u32, bits: u32, deadline: Option<Deadline>) {
+    futex::wait_bits(word, expected, bits, deadline.as_ref().map(|d| &d.0));
+}
+
+/// Wakes the first thread sleeping on the word at `word` whose class intersects
+/// `bits`, if any; the word may be gone, as for [`wake_one_at`].
+#[inline]
+pub(crate) fn wake_one_of_at(word: *const AtomicU32, bits: u32) {
+    futex::wake_bits(word, 1, bits);
+}
+
+/// A point in time on `CLOCK_MONOTONIC` (the clock of `std::time::Instant` on Linux),
+/// as the futex takes it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Deadline(libc::timespec);
+
+impl Deadline {
+    /// The moment `at`: `now` on `CLOCK_MONOTONIC` plus what is left until `at`.
+    pub(crate) fn at(at: std::time::Instant) -> Self {
+        let left = at.saturating_duration_since(std::time::Instant::now());
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: writes the current time into `now`; CLOCK_MONOTONIC always exists.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+        let nanos = now.tv_nsec as u64 + u64::from(left.subsec_nanos());
+        let secs = (now.tv_sec as u64)
+            .saturating_add(left.as_secs())
+            .saturating_add(nanos / 1_000_000_000);
+        Self(libc::timespec {
+            tv_sec: secs.min(libc::time_t::MAX as u64) as libc::time_t,
+            tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
+        })
+    }
 }
 
 #[cfg(all(test, not(loom)))]

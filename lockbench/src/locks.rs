@@ -69,6 +69,7 @@ raw_bench_lock! {
     klocks::PvTicketLock => "pvticket",
     klocks::FutexMutex => "futex",
     klocks::SpinFutexMutex => "spinfutex",
+    klocks::RawMutex => "default",
     spin::mutex::SpinMutex<()> => "spin",
     parking_lot::RawMutex => "parking_lot",
     // The negative control: a test-then-set lock that lets two threads in at once.
@@ -255,6 +256,7 @@ macro_rules! lock_table {
 }
 
 lock_table! {
+    Default => klocks::RawMutex, raw;
     QSpinLockCmpxchg => klocks::QSpinLockCmpxchgHandoff, raw;
     QSpinLock => klocks::QSpinLock, raw;
     #[cfg(target_arch = "x86_64")]

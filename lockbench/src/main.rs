@@ -24,6 +24,9 @@ use crate::scenario::{
 
 const LOCKS_HELP: &str = "\
 Locks (--locks):
+  default              klocks::Mutex, the one to pick: a barging futex mutex whose
+                       waiters spin while the owner runs and sleep otherwise; a
+                       waiter that waited 1 ms claims a handoff (bounded wait)
   qspinlock-cmpxchg    klocks queued spinlock before seed 000: the queue head always
                        takes the lock with cmpxchg (the seed's \"before\")
   qspinlock            klocks queued spinlock, seed 000's \"after\": the queue head

@@ -2,6 +2,7 @@
 //! queueing in userspace.
 
 pub mod futex_mutex;
+pub mod raw_mutex;
 pub mod spin_futex_mutex;
 
 #[cfg(all(loom, test))]

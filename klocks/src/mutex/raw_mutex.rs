@@ -1,0 +1,769 @@
+//! The default mutex: a barging futex mutex whose waiters spin while the owner runs,
+//! with a timed handoff that bounds every thread's wait.
+//!
+//! # The algorithm
+//!
+//! [`RawMutex`] is [`SpinFutexMutex`](crate::SpinFutexMutex) (seed 004) made into a
+//! lock to pick without reading a table, with two changes that come from what the
+//! anchors do and from what lockbench measured:
+//!
+//! - **Fast paths as short as std's futex mutex's**: a load and one cmpxchg to lock,
+//!   one cmpxchg to unlock (a load before it cost the uncontended pair ~0.6 ns). The
+//!   spinner's flag keeps both inline (an owner that re-takes the lock while a
+//!   waiter spins is the common contended case); sleepers or a handoff send the
+//!   thread to the slow path.
+//! - **A patient spinner.** The spinner's first look at the word comes after ~1.5 µs
+//!   of `pause`s, not at once: each look takes the line from an owner that re-takes
+//!   the lock at once, and a spinner that looked after 1, 2, 4, ... pauses cost the
+//!   owner of a tight loop several misses per handoff.
+//! - **Barging with a timed handoff** (the kernel mutex's `MUTEX_FLAG_HANDOFF`,
+//!   2016, and parking_lot's "eventual fairness"). Running threads take a free lock
+//!   before woken ones, which keeps a lock on a CPU that is running with it and is
+//!   what makes a barging lock fast with more threads than CPUs. But a thread that
+//!   has slept, was woken and still finds the lock taken after [`FAIR_WAIT_US`]
+//!   *claims a handoff*: it sets `HANDOFF`, and from then on nobody barges: the next
+//!   unlock leaves the lock free but reserved, wakes the claimant alone, and the
+//!   claimant takes it. Claims on one lock are at least [`FAIR_INTERVAL_US`] apart
+//!   (the time of the last is the mutex's second word), so barging keeps its
+//!   throughput between them (parking_lot forces a fair unlock every 0.5 ms on
+//!   average for the same reason); a waiter's wait is bounded by the queue of
+//!   sleepers before it times the claim interval, not by luck.
+//!
+//! The rest is seed 004's design: the owner's thread id in the word, one spinner that
+//! spins while the owner runs on a CPU ([`owner`](crate::owner)) within the spin
+//! budget ([`budget`](crate::budget)), other waiters that yield a few times and then
+//! sleep on the futex (ordered by priority, then arrival), a woken waiter that may
+//! spin again, and an unlock that wakes nobody when a spinner is about to take the
+//! lock (every [`FAIR_SKIPS`]-th such unlock of a thread wakes a sleeper anyway).
+//!
+//! Sleepers and the claimant sleep on the same word in two classes of the futex
+//! (`FUTEX_WAIT_BITSET`), so that an unlock can wake the claimant and nobody else.
+//!
+//! # The words
+//!
+//! ```text
+//!    31        30         29      28     22 21                0
+//! +---------+----------+----------+--------+-------------------+
+//! | WAITERS | SPINNING | HANDOFF  |   0    |  owner thread id  |   owner 0: free
+//! +---------+----------+----------+--------+-------------------+
+//! ```
+//!
+//! and `claimed_at`, the microsecond clock (wrapping) of the last handoff claim.
+//! Transitions, as `(owner, spinning, waiters, handoff)`:
+//!
+//! ```text
+//! fast path:       (0,s,0,0) -> (me,s,0,0)                    cmpxchg
+//! barge:           (0,s,w,0) -> (me,s,w|slept,0)              cmpxchg
+//! start spin:      (o,0,w,h) -> (o,1,w,h)                     cmpxchg, o != 0, h = 0
+//! spinner takes:   (0,1,w,0) -> (me,0,w|slept,0)              cmpxchg
+//! stop spin:       (*,1,*,*) -> (*,0,*,*)                     fetch_and
+//! sleep:           (o,s,*,h) -> (o,s,1,h), futex_wait(SLEEPER) o != 0 or h = 1
+//! claim:           (o,s,1,0) -> (o,s,1,1)                     cmpxchg, o != 0
+//! claimant takes:  (0,s,1,1) -> (me,s,1,0)                    cmpxchg
+//! unlock:          (me,s,0,0) -> (0,s,0,0)                    cmpxchg
+//! unlock, wake:    (me,0,1,0) -> (0,0,0,0), futex_wake(SLEEPER)
+//! unlock, spin:    (me,1,1,0) -> (0,1,1,0); every FAIR_SKIPS-th futex_wake(SLEEPER)
+//! unlock, handoff: (me,s,w,1) -> (0,s,w,1), futex_wake(CLAIMANT)
+//! ```
+//!
+//! `slept`: a thread that has slept in this acquisition takes the lock with `WAITERS`
+//! set (Drepper's rule): it cannot know whether others still sleep. A claimant has
+//! slept, so it always does.
+//!
+//! Every unlock is one releasing cmpxchg that decides the wake-up too, and touches
+//! nothing of the mutex after it but the word's address (for `futex_wake`): the next
+//! holder may free the mutex as soon as it has it.
+//!
+//! # No lost wake-ups
+//!
+//! As in seed 004: a sleeper sleeps only on a value with `WAITERS` whose lock is held
+//! or reserved (the kernel compares the value atomically with queueing it); `WAITERS`
+//! is cleared only by an unlock that then wakes a sleeper, and every thread that takes
+//! the lock after sleeping sets it again, so the duty to wake passes from owner to
+//! owner while anyone sleeps. An unlock that finds `SPINNING` leaves the duty to the
+//! spinner, which either takes the lock with `WAITERS` or stops with an RMW that
+//! shows it the free word. A handoff unlock keeps `WAITERS` and wakes the claimant,
+//! which takes the lock with `WAITERS` and so inherits the duty. A claimant sleeps
+//! only on a held word with `HANDOFF`, which only its own take clears, so the unlock
+//! that frees that word is the one that wakes it. A timed waiter that gives up after
+//! sleeping may have eaten a wake: it leaves `WAITERS` set on a held or reserved word
+//! (or takes a free one), so the duty is not lost with it.
+//!
+//! # Signals
+//!
+//! A signal handler that interrupts a claimant and locks the same mutex would wait
+//! forever for a handoff to the thread it interrupted. The claim is also recorded in
+//! a thread-local, so that a handler on the claimant's thread takes the reserved lock
+//! itself and consumes the claim; the interrupted claimant sees that and waits again
+//! like any other waiter.
+//!
+//! # Misuse
+//!
+//! Unlocking a mutex the calling thread does not hold panics (the owner is in the
+//! word) and leaves the mutex as it was; locking it again from the owning thread
+//! panics instead of deadlocking (`try_lock` returns `false`). A thread that exits
+//! holding the mutex leaves it locked forever: its waiters sleep (the probe reports an
+//! exited owner as not running).
+
+use crate::budget::SpinBudget;
+use crate::owner::{self, Watch};
+use crate::park;
+use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
+
+/// The owner's thread id (Linux thread ids fit in 22 bits: `PID_MAX_LIMIT`).
+const OWNER_MASK: u32 = (1 << 22) - 1;
+/// The lock is reserved for the thread that claimed a handoff.
+const HANDOFF: u32 = 1 << 29;
+/// One waiter spins on the owner.
+const SPINNING: u32 = 1 << 30;
+/// Threads may sleep on the word.
+const WAITERS: u32 = 1 << 31;
+
+/// The futex class of the threads that sleep until an unlock wakes one of them.
+const SLEEPER: u32 = 1;
+/// The futex class of the thread that claimed a handoff.
+const CLAIMANT: u32 = 2;
+
+/// A thread that has slept and still waits this long claims a handoff (µs).
+pub const FAIR_WAIT_US: u32 = 1_000;
+/// The least time between two handoff claims on one mutex (µs).
+pub const FAIR_INTERVAL_US: u32 = 1_000;
+
+/// Every this many unlocks of a thread that leave sleepers to a spinner, one wakes a
+/// sleeper anyway, so that sleepers rejoin the running threads and can claim.
+const FAIR_SKIPS: u32 = 4096;
+
+/// A waiter that cannot spin gives its CPU away this many times before it sleeps
+/// (lockbench `loop`, 3 to 8 threads: 16 and 4 measured within noise, 8 kept).
+#[cfg(not(loom))]
+const YIELDS_BEFORE_SLEEP: u32 = 8;
+/// One yield under loom: more only repeats the same states.
+#[cfg(loom)]
+const YIELDS_BEFORE_SLEEP: u32 = 1;
+
+/// The spinner's first pause between two looks at the word, in `cpu_relax`es (~1.5
+/// µs). Each look takes the line from an owner that re-takes the lock at once; a
+/// spinner that looked after 1, 2, 4, ... pauses made the owner of a tight loop pay
+/// ~7 misses per handoff (lockbench `loop`, 8 threads: 89 ms with a first pause of
+/// 1, 66 to 70 with 64 or 128; parking_lot 55 to 58 in the same runs).
+const FIRST_BACKOFF: u32 = 64;
+/// The spinner's longest pause between two looks at the word, in `cpu_relax`es.
+const MAX_BACKOFF: u32 = 128;
+
+/// The spin budget shared by every `RawMutex`.
+static BUDGET: SpinBudget = SpinBudget::new();
+
+// Neither has a destructor, so both can be read at any time, also during thread exit.
+// `CLAIMING` is an atomic because a signal handler on the same thread writes it: the
+// interrupted code must read it again after the handler, not a copy in a register.
+#[cfg(not(loom))]
+std::thread_local! {
+    /// Unlocks of this thread that left sleepers to a spinner (mod `FAIR_SKIPS`).
+    static SKIPPED_WAKES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// The address of the mutex this thread claimed a handoff of, 0 if none.
+    static CLAIMING: std::sync::atomic::AtomicUsize =
+        const { std::sync::atomic::AtomicUsize::new(0) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static SKIPPED_WAKES: std::cell::Cell<u32> = std::cell::Cell::new(0);
+    static CLAIMING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+}
+
+/// The mutex this thread claims a handoff of (its address), 0 if none.
+fn claiming() -> usize {
+    // Relaxed: a thread-local, shared only with signal handlers on its own thread.
+    CLAIMING.with(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+fn set_claiming(mutex: usize) {
+    // Relaxed: as in `claiming`.
+    CLAIMING.with(|c| c.store(mutex, std::sync::atomic::Ordering::Relaxed));
+}
+
+/// The default mutex. See the module doc; [`Mutex`](crate::Mutex) is `Mutex<T>` on it.
+pub struct RawMutex {
+    word: AtomicU32,
+    /// The microsecond clock of the last handoff claim (wrapping).
+    claimed_at: AtomicU32,
+}
+
+fn owner_of(val: u32) -> u32 {
+    val & OWNER_MASK
+}
+
+/// The `WAITERS` bit a new owner writes: kept, and set if it has slept.
+fn waiters_after(val: u32, slept: bool) -> u32 {
+    if slept {
+        WAITERS
+    } else {
+        val & WAITERS
+    }
+}
+
+/// How a waiting thread ends its wait when it has a deadline.
+#[derive(Clone, Copy)]
+enum Patience {
+    /// `lock`: waits as long as it takes, and may claim a handoff.
+    Forever,
+    /// `try_lock_until`: gives up at the deadline; never claims.
+    #[cfg(not(loom))]
+    Until(std::time::Instant),
+}
+
+impl Patience {
+    fn deadline(self) -> Option<park::Deadline> {
+        match self {
+            Patience::Forever => None,
+            #[cfg(not(loom))]
+            Patience::Until(at) => Some(park::Deadline::at(at)),
+        }
+    }
+
+    fn expired(self) -> bool {
+        match self {
+            Patience::Forever => false,
+            #[cfg(not(loom))]
+            Patience::Until(at) => std::time::Instant::now() >= at,
+        }
+    }
+}
+
+impl RawMutex {
+    /// An unlocked mutex.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self {
+            word: AtomicU32::new(0),
+            claimed_at: AtomicU32::new(0),
+        }
+    }
+
+    /// An unlocked mutex.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self {
+            word: AtomicU32::new(0),
+            claimed_at: AtomicU32::new(0),
+        }
+    }
+
+    /// Sets how long the spinner of every `RawMutex` spins at most before it sleeps,
+    /// overriding `KLOCKS_SPIN_NS` and calibration. See [`crate::budget`].
+    pub fn set_spin_ns(ns: u64) {
+        BUDGET.set_ns(ns);
+    }
+
+    /// Acquires the mutex: spins while the owner runs, sleeps otherwise.
+    #[inline]
+    pub fn lock(&self) {
+        let me = owner::current_tid();
+        // Relaxed: only picks the transition to try; the cmpxchg decides.
+        let val = self.word.load(Relaxed);
+        // (0,s,0,0) -> (me,s,0,0): a spinner's flag alone does not send us down the
+        // slow path (an owner that re-takes the lock while someone spins is the
+        // common case, and the spinner would take the lock while we took the long
+        // way). Acquire: pairs with the Release in `unlock`.
+        if val & !SPINNING != 0
+            || self
+                .word
+                .compare_exchange(val, val | me, Acquire, Relaxed)
+                .is_err()
+        {
+            self.lock_contended(me, Patience::Forever);
+        }
+    }
+
+    /// Takes the mutex if it is free and not reserved for a handoff (barging past
+    /// sleepers).
+    #[inline]
+    pub fn try_lock(&self) -> bool {
+        self.try_acquire(owner::current_tid(), false)
+    }
+
+    /// Acquires the mutex unless `deadline` passes first; whether it did.
+    #[cfg(not(loom))]
+    pub fn try_lock_until(&self, deadline: std::time::Instant) -> bool {
+        let me = owner::current_tid();
+        // Acquire: as in `lock`.
+        self.word.compare_exchange(0, me, Acquire, Relaxed).is_ok()
+            || self.lock_contended(me, Patience::Until(deadline))
+    }
+
+    /// Releases the mutex, waking one sleeper or the handoff claimant if needed.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the mutex (the word is left untouched).
+    #[inline]
+    pub fn unlock(&self) {
+        let me = owner::current_tid();
+        // (me,0,0,0) -> (0,0,0,0), or (me,1,0,0) -> (0,1,0,0) when a spinner waits.
+        // Release: pairs with the Acquire of the next acquisition. Nobody sleeps, so
+        // there is nobody to wake. (No load first: it costs the uncontended pair
+        // ~0.6 ns, more than the second cmpxchg costs an unlock that finds a spinner.)
+        let released = match self.word.compare_exchange(me, 0, Release, Relaxed) {
+            Ok(_) => true,
+            Err(val) if val == me | SPINNING => {
+                // The spinner watches us (a thread-local check after the first time).
+                owner::watch_current();
+                // Release: as above.
+                self.word
+                    .compare_exchange(val, SPINNING, Release, Relaxed)
+                    .is_ok()
+            }
+            Err(_) => false,
+        };
+        if released {
+            crate::fault::after_release();
+        } else {
+            self.unlock_contended(me);
+        }
+    }
+
+    /// Whether some thread holds the mutex.
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        // Relaxed: a snapshot for the caller; it orders nothing.
+        owner_of(self.word.load(Relaxed)) != 0
+    }
+
+    /// Others wait (or we do not hold the lock): release with one RMW that also
+    /// settles the wake-up (module doc, transitions `unlock, *`).
+    ///
+    /// The releasing cmpxchg is the last access to the mutex: everything this unlock
+    /// needs is decided before it, and after it only the word's address is used, for
+    /// a futex wake (which never touches the memory).
+    #[cold]
+    fn unlock_contended(&self, me: u32) {
+        // Relaxed: reads our own acquisition's write if we hold the lock (nobody else
+        // changes the owner field meanwhile); any other value means we do not.
+        let mut val = self.word.load(Relaxed);
+        if owner_of(val) != me {
+            unlock_by_non_owner(owner_of(val), me);
+        }
+        // Spinners watch us; registering touches no lock memory, and is done before
+        // the release all the same, so nothing fallible follows it.
+        owner::watch_current();
+        let word: *const AtomicU32 = &self.word;
+        let mut skip_wake = None;
+        loop {
+            let (new, wake) = if val & HANDOFF != 0 {
+                // Reserved for the claimant, which takes it with WAITERS kept.
+                (val & !OWNER_MASK, Some(CLAIMANT))
+            } else {
+                match val & (SPINNING | WAITERS) {
+                    // The sleepers' duty passes to the one we wake.
+                    WAITERS => (0, Some(SLEEPER)),
+                    // A spinner will take the lock and inherit WAITERS; every
+                    // FAIR_SKIPS-th such unlock of ours wakes a sleeper anyway.
+                    both if both == SPINNING | WAITERS => {
+                        let wake = *skip_wake.get_or_insert_with(count_skipped_wake);
+                        (both, wake.then_some(SLEEPER))
+                    }
+                    flags => (flags, None),
+                }
+            };
+            // Release: pairs with the Acquire of the next acquisition.
+            match self.word.compare_exchange(val, new, Release, Relaxed) {
+                Ok(_) => {
+                    crate::fault::after_release();
+                    if let Some(class) = wake {
+                        park::wake_one_of_at(word, class);
+                    }
+                    return;
+                }
+                Err(now) => val = now,
+            }
+        }
+    }
+
+    /// Everything after a failed fast path; whether we took the lock (always, unless
+    /// `patience` ran out).
+    #[cold]
+    fn lock_contended(&self, me: u32, patience: Patience) -> bool {
+        // Relaxed: our own earlier acquisition's write, if we hold the lock.
+        if owner_of(self.word.load(Relaxed)) == me {
+            relock_by_owner(me);
+        }
+        let mut slept_since = None;
+        let mut yields = 0;
+        loop {
+            let slept = slept_since.is_some();
+            if self.try_acquire(me, slept) || self.spin(me, slept, patience) {
+                return true;
+            }
+            if patience.expired() {
+                return self.give_up(me, slept);
+            }
+            if yields < YIELDS_BEFORE_SLEEP {
+                yields += 1;
+                crate::sync::yield_now();
+                continue;
+            }
+            if let (Patience::Forever, Some(since)) = (patience, slept_since) {
+                // A signal handler that claims on another mutex keeps the claim of the
+                // code it interrupted.
+                let outer = claiming();
+                if self.claim(since) {
+                    let took = self.await_handoff(me);
+                    set_claiming(outer);
+                    if took {
+                        return true;
+                    }
+                    // A signal handler on this thread took the lock and the claim.
+                    continue;
+                }
+            }
+            self.sleep(patience);
+            slept_since.get_or_insert_with(now_us);
+            yields = 0;
+        }
+    }
+
+    /// Barge: `(0,s,w,0) -> (me,s,w|slept,0)` while the lock is free and not reserved
+    /// (or reserved for a claim this thread made: a signal handler that interrupted
+    /// the claimant takes the lock and consumes the claim).
+    fn try_acquire(&self, me: u32, slept: bool) -> bool {
+        // Relaxed: picks the transition; the cmpxchg that acts on it is the Acquire.
+        let mut val = self.word.load(Relaxed);
+        while owner_of(val) == 0 {
+            let mine = val & HANDOFF != 0 && self.claimed_by_this_thread();
+            if val & HANDOFF != 0 && !mine {
+                return false;
+            }
+            let new = (val & SPINNING) | waiters_after(val, slept || mine) | me;
+            // Acquire: pairs with the Release in `unlock`.
+            match self.word.compare_exchange(val, new, Acquire, Relaxed) {
+                Ok(_) => {
+                    if mine {
+                        // Consumed: the interrupted claimant will see that it is not
+                        // its claim any more.
+                        set_claiming(0);
+                    }
+                    return true;
+                }
+                Err(now) => val = now,
+            }
+        }
+        false
+    }
+
+    /// Become the one spinner, `(o,0,w,0) -> (o,1,w,0)`, and spin on the owner.
+    /// Returns whether we took the lock; otherwise we are no longer the spinner.
+    fn spin(&self, me: u32, slept: bool, patience: Patience) -> bool {
+        // Relaxed: the expected value for the claim below.
+        let mut val = self.word.load(Relaxed);
+        loop {
+            if val & (SPINNING | HANDOFF) != 0 {
+                return false;
+            }
+            // Relaxed: SPINNING is a claim on the same word; it protects no data.
+            match self
+                .word
+                .compare_exchange(val, val | SPINNING, Relaxed, Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => val = now,
+            }
+        }
+        if self.spin_on_owner(me, slept, patience) {
+            return true;
+        }
+        // (*,1,*,*) -> (*,0,*,*). Relaxed: as above. An unlock that skipped its wake
+        // for us left WAITERS set on a free word: the caller's next `try_acquire` or
+        // `sleep` sees that (module doc, "No lost wake-ups").
+        self.word.fetch_and(!SPINNING, Relaxed);
+        false
+    }
+
+    /// Spin while the owner runs, within the budget; take the lock when it is free,
+    /// `(0,1,w,0) -> (me,0,w|slept,0)`. Stops at a handoff claim.
+    fn spin_on_owner(&self, me: u32, slept: bool, patience: Patience) -> bool {
+        let budget = BUDGET.spins();
+        let mut spent = 0;
+        let mut backoff = FIRST_BACKOFF;
+        let mut watch: Option<(u32, Watch)> = None;
+        loop {
+            // Relaxed: we only watch; the taking cmpxchg below is the Acquire.
+            let val = self.word.load(Relaxed);
+            if val & HANDOFF != 0 {
+                return false;
+            }
+            let owner = owner_of(val);
+            if owner == 0 {
+                let new = waiters_after(val, slept) | me;
+                // Acquire: pairs with the Release in `unlock`.
+                if self
+                    .word
+                    .compare_exchange(val, new, Acquire, Relaxed)
+                    .is_ok()
+                {
+                    return true;
+                }
+            } else {
+                // The kernel's rule: keep spinning on a new owner while it runs too.
+                let (_, watch) = match &mut watch {
+                    Some(w) if w.0 == owner => w,
+                    _ => watch.insert((owner, Watch::new(owner))),
+                };
+                if watch.owner_running() == Some(false) {
+                    return false;
+                }
+            }
+            if spent >= budget || patience.expired() {
+                return false;
+            }
+            // Back off: an owner that re-takes the lock at once keeps the line in its
+            // cache for a run of critical sections instead of losing it to our loads
+            // after each one.
+            cpu_relax_times(backoff);
+            spent += backoff;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// Sleep on a held or reserved lock: `(o,s,*,h) -> (o,s,1,h)`, then sleep as a
+    /// `SLEEPER` on exactly that value. Returns when woken, at the deadline, or at
+    /// once if the lock came free or the word changed.
+    fn sleep(&self, patience: Patience) {
+        // Relaxed: the value to sleep on; the kernel re-reads it atomically with
+        // queueing us, so a stale value only returns at once.
+        let mut val = self.word.load(Relaxed);
+        while owner_of(val) != 0 || val & HANDOFF != 0 {
+            if val & WAITERS == 0 {
+                // Relaxed: the unlock reads WAITERS through its RMW on this same word.
+                if let Err(now) = self
+                    .word
+                    .compare_exchange(val, val | WAITERS, Relaxed, Relaxed)
+                {
+                    val = now;
+                    continue;
+                }
+                val |= WAITERS;
+            }
+            // A signal handler on the claimant's thread sleeps for the claimant too:
+            // the handoff wakes that class, and the handler then takes the lock.
+            let class = if self.claimed_by_this_thread() {
+                SLEEPER | CLAIMANT
+            } else {
+                SLEEPER
+            };
+            park::wait_as(&self.word, val, class, patience.deadline());
+            return;
+        }
+    }
+
+    /// A waiter that slept at `since` (µs) and still waits: claim a handoff,
+    /// `(o,s,1,0) -> (o,s,1,1)`, if it has waited [`FAIR_WAIT_US`] and the last claim
+    /// on this mutex is [`FAIR_INTERVAL_US`] old. Whether it claimed.
+    fn claim(&self, since: u32) -> bool {
+        if !claim_is_due(since, &self.claimed_at) {
+            return false;
+        }
+        // Relaxed: picks the transition; the claim protects no data (the take is the
+        // Acquire).
+        let mut val = self.word.load(Relaxed);
+        loop {
+            if owner_of(val) == 0 || val & HANDOFF != 0 {
+                return false;
+            }
+            // Recorded before the word says so: a signal handler that sees HANDOFF on
+            // this thread must know the claim is its thread's.
+            set_claiming(self.address());
+            // Relaxed: as above. WAITERS: a claimant has slept, and takes with it.
+            match self
+                .word
+                .compare_exchange(val, val | HANDOFF | WAITERS, Relaxed, Relaxed)
+            {
+                Ok(_) => {
+                    // Relaxed: a rate limit, read by later claimants as a hint.
+                    self.claimed_at.store(now_us(), Relaxed);
+                    return true;
+                }
+                Err(now) => {
+                    set_claiming(0);
+                    val = now;
+                }
+            }
+        }
+    }
+
+    /// The claimant waits for the unlock that reserves the lock for it, then takes
+    /// it: `(0,s,1,1) -> (me,s,1,0)`. Spins while the owner runs, sleeps as the
+    /// `CLAIMANT` otherwise. `false` if a signal handler on this thread consumed the
+    /// claim (then the lock is not ours). The caller restores the thread's claim.
+    fn await_handoff(&self, me: u32) -> bool {
+        let mut watch: Option<(u32, Watch)> = None;
+        let budget = BUDGET.spins();
+        let mut spent = 0;
+        loop {
+            if !self.claimed_by_this_thread() {
+                return false;
+            }
+            // Relaxed: picks the transition; the take below is the Acquire.
+            let val = self.word.load(Relaxed);
+            let owner = owner_of(val);
+            if owner == 0 {
+                // Only our take clears HANDOFF, so nobody else can take it meanwhile
+                // (but a handler on this thread, which clears CLAIMING first).
+                // Acquire: pairs with the Release of the handoff unlock.
+                if self
+                    .word
+                    .compare_exchange(val, (val & !HANDOFF) | WAITERS | me, Acquire, Relaxed)
+                    .is_ok()
+                {
+                    return true;
+                }
+                continue;
+            }
+            let (_, watch) = match &mut watch {
+                Some(w) if w.0 == owner => w,
+                _ => watch.insert((owner, Watch::new(owner))),
+            };
+            if spent < budget && watch.owner_running() != Some(false) {
+                cpu_relax_times(MAX_BACKOFF);
+                spent += MAX_BACKOFF;
+                continue;
+            }
+            park::wait_as(&self.word, val, CLAIMANT, None);
+        }
+    }
+
+    /// Whether this thread's recorded claim is on this mutex.
+    fn claimed_by_this_thread(&self) -> bool {
+        claiming() == self.address()
+    }
+
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// A timed waiter whose deadline passed: take the lock if it is free, else leave
+    /// `WAITERS` on it if it has slept (it may have eaten the wake meant for the
+    /// next sleeper). Whether it took the lock.
+    fn give_up(&self, me: u32, slept: bool) -> bool {
+        loop {
+            if self.try_acquire(me, slept) {
+                return true;
+            }
+            if !slept {
+                return false;
+            }
+            // Relaxed: WAITERS is read by the unlock's RMW on this same word.
+            let val = self.word.load(Relaxed);
+            let taken = owner_of(val) != 0 || val & HANDOFF != 0;
+            if taken
+                && (val & WAITERS != 0
+                    || self
+                        .word
+                        .compare_exchange(val, val | WAITERS, Relaxed, Relaxed)
+                        .is_ok())
+            {
+                return false;
+            }
+        }
+    }
+}
+
+/// Counts an unlock of this thread that leaves sleepers to a spinner; whether this
+/// one must wake a sleeper anyway (every [`FAIR_SKIPS`]-th).
+fn count_skipped_wake() -> bool {
+    SKIPPED_WAKES.with(|count| {
+        let skipped = count.get().wrapping_add(1);
+        count.set(skipped);
+        skipped % FAIR_SKIPS == 0
+    })
+}
+
+/// Whether a waiter that slept at `since` may claim a handoff now, given the time of
+/// the mutex's last claim. Under loom any waiter that slept may (time is not modelled),
+/// so the models reach the handoff.
+fn claim_is_due(since: u32, claimed_at: &AtomicU32) -> bool {
+    #[cfg(not(loom))]
+    {
+        let now = now_us();
+        // Relaxed: a hint; a stale value only moves one claim by one interval.
+        let last = claimed_at.load(Relaxed);
+        now.wrapping_sub(since) >= FAIR_WAIT_US && now.wrapping_sub(last) >= FAIR_INTERVAL_US
+    }
+    #[cfg(loom)]
+    {
+        let _ = (since, claimed_at);
+        true
+    }
+}
+
+/// The monotonic clock in microseconds, wrapping at 2³² (71 minutes: differences of
+/// the waits compared here are far shorter).
+fn now_us() -> u32 {
+    #[cfg(not(loom))]
+    {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: writes the current time into `now`; CLOCK_MONOTONIC always exists.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+        (now.tv_sec as u64 * 1_000_000 + now.tv_nsec as u64 / 1_000) as u32
+    }
+    #[cfg(loom)]
+    0
+}
+
+#[cold]
+#[inline(never)]
+fn relock_by_owner(me: u32) -> ! {
+    panic!("klocks: thread {me} locked a klocks::Mutex it already holds (it is not recursive)");
+}
+
+#[cold]
+#[inline(never)]
+fn unlock_by_non_owner(owner: u32, me: u32) -> ! {
+    if owner == 0 {
+        panic!("klocks: unlock of a klocks::Mutex that is not locked");
+    }
+    panic!("klocks: unlock of a klocks::Mutex held by thread {owner} from thread {me}, which does not hold it");
+}
+
+impl std::fmt::Debug for RawMutex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let val = self.word.load(Relaxed);
+        f.debug_struct("RawMutex")
+            .field("owner", &owner_of(val))
+            .field("spinning", &(val & SPINNING != 0))
+            .field("waiters", &(val & WAITERS != 0))
+            .field("handoff", &(val & HANDOFF != 0))
+            .finish()
+    }
+}
+
+// SAFETY: the owner field goes from 0 to a thread id only by cmpxchg against a value
+// with owner 0 (and without HANDOFF, but for the claimant), and back to 0 only in
+// `unlock`, by the thread whose id it holds. Its guards are not `Send`: `unlock` on
+// another thread would panic (the owner check).
+raw_mutex!(for RawMutex, guard = GuardNoSend);
+
+// SAFETY: `try_lock_until` acquires exactly like `lock` when it returns true.
+#[cfg(not(loom))]
+unsafe impl lock_api::RawMutexTimed for RawMutex {
+    type Duration = std::time::Duration;
+    type Instant = std::time::Instant;
+
+    fn try_lock_for(&self, timeout: Self::Duration) -> bool {
+        // A timeout too far out to add is a wait without one.
+        match std::time::Instant::now().checked_add(timeout) {
+            Some(deadline) => self.try_lock_until(deadline),
+            None => {
+                self.lock();
+                true
+            }
+        }
+    }
+
+    fn try_lock_until(&self, deadline: Self::Instant) -> bool {
+        RawMutex::try_lock_until(self, deadline)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -1,0 +1,228 @@
+use super::*;
+use crate::testing::{oversubscribed, stress};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+lock_basics_tests!(
+    RawMutex,
+    "klocks: unlock of a klocks::Mutex that is not locked",
+    bytes = 8
+);
+
+/// Waits up to 5 s for `done`; whether it came.
+fn eventually(done: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    true
+}
+
+#[test]
+fn the_word_names_the_owner() {
+    let lock = RawMutex::new();
+    lock.lock();
+    assert_eq!(owner_of(lock.word.load(Relaxed)), owner::current_tid());
+    lock.unlock();
+    assert_eq!(lock.word.load(Relaxed), 0);
+}
+
+#[test]
+fn unlock_from_another_thread_panics_and_keeps_the_lock() {
+    let lock = Arc::new(RawMutex::new());
+    lock.lock();
+    let other = Arc::clone(&lock);
+    let err = std::thread::spawn(move || other.unlock())
+        .join()
+        .expect_err("a non-owner's unlock succeeded");
+    let msg = err.downcast_ref::<String>().unwrap();
+    assert!(msg.contains("which does not hold it"), "{msg}");
+    assert!(lock.is_locked());
+    lock.unlock();
+}
+
+#[test]
+#[should_panic(expected = "locked a klocks::Mutex it already holds")]
+fn relock_by_the_owner_panics() {
+    let lock = RawMutex::new();
+    lock.lock();
+    assert!(!lock.try_lock());
+    lock.lock();
+}
+
+#[test]
+fn a_sleeper_is_woken_by_the_unlock() {
+    let lock = Arc::new(RawMutex::new());
+    lock.lock();
+    let waiter = {
+        let lock = Arc::clone(&lock);
+        std::thread::spawn(move || {
+            lock.lock();
+            lock.unlock();
+        })
+    };
+    assert!(eventually(|| lock.word.load(Relaxed) & WAITERS != 0));
+    lock.unlock();
+    waiter.join().unwrap();
+    assert!(!lock.is_locked());
+}
+
+/// An owner that re-takes the lock at once after each unlock would starve a woken
+/// sleeper for good on a barging lock; here the sleeper claims a handoff after
+/// `FAIR_WAIT_US` and gets the lock from the owner's next unlock.
+#[test]
+fn a_starving_sleeper_claims_a_handoff() {
+    let lock = Arc::new(RawMutex::new());
+    let got = Arc::new(AtomicBool::new(false));
+    lock.lock();
+    let waiter = {
+        let (lock, got) = (Arc::clone(&lock), Arc::clone(&got));
+        std::thread::spawn(move || {
+            lock.lock();
+            got.store(true, Relaxed);
+            lock.unlock();
+        })
+    };
+    assert!(eventually(|| lock.word.load(Relaxed) & WAITERS != 0));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut saw_handoff = false;
+    while !got.load(Relaxed) {
+        assert!(Instant::now() < deadline, "the sleeper starved for 5 s");
+        // Held, but off CPU: the woken sleeper stops spinning, and claims.
+        std::thread::sleep(Duration::from_micros(200));
+        saw_handoff |= lock.word.load(Relaxed) & HANDOFF != 0;
+        lock.unlock();
+        lock.lock();
+    }
+    lock.unlock();
+    waiter.join().unwrap();
+    assert!(saw_handoff, "the waiter got the lock without a handoff");
+}
+
+#[test]
+fn a_timed_lock_gives_up_at_its_deadline_and_takes_a_free_lock() {
+    use lock_api::RawMutexTimed;
+    let lock = Arc::new(RawMutex::new());
+    lock.lock();
+    let other = Arc::clone(&lock);
+    let start = Instant::now();
+    let took = std::thread::spawn(move || other.try_lock_for(Duration::from_millis(30)))
+        .join()
+        .unwrap();
+    assert!(!took);
+    assert!(start.elapsed() >= Duration::from_millis(30));
+    lock.unlock();
+    let other = Arc::clone(&lock);
+    assert!(std::thread::spawn(move || {
+        let took = other.try_lock_for(Duration::from_millis(30));
+        other.unlock();
+        took
+    })
+    .join()
+    .unwrap());
+}
+
+/// A timed waiter may eat the wake meant for another sleeper and then give up: the
+/// sleeper behind it must still be woken.
+#[test]
+fn a_timed_waiter_that_gives_up_passes_the_wake_on() {
+    use lock_api::RawMutexTimed;
+    for _ in 0..20 {
+        let lock = Arc::new(RawMutex::new());
+        lock.lock();
+        let sleeper = {
+            let lock = Arc::clone(&lock);
+            std::thread::spawn(move || {
+                lock.lock();
+                lock.unlock();
+            })
+        };
+        assert!(eventually(|| lock.word.load(Relaxed) & WAITERS != 0));
+        let timed = {
+            let lock = Arc::clone(&lock);
+            std::thread::spawn(move || {
+                if lock.try_lock_for(Duration::from_millis(2)) {
+                    lock.unlock();
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(2));
+        lock.unlock();
+        timed.join().unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || {
+                sleeper.join().unwrap();
+                done.store(true, Relaxed);
+            })
+        };
+        assert!(
+            eventually(|| done.load(Relaxed)),
+            "a sleeper was never woken"
+        );
+        watcher.join().unwrap();
+    }
+}
+
+#[test]
+fn a_signal_handler_takes_the_lock_its_thread_claims() {
+    let name = "mutex::raw_mutex::tests::a_signal_handler_takes_the_lock_its_thread_claims";
+    if let Some(status) = crate::testing::isolated(name, handler_takes_the_claimed_lock) {
+        assert!(status.success(), "{status:?}");
+    }
+}
+
+fn handler_takes_the_claimed_lock() {
+    use std::os::unix::thread::JoinHandleExt;
+    static LOCK: RawMutex = RawMutex::new();
+    static HANDLED: AtomicBool = AtomicBool::new(false);
+    extern "C" fn handler(_: libc::c_int) {
+        LOCK.lock();
+        LOCK.unlock();
+        HANDLED.store(true, Relaxed);
+    }
+    // SAFETY: installs a handler for SIGURG (ignored by default, unused by the test
+    // harness) that only touches statics.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler as extern "C" fn(libc::c_int) as usize;
+        libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut());
+    }
+    LOCK.lock();
+    let waiter = std::thread::spawn(|| {
+        LOCK.lock();
+        LOCK.unlock();
+    });
+    assert!(eventually(|| LOCK.word.load(Relaxed) & WAITERS != 0));
+    // Re-take at once until the woken waiter claims a handoff while we hold the lock.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while LOCK.word.load(Relaxed) & HANDOFF == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the waiter never claimed a handoff"
+        );
+        LOCK.unlock();
+        LOCK.lock();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    // SAFETY: the waiter thread is alive (it waits for the lock we hold).
+    unsafe { libc::pthread_kill(waiter.as_pthread_t(), libc::SIGURG) };
+    std::thread::sleep(Duration::from_millis(5));
+    LOCK.unlock();
+    assert!(
+        eventually(|| HANDLED.load(Relaxed)),
+        "the handler never got the lock reserved for its thread"
+    );
+    waiter.join().unwrap();
+    assert!(!LOCK.is_locked());
+}
+
+#[test]
+fn stress_oversubscribed() {
+    stress::<RawMutex>(oversubscribed);
+}
