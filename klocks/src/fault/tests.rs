@@ -343,6 +343,7 @@ macro_rules! untouched_after_release {
 }
 
 untouched_after_release! {
+    raw_mutex => mutex_scenarios::<crate::RawMutex>();
     spin_futex_mutex => mutex_scenarios::<SpinFutexMutex>();
     futex_mutex => mutex_scenarios::<FutexMutex>();
     pv_qspinlock => mutex_scenarios::<PvQSpinLock>();
@@ -523,6 +524,7 @@ macro_rules! signal_storms {
 }
 
 signal_storms! {
+    signals_raw_mutex => crate::RawMutex;
     signals_spin_futex_mutex => SpinFutexMutex;
     signals_futex_mutex => FutexMutex;
     signals_pv_qspinlock => PvQSpinLock;

@@ -1,4 +1,4 @@
-//! Exhaustive checks of the futex mutexes' lock, sleep, spin and wake paths under the
+//! Exhaustive checks of the futex mutexes' lock, sleep, spin, wake and handoff paths under the
 //! C11 memory model: `RUSTFLAGS="--cfg loom" cargo test -p klocks --release loom`.
 //!
 //! The futex is loom's model of it ([`park`](crate::park)): a sleeper is released only
@@ -9,6 +9,7 @@
 //! are all explored next to the sleep path.
 
 use super::futex_mutex::FutexMutex;
+use super::raw_mutex::RawMutex;
 use super::spin_futex_mutex::SpinFutexMutex;
 use crate::testing::explore;
 
@@ -34,6 +35,22 @@ fn spin_futex_mutex_two_threads_twice() {
 #[test]
 fn spin_futex_mutex_three_threads() {
     explore::<SpinFutexMutex>(3, 1);
+}
+
+/// The default mutex: barging, the spinner, sleep and wake, and (a waiter that slept
+/// claims at once under loom) the handoff claim, the reserved unlock and the
+/// claimant's take.
+#[test]
+fn raw_mutex_two_threads_twice() {
+    explore::<RawMutex>(2, 2);
+}
+
+/// A spinner or claimant and a sleeper at once: the unlock that skips its wake for
+/// the spinner, the handoff unlock that wakes the claimant alone, and the sleeper
+/// that must still be woken after it.
+#[test]
+fn raw_mutex_three_threads() {
+    explore::<RawMutex>(3, 1);
 }
 
 /// The owner holds the lock while two waiters arrive; it yields so that they can
@@ -77,4 +94,47 @@ fn futex_mutex_owner_then_two_waiters() {
 #[test]
 fn spin_futex_mutex_owner_then_spinner_and_sleeper() {
     owner_then_two_waiters::<SpinFutexMutex>();
+}
+
+#[test]
+fn raw_mutex_owner_then_two_waiters() {
+    owner_then_two_waiters::<RawMutex>();
+}
+
+/// An owner re-takes the lock at once after waking the sleeper, which then finds it
+/// taken, claims a handoff (at once under loom) and sleeps as the claimant: the
+/// owner's next unlock must reserve the lock for it and wake it, and nobody else may
+/// take it meanwhile.
+#[test]
+fn raw_mutex_handoff_to_a_starving_sleeper() {
+    let mut model = loom::model::Builder::new();
+    if model.preemption_bound.is_none() {
+        model.preemption_bound = Some(2);
+    }
+    model.max_branches = model.max_branches.max(100_000);
+    model.check(|| {
+        let lock = crate::sync::Arc::new(RawMutex::new());
+        let data = crate::sync::Arc::new(crate::sync::UnsafeCell::new(0u32));
+        lock.lock();
+        let waiter = {
+            let (lock, data) = (lock.clone(), data.clone());
+            crate::sync::spawn(move || {
+                lock.lock();
+                // SAFETY: under the lock (loom checks that it excludes).
+                data.with_mut(|d| unsafe { *d += 1 });
+                lock.unlock();
+            })
+        };
+        crate::sync::yield_now();
+        lock.unlock();
+        lock.lock();
+        // SAFETY: under the lock (loom checks that it excludes).
+        data.with_mut(|d| unsafe { *d += 1 });
+        crate::sync::yield_now();
+        crate::sync::yield_now();
+        lock.unlock();
+        waiter.join().unwrap();
+        // SAFETY: both threads are done with the data.
+        assert_eq!(data.with(|d| unsafe { *d }), 2);
+    });
 }
