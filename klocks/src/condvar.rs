@@ -1,8 +1,11 @@
-//! A sequence-counter condition variable: the protocol, without the futex calls.
+//! A sequence-counter condition variable: the protocol ([`SeqCondvar`]), and
+//! [`Condvar`], the protocol with its futex calls for any `lock_api` mutex
+//! ([`Mutex`](crate::Mutex) first).
 //!
-//! The pthread interposer (`klocks-ffi`) runs its `pthread_cond_t` on this; the
-//! futex calls are the caller's, because they depend on the condvar's attributes
-//! (process-shared or private, which clock a deadline is on). Two 32-bit words:
+//! The pthread interposer (`klocks-ffi`) runs its `pthread_cond_t` on
+//! [`SeqCondvar`] and makes the futex calls itself, because they depend on the
+//! condvar's attributes (process-shared or private, which clock a deadline is on).
+//! Two 32-bit words:
 //!
 //! - `seq`, bumped by every signal and broadcast: waiters sleep on it.
 //! - `waiters`: threads between [`register`](SeqCondvar::register) and
@@ -144,6 +147,135 @@ impl Default for SeqCondvar {
     }
 }
 
+/// A condition variable for `lock_api` mutexes: [`Mutex`](crate::Mutex) and every
+/// other klocks mutex. Eight bytes, `const fn new()`, no allocation.
+///
+/// Waits may end spuriously, as with every condition variable: wait in a loop on a
+/// predicate ([`wait_while`](Self::wait_while) does). A waiter is woken by a notify
+/// that comes after it released the mutex (module doc, "No lost wake-up").
+///
+/// ```
+/// let ready = klocks::Mutex::new(false);
+/// let changed = klocks::Condvar::new();
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         *ready.lock() = true;
+///         changed.notify_all();
+///     });
+///     let mut guard = ready.lock();
+///     changed.wait_while(&mut guard, |ready| !*ready);
+///     assert!(*guard);
+/// });
+/// ```
+#[cfg(not(loom))]
+#[derive(Debug, Default)]
+pub struct Condvar {
+    seq: SeqCondvar,
+}
+
+/// Whether a timed [`Condvar`] wait returned because its time ran out.
+#[cfg(not(loom))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitTimeoutResult(bool);
+
+#[cfg(not(loom))]
+impl WaitTimeoutResult {
+    /// The wait ended at its deadline (the predicate may still have come true).
+    pub fn timed_out(self) -> bool {
+        self.0
+    }
+}
+
+#[cfg(not(loom))]
+impl Condvar {
+    /// A condition variable nobody waits on.
+    pub const fn new() -> Self {
+        Self {
+            seq: SeqCondvar::new(),
+        }
+    }
+
+    /// Releases the guard's mutex, sleeps until notified (or spuriously), and takes
+    /// the mutex again before returning.
+    pub fn wait<R: lock_api::RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut lock_api::MutexGuard<'_, R, T>,
+    ) {
+        self.wait_inner(guard, None);
+    }
+
+    /// Waits while `condition` holds for the protected data (checked under the mutex,
+    /// first before any wait).
+    pub fn wait_while<R: lock_api::RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut lock_api::MutexGuard<'_, R, T>,
+        mut condition: impl FnMut(&mut T) -> bool,
+    ) {
+        while condition(&mut *guard) {
+            self.wait(guard);
+        }
+    }
+
+    /// [`wait`](Self::wait) for at most `timeout`.
+    pub fn wait_for<R: lock_api::RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut lock_api::MutexGuard<'_, R, T>,
+        timeout: std::time::Duration,
+    ) -> WaitTimeoutResult {
+        match std::time::Instant::now().checked_add(timeout) {
+            Some(deadline) => self.wait_until(guard, deadline),
+            // Too far out to represent: a wait without a deadline.
+            None => {
+                self.wait(guard);
+                WaitTimeoutResult(false)
+            }
+        }
+    }
+
+    /// [`wait`](Self::wait) until `deadline` at the latest.
+    pub fn wait_until<R: lock_api::RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut lock_api::MutexGuard<'_, R, T>,
+        deadline: std::time::Instant,
+    ) -> WaitTimeoutResult {
+        self.wait_inner(guard, Some(deadline));
+        WaitTimeoutResult(std::time::Instant::now() >= deadline)
+    }
+
+    fn wait_inner<R: lock_api::RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut lock_api::MutexGuard<'_, R, T>,
+        deadline: Option<std::time::Instant>,
+    ) {
+        // Registered while the mutex is held: a notify after our release sees us.
+        let seq = self.seq.register();
+        lock_api::MutexGuard::unlocked(guard, || {
+            crate::park::wait_as(
+                self.seq.seq_word(),
+                seq,
+                u32::MAX,
+                deadline.map(crate::park::Deadline::at),
+            );
+        });
+        // Nobody destroys a condvar that we borrow: no destroyer to wake.
+        self.seq.leave();
+    }
+
+    /// Wakes one waiter, if any.
+    pub fn notify_one(&self) {
+        if self.seq.notify() {
+            crate::park::wake_one(self.seq.seq_word());
+        }
+    }
+
+    /// Wakes every waiter.
+    pub fn notify_all(&self) {
+        if self.seq.notify() {
+            crate::park::wake_all(self.seq.seq_word());
+        }
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -177,6 +309,62 @@ mod tests {
         assert!(!cv.leave(), "one waiter left");
         assert!(cv.leave(), "the last one wakes the destroyer");
         assert_eq!(cv.drained(), Ok(()));
+    }
+
+    #[test]
+    fn a_condvar_hands_values_between_threads_in_order() {
+        let state = crate::Mutex::new((0u32, false));
+        let changed = Condvar::new();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 1..=1_000 {
+                    let mut guard = state.lock();
+                    changed.wait_while(&mut guard, |(_, full)| *full);
+                    *guard = (i, true);
+                    changed.notify_all();
+                }
+            });
+            for i in 1..=1_000 {
+                let mut guard = state.lock();
+                changed.wait_while(&mut guard, |(_, full)| !*full);
+                assert_eq!(guard.0, i);
+                guard.1 = false;
+                changed.notify_all();
+            }
+        });
+    }
+
+    #[test]
+    fn a_timed_wait_times_out_and_holds_the_mutex_again() {
+        let lock = crate::Mutex::new(());
+        let changed = Condvar::new();
+        let mut guard = lock.lock();
+        let start = std::time::Instant::now();
+        let result = changed.wait_for(&mut guard, std::time::Duration::from_millis(20));
+        assert!(result.timed_out());
+        assert!(start.elapsed() >= std::time::Duration::from_millis(20));
+        assert!(lock.is_locked());
+    }
+
+    #[test]
+    fn notify_all_wakes_every_waiter() {
+        let state = crate::Mutex::new(false);
+        let changed = Condvar::new();
+        let waiting = std::sync::atomic::AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    let mut guard = state.lock();
+                    waiting.fetch_add(1, SeqCst);
+                    changed.wait_while(&mut guard, |go| !*go);
+                });
+            }
+            while waiting.load(SeqCst) < 4 {
+                std::thread::yield_now();
+            }
+            *state.lock() = true;
+            changed.notify_all();
+        });
     }
 }
 

@@ -111,6 +111,8 @@ pub mod stamp;
 mod streak;
 mod sync;
 
+#[cfg(not(loom))]
+pub use condvar::Condvar;
 pub use mutex::futex_mutex::FutexMutex;
 pub use mutex::raw_mutex::RawMutex;
 pub use mutex::spin_futex_mutex::SpinFutexMutex;
