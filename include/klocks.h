@@ -87,9 +87,14 @@ typedef enum {
     KLOCKS_PVTICKET,
     /* Drepper's futex mutex (glibc's default design): sleeps when contended. */
     KLOCKS_FUTEX,
-    /* Futex mutex that records its owner; one waiter spins while the owner runs.
-     * The only kind that detects unlock by a non-owner and relock by the owner. */
-    KLOCKS_SPINFUTEX
+    /* Futex mutex that records its owner; one waiter spins while the owner runs
+     * (seed 004). Detects unlock by a non-owner and relock by the owner. */
+    KLOCKS_SPINFUTEX,
+    /* klocks::Mutex, the one to pick: a futex mutex whose waiters spin while the
+     * owner runs and sleep otherwise, barging for throughput, with a handoff to a
+     * waiter that has waited 1 ms (every wait is bounded). Detects unlock by a
+     * non-owner and relock by the owner, as KLOCKS_SPINFUTEX. */
+    KLOCKS_DEFAULT
 } klocks_kind;
 
 /* Reader spinning of a klocks_rwsem_t (writers always spin while a running writer
@@ -126,8 +131,8 @@ int klocks_mutex_destroy(klocks_mutex_t *m);
 
 /* Locks the mutex, waiting until it is free (spinning or sleeping as the kind
  * does). Returns 0 once the caller holds it; EINVAL if m is NULL or not an
- * initialised mutex; EDEADLK, for KLOCKS_SPINFUTEX only, if the caller holds it
- * already. For the other kinds a relock by the holder deadlocks (the locks are not
+ * initialised mutex; EDEADLK, for KLOCKS_DEFAULT and KLOCKS_SPINFUTEX, if the
+ * caller holds it already. For the other kinds a relock by the holder deadlocks (the locks are not
  * recursive and record no owner), as with pthread's default mutex. Thread-safe. */
 int klocks_mutex_lock(klocks_mutex_t *m);
 
@@ -138,8 +143,8 @@ int klocks_mutex_lock(klocks_mutex_t *m);
 int klocks_mutex_trylock(klocks_mutex_t *m);
 
 /* Unlocks a mutex the caller holds, handing it to (or waking) a waiter.
- * Returns 0; EPERM if the mutex is not locked, and for KLOCKS_SPINFUTEX also if
- * another thread holds it (the mutex then stays held by that thread); EINVAL if m
+ * Returns 0; EPERM if the mutex is not locked, and for KLOCKS_DEFAULT and
+ * KLOCKS_SPINFUTEX also if another thread holds it (the mutex then stays held by that thread); EINVAL if m
  * is NULL or not an initialised mutex.
  * The other kinds record no owner: unlocking a mutex held by another thread cannot
  * be detected and releases that thread's hold (do not rely on it). Thread-safe. */

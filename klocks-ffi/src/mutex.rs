@@ -1,13 +1,13 @@
-//! `klocks_mutex_t`: the six klocks mutexes behind one C type.
+//! `klocks_mutex_t`: the seven klocks mutexes behind one C type.
 //!
 //! The kind chosen at `klocks_mutex_init` is kept in the object's tag (see the crate
 //! doc); every call decodes it and dispatches to the Rust lock in the body.
 //!
-//! # Owner tracking (SPINFUTEX only)
+//! # Owner tracking (DEFAULT and SPINFUTEX)
 //!
-//! `SpinFutexMutex` panics when a thread that does not hold it unlocks it, and when
-//! its holder locks it again; the C API answers `EPERM` and `EDEADLK` instead, so it
-//! must know the holder before calling in. The Rust lock keeps the holder in its
+//! `RawMutex` and `SpinFutexMutex` panic when a thread that does not hold them
+//! unlocks them, and when their holder locks them again; the C API answers `EPERM`
+//! and `EDEADLK` instead, so it must know the holder before calling in. The Rust lock keeps the holder in its
 //! word but offers no accessor, so this layer keeps its own copy in the header's
 //! `owner` field: stored after `lock`/`try_lock` succeed, cleared before `unlock`.
 //! The other kinds record no owner (as in the kernel): there, unlocking another
@@ -30,7 +30,9 @@ use std::ptr::{self, addr_of};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use klocks_core::owner::current_tid;
-use klocks_core::{FutexMutex, PvQSpinLock, PvTicketLock, QSpinLock, SpinFutexMutex, TicketLock};
+use klocks_core::{
+    FutexMutex, PvQSpinLock, PvTicketLock, QSpinLock, RawMutex, SpinFutexMutex, TicketLock,
+};
 use libc::{EBUSY, EDEADLK, EINVAL, EPERM};
 
 use crate::{guarded, tag_kind, usable, TAG_DESTROYED, TAG_MAGIC};
@@ -64,7 +66,8 @@ assert_fits!(
     TicketLock,
     PvTicketLock,
     FutexMutex,
-    SpinFutexMutex
+    SpinFutexMutex,
+    RawMutex
 );
 const _: () = assert!(size_of::<klocks_mutex_t>() == MUTEX_SIZE);
 const _: () = assert!(align_of::<klocks_mutex_t>() == 8);
@@ -78,17 +81,19 @@ pub(crate) enum Kind {
     PvTicket = 4,
     Futex = 5,
     SpinFutex = 6,
+    Default = 7,
 }
 
 impl Kind {
     /// Every kind, in `klocks_kind` order.
-    pub(crate) const ALL: [Kind; 6] = [
+    pub(crate) const ALL: [Kind; 7] = [
         Kind::PvQSpin,
         Kind::QSpin,
         Kind::Ticket,
         Kind::PvTicket,
         Kind::Futex,
         Kind::SpinFutex,
+        Kind::Default,
     ];
 
     /// The kind's name: lockbench's name for the same lock, and `KLOCKS_LOCK`'s.
@@ -100,7 +105,15 @@ impl Kind {
             Kind::PvTicket => "pvticket",
             Kind::Futex => "futex",
             Kind::SpinFutex => "spinfutex",
+            Kind::Default => "default",
         }
+    }
+
+    /// Whether the lock keeps its owner in its word and panics on an unlock by
+    /// another thread or a relock by the owner, so that callers must check first
+    /// (module doc, "Owner tracking").
+    pub(crate) fn tracks_owner(self) -> bool {
+        matches!(self, Kind::SpinFutex | Kind::Default)
     }
 
     pub(crate) fn from_raw(raw: u32) -> Option<Kind> {
@@ -111,6 +124,7 @@ impl Kind {
             4 => Kind::PvTicket,
             5 => Kind::Futex,
             6 => Kind::SpinFutex,
+            7 => Kind::Default,
             _ => return None,
         })
     }
@@ -165,6 +179,10 @@ macro_rules! with_lock_at {
                 let $lock = unsafe { &*at.cast::<klocks_core::SpinFutexMutex>() };
                 $body
             }
+            $crate::mutex::Kind::Default => {
+                let $lock = unsafe { &*at.cast::<klocks_core::RawMutex>() };
+                $body
+            }
         }
     }};
 }
@@ -186,6 +204,7 @@ pub(crate) unsafe fn init_at(at: *mut u8, kind: Kind) {
             Kind::PvTicket => ptr::write(at.cast(), PvTicketLock::new()),
             Kind::Futex => ptr::write(at.cast(), FutexMutex::new()),
             Kind::SpinFutex => ptr::write(at.cast(), SpinFutexMutex::new()),
+            Kind::Default => ptr::write(at.cast(), RawMutex::new()),
         }
     }
 }
@@ -289,7 +308,7 @@ pub unsafe extern "C" fn klocks_mutex_lock(m: *mut klocks_mutex_t) -> c_int {
         let Some(kind) = (unsafe { kind_of(m) }) else {
             return EINVAL;
         };
-        if kind == Kind::SpinFutex {
+        if kind.tracks_owner() {
             let me = current_tid();
             // SAFETY: `*m` is an initialised mutex.
             let owner = unsafe { owner_field(m) };
@@ -297,7 +316,7 @@ pub unsafe extern "C" fn klocks_mutex_lock(m: *mut klocks_mutex_t) -> c_int {
             if owner.load(Relaxed) == me {
                 return EDEADLK;
             }
-            // The tag says SpinFutex.
+            // `kind` is the valid tag of `*m`.
             with_lock!(m, kind, lock => lock.lock());
             // Relaxed: read only by ourselves (module doc).
             owner.store(me, Relaxed);
@@ -325,7 +344,7 @@ pub unsafe extern "C" fn klocks_mutex_trylock(m: *mut klocks_mutex_t) -> c_int {
         if !with_lock!(m, kind, lock => lock.try_lock()) {
             return EBUSY;
         }
-        if kind == Kind::SpinFutex {
+        if kind.tracks_owner() {
             // Relaxed: read only by ourselves (module doc).
             // SAFETY: `*m` is an initialised mutex.
             unsafe { owner_field(m) }.store(current_tid(), Relaxed);
@@ -334,8 +353,8 @@ pub unsafe extern "C" fn klocks_mutex_trylock(m: *mut klocks_mutex_t) -> c_int {
     })
 }
 
-/// Unlocks the mutex: `EPERM` if it is not locked (or, for SPINFUTEX, not held by
-/// the caller). See `include/klocks.h`.
+/// Unlocks the mutex: `EPERM` if it is not locked (or, for DEFAULT and SPINFUTEX,
+/// not held by the caller). See `include/klocks.h`.
 ///
 /// # Safety
 /// As for [`klocks_mutex_lock`].
@@ -346,7 +365,7 @@ pub unsafe extern "C" fn klocks_mutex_unlock(m: *mut klocks_mutex_t) -> c_int {
         let Some(kind) = (unsafe { kind_of(m) }) else {
             return EINVAL;
         };
-        if kind == Kind::SpinFutex {
+        if kind.tracks_owner() {
             // SAFETY: `*m` is an initialised mutex.
             let owner = unsafe { owner_field(m) };
             // Relaxed: "is it me?" (module doc). Not me also covers "not locked".

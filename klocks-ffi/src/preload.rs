@@ -9,8 +9,8 @@
 //!
 //! # The choice is per process, made once
 //!
-//! `KLOCKS_LOCK` names the mutex (`pvqspinlock`, `qspinlock`, `ticket`, `pvticket`,
-//! `futex`, `spinfutex`, or `glibc`); `KLOCKS_RWLOCK` names the rwlock
+//! `KLOCKS_LOCK` names the mutex (`default`, the one to pick, or `pvqspinlock`,
+//! `qspinlock`, `ticket`, `pvticket`, `futex`, `spinfutex`, or `glibc`); `KLOCKS_RWLOCK` names the rwlock
 //! (`rwsem-adaptive`, `rwsem-always`, `rwsem-never`, or `glibc`). Each family is
 //! glibc's unless its variable names a klocks lock: rwlocks too, because glibc's
 //! default rwlock lets a reader re-take a read lock while a writer waits and the fair
@@ -68,7 +68,7 @@
 //!
 //! As glibc: error-checking mutexes return `EDEADLK`/`EPERM`, recursive ones count,
 //! and a normal mutex relocked by its holder deadlocks (POSIX's rule for
-//! `PTHREAD_MUTEX_NORMAL`; with `spinfutex`, which sees it, klocks prints one line
+//! `PTHREAD_MUTEX_NORMAL`; with `default` and `spinfutex`, which see it, klocks prints one line
 //! first, the other kinds just wait). Beyond glibc: unlocking an
 //! unlocked normal mutex or a rwlock the caller does not hold returns `EPERM` instead
 //! of corrupting the word; a destroyed mutex returns `EINVAL`. These checks come

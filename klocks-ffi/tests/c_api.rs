@@ -16,11 +16,12 @@ fn compile_and_run(name: &str) -> String {
 }
 
 /// Every mutex kind: errno answers, exact counters with 4 and 32 threads,
-/// SPINFUTEX's owner checks.
+/// the owner checks of DEFAULT and SPINFUTEX.
 #[test]
 fn c_mutex() {
     let out = compile_and_run("mutex");
     assert!(out.contains("SPINFUTEX counter 32 threads"));
+    assert!(out.contains("DEFAULT counter 32 threads"));
 }
 
 /// Every rwsem policy: errno answers, sharing, exclusion, torture.

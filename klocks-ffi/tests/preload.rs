@@ -65,6 +65,7 @@ macro_rules! every_lock {
 }
 
 every_lock! {
+    default: "default";
     pvqspinlock: "pvqspinlock";
     qspinlock: "qspinlock";
     ticket: "ticket";
@@ -133,6 +134,7 @@ fn help_lists_the_names() {
     assert!(run.status.success());
     assert_eq!(run.stderr.lines().count(), 2, "{}", run.stderr);
     for name in [
+        "default",
         "pvqspinlock",
         "spinfutex",
         "ticket",

@@ -28,9 +28,9 @@
 //! glibc keeps here, and read as cheaply as a thread pointer (see
 //! `fork::this_thread`): a thread pointer is handed to the next thread at once, which
 //! could then unlock an error-checking mutex a dead thread left locked. A normal
-//! mutex may be unlocked by another thread, as glibc allows (except with
-//! `spinfutex`, whose lock word names its owner: `EPERM`); that thread clears the
-//! field, so the question stays answerable.
+//! mutex may be unlocked by another thread, as glibc allows (except with `default`
+//! and `spinfutex`, whose lock words name their owner: `EPERM`); that thread clears
+//! the field, so the question stays answerable.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
@@ -167,11 +167,12 @@ impl Mutex {
             // Relaxed: written in an older generation, before the fork this thread
             // comes after (and ordered by the repair's CAS since).
             |stale| fork::holder_by_tid(stale, self.owner.load(Relaxed) as u32),
-            // Any thread may re-take a lock for the continuation, except `spinfutex`'s,
-            // whose word names its holder by tid: the lock words of the other kinds
+            // Any thread may re-take a lock for the continuation, except one of a kind
+            // that tracks its owner, whose word names its holder by tid: the lock
+            // words of the other kinds
             // name nobody, and the owner field keeps the continuation's thread
             // pointer, which was the forking thread's.
-            |thread| kind != Kind::SpinFutex || thread == this_thread(),
+            |thread| !kind.tracks_owner() || thread == this_thread(),
             |holder| match holder {
                 Holder::Nobody => {
                     // SAFETY: the body is 8 aligned bytes that only we touch now.
@@ -231,7 +232,7 @@ impl Mutex {
     }
 }
 
-/// A normal `spinfutex` mutex relocked by its holder: the lock would panic; POSIX
+/// A normal mutex of a kind that tracks its owner (`default`, `spinfutex`) relocked by its holder: the lock would panic; POSIX
 /// says a normal mutex deadlocks, so the thread waits forever, after saying why.
 fn deadlock() -> ! {
     say(&format!(
@@ -260,8 +261,8 @@ fn lock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
     if let Some(answer) = mutex.by_holder(ty, me, EDEADLK) {
         return answer;
     }
-    // Relaxed: "is it me?" (module doc); with `spinfutex` only the holder clears it.
-    if kind == Kind::SpinFutex && mutex.owner.load(Relaxed) == me {
+    // Relaxed: "is it me?" (module doc); with the owner-tracking kinds only the holder clears it.
+    if kind.tracks_owner() && mutex.owner.load(Relaxed) == me {
         deadlock();
     }
     with_lock_at!(mutex.body(), kind, lock => lock.lock());
@@ -316,7 +317,7 @@ fn unlock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
             mutex.depth.store(mutex.depth.load(Relaxed) - 1, Relaxed);
             return 0;
         }
-        Type::Normal if kind == Kind::SpinFutex && !mine => return EPERM,
+        Type::Normal if kind.tracks_owner() && !mine => return EPERM,
         Type::Normal if !with_lock_at!(mutex.body(), kind, lock => lock.is_locked()) => {
             return EPERM
         }
@@ -446,8 +447,9 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if let Some((mutex, kind)) = unsafe { plain(m) } {
         let me = this_thread();
-        // Relaxed: "is it me?" (module doc); `spinfutex` must not be relocked (`lock`).
-        if kind != Kind::SpinFutex || mutex.owner.load(Relaxed) != me {
+        // Relaxed: "is it me?" (module doc); an owner-tracking kind must not be
+        // relocked (`lock`).
+        if !kind.tracks_owner() || mutex.owner.load(Relaxed) != me {
             with_lock_at!(mutex.body(), kind, lock => lock.lock());
             return mutex.acquired(me);
         }
@@ -534,7 +536,7 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
 }
 
 /// `pthread_mutex_unlock`: `EPERM` if the mutex is not locked, or (error-checking,
-/// recursive, `spinfutex`) not held by the caller.
+/// recursive, `default`, `spinfutex`) not held by the caller.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_unlock`.
@@ -543,7 +545,7 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
     // SAFETY: caller's contract.
     if let Some((mutex, kind)) = unsafe { plain(m) } {
         // The checks of `unlock` for a normal mutex.
-        let held = if kind == Kind::SpinFutex {
+        let held = if kind.tracks_owner() {
             // Relaxed: "is it me?" (module doc).
             mutex.owner.load(Relaxed) == this_thread()
         } else {

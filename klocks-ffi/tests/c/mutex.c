@@ -1,6 +1,6 @@
 /* The C API's mutexes: errno answers for every kind, counters under contention,
- * SPINFUTEX's owner checks. Exits 0 and prints "mutex: ok" when every check holds;
- * a failed check prints its line and exits 1. Run by tests/c_api.rs. */
+ * the owner checks of DEFAULT and SPINFUTEX. Exits 0 and prints "mutex: ok" when
+ * every check holds; a failed check prints its line and exits 1. Run by tests/c_api.rs. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -25,6 +25,7 @@ static const struct {
     {KLOCKS_PVQSPINLOCK, "PVQSPINLOCK", 1}, {KLOCKS_QSPINLOCK, "QSPINLOCK", 0},
     {KLOCKS_TICKET, "TICKET", 0},           {KLOCKS_PVTICKET, "PVTICKET", 1},
     {KLOCKS_FUTEX, "FUTEX", 1},             {KLOCKS_SPINFUTEX, "SPINFUTEX", 1},
+    {KLOCKS_DEFAULT, "DEFAULT", 1},
 };
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
 
@@ -56,7 +57,7 @@ static void single_thread(klocks_kind kind) {
 static void bad_objects(void) {
     klocks_mutex_t m;
     EXPECT(klocks_mutex_init(&m, (klocks_kind)0), EINVAL);
-    EXPECT(klocks_mutex_init(&m, (klocks_kind)7), EINVAL);
+    EXPECT(klocks_mutex_init(&m, (klocks_kind)(KLOCKS_DEFAULT + 1)), EINVAL);
     EXPECT(klocks_mutex_init(&m, (klocks_kind)-1), EINVAL);
     EXPECT(klocks_mutex_init(NULL, KLOCKS_PVQSPINLOCK), EINVAL);
     EXPECT(klocks_mutex_lock(NULL), EINVAL);
@@ -110,7 +111,7 @@ static void counter(klocks_kind kind, const char *name, int threads, long per_th
     printf("mutex: %s counter %d threads x %ld exact\n", name, threads, per_thread);
 }
 
-/* ---- SPINFUTEX owner checks ---- */
+/* ---- owner checks (DEFAULT and SPINFUTEX) ---- */
 
 static klocks_mutex_t owned;
 
@@ -121,9 +122,9 @@ static void *unlock_from_other_thread(void *arg) {
     return NULL;
 }
 
-static void spinfutex_owner(void) {
+static void owner_checks(klocks_kind kind) {
     pthread_t other;
-    EXPECT(klocks_mutex_init(&owned, KLOCKS_SPINFUTEX), 0);
+    EXPECT(klocks_mutex_init(&owned, kind), 0);
     EXPECT(klocks_mutex_lock(&owned), 0);
     EXPECT(klocks_mutex_lock(&owned), EDEADLK);
     CHECK(pthread_create(&other, NULL, unlock_from_other_thread, NULL) == 0);
@@ -149,7 +150,8 @@ int main(void) {
     bad_objects();
     for (size_t k = 0; k < NKINDS; k++)
         single_thread(KINDS[k].kind);
-    spinfutex_owner();
+    owner_checks(KLOCKS_SPINFUTEX);
+    owner_checks(KLOCKS_DEFAULT);
     printf("mutex: errno answers ok\n");
 
     for (size_t k = 0; k < NKINDS; k++) {

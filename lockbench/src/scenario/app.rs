@@ -26,6 +26,7 @@ use crate::report::{num, Cell, Progress, Run, Table};
 /// The locks `KLOCKS_LOCK` accepts (klocks' mutexes; condvars follow them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PreloadLock {
+    Default,
     Pvqspinlock,
     Qspinlock,
     Ticket,
@@ -38,6 +39,7 @@ impl PreloadLock {
     /// The name `KLOCKS_LOCK` takes and the table prints.
     fn name(self) -> &'static str {
         match self {
+            PreloadLock::Default => "default",
             PreloadLock::Pvqspinlock => "pvqspinlock",
             PreloadLock::Qspinlock => "qspinlock",
             PreloadLock::Ticket => "ticket",
@@ -76,7 +78,7 @@ impl PreloadRwLock {
 pub struct Args {
     /// klocks locks to run the command under (KLOCKS_LOCK values), comma-separated;
     /// glibc (no preload) always runs too, as the baseline [default:
-    /// pvqspinlock,pvticket,futex,spinfutex]
+    /// default,pvqspinlock,pvticket,futex,spinfutex]
     #[arg(
         long = "with",
         value_enum,
@@ -124,6 +126,7 @@ fn parse_metric(text: &str) -> Result<Regex, String> {
 
 /// The default `--with`.
 const DEFAULT_LOCKS: [PreloadLock; 4] = [
+    PreloadLock::Default,
     PreloadLock::Pvqspinlock,
     PreloadLock::Pvticket,
     PreloadLock::Futex,
