@@ -125,7 +125,7 @@ fn parse_metric(text: &str) -> Result<Regex, String> {
 }
 
 /// The default `--with`.
-const DEFAULT_LOCKS: [PreloadLock; 4] = [
+const DEFAULT_LOCKS: [PreloadLock; 5] = [
     PreloadLock::Default,
     PreloadLock::Pvqspinlock,
     PreloadLock::Pvticket,
