@@ -1,24 +1,36 @@
 //! klocks: the Linux kernel's lock designs as userspace Rust locks.
 //!
-//! Every lock here is a raw lock implementing [`lock_api::RawMutex`], so the typed
-//! aliases give you `Mutex<T>` with guards, `try_lock`, mapped guards and the rest:
+//! Pick [`Mutex`] and [`RwLock`] (with [`Condvar`]) unless you know why not: they
+//! spin while the owner runs on a CPU and sleep otherwise, barge for throughput and
+//! bound every wait, and they are 8 and 12 bytes with `const fn new()`:
 //!
 //! ```
-//! let counter = klocks::QSpinMutex::new(0u64);
+//! let counter = klocks::Mutex::new(0u64);
 //! *counter.lock() += 1;
 //! assert_eq!(*counter.lock(), 1);
+//!
+//! let table = klocks::RwLock::new(vec![1, 2, 3]);
+//! assert_eq!(table.read().len(), 3);
+//! table.write().push(4);
 //! ```
+//!
+//! Every lock here is a raw lock implementing [`lock_api::RawMutex`] (or
+//! `RawRwLock`), so the typed aliases give you guards, `try_lock`, mapped guards and
+//! the rest. The others are the kernel designs of the seeds, each with its measured
+//! trade-off:
 //!
 //! | lock | design | use it when | avoid it when |
 //! |---|---|---|---|
-//! | [`PvQSpinLock`] | kernel pv queued spinlock: spin, then sleep until kicked | klocks' first choice: short sections, survives any number of threads | sections that block; heavy oversubscription (std and parking_lot have more throughput and fairness there) |
+//! | [`RawMutex`] ([`Mutex`]) | futex mutex: one spinner while the owner runs, barging, a handoff to a waiter that waited 1 ms | the default, any section length, any number of threads | never measured far behind a peer (see the README's results) |
+//! | [`RawRwLock`] ([`RwLock`]) | futex rwlock: writers as the default mutex, queued writers hold readers back, timed reader turns | the default for read-mostly data | writers that must not barge each other (a writer's wait is not bounded by a handoff) |
+//! | [`PvQSpinLock`] | kernel pv queued spinlock: spin, then sleep until kicked | short sections, survives any number of threads | sections that block; heavy oversubscription (std and parking_lot have more throughput and fairness there) |
 //! | [`QSpinLock`] | kernel queued spinlock (seed 000) | short sections, threads ≤ CPUs, fairness matters | threads can outnumber CPUs |
 //! | [`QSpinLockCmpxchgHandoff`] | the same before seed 000 | re-running seed 000's "before" | production: prefer `QSpinLock` |
 //! | [`TicketLock`] | ticket spinlock | tiny sections on few CPUs | more threads than CPUs; many CPUs |
 //! | [`PvTicketLock`] | seed 003: ticket lock whose waiters sleep after a bounded spin | FIFO order with threads that may outnumber CPUs | throughput under heavy oversubscription (a barging lock wins) |
-//! | [`SpinFutexMutex`] | seed 004: futex mutex whose one spinner spins while the owner runs | sections of any length, any number of threads | tiny sections with threads ≤ CPUs (a queued spinlock hands over faster) |
-//! | [`FutexMutex`] | seed 004's "before": Drepper's waiting futex mutex | re-running seed 004's "before" | production: prefer `SpinFutexMutex` or std |
-//! | [`RwSem`] | seed 001: rwsem with writer (and, by policy, reader) optimistic spinning, FIFO sleepers, handoff | read-mostly data, sections of any length, any number of threads | writer-only use (a mutex is simpler and smaller) |
+//! | [`SpinFutexMutex`] | seed 004: futex mutex whose one spinner spins while the owner runs | re-running seed 004's "after" | production: prefer [`Mutex`], the same design with a bounded wait |
+//! | [`FutexMutex`] | seed 004's "before": Drepper's waiting futex mutex | re-running seed 004's "before" | production: prefer [`Mutex`] |
+//! | [`RwSem`] | seed 001: rwsem with writer (and, by policy, reader) optimistic spinning, FIFO sleepers, handoff | re-running seed 001; strict FIFO among mixed waiters | small footprint (48 bytes) |
 //! | [`Padded<L>`] | seed 002: lock alone on its line | hot locks next to other hot data | millions of locks |
 //!
 //! Pure spinlocks never sleep: with more runnable threads than CPUs a FIFO spinlock
@@ -117,6 +129,7 @@ pub use mutex::futex_mutex::FutexMutex;
 pub use mutex::raw_mutex::RawMutex;
 pub use mutex::spin_futex_mutex::SpinFutexMutex;
 pub use padded::Padded;
+pub use rwlock::raw_rwlock::RawRwLock;
 pub use rwlock::rwsem::{reader_spin, ReaderSpin, RwSem};
 pub use spin::mcs::MAX_SLOTS;
 pub use spin::pv_qspinlock::PvQSpinLock;
@@ -141,6 +154,17 @@ pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
 /// Guard of a [`Mutex`].
 #[cfg(not(loom))]
 pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
+/// The default reader-writer lock: `RwLock<T>` on a [`RawRwLock`] (one-cmpxchg fast
+/// paths, writers queued on a [`RawMutex`], turns that bound every reader's and
+/// writer's wait).
+#[cfg(not(loom))]
+pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
+/// Read guard of an [`RwLock`].
+#[cfg(not(loom))]
+pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
+/// Write guard of an [`RwLock`].
+#[cfg(not(loom))]
+pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock, T>;
 /// `Mutex<T>` on a [`QSpinLock`].
 #[cfg(not(loom))]
 pub type QSpinMutex<T> = lock_api::Mutex<QSpinLock, T>;
@@ -153,7 +177,7 @@ pub type TicketMutex<T> = lock_api::Mutex<TicketLock, T>;
 /// Guard of a [`TicketMutex`].
 #[cfg(not(loom))]
 pub type TicketMutexGuard<'a, T> = lock_api::MutexGuard<'a, TicketLock, T>;
-/// `Mutex<T>` on a [`PvQSpinLock`]: the recommended klocks mutex.
+/// `Mutex<T>` on a [`PvQSpinLock`].
 #[cfg(not(loom))]
 pub type PvQSpinMutex<T> = lock_api::Mutex<PvQSpinLock, T>;
 /// Guard of a [`PvQSpinMutex`].

@@ -257,6 +257,13 @@ pub(crate) fn wake_one_of_at(word: *const AtomicU32, bits: u32) {
     futex::wake_bits(word, 1, bits);
 }
 
+/// Wakes every thread sleeping on the word at `word` whose class intersects `bits`;
+/// the word may be gone, as for [`wake_one_at`].
+#[inline]
+pub(crate) fn wake_all_of_at(word: *const AtomicU32, bits: u32) {
+    futex::wake_bits(word, i32::MAX, bits);
+}
+
 /// A point in time on `CLOCK_MONOTONIC` (the clock of `std::time::Instant` on Linux),
 /// as the futex takes it.
 #[derive(Clone, Copy, Debug)]

@@ -51,6 +51,9 @@ Locks (--locks):
   pthread-adaptive     glibc PTHREAD_MUTEX_ADAPTIVE_NP: bounded spin, then futex
 
 Reader-writer locks (--rwlocks, for rwsem and rw-fair):
+  default-rw           klocks::RwLock, the one to pick: one-cmpxchg read and write
+                       paths, writers queued on klocks::Mutex, reader and writer
+                       turns that bound every wait
   rwsem-always         klocks rwsem, seed 001's \"before\": readers spin on a writer
                        owner unconditionally
   rwsem-adaptive       klocks rwsem, seed 001's \"after\": reader spinning with the

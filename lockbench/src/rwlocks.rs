@@ -82,6 +82,7 @@ macro_rules! raw_bench_rwlock {
 }
 
 raw_bench_rwlock! {
+    klocks::RawRwLock => "default-rw",
     klocks::RwSem<klocks::reader_spin::Adaptive> => "rwsem-adaptive",
     klocks::RwSem<klocks::reader_spin::Always> => "rwsem-always",
     klocks::RwSem<klocks::reader_spin::Never> => "rwsem-never",
@@ -336,6 +337,7 @@ macro_rules! rwlock_table {
 }
 
 rwlock_table! {
+    Default => klocks::RawRwLock;
     RwSemAlways => klocks::RwSem<klocks::reader_spin::Always>;
     RwSemAdaptive => klocks::RwSem<klocks::reader_spin::Adaptive>;
     RwSemNever => klocks::RwSem<klocks::reader_spin::Never>;

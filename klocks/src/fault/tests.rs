@@ -351,6 +351,7 @@ untouched_after_release! {
     qspinlock => mutex_scenarios::<QSpinLock>();
     qspinlock_cmpxchg_handoff => mutex_scenarios::<QSpinLockCmpxchgHandoff>();
     ticket_lock => mutex_scenarios::<TicketLock>();
+    raw_rwlock => rwsem_scenarios::<crate::RawRwLock>();
     rwsem_adaptive => rwsem_scenarios::<RwSem<Adaptive>>();
     rwsem_always => rwsem_scenarios::<RwSem<Always>>();
     rwsem_never => rwsem_scenarios::<RwSem<Never>>();

@@ -203,7 +203,7 @@ fn waiters_after(val: u32, slept: bool) -> u32 {
 
 /// How a waiting thread ends its wait when it has a deadline.
 #[derive(Clone, Copy)]
-enum Patience {
+pub(crate) enum Patience {
     /// `lock`: waits as long as it takes, and may claim a handoff.
     Forever,
     /// `try_lock_until`: gives up at the deadline; never claims.
@@ -212,7 +212,7 @@ enum Patience {
 }
 
 impl Patience {
-    fn deadline(self) -> Option<park::Deadline> {
+    pub(crate) fn deadline(self) -> Option<park::Deadline> {
         match self {
             Patience::Forever => None,
             #[cfg(not(loom))]
@@ -220,7 +220,7 @@ impl Patience {
         }
     }
 
-    fn expired(self) -> bool {
+    pub(crate) fn expired(self) -> bool {
         match self {
             Patience::Forever => false,
             #[cfg(not(loom))]
@@ -667,7 +667,7 @@ impl RawMutex {
 
 /// Counts an unlock of this thread that leaves sleepers to a spinner; whether this
 /// one must wake a sleeper anyway (every [`FAIR_SKIPS`]-th).
-fn count_skipped_wake() -> bool {
+pub(crate) fn count_skipped_wake() -> bool {
     SKIPPED_WAKES.with(|count| {
         let skipped = count.get().wrapping_add(1);
         count.set(skipped);
@@ -695,7 +695,7 @@ fn claim_is_due(since: u32, claimed_at: &AtomicU32) -> bool {
 
 /// The monotonic clock in microseconds, wrapping at 2³² (71 minutes: differences of
 /// the waits compared here are far shorter).
-fn now_us() -> u32 {
+pub(crate) fn now_us() -> u32 {
     #[cfg(not(loom))]
     {
         let mut now = libc::timespec {

@@ -146,3 +146,28 @@ policy_models! {
 fn busted_rw_lock_is_caught() {
     explore_rw::<BustedRwLock>(1, 1, 1);
 }
+
+/// The default rwlock: a reader and a writer twice each (entry, the writer's take
+/// with readers inside and its drain, the reader's sleep and the turn), two writers
+/// (the spinner, the sleep and the wake of one writer), and two readers with a
+/// writer (the turn with readers that come one by one, the last reader's wake of a
+/// draining writer).
+mod default_rwlock {
+    use crate::testing::explore_rw;
+    use crate::RawRwLock;
+
+    #[test]
+    fn reader_and_writer_twice() {
+        explore_rw::<RawRwLock>(1, 1, 2);
+    }
+
+    #[test]
+    fn two_writers_twice() {
+        explore_rw::<RawRwLock>(0, 2, 2);
+    }
+
+    #[test]
+    fn two_readers_one_writer() {
+        explore_rw::<RawRwLock>(2, 1, 1);
+    }
+}

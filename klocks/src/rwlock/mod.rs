@@ -1,5 +1,7 @@
-//! Reader-writer locks: the rwsem (seed 001) and the wait queue it sleeps in.
+//! Reader-writer locks: the default rwlock, the rwsem (seed 001) and the wait queue
+//! the rwsem sleeps in.
 
+pub mod raw_rwlock;
 pub mod rwsem;
 mod wait_queue;
 

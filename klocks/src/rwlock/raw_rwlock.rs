@@ -1,0 +1,883 @@
+//! The default reader-writer lock: the default mutex's design on a write bit, a
+//! count of readers and of queued writers beside it, and timed reader turns, so
+//! that neither side can shut the other out for good.
+//!
+//! # The algorithm
+//!
+//! [`RawRwLock`] keeps the fast paths of std's futex rwlock (one cmpxchg to take or
+//! release a read or write lock, 12 bytes) and bounds the readers' wait, which std's
+//! (readers can starve) and glibc's default (writers starve) do not:
+//!
+//! - **Writers take `WRITER` as the default mutex takes its lock**
+//!   ([`RawMutex`](crate::RawMutex)): barging, one spinner that spins while the
+//!   writer holding the lock runs ([`owner`](crate::owner)), the others yielding and
+//!   then sleeping on the futex (by priority, then arrival), an unlock that wakes one
+//!   sleeper unless the spinner is about to take over. A writer in its slow path
+//!   counts itself in the word, which holds new readers back (writers first); once it
+//!   has `WRITER` it waits for the readers inside to leave (spinning, then sleeping
+//!   until the last one wakes it).
+//! - **Readers** enter with one cmpxchg while no writer holds `WRITER` and none is
+//!   queued. Otherwise they spin while the writer runs, within the spin budget, then
+//!   sleep.
+//! - **Timed reader turns.** A write unlock wakes the sleeping readers when no writer
+//!   is queued; while writers are queued, it wakes them once they have slept
+//!   [`READER_TURN_AFTER_US`], and sets `READER_TURN`: for [`TURN_GRACE_US`] readers
+//!   enter although writers are queued, and no writer takes `WRITER`. So writers and
+//!   readers alternate in phases of about half a millisecond, and a reader waits for
+//!   at most about one writer phase.
+//!
+//! Writers among themselves barge (as the default mutex does between its handoffs):
+//! a writer's wait is bounded by the scheduler and the futex's FIFO order of
+//! sleepers, not by a handoff. Queued writers are counted up to
+//! [`MAX_COUNTED_WRITERS`]; more wait uncounted (the counted ones hold the readers
+//! back already). The writing thread's id is kept beside the word, for the owner
+//! probe and to catch misuse, and so is the time of the last reader event (the
+//! first sleep, or the turn).
+//!
+//! # The word
+//!
+//! ```text
+//!     31       30       29        28        27       26     25    19 18        0
+//! +--------+--------+---------+---------+---------+--------+--------+-----------+
+//! | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER | queued |  readers  |
+//! |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        | writers|           |
+//! +--------+--------+---------+---------+---------+--------+--------+-----------+
+//! ```
+//!
+//! Transitions, as `(readers, queued writers, writer, readers waiting, turn)`, with
+//! the writers' `SPINNING`/`WRITERS_WAITING` as in the default mutex and
+//! `DRAIN_SLEEPS` with the draining writer's sleep:
+//!
+//! ```text
+//! read lock:       (r,0,0,*,*) or (r,q,0,*,1) -> r+1                 cmpxchg
+//! read unlock:     r -> r-1                                           cmpxchg; the last reader
+//!                                                                     wakes a sleeping drainer
+//! reader sleeps:   (r,q,w,0,t) -> (r,q,w,1,t), futex_wait(READER)     w, or q > 0 and t = 0
+//! write lock:      (0,0,0,0,0) -> (0,0,1,0,0)                         cmpxchg
+//! writer queues:   q -> q+1
+//! writer takes:    (r,q,0,rw,t) -> (r,q-1,1,rw,0)                     t = 0 or the turn is over;
+//!                                                                     then it drains the r readers
+//! write unlock:    (0,q,1,0,0) -> (0,q,0,0,0)                         cmpxchg; wakes a writer
+//! ... readers wait:(0,0,1,1,0) -> (0,0,0,0,0), futex_wake(READER, all)
+//! ... and waited:  (0,q,1,1,0) -> (0,q,0,0,1), futex_wake(READER, all)   q > 0
+//! ```
+//!
+//! `slept`: a writer that has slept takes `WRITER` with `WRITERS_WAITING` set
+//! (Drepper's rule, as in the default mutex). Every unlock is one releasing cmpxchg
+//! followed by futex wakes on the word's address only: the next holder may free the
+//! lock as soon as it has it.
+//!
+//! # No lost wake-ups
+//!
+//! Readers sleep only on a value with `READERS_WAITING` that keeps them out (a
+//! writer holds `WRITER`, or writers are queued outside a turn); `READERS_WAITING`
+//! is cleared only by a write unlock that then wakes every sleeping reader, and a
+//! write unlock that leaves it set (its readers have not waited long enough) has a
+//! queued writer behind it, whose own unlock decides again; a queued timed writer
+//! that gives up uncounts itself only while a writer holds `WRITER`, whose unlock
+//! then decides. Writers sleep only on a value with `WRITER` and `WRITERS_WAITING`;
+//! the duty to wake one passes from writer to writer as in the default mutex. The
+//! draining writer sleeps only on a value with `DRAIN_SLEEPS` and readers inside;
+//! the last read unlock clears it in its releasing cmpxchg and wakes it. The futex
+//! compares the value atomically with queueing a sleeper, so a change between the
+//! decision to sleep and the sleep returns at once.
+//!
+//! # Misuse
+//!
+//! Releasing a write lock the thread does not hold, or a read lock when no reader
+//! holds the lock, panics and leaves the lock as it was; taking a write lock (or a
+//! read lock) while holding the write lock panics instead of deadlocking. A read lock
+//! taken again by its holder while a writer is queued deadlocks, as with every rwlock
+//! that prefers writers (std's included). More than [`MAX_READERS`] readers at once
+//! panic.
+
+use crate::budget::SpinBudget;
+use crate::mutex::raw_mutex::{count_skipped_wake, now_us, Patience};
+use crate::owner::{self, Watch};
+use crate::park;
+use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
+
+/// One reader.
+const READER: u32 = 1;
+/// The most readers at once.
+pub const MAX_READERS: u32 = (1 << 19) - 1;
+/// The count of readers inside.
+const READERS_MASK: u32 = MAX_READERS;
+/// One writer in the slow path.
+const QUEUED_WRITER: u32 = 1 << 19;
+/// The most writers counted in the slow path (more wait uncounted: the counted ones
+/// hold readers back already).
+pub const MAX_COUNTED_WRITERS: u32 = (1 << 7) - 1;
+/// The count of writers in the slow path: while it is not 0, new readers wait.
+const QUEUED_MASK: u32 = MAX_COUNTED_WRITERS << 19;
+/// A writer holds the lock (or holds it and waits for the readers inside to leave).
+const WRITER: u32 = 1 << 26;
+/// One writer spins on the writer that holds the lock.
+const WRITER_SPINNING: u32 = 1 << 27;
+/// Writers may sleep on the word: the write unlock wakes one.
+const WRITERS_WAITING: u32 = 1 << 28;
+/// Readers may sleep on the word: the write unlock wakes them all.
+const READERS_WAITING: u32 = 1 << 29;
+/// The writer that holds `WRITER` sleeps until the last reader leaves.
+const DRAIN_SLEEPS: u32 = 1 << 30;
+/// Readers were woken by a write unlock: they enter though writers wait, and no
+/// writer takes `WRITER` until one of them entered.
+const READER_TURN: u32 = 1 << 31;
+
+/// The futex class of sleeping readers.
+const READER_CLASS: u32 = 1;
+/// The futex class of writers that sleep until a write unlock.
+const WRITER_CLASS: u32 = 2;
+/// The futex class of the writer that waits for the readers to leave.
+const DRAIN_CLASS: u32 = 4;
+
+/// Sleeping readers get a turn from a write unlock once they have waited this long
+/// while writers wait (µs); until then writers go first.
+pub const READER_TURN_AFTER_US: u32 = 500;
+
+/// How long a writer waits at most for the readers of a turn to come (µs).
+pub const TURN_GRACE_US: u32 = 500;
+
+/// A writer that cannot spin gives its CPU away this many times before it sleeps.
+#[cfg(not(loom))]
+const YIELDS_BEFORE_SLEEP: u32 = 8;
+/// One yield under loom: more only repeats the same states.
+#[cfg(loom)]
+const YIELDS_BEFORE_SLEEP: u32 = 1;
+
+/// The spin budget shared by every `RawRwLock`.
+static BUDGET: SpinBudget = SpinBudget::new();
+
+/// A spinner's pause between two looks at the word, in `cpu_relax`es (as the default
+/// mutex's spinner: see its `FIRST_BACKOFF`).
+const BACKOFF: u32 = 64;
+
+/// The default reader-writer lock. See the module doc; [`RwLock`](crate::RwLock) is
+/// `RwLock<T>` on it.
+pub struct RawRwLock {
+    word: AtomicU32,
+    /// The writing thread's id, 0 when no writer holds the lock.
+    writer: AtomicU32,
+    /// The microsecond clock (wrapping) when readers began to sleep.
+    readers_since: AtomicU32,
+}
+
+fn readers(val: u32) -> u32 {
+    val & READERS_MASK
+}
+
+/// Whether a reader may enter: no writer holds the lock, and none waits for it or it
+/// is the readers' turn.
+fn readers_may_enter(val: u32) -> bool {
+    val & WRITER == 0 && (val & QUEUED_MASK == 0 || val & READER_TURN != 0)
+}
+
+/// The `WRITERS_WAITING` bit a writer taking `WRITER` writes: kept, and set if it
+/// has slept.
+fn writers_waiting_after(val: u32, slept: bool) -> u32 {
+    if slept {
+        WRITERS_WAITING
+    } else {
+        val & WRITERS_WAITING
+    }
+}
+
+impl RawRwLock {
+    /// An unlocked lock.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self {
+            word: AtomicU32::new(0),
+            writer: AtomicU32::new(0),
+            readers_since: AtomicU32::new(0),
+        }
+    }
+
+    /// An unlocked lock.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self {
+            word: AtomicU32::new(0),
+            writer: AtomicU32::new(0),
+            readers_since: AtomicU32::new(0),
+        }
+    }
+
+    /// Sets how long readers and writers of every `RawRwLock` spin at most before
+    /// they sleep, overriding `KLOCKS_SPIN_NS` and calibration. See [`crate::budget`].
+    pub fn set_spin_ns(ns: u64) {
+        BUDGET.set_ns(ns);
+    }
+
+    /// Takes a read lock.
+    #[inline]
+    pub fn lock_shared(&self) {
+        if !self.try_enter_reader() {
+            self.lock_shared_slow(Patience::Forever);
+        }
+    }
+
+    /// Takes a read lock if no writer holds the lock.
+    #[inline]
+    pub fn try_lock_shared(&self) -> bool {
+        self.try_enter_reader()
+    }
+
+    /// Takes a read lock unless `deadline` passes first; whether it did.
+    #[cfg(not(loom))]
+    pub fn try_lock_shared_until(&self, deadline: std::time::Instant) -> bool {
+        self.try_enter_reader() || self.lock_shared_slow(Patience::Until(deadline))
+    }
+
+    /// Releases a read lock.
+    ///
+    /// # Panics
+    /// If no reader holds the lock (the word is left untouched).
+    #[inline]
+    pub fn unlock_shared(&self) {
+        // Relaxed: picks the transition; the cmpxchg decides.
+        let mut val = self.word.load(Relaxed);
+        loop {
+            if readers(val) == 0 {
+                unlock_of_unheld("read");
+            }
+            // The last reader wakes a draining writer that sleeps.
+            let last = readers(val) == 1;
+            let new = if last {
+                (val - READER) & !DRAIN_SLEEPS
+            } else {
+                val - READER
+            };
+            // Release: pairs with the Acquire of the writer that finds no reader.
+            match self.word.compare_exchange(val, new, Release, Relaxed) {
+                Ok(_) => {
+                    crate::fault::after_release();
+                    if last && val & DRAIN_SLEEPS != 0 {
+                        park::wake_one_of_at(&self.word, DRAIN_CLASS);
+                    }
+                    return;
+                }
+                Err(now) => val = now,
+            }
+        }
+    }
+
+    /// Takes the write lock.
+    #[inline]
+    pub fn lock_exclusive(&self) {
+        let me = owner::current_tid();
+        // (0,0,0,0,0,0) -> (0,1,0,0,0,0). Acquire: pairs with the Release of the
+        // unlocks.
+        if self
+            .word
+            .compare_exchange(0, WRITER, Acquire, Relaxed)
+            .is_err()
+        {
+            self.lock_exclusive_slow(me, Patience::Forever);
+        }
+        // Relaxed: read by others as a hint (the probe), and by this thread alone
+        // for "is it me?".
+        self.writer.store(me, Relaxed);
+    }
+
+    /// Takes the write lock if no reader or writer holds it (or a turn is on).
+    #[inline]
+    pub fn try_lock_exclusive(&self) -> bool {
+        let me = owner::current_tid();
+        // Relaxed: picks the transition; the cmpxchg decides.
+        let val = self.word.load(Relaxed);
+        // Acquire: as in `lock_exclusive`.
+        let took = val & (READERS_MASK | WRITER | READER_TURN) == 0
+            && self
+                .word
+                .compare_exchange(val, val | WRITER, Acquire, Relaxed)
+                .is_ok();
+        if took {
+            // Relaxed: as in `lock_exclusive`.
+            self.writer.store(me, Relaxed);
+        }
+        took
+    }
+
+    /// Takes the write lock unless `deadline` passes first; whether it did.
+    #[cfg(not(loom))]
+    pub fn try_lock_exclusive_until(&self, deadline: std::time::Instant) -> bool {
+        let me = owner::current_tid();
+        // Acquire: as in `lock_exclusive`.
+        let took = self
+            .word
+            .compare_exchange(0, WRITER, Acquire, Relaxed)
+            .is_ok()
+            || self.lock_exclusive_slow(me, Patience::Until(deadline));
+        if took {
+            // Relaxed: as in `lock_exclusive`.
+            self.writer.store(me, Relaxed);
+        }
+        took
+    }
+
+    /// Releases the write lock.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the write lock (the lock is left as it
+    /// was).
+    #[inline]
+    pub fn unlock_exclusive(&self) {
+        self.disown_write();
+        // (0,1,0,0,0,0) -> 0. Release: pairs with the Acquire of the next acquisition.
+        if self
+            .word
+            .compare_exchange(WRITER, 0, Release, Relaxed)
+            .is_ok()
+        {
+            crate::fault::after_release();
+        } else {
+            self.release_write(0);
+        }
+    }
+
+    /// Turns the write lock the thread holds into a read lock, letting waiting
+    /// readers in with it.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the write lock.
+    pub fn downgrade(&self) {
+        self.disown_write();
+        self.release_write(READER);
+    }
+
+    /// Whether a writer holds the lock or any reader does.
+    pub fn is_locked(&self) -> bool {
+        // Relaxed: a snapshot for the caller.
+        let val = self.word.load(Relaxed);
+        val & WRITER != 0 || readers(val) != 0
+    }
+
+    /// Whether a writer holds the lock.
+    pub fn is_locked_exclusive(&self) -> bool {
+        // Relaxed: a snapshot for the caller.
+        self.word.load(Relaxed) & WRITER != 0
+    }
+
+    /// Checks that the calling thread writes, and forgets it as the writer.
+    fn disown_write(&self) {
+        // Relaxed: only this thread stores its own id there, so "is it me?" needs no
+        // ordering.
+        let holder = self.writer.load(Relaxed);
+        let me = owner::current_tid();
+        if holder != me || self.word.load(Relaxed) & WRITER == 0 {
+            if holder == 0 {
+                unlock_of_unheld("write");
+            }
+            panic!("klocks: write unlock of a klocks::RwLock held by thread {holder} from thread {me}, which does not hold it");
+        }
+        // Relaxed: cleared before the releasing cmpxchg, which orders it before the
+        // next writer's store.
+        self.writer.store(0, Relaxed);
+    }
+
+    /// The releasing cmpxchg of a write lock that others may wait for: clears
+    /// `WRITER` (adds `readers` for a downgrade), gives sleeping readers their turn
+    /// and wakes them, and wakes one sleeping writer unless a spinner takes over.
+    #[cold]
+    fn release_write(&self, readers: u32) {
+        // Relaxed: picks the transition; the cmpxchg decides.
+        let mut val = self.word.load(Relaxed);
+        let mut skip_wake = None;
+        let mut readers_due = None;
+        loop {
+            let mut new = (val & !WRITER) + readers;
+            // Sleeping readers are woken when no writer waits (they enter at once),
+            // or with a turn once they have waited READER_TURN_AFTER_US.
+            let wake_readers = val & READERS_WAITING != 0
+                && (val & QUEUED_MASK == 0
+                    || *readers_due.get_or_insert_with(|| self.readers_due()));
+            if wake_readers {
+                new &= !READERS_WAITING;
+                if val & QUEUED_MASK != 0 {
+                    new |= READER_TURN;
+                    // Relaxed: a hint for the writers that wait out the turn; stored
+                    // before the release, the last access but the wakes.
+                    self.readers_since.store(now_us(), Relaxed);
+                }
+            }
+            let wake_writer = match val & (WRITER_SPINNING | WRITERS_WAITING) {
+                WRITERS_WAITING => {
+                    // The duty passes to the writer we wake.
+                    new &= !WRITERS_WAITING;
+                    true
+                }
+                both if both == WRITER_SPINNING | WRITERS_WAITING => {
+                    *skip_wake.get_or_insert_with(count_skipped_wake)
+                }
+                _ => false,
+            };
+            // Release: pairs with the Acquire of the next acquisition.
+            match self.word.compare_exchange(val, new, Release, Relaxed) {
+                Ok(_) => {
+                    crate::fault::after_release();
+                    let word: *const AtomicU32 = &self.word;
+                    if wake_readers {
+                        park::wake_all_of_at(word, READER_CLASS);
+                    }
+                    if wake_writer {
+                        park::wake_one_of_at(word, WRITER_CLASS);
+                    }
+                    return;
+                }
+                Err(now) => val = now,
+            }
+        }
+    }
+
+    /// Whether the readers' turn, granted at `readers_since`, still runs.
+    fn turn_is_on(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            // Relaxed: a hint; a stale value lengthens or shortens one turn.
+            let since = self.readers_since.load(Relaxed);
+            now_us().wrapping_sub(since) < TURN_GRACE_US
+        }
+        // Time is not modelled: a turn lasts until a reader has entered.
+        #[cfg(loom)]
+        {
+            // Relaxed: as above.
+            readers(self.word.load(Relaxed)) == 0
+        }
+    }
+
+    /// Whether the sleeping readers have waited long enough for a turn.
+    fn readers_due(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            // Relaxed: a hint; a stale value moves one turn by one writer.
+            let since = self.readers_since.load(Relaxed);
+            now_us().wrapping_sub(since) >= READER_TURN_AFTER_US
+        }
+        // Time is not modelled: every write unlock gives sleeping readers a turn.
+        #[cfg(loom)]
+        true
+    }
+
+    /// `(r,0,...) -> (r+1,0,...)` while no writer holds the lock.
+    #[inline]
+    fn try_enter_reader(&self) -> bool {
+        // Relaxed: picks the transition; the cmpxchg decides.
+        let mut val = self.word.load(Relaxed);
+        while readers_may_enter(val) {
+            if readers(val) == READERS_MASK {
+                too_many_readers();
+            }
+            // Acquire: pairs with the Release of the write unlock.
+            match self
+                .word
+                .compare_exchange_weak(val, val + READER, Acquire, Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => val = now,
+            }
+        }
+        false
+    }
+
+    /// A reader that found a writer: spin while it runs, then sleep until the write
+    /// unlock wakes the readers. Whether it entered (always, unless `patience` ran
+    /// out).
+    #[cold]
+    fn lock_shared_slow(&self, patience: Patience) -> bool {
+        let me = owner::current_tid();
+        // Relaxed: only this thread stores its own id there.
+        if self.writer.load(Relaxed) == me {
+            panic!("klocks: thread {me} read-locked a klocks::RwLock it holds for writing");
+        }
+        loop {
+            if self.try_enter_reader()
+                || (self.spin_on_writer(readers_may_enter) && self.try_enter_reader())
+            {
+                return true;
+            }
+            if patience.expired() {
+                return false;
+            }
+            // Relaxed: the value to sleep on; the futex re-reads it atomically.
+            let val = self.word.load(Relaxed);
+            if readers_may_enter(val) {
+                continue;
+            }
+            if val & READERS_WAITING == 0 {
+                if self
+                    .word
+                    .compare_exchange(val, val | READERS_WAITING, Relaxed, Relaxed)
+                    .is_err()
+                {
+                    continue;
+                }
+                // Relaxed: a hint for the write unlock's turn decision.
+                self.readers_since.store(now_us(), Relaxed);
+            }
+            park::wait_as(
+                &self.word,
+                val | READERS_WAITING,
+                READER_CLASS,
+                patience.deadline(),
+            );
+        }
+    }
+
+    /// Spins while `done(word)` is false and the writer holding the lock runs on a
+    /// CPU, within the budget; whether `done` came true.
+    fn spin_on_writer(&self, done: impl Fn(u32) -> bool) -> bool {
+        let budget = BUDGET.spins();
+        let mut spent = 0;
+        let mut watch: Option<(u32, Watch)> = None;
+        loop {
+            // Relaxed: only watches; the caller's cmpxchg is the Acquire.
+            if done(self.word.load(Relaxed)) {
+                return true;
+            }
+            // Relaxed: a hint for the probe.
+            let writer = self.writer.load(Relaxed);
+            if writer != 0 {
+                let (_, watch) = match &mut watch {
+                    Some(w) if w.0 == writer => w,
+                    _ => watch.insert((writer, Watch::new(writer))),
+                };
+                if watch.owner_running() == Some(false) {
+                    return false;
+                }
+            }
+            if spent >= budget {
+                return false;
+            }
+            cpu_relax_times(BACKOFF);
+            spent += BACKOFF;
+        }
+    }
+
+    /// A writer that found the lock busy: take `WRITER` as the default mutex takes
+    /// its lock, then wait for the readers inside to leave. Whether it took the lock
+    /// (always, unless `patience` ran out).
+    #[cold]
+    fn lock_exclusive_slow(&self, me: u32, patience: Patience) -> bool {
+        // Relaxed: only this thread stores its own id there.
+        if self.writer.load(Relaxed) == me {
+            panic!("klocks: thread {me} write-locked a klocks::RwLock it already holds (it is not recursive)");
+        }
+        let queued = self.count_queued_writer();
+        let mut slept = false;
+        let mut yields = 0;
+        loop {
+            match self.try_take_writer(queued, slept, patience) {
+                Some(true) => return self.drain_readers(patience),
+                // A turn is on and no reader came yet: let them run.
+                None => {
+                    crate::sync::yield_now();
+                    continue;
+                }
+                Some(false) => {}
+            }
+            if self.spin_for_writer() {
+                continue;
+            }
+            if patience.expired() {
+                return self.give_up_waiting(queued, slept, patience);
+            }
+            if yields < YIELDS_BEFORE_SLEEP {
+                yields += 1;
+                crate::sync::yield_now();
+                continue;
+            }
+            self.sleep_as_writer(patience);
+            slept = true;
+            yields = 0;
+        }
+    }
+
+    /// Counts a writer in the slow path unless the count is full; whether it did.
+    fn count_queued_writer(&self) -> bool {
+        // Relaxed: the count holds readers back (they re-check in their own RMW); it
+        // publishes nothing.
+        self.word
+            .fetch_update(Relaxed, Relaxed, |val| {
+                (val & QUEUED_MASK != QUEUED_MASK).then_some(val + QUEUED_WRITER)
+            })
+            .is_ok()
+    }
+
+    /// Takes `WRITER` if no writer holds it, uncounting a `queued` writer in the same
+    /// cmpxchg: `Some(true)` if taken, `Some(false)` if a writer holds it, `None`
+    /// while a turn waits for its readers to come.
+    fn try_take_writer(&self, queued: bool, slept: bool, patience: Patience) -> Option<bool> {
+        // Relaxed: picks the transition; the cmpxchg is the Acquire.
+        let mut val = self.word.load(Relaxed);
+        while val & WRITER == 0 {
+            if val & READER_TURN != 0 && !patience.expired() && self.turn_is_on() {
+                return None;
+            }
+            let uncount = if queued { QUEUED_WRITER } else { 0 };
+            let new = ((val - uncount) & !(READER_TURN | WRITERS_WAITING))
+                | writers_waiting_after(val, slept)
+                | WRITER;
+            // Acquire: pairs with the Release of the unlocks (the readers' too, seen
+            // in full once the drain finds none).
+            match self.word.compare_exchange(val, new, Acquire, Relaxed) {
+                Ok(_) => return Some(true),
+                Err(now) => val = now,
+            }
+        }
+        Some(false)
+    }
+
+    /// Holding `WRITER`: wait until no reader is inside. A timed writer that runs out
+    /// of patience releases `WRITER` again. Whether it holds the lock.
+    fn drain_readers(&self, patience: Patience) -> bool {
+        let mut spent = 0;
+        let budget = BUDGET.spins();
+        loop {
+            // Acquire: pairs with the Release of the last read unlock.
+            let val = self.word.load(Acquire);
+            if readers(val) == 0 {
+                return true;
+            }
+            if patience.expired() {
+                // Relaxed: only this thread sets it.
+                self.word.fetch_and(!DRAIN_SLEEPS, Relaxed);
+                self.release_write(0);
+                return false;
+            }
+            if spent < budget {
+                cpu_relax_times(BACKOFF);
+                spent += BACKOFF;
+                continue;
+            }
+            if val & DRAIN_SLEEPS == 0
+                && self
+                    .word
+                    .compare_exchange(val, val | DRAIN_SLEEPS, Relaxed, Relaxed)
+                    .is_err()
+            {
+                continue;
+            }
+            park::wait_as(
+                &self.word,
+                val | DRAIN_SLEEPS,
+                DRAIN_CLASS,
+                patience.deadline(),
+            );
+        }
+    }
+
+    /// Become the one writer that spins, and spin while the writer holding the lock
+    /// runs; whether `WRITER` came free meanwhile (the caller then tries to take it).
+    fn spin_for_writer(&self) -> bool {
+        // Relaxed: the claim protects no data.
+        let claimed = self
+            .word
+            .fetch_update(Relaxed, Relaxed, |val| {
+                (val & (WRITER | WRITER_SPINNING) == WRITER).then_some(val | WRITER_SPINNING)
+            })
+            .is_ok();
+        if !claimed {
+            return false;
+        }
+        let free = self.spin_on_writer(|val| val & WRITER == 0);
+        // Relaxed: as above; an unlock that skipped its wake for us left
+        // WRITERS_WAITING on a free word, which the caller's next try sees.
+        self.word.fetch_and(!WRITER_SPINNING, Relaxed);
+        free
+    }
+
+    /// Sleep while a writer holds the lock: `(*,1,*,*,*,*) -> (*,1,*,1,*,*)`, then
+    /// sleep as a `WRITER` on that value.
+    fn sleep_as_writer(&self, patience: Patience) {
+        // Relaxed: the value to sleep on; the futex re-reads it atomically.
+        let mut val = self.word.load(Relaxed);
+        while val & WRITER != 0 {
+            if val & WRITERS_WAITING == 0 {
+                // Relaxed: the unlock reads it through its RMW on this same word.
+                if let Err(now) =
+                    self.word
+                        .compare_exchange(val, val | WRITERS_WAITING, Relaxed, Relaxed)
+                {
+                    val = now;
+                    continue;
+                }
+                val |= WRITERS_WAITING;
+            }
+            park::wait_as(&self.word, val, WRITER_CLASS, patience.deadline());
+            return;
+        }
+    }
+
+    /// A timed writer whose deadline passed before it took `WRITER`: if it slept, it
+    /// may have eaten the wake meant for the next sleeping writer, so it leaves
+    /// `WRITERS_WAITING` set on a held lock (or takes a free one). Whether it took the
+    /// lock.
+    fn give_up_waiting(&self, queued: bool, slept: bool, patience: Patience) -> bool {
+        let uncount = if queued { QUEUED_WRITER } else { 0 };
+        loop {
+            if let Some(true) = self.try_take_writer(queued, slept, patience) {
+                return self.drain_readers(patience);
+            }
+            // Relaxed: the flags are read by the unlocks' RMWs on this word; the
+            // readers re-check in their own RMW after the wake below.
+            let val = self.word.load(Relaxed);
+            if val & WRITER == 0 {
+                continue;
+            }
+            // Uncount; keep the duty to wake a writer if we slept (we may have eaten
+            // the wake meant for the next one).
+            let mut new = val - uncount;
+            if slept {
+                new |= WRITERS_WAITING;
+            }
+            if self
+                .word
+                .compare_exchange(val, new, Relaxed, Relaxed)
+                .is_ok()
+            {
+                return false;
+            }
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unlock_of_unheld(what: &str) -> ! {
+    panic!("klocks: {what} unlock of a klocks::RwLock that is not {what}-locked");
+}
+
+#[cold]
+#[inline(never)]
+fn too_many_readers() -> ! {
+    panic!("klocks: more than {READERS_MASK} readers in one klocks::RwLock");
+}
+
+impl std::fmt::Debug for RawRwLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let val = self.word.load(Relaxed);
+        f.debug_struct("RawRwLock")
+            .field("readers", &readers(val))
+            .field("writer", &self.writer.load(Relaxed))
+            .field("writers_waiting", &(val & WRITERS_WAITING != 0))
+            .field("readers_waiting", &(val & READERS_WAITING != 0))
+            .field("reader_turn", &(val & READER_TURN != 0))
+            .finish()
+    }
+}
+
+impl Default for RawRwLock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: a writer enters only from a word with no writer and no reader (the fast
+// path's 0, or the head's cmpxchg on `(0,0,*,*,*)`), and readers only while no writer
+// holds it (`try_enter_reader`); writers and readers leave by clearing exactly what
+// they entered with. Write guards are not `Send`: the unlock checks the writer's id.
+#[cfg(not(loom))]
+unsafe impl lock_api::RawRwLock for RawRwLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    type GuardMarker = lock_api::GuardNoSend;
+
+    fn lock_shared(&self) {
+        RawRwLock::lock_shared(self);
+    }
+
+    fn try_lock_shared(&self) -> bool {
+        RawRwLock::try_lock_shared(self)
+    }
+
+    unsafe fn unlock_shared(&self) {
+        RawRwLock::unlock_shared(self);
+    }
+
+    fn lock_exclusive(&self) {
+        RawRwLock::lock_exclusive(self);
+    }
+
+    fn try_lock_exclusive(&self) -> bool {
+        RawRwLock::try_lock_exclusive(self)
+    }
+
+    unsafe fn unlock_exclusive(&self) {
+        RawRwLock::unlock_exclusive(self);
+    }
+
+    fn is_locked(&self) -> bool {
+        RawRwLock::is_locked(self)
+    }
+
+    fn is_locked_exclusive(&self) -> bool {
+        RawRwLock::is_locked_exclusive(self)
+    }
+}
+
+// SAFETY: the write lock becomes a read lock in one cmpxchg, with no window in which
+// another writer could enter.
+#[cfg(not(loom))]
+unsafe impl lock_api::RawRwLockDowngrade for RawRwLock {
+    unsafe fn downgrade(&self) {
+        RawRwLock::downgrade(self);
+    }
+}
+
+// SAFETY: the timed variants acquire exactly as the untimed ones when they succeed.
+#[cfg(not(loom))]
+unsafe impl lock_api::RawRwLockTimed for RawRwLock {
+    type Duration = std::time::Duration;
+    type Instant = std::time::Instant;
+
+    fn try_lock_shared_for(&self, timeout: Self::Duration) -> bool {
+        match std::time::Instant::now().checked_add(timeout) {
+            Some(deadline) => self.try_lock_shared_until(deadline),
+            None => {
+                self.lock_shared();
+                true
+            }
+        }
+    }
+
+    fn try_lock_shared_until(&self, deadline: Self::Instant) -> bool {
+        RawRwLock::try_lock_shared_until(self, deadline)
+    }
+
+    fn try_lock_exclusive_for(&self, timeout: Self::Duration) -> bool {
+        match std::time::Instant::now().checked_add(timeout) {
+            Some(deadline) => self.try_lock_exclusive_until(deadline),
+            None => {
+                self.lock_exclusive();
+                true
+            }
+        }
+    }
+
+    fn try_lock_exclusive_until(&self, deadline: Self::Instant) -> bool {
+        RawRwLock::try_lock_exclusive_until(self, deadline)
+    }
+}
+
+#[cfg(all(loom, test))]
+impl crate::testing::TestRwLock for RawRwLock {
+    fn new_unlocked() -> Self {
+        Self::new()
+    }
+    fn read(&self) {
+        self.lock_shared();
+    }
+    fn read_done(&self) {
+        self.unlock_shared();
+    }
+    fn write(&self) {
+        self.lock_exclusive();
+    }
+    fn write_done(&self) {
+        self.unlock_exclusive();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -1,0 +1,230 @@
+use super::*;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Waits up to 5 s for `done`; whether it came.
+fn eventually(done: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    true
+}
+
+#[test]
+fn layout_is_as_documented() {
+    assert_eq!(std::mem::size_of::<RawRwLock>(), 12);
+}
+
+#[test]
+fn readers_share_and_writers_exclude() {
+    let lock = RawRwLock::new();
+    lock.lock_shared();
+    assert!(lock.try_lock_shared());
+    assert!(!lock.try_lock_exclusive());
+    lock.unlock_shared();
+    lock.unlock_shared();
+    assert!(lock.try_lock_exclusive());
+    assert!(!lock.try_lock_shared());
+    assert!(lock.is_locked_exclusive());
+    lock.unlock_exclusive();
+    assert!(!lock.is_locked());
+}
+
+#[test]
+#[should_panic(expected = "read unlock of a klocks::RwLock that is not read-locked")]
+fn unlock_of_an_unheld_read_lock_panics() {
+    RawRwLock::new().unlock_shared();
+}
+
+#[test]
+#[should_panic(expected = "write unlock of a klocks::RwLock that is not write-locked")]
+fn unlock_of_an_unheld_write_lock_panics() {
+    RawRwLock::new().unlock_exclusive();
+}
+
+#[test]
+fn a_write_unlock_from_another_thread_panics_and_keeps_the_lock() {
+    let lock = Arc::new(RawRwLock::new());
+    lock.lock_exclusive();
+    let other = Arc::clone(&lock);
+    let err = std::thread::spawn(move || other.unlock_exclusive())
+        .join()
+        .expect_err("a non-owner's unlock succeeded");
+    let msg = err.downcast_ref::<String>().unwrap();
+    assert!(msg.contains("which does not hold it"), "{msg}");
+    assert!(lock.is_locked_exclusive());
+    lock.unlock_exclusive();
+}
+
+#[test]
+#[should_panic(expected = "write-locked a klocks::RwLock it already holds")]
+fn a_write_relock_panics_instead_of_deadlocking() {
+    let lock = RawRwLock::new();
+    lock.lock_exclusive();
+    lock.lock_exclusive();
+}
+
+#[test]
+fn a_downgrade_lets_waiting_readers_in() {
+    let lock = Arc::new(RawRwLock::new());
+    lock.lock_exclusive();
+    let reader = {
+        let lock = Arc::clone(&lock);
+        std::thread::spawn(move || {
+            lock.lock_shared();
+            lock.unlock_shared();
+        })
+    };
+    assert!(eventually(|| lock.word.load(Relaxed) & READERS_WAITING != 0));
+    lock.downgrade();
+    reader.join().unwrap();
+    assert!(!lock.try_lock_exclusive());
+    lock.unlock_shared();
+    assert!(!lock.is_locked());
+}
+
+/// A stream of readers that always overlap would starve a writer on a lock that
+/// prefers readers; here the writer's `WRITER_WAITING` holds new readers back.
+#[test]
+fn a_writer_gets_through_overlapping_readers() {
+    let lock = Arc::new(RawRwLock::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (lock, stop) = (Arc::clone(&lock), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    lock.lock_shared();
+                    std::thread::sleep(Duration::from_micros(200));
+                    lock.unlock_shared();
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(10));
+    let start = Instant::now();
+    for _ in 0..20 {
+        lock.lock_exclusive();
+        lock.unlock_exclusive();
+    }
+    let took = start.elapsed();
+    stop.store(true, Relaxed);
+    readers.into_iter().for_each(|r| r.join().unwrap());
+    assert!(took < Duration::from_secs(2), "20 writes took {took:?}");
+}
+
+/// Writers that always overlap would starve readers on a lock that prefers writers;
+/// here each write unlock that finds readers asleep gives them a turn.
+#[test]
+fn readers_get_through_overlapping_writers() {
+    let lock = Arc::new(RawRwLock::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..3)
+        .map(|_| {
+            let (lock, stop) = (Arc::clone(&lock), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    lock.lock_exclusive();
+                    std::thread::sleep(Duration::from_micros(200));
+                    lock.unlock_exclusive();
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(10));
+    let start = Instant::now();
+    for _ in 0..20 {
+        lock.lock_shared();
+        lock.unlock_shared();
+    }
+    let took = start.elapsed();
+    stop.store(true, Relaxed);
+    writers.into_iter().for_each(|w| w.join().unwrap());
+    assert!(took < Duration::from_secs(2), "20 reads took {took:?}");
+}
+
+#[test]
+fn timed_locks_give_up_and_leave_the_lock_usable() {
+    use lock_api::RawRwLockTimed;
+    let lock = Arc::new(RawRwLock::new());
+    lock.lock_exclusive();
+    let other = Arc::clone(&lock);
+    let (read, write) = std::thread::spawn(move || {
+        (
+            other.try_lock_shared_for(Duration::from_millis(10)),
+            other.try_lock_exclusive_for(Duration::from_millis(10)),
+        )
+    })
+    .join()
+    .unwrap();
+    assert!(!read && !write);
+    lock.unlock_exclusive();
+    lock.lock_shared();
+    let other = Arc::clone(&lock);
+    assert!(
+        !std::thread::spawn(move || other.try_lock_exclusive_for(Duration::from_millis(10)))
+            .join()
+            .unwrap()
+    );
+    // The timed writer stepped down: readers are not held back by it.
+    assert!(lock.try_lock_shared());
+    lock.unlock_shared();
+    lock.unlock_shared();
+    assert_eq!(lock.word.load(Relaxed), 0);
+}
+
+#[test]
+fn stress_oversubscribed() {
+    use crate::testing::{contend_rw, RwContention};
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    for (readers, writers, iterations) in [(cpus, cpus, 20_000), (32 * cpus, 32 * cpus, 200)] {
+        contend_rw::<RawRwLock>(RwContention {
+            readers,
+            writers,
+            iterations,
+        })
+        .unwrap();
+    }
+}
+
+#[test]
+fn dbg_fair() {
+    let lock = Arc::new(RawRwLock::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let counts: Arc<Vec<std::sync::atomic::AtomicU64>> = Arc::new(
+        (0..16)
+            .map(|_| std::sync::atomic::AtomicU64::new(0))
+            .collect(),
+    );
+    let hs: Vec<_> = (0..16)
+        .map(|i| {
+            let (lock, stop, counts) = (lock.clone(), stop.clone(), counts.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    if i < 8 {
+                        lock.lock_shared();
+                        std::hint::spin_loop();
+                        lock.unlock_shared();
+                    } else {
+                        lock.lock_exclusive();
+                        std::hint::spin_loop();
+                        lock.unlock_exclusive();
+                    }
+                    counts[i].fetch_add(1, Relaxed);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1000));
+    stop.store(true, Relaxed);
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    eprintln!(
+        "counts {:?}",
+        counts.iter().map(|c| c.load(Relaxed)).collect::<Vec<_>>()
+    );
+}
