@@ -125,8 +125,12 @@ const SLEEPER: u32 = 1;
 const CLAIMANT: u32 = 2;
 
 /// A thread that has slept and still waits this long claims a handoff (µs).
+// Used by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
 pub const FAIR_WAIT_US: u32 = 1_000;
 /// The least time between two handoff claims on one mutex (µs).
+// Used by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
 pub const FAIR_INTERVAL_US: u32 = 1_000;
 
 /// Every this many unlocks of a thread that leave sleepers to a spinner, one wakes a

@@ -133,9 +133,13 @@ const DRAIN_CLASS: u32 = 4;
 
 /// Sleeping readers get a turn from a write unlock once they have waited this long
 /// while writers wait (µs); until then writers go first.
+// Used by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
 pub const READER_TURN_AFTER_US: u32 = 500;
 
 /// How long a writer waits at most for the readers of a turn to come (µs).
+// Used by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
 pub const TURN_GRACE_US: u32 = 500;
 
 /// A writer that cannot spin gives its CPU away this many times before it sleeps.
