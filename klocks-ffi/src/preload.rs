@@ -10,11 +10,13 @@
 //! # The choice is per process, made once
 //!
 //! `KLOCKS_LOCK` names the mutex (`default`, the one to pick, or `pvqspinlock`,
-//! `qspinlock`, `ticket`, `pvticket`, `futex`, `spinfutex`, or `glibc`); `KLOCKS_RWLOCK` names the rwlock
-//! (`rwsem-adaptive`, `rwsem-always`, `rwsem-never`, or `glibc`). Each family is
+//! `qspinlock`, `ticket`, `pvticket`, `futex`, `spinfutex`, or `glibc`);
+//! `KLOCKS_RWLOCK` names the rwlock (`default-rw`, `rwsem-adaptive`, `rwsem-always`,
+//! `rwsem-never`, or `glibc`). `KLOCKS_LOCK=default` names the default pair: its
+//! rwlock too, unless `KLOCKS_RWLOCK` says otherwise. Otherwise each family is
 //! glibc's unless its variable names a klocks lock: rwlocks too, because glibc's
-//! default rwlock lets a reader re-take a read lock while a writer waits and the fair
-//! rwsem does not. Unset, or the library linked normally for its C API (`-lklocks`),
+//! default rwlock lets a reader re-take a read lock while a writer waits and klocks'
+//! rwlocks do not. Unset, or the library linked normally for its C API (`-lklocks`),
 //! everything is glibc's: linking klocks never changes a program's pthread locks by
 //! surprise. The first interposed call
 //! reads the environment and fixes the choice for the life of the process, since the

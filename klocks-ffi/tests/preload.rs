@@ -65,7 +65,7 @@ macro_rules! every_lock {
 }
 
 every_lock! {
-    default: "default";
+    default: "default", "default-rw";
     pvqspinlock: "pvqspinlock";
     qspinlock: "qspinlock";
     ticket: "ticket";
@@ -135,6 +135,7 @@ fn help_lists_the_names() {
     assert_eq!(run.stderr.lines().count(), 2, "{}", run.stderr);
     for name in [
         "default",
+        "default-rw",
         "pvqspinlock",
         "spinfutex",
         "ticket",

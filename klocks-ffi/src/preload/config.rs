@@ -21,14 +21,23 @@ pub(super) enum RwPolicy {
     Adaptive,
     Always,
     Never,
+    /// The default rwlock (`klocks::RawRwLock`), not an rwsem policy.
+    Default,
 }
 
 impl RwPolicy {
-    const ALL: [RwPolicy; 3] = [RwPolicy::Adaptive, RwPolicy::Always, RwPolicy::Never];
+    /// In declaration order (the encoding of the choice relies on it).
+    const ALL: [RwPolicy; 4] = [
+        RwPolicy::Adaptive,
+        RwPolicy::Always,
+        RwPolicy::Never,
+        RwPolicy::Default,
+    ];
 
     /// lockbench's name for the same lock.
     fn name(self) -> &'static str {
         match self {
+            RwPolicy::Default => "default-rw",
             RwPolicy::Adaptive => "rwsem-adaptive",
             RwPolicy::Always => "rwsem-always",
             RwPolicy::Never => "rwsem-never",
@@ -250,6 +259,11 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
                 None
             }),
     };
+    // `default` names the default pair: its rwlock too, unless KLOCKS_RWLOCK is set.
+    let rwlock = match (mutex, env.rwlock) {
+        (Some(Kind::Default), None) => Some(RwPolicy::Default),
+        _ => rwlock,
+    };
     if mutex.is_none() && rwlock.is_none() {
         return GLIBC_ONLY;
     }
@@ -308,6 +322,30 @@ mod tests {
         let mut lines = Vec::new();
         let choice = decide(&env, |complaint| lines.extend(complaint.lines()));
         (choice, lines)
+    }
+
+    #[test]
+    fn default_names_the_default_pair_unless_the_rwlock_is_named() {
+        let (choice, lines) = run(Some("default"), None, None, None);
+        assert_eq!(choice.mutex, Some(Kind::Default));
+        assert_eq!(choice.rwlock, Some(RwPolicy::Default));
+        assert!(lines.is_empty(), "{lines:?}");
+        let (choice, _) = run(Some("default"), Some("glibc"), None, None);
+        assert_eq!(choice.rwlock, None);
+        let (choice, _) = run(Some("default"), Some("rwsem-never"), None, None);
+        assert_eq!(choice.rwlock, Some(RwPolicy::Never));
+        for choice in [
+            Choice {
+                mutex: Some(Kind::Default),
+                rwlock: Some(RwPolicy::Default),
+            },
+            Choice {
+                mutex: Some(Kind::SpinFutex),
+                rwlock: Some(RwPolicy::Never),
+            },
+        ] {
+            assert_eq!(decode(encode(choice)), choice);
+        }
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Interposed `pthread_rwlock_*`: klocks' `RwSem`, a real shared/exclusive lock.
+//! Interposed `pthread_rwlock_*`: klocks' default `RawRwLock` or its `RwSem`, real
+//! shared/exclusive locks.
 //!
 //! # Layout
 //!
@@ -6,8 +7,8 @@
 //!
 //! | bytes | glibc's field | here |
 //! |---|---|---|
-//! | 0..48 | the lock's words | `RwSem<P>`, `P` the process's policy (all zero: unlocked) |
-//! | 48..52 | `__flags` | glibc's preference flag, kept but not used: the rwsem is FIFO with handoff, neither reader- nor writer-preferring |
+//! | 0..48 | the lock's words | `RawRwLock` (12 bytes) or `RwSem<P>`, as the process chose (all zero: unlocked) |
+//! | 48..52 | `__flags` | glibc's preference flag, kept but not used: the rwsem is FIFO with handoff, the default rwlock prefers writers with timed reader turns |
 //! | 52..56 | padding | the fork generation last used in, or [`GLIBC_OWNED`] |
 //!
 //! A process-shared or writer-preferring rwlock, or one a real-time thread initialises,
@@ -16,9 +17,8 @@
 //!
 //! # Unlock finds the mode
 //!
-//! `pthread_rwlock_unlock` does not say which lock the caller holds. The rwsem's
-//! owner word names a writer exactly for the question "am I the writer?"
-//! (`RwSem::exclusive_owner`); if not, and readers hold the lock, the caller is taken
+//! `pthread_rwlock_unlock` does not say which lock the caller holds. Both locks
+//! name a writer exactly for the question "am I the writer?" (`exclusive_owner`); if not, and readers hold the lock, the caller is taken
 //! to be one of them (readers are counted, not named, so a thread that holds nothing
 //! releases another reader's share, as with glibc); else `EPERM`.
 
@@ -32,7 +32,7 @@ use std::sync::atomic::{
 
 use klocks_core::owner::current_tid;
 use klocks_core::reader_spin::{Adaptive, Always, Never};
-use klocks_core::RwSem;
+use klocks_core::{RawRwLock, RwSem};
 use libc::{
     clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec, CLOCK_REALTIME, EBUSY, EDEADLK,
     EINVAL, EPERM, ETIMEDOUT,
@@ -62,11 +62,14 @@ const _: () = assert!(size_of::<RwLock>() == size_of::<pthread_rwlock_t>());
 const _: () = assert!(std::mem::align_of::<RwLock>() <= std::mem::align_of::<pthread_rwlock_t>());
 const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Always>>());
 const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Never>>());
+const _: () = assert!(size_of::<RawRwLock>() <= size_of::<RwSem<Adaptive>>());
+const _: () = assert!(std::mem::align_of::<RawRwLock>() <= std::mem::align_of::<RwSem<Adaptive>>());
 
-/// Runs `$body` with `$sem: &RwSem<P>` for the policy `$policy` of `$rw`.
+/// Runs `$body` with `$sem` the process's lock in `$rw`: `&RawRwLock` or `&RwSem<P>`
+/// for the policy `$policy` (they share the method names used here).
 ///
-/// Contract: `$rw` is a klocks-managed `RwLock` of the process (its body holds an
-/// `RwSem` of the process's policy, or zero bytes, which is `RwSem::new()`).
+/// Contract: `$rw` is a klocks-managed `RwLock` of the process (its body holds the
+/// lock of the process's choice, or zero bytes, which is its `new()`).
 macro_rules! with_sem {
     ($rw:expr, $policy:expr, $sem:ident => $body:expr) => {{
         let at = $rw.body.get();
@@ -84,6 +87,10 @@ macro_rules! with_sem {
             }
             RwPolicy::Never => {
                 let $sem = unsafe { &*at.cast::<RwSem<Never>>() };
+                $body
+            }
+            RwPolicy::Default => {
+                let $sem = unsafe { &*at.cast::<RawRwLock>() };
                 $body
             }
         }
@@ -104,6 +111,7 @@ unsafe fn init_body(rw: &RwLock, policy: RwPolicy) {
             RwPolicy::Adaptive => at.cast::<RwSem<Adaptive>>().write(RwSem::new()),
             RwPolicy::Always => at.cast::<RwSem<Always>>().write(RwSem::new()),
             RwPolicy::Never => at.cast::<RwSem<Never>>().write(RwSem::new()),
+            RwPolicy::Default => at.cast::<RawRwLock>().write(RawRwLock::new()),
         }
     }
 }

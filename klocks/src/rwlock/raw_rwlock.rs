@@ -357,10 +357,40 @@ impl RawRwLock {
         val & WRITER != 0 || readers(val) != 0
     }
 
-    /// Whether a writer holds the lock.
+    /// Whether a writer holds the lock (not while it still waits for readers to
+    /// leave: they hold it shared).
     pub fn is_locked_exclusive(&self) -> bool {
         // Relaxed: a snapshot for the caller.
-        self.word.load(Relaxed) & WRITER != 0
+        let val = self.word.load(Relaxed);
+        val & WRITER != 0 && readers(val) == 0
+    }
+
+    /// The thread that holds the write lock, if one does. Exact for "is it me?" (only
+    /// the writer stores its own id, and clears it before it releases); a snapshot
+    /// otherwise.
+    pub fn exclusive_owner(&self) -> Option<u32> {
+        // Relaxed: see above.
+        let tid = self.writer.load(Relaxed);
+        (tid != 0 && self.word.load(Relaxed) & WRITER != 0).then_some(tid)
+    }
+
+    /// Forgets every waiter, keeping the lock held as it is (readers, or a writer).
+    /// For a fork child, whose copy of the lock names waiters that do not exist in it.
+    /// A writer that still waits for readers to leave is a waiter too: `WRITER` with
+    /// readers inside and no writer's id is forgotten.
+    ///
+    /// # Safety
+    /// No other thread uses the lock during the call.
+    pub unsafe fn forget_waiters(&self) {
+        // Relaxed (all): the caller excludes every other thread.
+        let val = self.word.load(Relaxed);
+        let draining = readers(val) != 0 && self.writer.load(Relaxed) == 0;
+        let keep = if draining {
+            READERS_MASK
+        } else {
+            READERS_MASK | WRITER
+        };
+        self.word.store(val & keep, Relaxed);
     }
 
     /// Checks that the calling thread writes, and forgets it as the writer.

@@ -228,3 +228,23 @@ fn dbg_fair() {
         counts.iter().map(|c| c.load(Relaxed)).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_fork_child_forgets_a_draining_writer_but_keeps_a_holder() {
+    let lock = RawRwLock::new();
+    // Read-held, a writer draining (WRITER, no id yet), readers and writers asleep.
+    lock.word.store(
+        2 * READER | WRITER | READERS_WAITING | WRITERS_WAITING | QUEUED_WRITER,
+        Relaxed,
+    );
+    // SAFETY: no other thread uses `lock`.
+    unsafe { lock.forget_waiters() };
+    assert_eq!(lock.word.load(Relaxed), 2 * READER);
+    // Write-held by a writer whose id is recorded: still held.
+    lock.word.store(WRITER | READERS_WAITING, Relaxed);
+    lock.writer.store(7, Relaxed);
+    // SAFETY: as above.
+    unsafe { lock.forget_waiters() };
+    assert_eq!(lock.word.load(Relaxed), WRITER);
+    assert_eq!(lock.exclusive_owner(), Some(7));
+}
