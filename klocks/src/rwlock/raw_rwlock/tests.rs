@@ -234,7 +234,7 @@ fn a_fork_child_forgets_a_draining_writer_but_keeps_a_holder() {
     let lock = RawRwLock::new();
     // Read-held, a writer draining (WRITER, no id yet), readers and writers asleep.
     lock.word.store(
-        2 * READER | WRITER | READERS_WAITING | WRITERS_WAITING | QUEUED_WRITER,
+        (2 * READER) | WRITER | READERS_WAITING | WRITERS_WAITING | QUEUED_WRITER,
         Relaxed,
     );
     // SAFETY: no other thread uses `lock`.
