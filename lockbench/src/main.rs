@@ -18,8 +18,8 @@ use crate::machine::Machine;
 use crate::report::{Cell, Progress, Table};
 use crate::rwlocks::RwLockName;
 use crate::scenario::{
-    app, c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rwsem, torture,
-    uncontended, windowed, Common, Error,
+    app, c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rwsem, sharded,
+    torture, uncontended, windowed, Common, Error,
 };
 
 const LOCKS_HELP: &str = "\
@@ -370,6 +370,20 @@ enum Command {
     /// --locks and --rwlocks do not apply (use --with and --rwlock).
     App(app::Args),
 
+    /// A hash map of mutexes: T threads × random operations on K locks, wall ms
+    ///
+    /// T threads each do --ops operations, each on a lock picked at random among K
+    /// (--shards: 1, 2, 64 and 1000 by default), as a sharded map or a per-bucket
+    /// cache does: a short critical section (--cs-pauses) increments that lock's
+    /// counter, and some work follows outside (--outside-pauses). The K locks sit
+    /// packed beside their counters, as in a Vec<Mutex<u64>>. Wall time from the start
+    /// gate to the last thread's end; the locks of a row run interleaved, --runs
+    /// times. Verified: the counters must add up to T × ops. Table: wall ms per lock
+    /// and, with default among the locks, its ratio to the best of std, parking_lot,
+    /// pthread and pthread-adaptive. Default locks: default, spinfutex, pvqspinlock and
+    /// those four; threads 2,8,32.
+    Sharded(sharded::Args),
+
     /// The default suite: c2c, uncontended, loop, false-sharing, overcommit (about a
     /// minute)
     ///
@@ -400,6 +414,7 @@ enum Step {
     RwFair(rw_fair::Config),
     OwnerProbe(owner_probe::Config),
     App(app::Config),
+    Sharded(sharded::Config),
 }
 
 impl Step {
@@ -415,6 +430,7 @@ impl Step {
             Step::RwFair(config) => config.cells(),
             Step::OwnerProbe(config) => config.cells(),
             Step::App(config) => config.cells(),
+            Step::Sharded(config) => config.cells(),
         }
     }
 
@@ -430,6 +446,7 @@ impl Step {
             Step::RwFair(config) => rw_fair::run(config, progress),
             Step::OwnerProbe(config) => owner_probe::run(config, progress),
             Step::App(config) => app::run(config, progress),
+            Step::Sharded(config) => sharded::run(config, progress),
         }
     }
 
@@ -445,6 +462,7 @@ impl Step {
             Step::RwFair(config) => rw_fair::tables(config, cells, machine.pause_ns),
             Step::OwnerProbe(config) => owner_probe::tables(config, cells),
             Step::App(config) => app::tables(config, cells),
+            Step::Sharded(config) => sharded::tables(config, cells),
         }
     }
 }
@@ -480,6 +498,9 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Step> {
         Some(Command::RwFair(args)) => vec![Step::RwFair(rw_fair::Config::new(&args, common))],
         Some(Command::OwnerProbe(args)) => {
             vec![Step::OwnerProbe(owner_probe::Config::new(&args, common))]
+        }
+        Some(Command::Sharded(args)) => {
+            vec![Step::Sharded(sharded::Config::new(&args, common))]
         }
         Some(Command::Torture(_)) => unreachable!("`main` runs torture before planning"),
         Some(Command::App(args)) => match app::Config::new(&args, common) {

@@ -11,6 +11,7 @@ pub mod owner_probe;
 pub mod rw;
 pub mod rw_fair;
 pub mod rwsem;
+pub mod sharded;
 pub mod torture;
 pub mod uncontended;
 pub mod watch;

@@ -1,0 +1,289 @@
+//! A hash map of mutexes: T threads, each doing operations on locks picked at random
+//! among K, with a short critical section and some work outside, as a sharded map, a
+//! connection table or a per-bucket cache does. Wall time for a fixed number of
+//! operations per thread.
+//!
+//! K = 1 is one hot lock; K = 2 two hot locks that each thread alternates between at
+//! random; K = 64 and 1000 spread the threads so that most operations find their lock
+//! free, and the lock's uncontended cost and its footprint (the K locks sit packed
+//! side by side with their data, as in a `Vec<Mutex<u64>>`) decide.
+
+use std::cell::UnsafeCell;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use super::{Common, Error};
+use crate::locks::{BenchLock, LockName, LockVisitor};
+use crate::report::{num, Cell, Progress, Run, Table};
+
+/// `lockbench sharded` options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Args {
+    /// Thread counts, comma-separated [default: 2,8,32]
+    #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Vec<u32>,
+
+    /// Lock counts K, comma-separated [default: 1,2,64,1000]
+    #[arg(long, value_delimiter = ',', value_name = "K,...", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub shards: Vec<u32>,
+
+    /// Operations per thread [default: 100000]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub ops: Option<u64>,
+
+    /// `pause` instructions inside each critical section [default: 5]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub cs_pauses: Option<u32>,
+
+    /// `pause` instructions between two operations of a thread [default: 20]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub outside_pauses: Option<u32>,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    locks: Vec<LockName>,
+    threads: Vec<usize>,
+    shards: Vec<usize>,
+    ops: u64,
+    cs_pauses: u32,
+    outside_pauses: u32,
+    runs: u32,
+}
+
+/// The peers a klocks lock is compared with.
+const PEERS: [&str; 4] = ["std", "parking_lot", "pthread", "pthread-adaptive"];
+
+impl Config {
+    /// From the command line.
+    pub fn new(args: &Args, common: &Common) -> Self {
+        let or = |given: &[u32], default: &[usize]| {
+            if given.is_empty() {
+                default.to_vec()
+            } else {
+                given.iter().map(|&n| n as usize).collect()
+            }
+        };
+        Self {
+            locks: common.locks.clone().unwrap_or_else(|| {
+                ["default", "spinfutex", "pvqspinlock"]
+                    .into_iter()
+                    .chain(PEERS)
+                    .filter_map(|name| LockName::ALL.iter().copied().find(|l| l.name() == name))
+                    .collect()
+            }),
+            threads: or(&args.threads, &[2, 8, 32]),
+            shards: or(&args.shards, &[1, 2, 64, 1000]),
+            ops: args.ops.unwrap_or(100_000),
+            cs_pauses: args.cs_pauses.unwrap_or(5),
+            outside_pauses: args.outside_pauses.unwrap_or(20),
+            runs: common.runs,
+        }
+    }
+
+    /// Cells this config measures.
+    pub fn cells(&self) -> u64 {
+        (self.locks.len() * self.threads.len() * self.shards.len()) as u64
+    }
+}
+
+/// Measures every cell, the locks of a row one after another (interleaved per run,
+/// so that a slow spell of the machine hits them alike).
+pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
+    let mut cells = Vec::new();
+    for &shards in &config.shards {
+        for &threads in &config.threads {
+            let n = config.locks.len();
+            let mut runs: Vec<Vec<Run>> = vec![Vec::new(); n];
+            for run in 1..=config.runs {
+                // The first lock of a round runs slower (measured: ~5% with 8 threads
+                // and 1000 locks, whichever lock it is): each round starts one lock
+                // later, so that every lock takes its turn.
+                for i in 0..n {
+                    let at = (i + run as usize - 1) % n;
+                    runs[at].push(config.locks[at].visit(Measure {
+                        config,
+                        threads,
+                        shards,
+                        run,
+                    })?);
+                }
+            }
+            for (lock, runs) in config.locks.iter().zip(runs) {
+                progress.start(format!("sharded {} {threads}×{shards}", lock.name()));
+                cells.push(Cell::of_runs(
+                    "sharded",
+                    lock.name(),
+                    threads,
+                    Some(shards_label(shards)),
+                    "ms",
+                    runs,
+                ));
+                progress.done();
+            }
+        }
+    }
+    Ok(cells)
+}
+
+/// "K locks", kept for the life of the program (cells hold `&'static str`s).
+fn shards_label(shards: usize) -> &'static str {
+    Box::leak(format!("{shards} locks").into_boxed_str())
+}
+
+/// One lock and the counter it guards, packed as in a `Vec<Mutex<u64>>`.
+struct Shard<L> {
+    lock: L,
+    count: UnsafeCell<u64>,
+}
+
+// SAFETY: `count` is only touched inside `lock.with` (and, after the threads are
+// joined, through `&mut`); the totals check verifies the exclusion.
+unsafe impl<L: BenchLock> Sync for Shard<L> {}
+
+/// One run of one cell.
+struct Measure<'a> {
+    config: &'a Config,
+    threads: usize,
+    shards: usize,
+    run: u32,
+}
+
+impl LockVisitor for Measure<'_> {
+    type Output = Result<Run, Error>;
+
+    fn visit<L: BenchLock>(self) -> Result<Run, Error> {
+        let Measure {
+            config,
+            threads,
+            shards,
+            run,
+        } = self;
+        let mut table: Vec<Shard<L>> = (0..shards)
+            .map(|_| Shard {
+                lock: L::new(),
+                count: UnsafeCell::new(0),
+            })
+            .collect();
+        let gate = Barrier::new(threads + 1);
+        let wall = std::thread::scope(|s| {
+            for seed in 0..threads {
+                let (table, gate) = (&table, &gate);
+                s.spawn(move || {
+                    let mut rng =
+                        0x9E37_79B9_7F4A_7C15_u64 ^ (seed as u64 + 1) * 0xBF58_476D_1CE4_E5B9;
+                    gate.wait();
+                    for _ in 0..config.ops {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        let shard = &table[(rng % shards as u64) as usize];
+                        shard.lock.with(|| {
+                            // SAFETY: under the shard's lock.
+                            unsafe { *shard.count.get() += 1 };
+                            pauses(config.cs_pauses);
+                        });
+                        pauses(config.outside_pauses);
+                    }
+                });
+            }
+            gate.wait();
+            let start = Instant::now();
+            // The scope joins every thread before it returns.
+            start
+        })
+        .elapsed();
+        let total: u64 = table.iter_mut().map(|shard| *shard.count.get_mut()).sum();
+        let expected = threads as u64 * config.ops;
+        if total != expected {
+            return Err(Error::Verification(format!(
+                "sharded: {}, {threads} threads × {shards} locks, run {run}: the counters add up to {total}, not {expected} (lost updates)",
+                L::NAME
+            )));
+        }
+        Ok(Run::timed(ms(wall), wall, expected))
+    }
+}
+
+fn ms(wall: Duration) -> f64 {
+    wall.as_secs_f64() * 1e3
+}
+
+fn pauses(n: u32) {
+    for _ in 0..n {
+        std::hint::spin_loop();
+    }
+}
+
+/// Wall ms per lock for each (locks, threads), then the default mutex's ratio to the
+/// best peer.
+pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
+    let mut headers = vec!["locks", "threads"];
+    headers.extend(config.locks.iter().map(|l| l.name()));
+    let has_default = config.locks.iter().any(|l| l.name() == "default");
+    if has_default {
+        headers.push("best peer");
+        headers.push("default ÷ best");
+    }
+    let mut table = Table::new(
+        &format!(
+            "sharded: T threads × {} operations each on locks picked at random among K; {} pauses inside, {} outside; wall ms, median [min–max] of {} runs (the locks of a row interleaved, in rotating order)",
+            config.ops, config.cs_pauses, config.outside_pauses, config.runs
+        ),
+        &headers,
+    );
+    let mut ratios = Vec::new();
+    for &shards in &config.shards {
+        let label = format!("{shards} locks");
+        for &threads in &config.threads {
+            let row_cells: Vec<&Cell> = cells
+                .iter()
+                .filter(|c| c.threads == threads && c.layout == Some(label.as_str()))
+                .collect();
+            let median = |name: &str| {
+                row_cells
+                    .iter()
+                    .find(|c| c.lock == name)
+                    .and_then(|c| c.summary)
+                    .map(|s| s.median)
+            };
+            let mut row = vec![shards.to_string(), threads.to_string()];
+            row.extend(config.locks.iter().map(|lock| {
+                row_cells
+                    .iter()
+                    .find(|c| c.lock == lock.name())
+                    .map_or_else(|| "-".to_owned(), |c| c.long(num))
+            }));
+            if has_default {
+                let best = PEERS
+                    .iter()
+                    .filter_map(|&peer| median(peer).map(|ms| (peer, ms)))
+                    .min_by(|a, b| a.1.total_cmp(&b.1));
+                match (best, median("default")) {
+                    (Some((peer, best_ms)), Some(ms)) => {
+                        // Wall time: the ratio of speeds is best ÷ ours.
+                        let ratio = best_ms / ms;
+                        ratios.push(ratio);
+                        row.push(peer.to_owned());
+                        row.push(format!("{ratio:.2}×"));
+                    }
+                    _ => {
+                        row.push("-".to_owned());
+                        row.push("-".to_owned());
+                    }
+                }
+            }
+            table.row(row);
+        }
+    }
+    if !ratios.is_empty() {
+        let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+        table.note(&format!(
+            "default ÷ best peer = the best peer's wall ÷ default's (above 1: default is faster); geometric mean {geomean:.2}× over {} cells, lowest {:.2}×",
+            ratios.len(),
+            ratios.iter().copied().fold(f64::INFINITY, f64::min)
+        ));
+    }
+    vec![table]
+}
