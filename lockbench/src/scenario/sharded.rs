@@ -172,7 +172,7 @@ impl LockVisitor for Measure<'_> {
                 let (table, gate) = (&table, &gate);
                 s.spawn(move || {
                     let mut rng =
-                        0x9E37_79B9_7F4A_7C15_u64 ^ (seed as u64 + 1) * 0xBF58_476D_1CE4_E5B9;
+                        0x9E37_79B9_7F4A_7C15_u64 ^ ((seed as u64 + 1) * 0xBF58_476D_1CE4_E5B9);
                     gate.wait();
                     for _ in 0..config.ops {
                         rng ^= rng << 13;
@@ -227,7 +227,7 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         headers.push("default ÷ best");
     }
     let mut table = Table::new(
-        &format!(
+        format!(
             "sharded: T threads × {} operations each on locks picked at random among K; {} pauses inside, {} outside; wall ms, median [min–max] of {} runs (the locks of a row interleaved, in rotating order)",
             config.ops, config.cs_pauses, config.outside_pauses, config.runs
         ),
@@ -279,7 +279,7 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     }
     if !ratios.is_empty() {
         let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-        table.note(&format!(
+        table.note(format!(
             "default ÷ best peer = the best peer's wall ÷ default's (above 1: default is faster); geometric mean {geomean:.2}× over {} cells, lowest {:.2}×",
             ratios.len(),
             ratios.iter().copied().fold(f64::INFINITY, f64::min)
