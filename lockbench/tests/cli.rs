@@ -85,6 +85,10 @@ fn bad_values_are_usage_errors() {
         &["mutex-load", "--threads", "0"],
         &["mutex-load", "--window-ms", "0"],
         &["mutex-load", "--outside-pauses", "-1"],
+        &["sharded", "--shards", "0"],
+        &["sharded", "--threads", "0"],
+        &["sharded", "--ops", "0"],
+        &["sharded", "--cs-pauses", "lots"],
     ];
     for args in cases {
         let out = lockbench(args);
@@ -221,6 +225,49 @@ fn the_busted_lock_fails_verification() {
         "200000",
     ];
     assert_busted_is_caught(&args);
+}
+
+#[test]
+fn the_busted_lock_loses_updates_in_a_sharded_map() {
+    let args = [
+        "sharded",
+        "--locks",
+        "busted",
+        "--threads",
+        "2",
+        "--shards",
+        "1",
+        "--ops",
+        "200000",
+        "--cs-pauses",
+        "0",
+        "--outside-pauses",
+        "0",
+        "--runs",
+        "1",
+    ];
+    assert_busted_is_caught(&args);
+}
+
+#[test]
+fn a_tiny_sharded_run_compares_default_with_the_best_peer() {
+    let out = measure(&[
+        "sharded",
+        "--locks",
+        "default,std,parking_lot",
+        "--threads",
+        "2",
+        "--shards",
+        "1,64",
+        "--ops",
+        "2000",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    assert!(table.contains("default ÷ best"), "{table}");
+    assert!(table.contains("geometric mean"), "{table}");
 }
 
 #[test]
