@@ -108,6 +108,8 @@
 use crate::budget::SpinBudget;
 use crate::owner::{self, Watch};
 use crate::park;
+use std::cell::Cell;
+
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
 
 /// The owner's thread id (Linux thread ids fit in 22 bits: `PID_MAX_LIMIT`).
@@ -135,7 +137,7 @@ pub const FAIR_INTERVAL_US: u32 = 1_000;
 
 /// Every this many unlocks of a thread that leave sleepers to a spinner, one wakes a
 /// sleeper anyway, so that sleepers rejoin the running threads and can claim.
-const FAIR_SKIPS: u32 = 4096;
+const FAIR_SKIPS: u32 = 256;
 
 /// A waiter that cannot spin gives its CPU away this many times before it sleeps
 /// (lockbench `loop`, 3 to 8 threads: 4, 8 and 16 within noise; `sharded` with one
@@ -147,12 +149,20 @@ const YIELDS_BEFORE_SLEEP: u32 = 4;
 #[cfg(loom)]
 const YIELDS_BEFORE_SLEEP: u32 = 1;
 
-/// The spinner's first pause between two looks at the word, in `cpu_relax`es (~1.5
-/// µs). Each look takes the line from an owner that re-takes the lock at once; a
-/// spinner that looked after 1, 2, 4, ... pauses made the owner of a tight loop pay
-/// ~7 misses per handoff (lockbench `loop`, 8 threads: 89 ms with a first pause of
-/// 1, 66 to 70 with 64 or 128; parking_lot 55 to 58 in the same runs).
-const FIRST_BACKOFF: u32 = 64;
+/// The spinner's first pause between two looks at the word adapts, per thread,
+/// between these (in `cpu_relax`es). Each look takes the line from an owner that
+/// re-takes the lock at once: a spinner that looked after 1, 2, 4, ... pauses cost the
+/// owner of a tight loop several misses per handoff (lockbench `loop`, 8 threads: 89
+/// ms with a first pause of 1, 66 to 70 with 64; parking_lot 55 to 58), while with
+/// short sections and work outside the lock a late first look leaves the lock idle
+/// (`overcommit`, 64 threads, short: 2.2M ops/s with 64, 2.8M with 1). So a spin that
+/// took the lock at its first or second look halves the thread's next first pause,
+/// and one that needed more looks doubles it.
+const MIN_FIRST_BACKOFF: u32 = 1;
+const MAX_FIRST_BACKOFF: u32 = 64;
+/// Looks after which a spin counts as long (doubling the next first pause).
+const QUICK_LOOKS: u32 = 2;
+
 /// The spinner's longest pause between two looks at the word, in `cpu_relax`es.
 const MAX_BACKOFF: u32 = 128;
 
@@ -164,6 +174,8 @@ static BUDGET: SpinBudget = SpinBudget::new();
 // interrupted code must read it again after the handler, not a copy in a register.
 #[cfg(not(loom))]
 std::thread_local! {
+    /// This thread's first pause as the spinner (see `MIN_FIRST_BACKOFF`).
+    static FIRST_BACKOFF: Cell<u32> = const { Cell::new(MIN_FIRST_BACKOFF) };
     /// Unlocks of this thread that left sleepers to a spinner (mod `FAIR_SKIPS`).
     static SKIPPED_WAKES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     /// The address of the mutex this thread claimed a handoff of, 0 if none.
@@ -172,6 +184,7 @@ std::thread_local! {
 }
 #[cfg(loom)]
 loom::thread_local! {
+    static FIRST_BACKOFF: Cell<u32> = Cell::new(MIN_FIRST_BACKOFF);
     static SKIPPED_WAKES: std::cell::Cell<u32> = std::cell::Cell::new(0);
     static CLAIMING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 }
@@ -487,9 +500,12 @@ impl RawMutex {
     fn spin_on_owner(&self, me: u32, slept: bool, patience: Patience) -> bool {
         let budget = BUDGET.spins();
         let mut spent = 0;
-        let mut backoff = FIRST_BACKOFF;
+        let first = FIRST_BACKOFF.with(Cell::get);
+        let mut backoff = first;
+        let mut looks = 0;
         let mut watch: Option<(u32, Watch)> = None;
         loop {
+            looks += 1;
             // Relaxed: we only watch; the taking cmpxchg below is the Acquire.
             let val = self.word.load(Relaxed);
             if val & HANDOFF != 0 {
@@ -504,6 +520,12 @@ impl RawMutex {
                     .compare_exchange(val, new, Acquire, Relaxed)
                     .is_ok()
                 {
+                    let next = if looks <= QUICK_LOOKS {
+                        (first / 2).max(MIN_FIRST_BACKOFF)
+                    } else {
+                        (first * 2).min(MAX_FIRST_BACKOFF)
+                    };
+                    FIRST_BACKOFF.with(|f| f.set(next));
                     return true;
                 }
             } else {
