@@ -18,8 +18,8 @@ use crate::machine::Machine;
 use crate::report::{Cell, Progress, Table};
 use crate::rwlocks::RwLockName;
 use crate::scenario::{
-    app, c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rwsem, sharded,
-    torture, uncontended, windowed, Common, Error,
+    app, c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rw_mix, rwsem,
+    sharded, torture, uncontended, windowed, Common, Error,
 };
 
 const LOCKS_HELP: &str = "\
@@ -50,7 +50,7 @@ Locks (--locks):
   pthread              glibc pthread_mutex_t, default type: futex, no spinning
   pthread-adaptive     glibc PTHREAD_MUTEX_ADAPTIVE_NP: bounded spin, then futex
 
-Reader-writer locks (--rwlocks, for rwsem and rw-fair):
+Reader-writer locks (--rwlocks, for rwsem, rw-fair and rw-mix):
   default-rw           klocks::RwLock, the one to pick: one-cmpxchg read and write
                        paths, writers queued on klocks::Mutex, reader and writer
                        turns that bound every wait
@@ -102,9 +102,9 @@ struct Cli {
 
 #[derive(Debug, clap::Args)]
 struct GlobalArgs {
-    /// Locks to measure, comma-separated [default: all the possible values; overcommit
-    /// and mutex-load run their own sets, see their --help; rwsem and rw-fair take
-    /// --rwlocks instead]
+    /// Locks to measure, comma-separated [default: all the possible values; overcommit,
+    /// mutex-load and sharded run their own sets, see their --help; rwsem, rw-fair and
+    /// rw-mix take --rwlocks instead]
     #[arg(
         long,
         global = true,
@@ -114,8 +114,8 @@ struct GlobalArgs {
     )]
     locks: Vec<LockName>,
 
-    /// Reader-writer locks for rwsem and rw-fair, comma-separated [default: all the
-    /// possible values]
+    /// Reader-writer locks for rwsem, rw-fair and rw-mix, comma-separated [default: all
+    /// the possible values]
     #[arg(
         long,
         global = true,
@@ -384,6 +384,20 @@ enum Command {
     /// those four; threads 2,8,32.
     Sharded(sharded::Args),
 
+    /// A read-mostly table: T threads × operations that read with probability p, wall ms
+    ///
+    /// T threads each do --ops operations on one reader-writer lock, each a read with
+    /// the probability --reads gives (per mille: 999, 990, 900 and 500 by default) or
+    /// else a write, as a configuration map or a routing table does: a short critical
+    /// section (--cs-pauses; a writer sets both halves of a pair, a reader reads
+    /// both), then some work outside (--outside-pauses). Wall time from the start
+    /// gate to the last thread's end; the locks of a row run interleaved, --runs
+    /// times. Verified: the pair must equal the writes done and no reader may have
+    /// seen its halves differ. Table: wall ms per rwlock and, with default-rw among
+    /// them, its ratio to the best of std-rw, parking_lot-rw, pthread-rw and
+    /// pthread-rw-writer. Threads 2,8,32.
+    RwMix(rw_mix::Args),
+
     /// The default suite: c2c, uncontended, loop, false-sharing, overcommit (about a
     /// minute)
     ///
@@ -415,6 +429,7 @@ enum Step {
     OwnerProbe(owner_probe::Config),
     App(app::Config),
     Sharded(sharded::Config),
+    RwMix(rw_mix::Config),
 }
 
 impl Step {
@@ -431,6 +446,7 @@ impl Step {
             Step::OwnerProbe(config) => config.cells(),
             Step::App(config) => config.cells(),
             Step::Sharded(config) => config.cells(),
+            Step::RwMix(config) => config.cells(),
         }
     }
 
@@ -447,6 +463,7 @@ impl Step {
             Step::OwnerProbe(config) => owner_probe::run(config, progress),
             Step::App(config) => app::run(config, progress),
             Step::Sharded(config) => sharded::run(config, progress),
+            Step::RwMix(config) => rw_mix::run(config, progress),
         }
     }
 
@@ -463,6 +480,7 @@ impl Step {
             Step::OwnerProbe(config) => owner_probe::tables(config, cells),
             Step::App(config) => app::tables(config, cells),
             Step::Sharded(config) => sharded::tables(config, cells),
+            Step::RwMix(config) => rw_mix::tables(config, cells),
         }
     }
 }
@@ -502,6 +520,7 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Step> {
         Some(Command::Sharded(args)) => {
             vec![Step::Sharded(sharded::Config::new(&args, common))]
         }
+        Some(Command::RwMix(args)) => vec![Step::RwMix(rw_mix::Config::new(&args, common))],
         Some(Command::Torture(_)) => unreachable!("`main` runs torture before planning"),
         Some(Command::App(args)) => match app::Config::new(&args, common) {
             Ok(config) => vec![Step::App(config)],
@@ -558,15 +577,18 @@ fn run(cli: Cli) -> Result<(), Error> {
 /// Refuses (usage error, exit 2) a lock list that the command would ignore: mutexes
 /// for the reader-writer scenarios, reader-writer locks for the others.
 fn check_lock_kinds(cli: &Cli) {
-    let reader_writer = matches!(cli.command, Some(Command::Rwsem(_) | Command::RwFair(_)));
+    let reader_writer = matches!(
+        cli.command,
+        Some(Command::Rwsem(_) | Command::RwFair(_) | Command::RwMix(_))
+    );
     let app = matches!(cli.command, Some(Command::App(_)));
     let misplaced = if app && !(cli.global.locks.is_empty() && cli.global.rwlocks.is_empty()) {
         "app runs klocks' preloaded locks: choose them with --with and --rwlock (see --help)"
     } else if reader_writer && !cli.global.locks.is_empty() {
-        "--locks names mutexes; rwsem and rw-fair measure reader-writer locks: choose them \
-         with --rwlocks (see --help)"
+        "--locks names mutexes; rwsem, rw-fair and rw-mix measure reader-writer locks: choose \
+         them with --rwlocks (see --help)"
     } else if !reader_writer && !app && !cli.global.rwlocks.is_empty() {
-        "--rwlocks applies to rwsem and rw-fair only; the other scenarios take --locks"
+        "--rwlocks applies to rwsem, rw-fair and rw-mix only; the other scenarios take --locks"
     } else {
         return;
     };

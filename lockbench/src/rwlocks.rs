@@ -1,4 +1,4 @@
-//! The reader-writer locks lockbench measures (rwsem and rw-fair), behind one trait,
+//! The reader-writer locks lockbench measures (rwsem, rw-fair, rw-mix), behind one trait,
 //! and the dispatch from a lock's name to code monomorphized for its type: the
 //! reader-writer counterpart of [`crate::locks`].
 

@@ -89,6 +89,10 @@ fn bad_values_are_usage_errors() {
         &["sharded", "--threads", "0"],
         &["sharded", "--ops", "0"],
         &["sharded", "--cs-pauses", "lots"],
+        &["rw-mix", "--reads", "1001"],
+        &["rw-mix", "--threads", "0"],
+        &["rw-mix", "--ops", "0"],
+        &["rw-mix", "--locks", "std"],
     ];
     for args in cases {
         let out = lockbench(args);
@@ -247,6 +251,49 @@ fn the_busted_lock_loses_updates_in_a_sharded_map() {
         "1",
     ];
     assert_busted_is_caught(&args);
+}
+
+#[test]
+fn the_busted_rwlock_tears_reads_in_a_read_mostly_table() {
+    let args = [
+        "rw-mix",
+        "--rwlocks",
+        "busted-rw",
+        "--threads",
+        "4",
+        "--reads",
+        "500",
+        "--ops",
+        "200000",
+        "--cs-pauses",
+        "20",
+        "--outside-pauses",
+        "0",
+        "--runs",
+        "1",
+    ];
+    assert_busted_is_caught(&args);
+}
+
+#[test]
+fn a_tiny_rw_mix_run_compares_default_rw_with_the_best_peer() {
+    let out = measure(&[
+        "rw-mix",
+        "--rwlocks",
+        "default-rw,std-rw,parking_lot-rw",
+        "--threads",
+        "2",
+        "--reads",
+        "990,500",
+        "--ops",
+        "2000",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    assert!(table.contains("default-rw ÷ best"), "{table}");
+    assert!(table.contains("99% reads"), "{table}");
 }
 
 #[test]

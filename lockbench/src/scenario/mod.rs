@@ -10,6 +10,7 @@ pub mod overcommit;
 pub mod owner_probe;
 pub mod rw;
 pub mod rw_fair;
+pub mod rw_mix;
 pub mod rwsem;
 pub mod sharded;
 pub mod torture;

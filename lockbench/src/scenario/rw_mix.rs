@@ -1,0 +1,292 @@
+//! A read-mostly table: T threads, each operation a read with probability p or else a
+//! write, a short critical section and some work outside, as a configuration map or
+//! a routing table behind an rwlock. Wall time for a fixed number of operations per
+//! thread.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Barrier;
+use std::time::Instant;
+
+use super::{Common, Error};
+use crate::report::{num, Cell, Progress, Run, Table};
+use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
+
+/// `lockbench rw-mix` options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Args {
+    /// Thread counts, comma-separated [default: 2,8,32]
+    #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Vec<u32>,
+
+    /// Read fractions in per mille, comma-separated (999 = 99.9% reads) [default:
+    /// 999,990,900,500]
+    #[arg(long, value_delimiter = ',', value_name = "PERMILLE,...", value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub reads: Vec<u32>,
+
+    /// Operations per thread [default: 100000]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub ops: Option<u64>,
+
+    /// `pause` instructions inside each read and write section [default: 5]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub cs_pauses: Option<u32>,
+
+    /// `pause` instructions between two operations of a thread [default: 20]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub outside_pauses: Option<u32>,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    locks: Vec<RwLockName>,
+    threads: Vec<usize>,
+    reads: Vec<u32>,
+    ops: u64,
+    cs_pauses: u32,
+    outside_pauses: u32,
+    runs: u32,
+}
+
+/// The peers the default rwlock is compared with.
+const PEERS: [&str; 4] = [
+    "std-rw",
+    "parking_lot-rw",
+    "pthread-rw",
+    "pthread-rw-writer",
+];
+
+impl Config {
+    /// From the command line.
+    pub fn new(args: &Args, common: &Common) -> Self {
+        let or = |given: &[u32], default: &[u32]| {
+            if given.is_empty() {
+                default.to_vec()
+            } else {
+                given.to_vec()
+            }
+        };
+        Self {
+            locks: common.rwlocks(),
+            threads: or(&args.threads, &[2, 8, 32])
+                .into_iter()
+                .map(|n| n as usize)
+                .collect(),
+            reads: or(&args.reads, &[999, 990, 900, 500]),
+            ops: args.ops.unwrap_or(100_000),
+            cs_pauses: args.cs_pauses.unwrap_or(5),
+            outside_pauses: args.outside_pauses.unwrap_or(20),
+            runs: common.runs,
+        }
+    }
+
+    /// Cells this config measures.
+    pub fn cells(&self) -> u64 {
+        (self.locks.len() * self.threads.len() * self.reads.len()) as u64
+    }
+}
+
+/// Measures every cell, the locks of a row interleaved in rotating order (as
+/// `sharded`: the first lock of a round runs slower).
+pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
+    let mut cells = Vec::new();
+    for &reads in &config.reads {
+        for &threads in &config.threads {
+            let n = config.locks.len();
+            let mut runs: Vec<Vec<Run>> = vec![Vec::new(); n];
+            for run in 1..=config.runs {
+                for i in 0..n {
+                    let at = (i + run as usize - 1) % n;
+                    runs[at].push(config.locks[at].visit(Measure {
+                        config,
+                        threads,
+                        reads,
+                        run,
+                    })?);
+                }
+            }
+            for (lock, runs) in config.locks.iter().zip(runs) {
+                progress.start(format!("rw-mix {} {threads}×{reads}‰", lock.name()));
+                cells.push(Cell::of_runs(
+                    "rw-mix",
+                    lock.name(),
+                    threads,
+                    Some(reads_label(reads)),
+                    "ms",
+                    runs,
+                ));
+                progress.done();
+            }
+        }
+    }
+    Ok(cells)
+}
+
+/// "p% reads", kept for the life of the program (cells hold `&'static str`s).
+fn reads_label(permille: u32) -> &'static str {
+    Box::leak(format!("{}% reads", f64::from(permille) / 10.0).into_boxed_str())
+}
+
+/// The table: a writer sets both halves, a reader must see them equal.
+struct Shared<L> {
+    lock: L,
+    pair: UnsafeCell<(u64, u64)>,
+}
+
+// SAFETY: `pair` is written only under the write lock and read only under the read
+// lock; the run checks both that no reader saw a torn pair and that no write was lost.
+unsafe impl<L: BenchRwLock> Sync for Shared<L> {}
+
+/// One run of one cell.
+struct Measure<'a> {
+    config: &'a Config,
+    threads: usize,
+    reads: u32,
+    run: u32,
+}
+
+impl RwLockVisitor for Measure<'_> {
+    type Output = Result<Run, Error>;
+
+    fn visit<L: BenchRwLock>(self) -> Result<Run, Error> {
+        let Measure {
+            config,
+            threads,
+            reads,
+            run,
+        } = self;
+        let mut shared = Shared {
+            lock: L::new(),
+            pair: UnsafeCell::new((0, 0)),
+        };
+        let writes = AtomicU64::new(0);
+        let torn = AtomicU64::new(0);
+        let gate = Barrier::new(threads + 1);
+        let wall = std::thread::scope(|s| {
+            for seed in 0..threads {
+                let (shared, gate, writes, torn) = (&shared, &gate, &writes, &torn);
+                s.spawn(move || {
+                    let mut rng =
+                        0x2545_F491_4F6C_DD1D_u64 ^ ((seed as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
+                    let (mut mine, mut bad) = (0, 0);
+                    gate.wait();
+                    for _ in 0..config.ops {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        if (rng % 1000) < u64::from(reads) {
+                            shared.lock.read(|| {
+                                // SAFETY: under the read lock: no writer meanwhile.
+                                let a = unsafe { (*shared.pair.get()).0 };
+                                pauses(config.cs_pauses);
+                                // SAFETY: as above.
+                                let b = unsafe { (*shared.pair.get()).1 };
+                                bad += u64::from(a != b);
+                            });
+                        } else {
+                            shared.lock.write(|| {
+                                // SAFETY: under the write lock: nobody else.
+                                unsafe { (*shared.pair.get()).0 += 1 };
+                                pauses(config.cs_pauses);
+                                // SAFETY: as above.
+                                unsafe { (*shared.pair.get()).1 += 1 };
+                            });
+                            mine += 1;
+                        }
+                        pauses(config.outside_pauses);
+                    }
+                    writes.fetch_add(mine, Relaxed);
+                    torn.fetch_add(bad, Relaxed);
+                });
+            }
+            gate.wait();
+            Instant::now()
+        })
+        .elapsed();
+        let (a, b) = *shared.pair.get_mut();
+        let (writes, torn) = (writes.into_inner(), torn.into_inner());
+        if a != writes || b != writes || torn != 0 {
+            return Err(Error::Verification(format!(
+                "rw-mix: {}, {threads} threads, {reads}‰ reads, run {run}: {writes} writes made the pair ({a}, {b}), and {torn} reads saw it torn",
+                L::NAME
+            )));
+        }
+        Ok(Run::timed(
+            wall.as_secs_f64() * 1e3,
+            wall,
+            threads as u64 * config.ops,
+        ))
+    }
+}
+
+fn pauses(n: u32) {
+    for _ in 0..n {
+        std::hint::spin_loop();
+    }
+}
+
+/// Wall ms per lock for each (read fraction, threads), then the default rwlock's ratio
+/// to the best peer.
+pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
+    let mut headers = vec!["reads", "threads"];
+    headers.extend(config.locks.iter().map(|l| l.name()));
+    let has_default = config.locks.iter().any(|l| l.name() == "default-rw");
+    if has_default {
+        headers.extend(["best peer", "default-rw ÷ best"]);
+    }
+    let mut table = Table::new(
+        format!(
+            "rw-mix: T threads × {} operations each, each a read with the given probability or else a write; {} pauses inside, {} outside; wall ms, median [min–max] of {} runs (the locks of a row interleaved, in rotating order)",
+            config.ops, config.cs_pauses, config.outside_pauses, config.runs
+        ),
+        &headers,
+    );
+    let mut ratios = Vec::new();
+    for &reads in &config.reads {
+        let label = format!("{}% reads", f64::from(reads) / 10.0);
+        for &threads in &config.threads {
+            let row: Vec<&Cell> = cells
+                .iter()
+                .filter(|c| c.threads == threads && c.layout == Some(label.as_str()))
+                .collect();
+            let median = |name: &str| {
+                row.iter()
+                    .find(|c| c.lock == name)
+                    .and_then(|c| c.summary)
+                    .map(|s| s.median)
+            };
+            let mut line = vec![label.clone(), threads.to_string()];
+            line.extend(config.locks.iter().map(|lock| {
+                row.iter()
+                    .find(|c| c.lock == lock.name())
+                    .map_or_else(|| "-".to_owned(), |c| c.long(num))
+            }));
+            if has_default {
+                let best = PEERS
+                    .iter()
+                    .filter_map(|&peer| median(peer).map(|ms| (peer, ms)))
+                    .min_by(|a, b| a.1.total_cmp(&b.1));
+                match (best, median("default-rw")) {
+                    (Some((peer, best_ms)), Some(ms)) => {
+                        let ratio = best_ms / ms;
+                        ratios.push(ratio);
+                        line.push(peer.to_owned());
+                        line.push(format!("{ratio:.2}×"));
+                    }
+                    _ => line.extend(["-".to_owned(), "-".to_owned()]),
+                }
+            }
+            table.row(line);
+        }
+    }
+    if !ratios.is_empty() {
+        let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+        table.note(format!(
+            "default-rw ÷ best peer = the best peer's wall ÷ default-rw's (above 1: default-rw is faster); geometric mean {geomean:.2}× over {} cells, lowest {:.2}×",
+            ratios.len(),
+            ratios.iter().copied().fold(f64::INFINITY, f64::min)
+        ));
+    }
+    vec![table]
+}
