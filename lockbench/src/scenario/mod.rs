@@ -15,6 +15,7 @@ pub mod rwsem;
 pub mod sharded;
 pub mod torture;
 pub mod uncontended;
+pub mod versus;
 pub mod watch;
 pub mod windowed;
 

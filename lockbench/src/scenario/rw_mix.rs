@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Barrier;
 use std::time::Instant;
 
+use super::versus::{leak, pauses, rotating_rounds, Versus};
 use super::{Common, Error};
 use crate::report::{num, Cell, Progress, Run, Table};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
@@ -87,25 +88,19 @@ impl Config {
     }
 }
 
-/// Measures every cell, the locks of a row interleaved in rotating order (as
-/// `sharded`: the first lock of a round runs slower).
+/// Measures every cell, the locks of a row interleaved in rotating order.
 pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let mut cells = Vec::new();
     for &reads in &config.reads {
         for &threads in &config.threads {
-            let n = config.locks.len();
-            let mut runs: Vec<Vec<Run>> = vec![Vec::new(); n];
-            for run in 1..=config.runs {
-                for i in 0..n {
-                    let at = (i + run as usize - 1) % n;
-                    runs[at].push(config.locks[at].visit(Measure {
-                        config,
-                        threads,
-                        reads,
-                        run,
-                    })?);
-                }
-            }
+            let runs = rotating_rounds(config.locks.len(), config.runs, |at, run| {
+                config.locks[at].visit(Measure {
+                    config,
+                    threads,
+                    reads,
+                    run,
+                })
+            })?;
             for (lock, runs) in config.locks.iter().zip(runs) {
                 progress.start(format!("rw-mix {} {threads}×{reads}‰", lock.name()));
                 cells.push(Cell::of_runs(
@@ -123,9 +118,9 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     Ok(cells)
 }
 
-/// "p% reads", kept for the life of the program (cells hold `&'static str`s).
+/// "p% reads".
 fn reads_label(permille: u32) -> &'static str {
-    Box::leak(format!("{}% reads", f64::from(permille) / 10.0).into_boxed_str())
+    leak(format!("{}% reads", f64::from(permille) / 10.0))
 }
 
 /// The table: a writer sets both halves, a reader must see them equal.
@@ -220,21 +215,20 @@ impl RwLockVisitor for Measure<'_> {
     }
 }
 
-fn pauses(n: u32) {
-    for _ in 0..n {
-        std::hint::spin_loop();
-    }
-}
-
 /// Wall ms per lock for each (read fraction, threads), then the default rwlock's ratio
 /// to the best peer.
 pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
-    let mut headers = vec!["reads", "threads"];
-    headers.extend(config.locks.iter().map(|l| l.name()));
-    let has_default = config.locks.iter().any(|l| l.name() == "default-rw");
-    if has_default {
-        headers.extend(["best peer", "default-rw ÷ best"]);
+    let mut versus = config
+        .locks
+        .iter()
+        .any(|l| l.name() == "default-rw")
+        .then(|| Versus::new("default-rw", &PEERS));
+    let mut headers: Vec<String> = vec!["reads".to_owned(), "threads".to_owned()];
+    headers.extend(config.locks.iter().map(|l| l.name().to_owned()));
+    if let Some(versus) = &versus {
+        headers.extend(versus.headers());
     }
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut table = Table::new(
         format!(
             "rw-mix: T threads × {} operations each, each a read with the given probability or else a write; {} pauses inside, {} outside; wall ms, median [min–max] of {} runs (the locks of a row interleaved, in rotating order)",
@@ -242,7 +236,6 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         ),
         &headers,
     );
-    let mut ratios = Vec::new();
     for &reads in &config.reads {
         let label = format!("{}% reads", f64::from(reads) / 10.0);
         for &threads in &config.threads {
@@ -250,43 +243,20 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
                 .iter()
                 .filter(|c| c.threads == threads && c.layout == Some(label.as_str()))
                 .collect();
-            let median = |name: &str| {
-                row.iter()
-                    .find(|c| c.lock == name)
-                    .and_then(|c| c.summary)
-                    .map(|s| s.median)
-            };
             let mut line = vec![label.clone(), threads.to_string()];
             line.extend(config.locks.iter().map(|lock| {
                 row.iter()
                     .find(|c| c.lock == lock.name())
                     .map_or_else(|| "-".to_owned(), |c| c.long(num))
             }));
-            if has_default {
-                let best = PEERS
-                    .iter()
-                    .filter_map(|&peer| median(peer).map(|ms| (peer, ms)))
-                    .min_by(|a, b| a.1.total_cmp(&b.1));
-                match (best, median("default-rw")) {
-                    (Some((peer, best_ms)), Some(ms)) => {
-                        let ratio = best_ms / ms;
-                        ratios.push(ratio);
-                        line.push(peer.to_owned());
-                        line.push(format!("{ratio:.2}×"));
-                    }
-                    _ => line.extend(["-".to_owned(), "-".to_owned()]),
-                }
+            if let Some(versus) = &mut versus {
+                line.extend(versus.row(&row));
             }
             table.row(line);
         }
     }
-    if !ratios.is_empty() {
-        let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-        table.note(format!(
-            "default-rw ÷ best peer = the best peer's wall ÷ default-rw's (above 1: default-rw is faster); geometric mean {geomean:.2}× over {} cells, lowest {:.2}×",
-            ratios.len(),
-            ratios.iter().copied().fold(f64::INFINITY, f64::min)
-        ));
+    if let Some(note) = versus.as_ref().and_then(Versus::note) {
+        table.note(note);
     }
     vec![table]
 }

@@ -12,6 +12,7 @@ use std::cell::UnsafeCell;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use super::versus::{leak, pauses, rotating_rounds, Versus};
 use super::{Common, Error};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::report::{num, Cell, Progress, Run, Table};
@@ -94,22 +95,14 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let mut cells = Vec::new();
     for &shards in &config.shards {
         for &threads in &config.threads {
-            let n = config.locks.len();
-            let mut runs: Vec<Vec<Run>> = vec![Vec::new(); n];
-            for run in 1..=config.runs {
-                // The first lock of a round runs slower (measured: ~5% with 8 threads
-                // and 1000 locks, whichever lock it is): each round starts one lock
-                // later, so that every lock takes its turn.
-                for i in 0..n {
-                    let at = (i + run as usize - 1) % n;
-                    runs[at].push(config.locks[at].visit(Measure {
-                        config,
-                        threads,
-                        shards,
-                        run,
-                    })?);
-                }
-            }
+            let runs = rotating_rounds(config.locks.len(), config.runs, |at, run| {
+                config.locks[at].visit(Measure {
+                    config,
+                    threads,
+                    shards,
+                    run,
+                })
+            })?;
             for (lock, runs) in config.locks.iter().zip(runs) {
                 progress.start(format!("sharded {} {threads}×{shards}", lock.name()));
                 cells.push(Cell::of_runs(
@@ -127,9 +120,9 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     Ok(cells)
 }
 
-/// "K locks", kept for the life of the program (cells hold `&'static str`s).
+/// "K locks".
 fn shards_label(shards: usize) -> &'static str {
-    Box::leak(format!("{shards} locks").into_boxed_str())
+    leak(format!("{shards} locks"))
 }
 
 /// One lock and the counter it guards, packed as in a `Vec<Mutex<u64>>`.
@@ -210,22 +203,20 @@ fn ms(wall: Duration) -> f64 {
     wall.as_secs_f64() * 1e3
 }
 
-fn pauses(n: u32) {
-    for _ in 0..n {
-        std::hint::spin_loop();
-    }
-}
-
 /// Wall ms per lock for each (locks, threads), then the default mutex's ratio to the
 /// best peer.
 pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
-    let mut headers = vec!["locks", "threads"];
-    headers.extend(config.locks.iter().map(|l| l.name()));
-    let has_default = config.locks.iter().any(|l| l.name() == "default");
-    if has_default {
-        headers.push("best peer");
-        headers.push("default ÷ best");
+    let mut versus = config
+        .locks
+        .iter()
+        .any(|l| l.name() == "default")
+        .then(|| Versus::new("default", &PEERS));
+    let mut headers: Vec<String> = vec!["locks".to_owned(), "threads".to_owned()];
+    headers.extend(config.locks.iter().map(|l| l.name().to_owned()));
+    if let Some(versus) = &versus {
+        headers.extend(versus.headers());
     }
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut table = Table::new(
         format!(
             "sharded: T threads × {} operations each on locks picked at random among K; {} pauses inside, {} outside; wall ms, median [min–max] of {} runs (the locks of a row interleaved, in rotating order)",
@@ -233,7 +224,6 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         ),
         &headers,
     );
-    let mut ratios = Vec::new();
     for &shards in &config.shards {
         let label = format!("{shards} locks");
         for &threads in &config.threads {
@@ -241,13 +231,6 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
                 .iter()
                 .filter(|c| c.threads == threads && c.layout == Some(label.as_str()))
                 .collect();
-            let median = |name: &str| {
-                row_cells
-                    .iter()
-                    .find(|c| c.lock == name)
-                    .and_then(|c| c.summary)
-                    .map(|s| s.median)
-            };
             let mut row = vec![shards.to_string(), threads.to_string()];
             row.extend(config.locks.iter().map(|lock| {
                 row_cells
@@ -255,35 +238,14 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
                     .find(|c| c.lock == lock.name())
                     .map_or_else(|| "-".to_owned(), |c| c.long(num))
             }));
-            if has_default {
-                let best = PEERS
-                    .iter()
-                    .filter_map(|&peer| median(peer).map(|ms| (peer, ms)))
-                    .min_by(|a, b| a.1.total_cmp(&b.1));
-                match (best, median("default")) {
-                    (Some((peer, best_ms)), Some(ms)) => {
-                        // Wall time: the ratio of speeds is best ÷ ours.
-                        let ratio = best_ms / ms;
-                        ratios.push(ratio);
-                        row.push(peer.to_owned());
-                        row.push(format!("{ratio:.2}×"));
-                    }
-                    _ => {
-                        row.push("-".to_owned());
-                        row.push("-".to_owned());
-                    }
-                }
+            if let Some(versus) = &mut versus {
+                row.extend(versus.row(&row_cells));
             }
             table.row(row);
         }
     }
-    if !ratios.is_empty() {
-        let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-        table.note(format!(
-            "default ÷ best peer = the best peer's wall ÷ default's (above 1: default is faster); geometric mean {geomean:.2}× over {} cells, lowest {:.2}×",
-            ratios.len(),
-            ratios.iter().copied().fold(f64::INFINITY, f64::min)
-        ));
+    if let Some(note) = versus.as_ref().and_then(Versus::note) {
+        table.note(note);
     }
     vec![table]
 }
