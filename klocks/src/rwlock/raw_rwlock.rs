@@ -539,6 +539,8 @@ impl RawRwLock {
                 continue;
             }
             if val & READERS_WAITING == 0 {
+                // Relaxed: the write unlock reads READERS_WAITING through its RMW on
+                // this same word; the flag publishes nothing.
                 if self
                     .word
                     .compare_exchange(val, val | READERS_WAITING, Relaxed, Relaxed)
@@ -684,6 +686,8 @@ impl RawRwLock {
                 spent += BACKOFF;
                 continue;
             }
+            // Relaxed: the last read unlock reads DRAIN_SLEEPS through its RMW on this
+            // same word; the flag publishes nothing.
             if val & DRAIN_SLEEPS == 0
                 && self
                     .word
