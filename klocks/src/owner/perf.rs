@@ -683,7 +683,7 @@ mod tests {
     use std::thread;
 
     /// Threads registering at once: far beyond the budget.
-    const THREADS: usize = 200;
+    const THREADS: usize = 1000;
     /// Fds that the test harness may open or close meanwhile.
     const SLACK: usize = 16;
 
@@ -699,6 +699,20 @@ mod tests {
             .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
             .filter(|target| target.to_string_lossy().contains("perf_event"))
             .count()
+    }
+
+    /// Bytes of perf rings mapped into this process (the pages the budget locks).
+    fn perf_ring_bytes() -> usize {
+        std::fs::read_to_string("/proc/self/maps")
+            .unwrap()
+            .lines()
+            .filter(|line| line.contains("perf_event"))
+            .filter_map(|line| {
+                let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+                let start = usize::from_str_radix(start, 16).ok()?;
+                Some(usize::from_str_radix(end, 16).ok()? - start)
+            })
+            .sum()
     }
 
     /// Registrations counted in the budget.
@@ -718,7 +732,9 @@ mod tests {
         if let Err(err) = &perf {
             eprintln!("perf refused ({err}): checking the bounds without registrations");
         }
+        let ring = layout().map_or(0, |layout| layout.map_len());
         let before = (open_fds(), perf_fds(), registered_slots(), reserved());
+        let rings_before = perf_ring_bytes();
         let registered = Arc::new(Barrier::new(THREADS + 1));
         let exit = Arc::new(Barrier::new(THREADS + 1));
         let threads: Vec<_> = (0..THREADS)
@@ -739,6 +755,7 @@ mod tests {
         registered.wait();
         // Every thread is alive and has tried.
         let during = (open_fds(), perf_fds(), registered_slots(), reserved());
+        let rings_during = perf_ring_bytes();
         exit.wait();
         // Joined one by one: a thread's destructors (which retire its ring) have run
         // when its join returns.
@@ -748,7 +765,11 @@ mod tests {
             .filter(|&watched| watched)
             .count();
         let after = (open_fds(), perf_fds(), registered_slots(), reserved());
-        let report = format!("before {before:?}, during {during:?}, after {after:?}");
+        let rings_after = perf_ring_bytes();
+        let report = format!(
+            "(fds, perf fds, slots, reserved) before {before:?}, during {during:?}, after \
+             {after:?}; ring bytes {rings_before}, {rings_during}, {rings_after}"
+        );
         assert!(watched <= MAX_WATCHED, "{watched} watched; {report}");
         assert!(during.2 <= MAX_WATCHED, "{report}");
         assert!(during.0 <= before.0 + MAX_WATCHED + SLACK, "{report}");
@@ -756,6 +777,13 @@ mod tests {
         assert_eq!(during.2, before.2 + watched, "{report}");
         assert_eq!(during.3, before.3 + watched, "{report}");
         assert!(after.0 <= before.0 + SLACK, "{report}");
+        // The locked memory: exactly one ring per registration, within the budget.
+        assert_eq!(rings_during, rings_before + watched * ring, "{report}");
+        assert!(
+            rings_during - rings_before <= MAX_WATCHED * ring,
+            "{report}"
+        );
+        assert_eq!(rings_after, rings_before, "{report}");
         assert_eq!(
             (after.1, after.2, after.3),
             (before.1, before.2, before.3),

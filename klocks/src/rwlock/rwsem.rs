@@ -556,6 +556,9 @@ impl<P: ReaderSpin> RwSem<P> {
 
     /// Takes a read lock: sleeps (or spins, by policy) while a writer holds the lock
     /// or threads sleep for it.
+    ///
+    /// # Panics
+    /// If the calling thread holds the write lock (the lock is left as it was).
     #[inline]
     pub fn lock_shared(&self) {
         // Acquire: pairs with the Release in `unlock_exclusive`.
@@ -802,6 +805,7 @@ impl<P: ReaderSpin> RwSem<P> {
     #[cold]
     fn read_slow(&self, mut count: u64) {
         let me = owner::current_tid();
+        self.refuse_read_by_writer(me);
         let since = Since::new();
         loop {
             if self.read_slow_once(me, count, &since) {
@@ -816,6 +820,21 @@ impl<P: ReaderSpin> RwSem<P> {
                 return;
             }
             count = before.wrapping_add(READER_BIAS);
+        }
+    }
+
+    /// A writer that read-locks its own lock would wait for itself forever: give the
+    /// fast path's share back and panic, leaving the lock as it was.
+    fn refuse_read_by_writer(&self, me: u32) {
+        // Relaxed: our own acquisition's writes, if we hold the lock.
+        let (count, owner) = (self.count.load(Relaxed), self.owner.load(Relaxed));
+        if count & WRITER_LOCKED != 0 && owner & (TID_MASK | READER_OWNED) == me {
+            // Relaxed: the share carried nothing, and we hold the write lock, so no
+            // unlock can be deciding from it.
+            self.count.fetch_sub(READER_BIAS, Relaxed);
+            panic!(
+                "klocks: RwSem::lock_shared by thread {me}, which holds the write lock (deadlock)"
+            );
         }
     }
 
