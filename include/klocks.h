@@ -33,14 +33,14 @@
  * returns EINVAL; a Rust panic never unwinds into C.
  *
  * Environment: KLOCKS_SPIN_NS=<ns> sets the spin budget of the pv kinds, SPINFUTEX
- * and the rwsem; KLOCKS_OWNER_PROBE=perf|clock|budget the owner probe (see the
- * project README). While either is invalid (or forces a probe the system refuses),
+ * and the rwsem; KLOCKS_OWNER_PROBE=perf|clock|budget the owner probe (see
+ * docs/design.md, "Settings"). While either is invalid (or forces a probe the system refuses),
  * klocks_mutex_init and klocks_rwsem_init print why on stderr and return EINVAL,
  * leaving the object untouched; no other call ever fails for configuration.
  *
  * The same library, preloaded (LD_PRELOAD=libklocks.so KLOCKS_LOCK=pvqspinlock ./app),
  * replaces the pthread mutexes, rwlocks and condition variables of an unmodified
- * program; see the project README. It also defines those pthread functions when
+ * program; see docs/preload.md. It also defines those pthread functions when
  * linked with -lklocks: with KLOCKS_LOCK unset (or "glibc") they pass every call to
  * glibc unchanged, so linking klocks never changes a program's pthread locks unless
  * it asks.
@@ -71,11 +71,11 @@ typedef struct {
     KLOCKS_ALIGNAS(8) unsigned char opaque[KLOCKS_RWSEM_SIZE];
 } klocks_rwsem_t;
 
-/* The mutex kinds (see the README's "How to choose" table for when to use which). */
+/* The mutex kinds (README.md, "Which lock", and docs/design.md say when to use which;
+ * KLOCKS_DEFAULT unless you know why not). */
 typedef enum {
     /* Paravirt queued spinlock: spins a calibrated budget, then sleeps until the
-     * unlocker kicks it. klocks' first choice for short critical sections; survives
-     * any number of threads. */
+     * unlocker kicks it. Short critical sections; survives any number of threads. */
     KLOCKS_PVQSPINLOCK = 1,
     /* Queued (MCS) spinlock: FIFO, local spinning, NEVER sleeps. Only when threads
      * never outnumber CPUs: a waiter preempted in the queue stalls everyone. */

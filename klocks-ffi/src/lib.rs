@@ -5,6 +5,13 @@
 //! storage (no allocation here), calls `init` with a kind, then lock/unlock, then
 //! `destroy`. Every function returns 0 or an errno value, as pthread does.
 //!
+//! Which kind: `KLOCKS_DEFAULT` (`klocks::Mutex`: spins while the owner runs, sleeps
+//! otherwise, every wait bounded) unless you need strict FIFO (`KLOCKS_PVTICKET`) or
+//! are re-running a seed experiment; the README's "Which lock" table and
+//! `docs/design.md` give each kind's trade-off. Unmodified programs get the same
+//! locks through the [`preload`] interposer: `LD_PRELOAD=libklocks.so
+//! KLOCKS_LOCK=default` (`docs/preload.md`).
+//!
 //! # The object layout
 //!
 //! C sees `klocks_mutex_t` and `klocks_rwsem_t` as opaque byte arrays aligned to 8;

@@ -4,6 +4,7 @@
 mod locks;
 mod machine;
 mod report;
+mod results;
 mod rwlocks;
 mod scenario;
 
@@ -16,6 +17,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::locks::LockName;
 use crate::machine::Machine;
 use crate::report::{Cell, Progress, Table};
+use crate::results::RunFile;
 use crate::rwlocks::RwLockName;
 use crate::scenario::{
     app, c2c, false_sharing, loop_, mutex_load, overcommit, owner_probe, rw_fair, rw_mix, rwsem,
@@ -35,7 +37,8 @@ Locks (--locks):
                        (x86-64 builds only)
   pvqspinlock          klocks paravirt queued spinlock (kernel pv qspinlock): waiters
                        spin a calibrated budget, then sleep on a futex until kicked;
-                       one bounded lock steal at slow-path entry
+                       running newcomers steal while the queue head sleeps or, for
+                       one budget, while a new head waits (at most 1024 in a row)
   ticket               klocks ticket spinlock
   pvticket             klocks paravirt ticket lock, seed 003's \"patched\": a ticket
                        lock whose waiters sleep after a bounded spin; the unlocker
@@ -139,6 +142,11 @@ struct GlobalArgs {
     /// Write one CSV row per cell
     #[arg(long, global = true, value_name = "FILE")]
     csv: Option<PathBuf>,
+
+    /// Write the charts of this run as an HTML page and one SVG per chart into DIR
+    /// [default without a subcommand: lockbench-report]
+    #[arg(long, global = true, value_name = "DIR")]
+    report: Option<PathBuf>,
 
     /// Use the seeds' sizes: loop with L = 5000000 pairs per thread, threads 1..8 and
     /// a 60 s cap; uncontended with 5000000 pairs; overcommit with 3 s windows (and
@@ -410,10 +418,66 @@ enum Command {
     /// --runs times. Not included: mutex-load (several minutes; run it by name).
     Suite,
 
+    /// Charts from --json files: one HTML page and one SVG per chart
+    ///
+    /// Reads the result files lockbench wrote with --json and draws, per scenario, the
+    /// chart that fits it: throughput or wall time against threads with one line per
+    /// lock (loop, overcommit, sharded; mutex-load per load with the serialisation
+    /// ceiling; rwsem per load; rw-mix per read fraction), the runs' min–max as error
+    /// bars and cells that did not finish as a DNF cross on the top edge; fairness
+    /// (slowest thread ÷ mean) as a second chart wherever it was measured; rw-fair as
+    /// each lock's per-thread range per role; uncontended as bars. The page shows
+    /// each file's machine and command, needs no network, and links each SVG.
+    Report(ReportArgs),
+
+    /// Compares two --json files cell by cell: B against A
+    ///
+    /// For each cell both files hold (same scenario, setup, lock and threads): both
+    /// medians with their [min–max], how much better B is, and whether the change is
+    /// real, which it is only when the two min–max ranges do not overlap (or one
+    /// file's cell did not finish). With --fail-on-regression PCT, exits with status 1
+    /// when a real change makes a cell worse by more than PCT percent, so a lock
+    /// change can be guarded in CI.
+    Compare(CompareArgs),
+
     /// Runs one window of one cell in this process (the windowed scenarios' child
     /// processes)
     #[command(name = windowed::CELL_COMMAND, hide = true)]
     WindowCell(windowed::CellArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// Result files written with --json
+    #[arg(required = true, value_name = "RUN.json")]
+    files: Vec<PathBuf>,
+
+    /// The directory to write index.html and the SVG files into
+    #[arg(short, long, value_name = "DIR", default_value = "lockbench-report")]
+    out: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+struct CompareArgs {
+    /// The baseline result file (--json)
+    #[arg(value_name = "A.json")]
+    a: PathBuf,
+
+    /// The result file to judge against it
+    #[arg(value_name = "B.json")]
+    b: PathBuf,
+
+    /// Exit with status 1 if a real change makes a cell worse by more than PCT percent
+    #[arg(long, value_name = "PCT", value_parser = percentage)]
+    fail_on_regression: Option<f64>,
+}
+
+/// A percentage from 0 to 1000.
+fn percentage(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(pct) if (0.0..=1000.0).contains(&pct) => Ok(pct),
+        _ => Err(format!("`{text}` is not a percentage from 0 to 1000")),
+    }
 }
 
 /// One scenario, configured.
@@ -521,7 +585,9 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Step> {
             vec![Step::Sharded(sharded::Config::new(&args, common))]
         }
         Some(Command::RwMix(args)) => vec![Step::RwMix(rw_mix::Config::new(&args, common))],
-        Some(Command::Torture(_)) => unreachable!("`main` runs torture before planning"),
+        Some(Command::Torture(_) | Command::Report(_) | Command::Compare(_)) => {
+            unreachable!("`main` runs the commands that measure nothing before planning")
+        }
         Some(Command::App(args)) => match app::Config::new(&args, common) {
             Ok(config) => vec![Step::App(config)],
             Err(message) => Cli::command()
@@ -549,7 +615,12 @@ fn measure(steps: &[Step], machine: &Machine) -> Result<Vec<Cell>, Error> {
     Ok(cells)
 }
 
-fn write_outputs(global: &GlobalArgs, machine: &Machine, cells: &[Cell]) -> Result<(), Error> {
+fn write_outputs(
+    global: &GlobalArgs,
+    report_dir: Option<&Path>,
+    machine: &Machine,
+    cells: &[Cell],
+) -> Result<(), Error> {
     let failed = |path: &Path, err| Error::Io(format!("writing {}", path.display()), err);
     if let Some(path) = &global.json {
         report::write_json(path, machine, cells).map_err(|err| failed(path, err))?;
@@ -557,10 +628,26 @@ fn write_outputs(global: &GlobalArgs, machine: &Machine, cells: &[Cell]) -> Resu
     if let Some(path) = &global.csv {
         report::write_csv(path, cells).map_err(|err| failed(path, err))?;
     }
+    if let Some(dir) = report_dir {
+        let run = report::to_json(machine, cells)
+            .and_then(RunFile::of_run)
+            .map_err(|err| Error::Report(format!("the report: {err}")))?;
+        let written = results::page::write(&[run], dir).map_err(Error::Report)?;
+        println!(
+            "report: {} ({} charts)",
+            written.index.display(),
+            written.charts.len()
+        );
+    }
     Ok(())
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
+    let report_dir = match (&cli.global.report, &cli.command) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, None) => Some(PathBuf::from("lockbench-report")),
+        (None, Some(_)) => None,
+    };
     let steps = plan(cli.command, &cli.global.common());
     let started = Instant::now();
     let machine = Machine::probe();
@@ -571,7 +658,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         cells.len(),
         started.elapsed().as_secs_f64()
     );
-    write_outputs(&cli.global, &machine, &cells)
+    write_outputs(&cli.global, report_dir.as_deref(), &machine, &cells)
 }
 
 /// Refuses (usage error, exit 2) a lock list that the command would ignore: mutexes
@@ -597,6 +684,64 @@ fn check_lock_kinds(cli: &Cli) {
         .exit()
 }
 
+/// `lockbench report`: status 1 when a file cannot be read or the report written.
+fn report(args: &ReportArgs) -> ExitCode {
+    let loaded: Result<Vec<RunFile>, _> = args.files.iter().map(|f| RunFile::load(f)).collect();
+    let written = loaded
+        .map_err(|err| err.to_string())
+        .and_then(|files| results::page::write(&files, &args.out));
+    match written {
+        Ok(written) => {
+            println!(
+                "report: {} ({} charts)",
+                written.index.display(),
+                written.charts.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("lockbench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `lockbench compare`: status 1 on a regression beyond the limit or an unreadable file.
+fn compare(args: &CompareArgs) -> ExitCode {
+    let (a, b) = match (RunFile::load(&args.a), RunFile::load(&args.b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(err), _) | (_, Err(err)) => {
+            eprintln!("lockbench: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let comparison = results::compare::compare(&a, &b);
+    print!("{}", comparison.render());
+    let Some(pct) = args.fail_on_regression else {
+        return ExitCode::SUCCESS;
+    };
+    let regressions = comparison.regressions(pct);
+    if regressions.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "lockbench: {} cell(s) worse by more than {pct}%: {}",
+        regressions.len(),
+        regressions
+            .iter()
+            .map(|row| row
+                .cell
+                .iter()
+                .filter(|part| !part.is_empty())
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" "))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    ExitCode::FAILURE
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(Command::WindowCell(args)) = &cli.command {
@@ -613,6 +758,27 @@ fn main() -> ExitCode {
             true => ExitCode::SUCCESS,
             false => ExitCode::FAILURE,
         };
+    }
+    if let Some(Command::Report(_) | Command::Compare(_)) = &cli.command {
+        let g = &cli.global;
+        if !g.locks.is_empty()
+            || !g.rwlocks.is_empty()
+            || g.json.is_some()
+            || g.csv.is_some()
+            || g.report.is_some()
+        {
+            Cli::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "report and compare read result files: --locks, --rwlocks, --json, --csv and --report do not apply",
+                )
+                .exit()
+        }
+    }
+    match &cli.command {
+        Some(Command::Report(args)) => return report(args),
+        Some(Command::Compare(args)) => return compare(args),
+        _ => {}
     }
     check_lock_kinds(&cli);
     // A bad KLOCKS_* setting would only be reported by the locks, which then use the

@@ -6,13 +6,13 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::machine::Machine;
 use crate::scenario::watch::Conditions;
 
 /// Median and range of a cell's runs.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Summary {
     /// Median (mean of the middle two for an even count).
     pub median: f64,
@@ -122,7 +122,7 @@ pub struct RwRun {
 }
 
 /// How evenly the threads of a run shared the lock: their operations inside the window.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct PerThread {
     /// The slowest thread's operations.
     pub min: u64,
@@ -166,7 +166,7 @@ pub struct Drain {
 }
 
 /// Why a cell did not finish.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "kebab-case")]
 pub enum Unfinished {
     /// A loop run hit its time cap (its counter was still verified).
@@ -487,16 +487,24 @@ pub fn percent(fraction: f64) -> String {
 struct JsonReport<'a> {
     machine: &'a Machine,
     command: Vec<String>,
+    date: String,
     cells: &'a [Cell],
 }
 
-/// Writes every cell with all its runs, plus the machine and the command line.
-pub fn write_json(path: &Path, machine: &Machine, cells: &[Cell]) -> io::Result<()> {
-    let report = JsonReport {
+/// Every cell with all its runs, plus the machine, the command line and the date: what
+/// `--json` writes.
+pub fn to_json(machine: &Machine, cells: &[Cell]) -> serde_json::Result<serde_json::Value> {
+    serde_json::to_value(JsonReport {
         machine,
         command: std::env::args().collect(),
+        date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         cells,
-    };
+    })
+}
+
+/// Writes [`to_json`] to `path`.
+pub fn write_json(path: &Path, machine: &Machine, cells: &[Cell]) -> io::Result<()> {
+    let report = to_json(machine, cells)?;
     let mut out = BufWriter::new(File::create(path)?);
     serde_json::to_writer_pretty(&mut out, &report)?;
     writeln!(out)?;

@@ -319,9 +319,11 @@ fn a_tiny_sharded_run_compares_default_with_the_best_peer() {
 
 #[test]
 fn json_and_csv_hold_the_machine_and_every_run() {
-    let (json, csv) = (scratch("out.json"), scratch("out.csv"));
+    let (json, csv, charts) = (scratch("out.json"), scratch("out.csv"), scratch("charts"));
     let out = measure(&[
         "uncontended",
+        "--report",
+        charts.to_str().unwrap(),
         "--locks",
         "qspinlock,std",
         "--iterations",
@@ -338,6 +340,11 @@ fn json_and_csv_hold_the_machine_and_every_run() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("valid JSON");
     let machine = &report["machine"];
     assert!(machine["cpu_model"].is_string(), "{machine}");
+    assert!(
+        report["date"].as_str().unwrap().starts_with("20"),
+        "{}",
+        report["date"]
+    );
     assert!(machine["online_cpus"].as_u64().unwrap() >= 1);
     assert!(machine["pause_ns"].as_f64().unwrap() > 0.0);
     let cells = report["cells"].as_array().unwrap();
@@ -349,7 +356,19 @@ fn json_and_csv_hold_the_machine_and_every_run() {
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(rows.lines().count(), 3, "{rows}");
     assert!(rows.starts_with("scenario,lock,threads"));
-    let _ = (std::fs::remove_file(json), std::fs::remove_file(csv));
+    let chart = std::fs::read_to_string(charts.join("uncontended.svg")).expect("the run's chart");
+    assert!(
+        chart.contains("qspinlock") && chart.contains("std"),
+        "{chart}"
+    );
+    let page = std::fs::read_to_string(charts.join("index.html")).expect("the run's page");
+    assert!(page.contains("<svg"), "{page}");
+    assert!(stdout(&out).contains("report: "), "{}", stdout(&out));
+    let _ = (
+        std::fs::remove_file(json),
+        std::fs::remove_file(csv),
+        std::fs::remove_dir_all(charts),
+    );
 }
 
 /// A run that cannot finish within its cap (a billion pairs per thread cannot, even

@@ -156,7 +156,7 @@ int main(void) {
 
     for (size_t k = 0; k < NKINDS; k++) {
         /* Pure spinlocks never sleep: with more threads than CPUs a FIFO spinlock
-         * waits for preempted waiters to be scheduled (README), so they get at most
+         * waits for preempted waiters to be scheduled (docs/design.md), so they get at most
          * one thread per CPU (and at least 2). */
         int threads = 4;
         if (!KINDS[k].sleeps && cpus < threads)

@@ -69,6 +69,8 @@ pub enum Error {
     Io(String, std::io::Error),
     /// A cell's child process broke down (crashed, or answered nonsense).
     Child(String),
+    /// The report of the run could not be drawn or written.
+    Report(String),
 }
 
 impl fmt::Display for Error {
@@ -76,7 +78,7 @@ impl fmt::Display for Error {
         match self {
             Error::Verification(what) => write!(f, "verification failed: {what}"),
             Error::Io(what, err) => write!(f, "{what}: {err}"),
-            Error::Child(what) => write!(f, "{what}"),
+            Error::Child(what) | Error::Report(what) => write!(f, "{what}"),
         }
     }
 }

@@ -1,0 +1,361 @@
+//! Which chart shows which scenario: a result file's cells grouped into figures.
+//!
+//! Against threads, one line per lock: `loop` (wall time), `false-sharing` (a panel
+//! per layout), `overcommit` (a panel per critical section and ratio), `mutex-load` (a
+//! panel per load, with the serialisation ceiling), `rwsem` (a panel per load),
+//! `rw-mix` (a panel per read fraction) and `sharded` (a panel per lock count); where
+//! the runs count operations per thread, a second panel shows fairness (the slowest
+//! thread ÷ the mean). `uncontended` is a bar chart, `rw-fair` a range chart per group.
+//! Other scenarios (`c2c`, `owner-probe`, `app`) are tables on the page.
+
+use plotters::style::RGBColor;
+
+use super::chart::{self, Bar, Bars, Lines, Point, Range, Ranges, Series};
+use super::{CellData, RunFile};
+use crate::report::Summary;
+
+/// One chart of a file.
+#[derive(Debug)]
+pub struct Figure {
+    /// Unique within the file, usable as a file name: `mutex-load-10-pauses`.
+    pub id: String,
+    /// The chart's caption.
+    pub title: String,
+    /// The SVG document.
+    pub svg: String,
+}
+
+/// A colour per lock, the same in every chart of a report.
+#[derive(Debug, Default)]
+pub struct Colors(Vec<String>);
+
+impl Colors {
+    /// Assigns colours to the locks of `files` in the order first seen.
+    pub fn of(files: &[RunFile]) -> Self {
+        let mut names: Vec<String> = Vec::new();
+        for cell in files.iter().flat_map(|f| &f.cells) {
+            if charted(&cell.scenario) && !names.contains(&cell.lock) {
+                names.push(cell.lock.clone());
+            }
+        }
+        Self(names)
+    }
+
+    fn get(&self, lock: &str) -> RGBColor {
+        chart::color(
+            self.0
+                .iter()
+                .position(|n| n == lock)
+                .unwrap_or(self.0.len()),
+        )
+    }
+}
+
+/// Whether a scenario has a chart (else the page shows its table).
+pub fn charted(scenario: &str) -> bool {
+    matches!(
+        scenario,
+        "loop"
+            | "false-sharing"
+            | "overcommit"
+            | "mutex-load"
+            | "rwsem"
+            | "rw-mix"
+            | "sharded"
+            | "uncontended"
+            | "rw-fair"
+    )
+}
+
+/// The panel a cell is drawn in, within its scenario: its key (for the figure id)
+/// and title. `None` for scenarios without charts.
+pub fn panel(cell: &CellData, pause_ns: f64) -> Option<(String, String)> {
+    let layout = cell.layout.clone().unwrap_or_default();
+    let panel = match cell.scenario.as_str() {
+        "loop" => (
+            String::new(),
+            "loop: N threads × L lock/unlock pairs".to_owned(),
+        ),
+        "uncontended" => (
+            String::new(),
+            "uncontended: one thread, lock + unlock".to_owned(),
+        ),
+        "false-sharing" => (
+            layout.clone(),
+            format!("false-sharing: K threads, own lock each, {layout}"),
+        ),
+        "overcommit" => {
+            let (cs, ratio) = cell.overcommit.as_ref().map(|o| (o.cs.as_str(), o.ratio))?;
+            (
+                format!("{cs}-r{ratio}"),
+                format!("overcommit: {cs} cs, {ratio}× overcommitted"),
+            )
+        }
+        "mutex-load" => {
+            let load = cell.mutex_load.as_ref()?.load_pauses;
+            (
+                format!("{load}-pauses"),
+                format!(
+                    "mutex-load: {load} pauses held (≈ {:.0} ns)",
+                    f64::from(load) * pause_ns
+                ),
+            )
+        }
+        "rwsem" => {
+            let load = cell.rw.as_ref()?.load_pauses;
+            (
+                format!("{load}-pauses"),
+                format!("rwsem: half readers, half writers, {load} pauses held"),
+            )
+        }
+        "rw-mix" => (slug(&layout), format!("rw-mix: {layout}")),
+        "sharded" => (
+            slug(&layout),
+            format!("sharded: random operations on {layout}"),
+        ),
+        "rw-fair" => {
+            let rw = cell.rw.as_ref()?;
+            (
+                format!("{}-{}", rw.readers, rw.writers),
+                format!(
+                    "rw-fair: {} readers + {} writers, per-thread sections",
+                    rw.readers, rw.writers
+                ),
+            )
+        }
+        _ => return None,
+    };
+    Some(panel)
+}
+
+/// `99.9% reads` → `99-9-reads`.
+fn slug(text: &str) -> String {
+    let mut slug = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    slug.trim_matches('-').to_owned()
+}
+
+/// The figure id of a panel.
+pub fn figure_id(scenario: &str, key: &str) -> String {
+    match key {
+        "" => scenario.to_owned(),
+        key => format!("{scenario}-{key}"),
+    }
+}
+
+/// Every figure of a file, in the order its scenarios and panels were measured.
+pub fn figures(file: &RunFile, colors: &Colors) -> Result<Vec<Figure>, String> {
+    let pause_ns = file.machine.pause_ns;
+    let footer = match &file.date {
+        Some(date) => format!("{} · {date}", file.command_line()),
+        None => file.command_line(),
+    };
+    let mut panels: Vec<(String, String, Vec<&CellData>)> = Vec::new();
+    for cell in &file.cells {
+        let Some((key, title)) = panel(cell, pause_ns) else {
+            continue;
+        };
+        let id = figure_id(&cell.scenario, &key);
+        match panels.iter_mut().find(|(known, _, _)| *known == id) {
+            Some((_, _, cells)) => cells.push(cell),
+            None => panels.push((id, title, vec![cell])),
+        }
+    }
+    let mut figures = Vec::new();
+    for (id, title, cells) in panels {
+        let scenario = cells[0].scenario.as_str();
+        let svg = match scenario {
+            "uncontended" => bars(&title, &cells, colors).svg(&footer)?,
+            "rw-fair" => ranges(&title, &cells).svg(&footer)?,
+            _ => lines(&title, &cells, colors, pause_ns, Measure::Value).svg(&footer)?,
+        };
+        figures.push(Figure {
+            id: id.clone(),
+            title: title.clone(),
+            svg,
+        });
+        if cells.iter().any(|c| c.fairness().is_some()) && scenario != "rw-fair" {
+            let title = format!("{title}: fairness");
+            let chart = lines(&title, &cells, colors, pause_ns, Measure::Fairness);
+            figures.push(Figure {
+                id: format!("{id}-fairness"),
+                title,
+                svg: chart.svg(&footer)?,
+            });
+        }
+    }
+    Ok(figures)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Measure {
+    Value,
+    Fairness,
+}
+
+/// One line per lock, in the order first measured.
+fn lines(
+    title: &str,
+    cells: &[&CellData],
+    colors: &Colors,
+    pause_ns: f64,
+    measure: Measure,
+) -> Lines {
+    let mut series: Vec<Series> = Vec::new();
+    for cell in cells {
+        let index = match series.iter().position(|s| s.name == cell.lock) {
+            Some(index) => index,
+            None => {
+                series.push(Series {
+                    name: cell.lock.clone(),
+                    color: colors.get(&cell.lock),
+                    emphasis: cell.lock.starts_with("default"),
+                    points: Vec::new(),
+                    unfinished: Vec::new(),
+                });
+                series.len() - 1
+            }
+        };
+        let summary = match measure {
+            Measure::Value => cell.summary,
+            Measure::Fairness => cell.fairness(),
+        };
+        let line = &mut series[index];
+        let x = cell.threads as f64;
+        match (summary, &cell.unfinished) {
+            (Some(Summary { median, min, max }), None) => line.points.push(Point {
+                x,
+                median,
+                min,
+                max,
+            }),
+            _ => line.unfinished.push(x),
+        }
+    }
+    for line in &mut series {
+        line.points.sort_by(|a, b| a.x.total_cmp(&b.x));
+    }
+    let unit = &cells[0].unit;
+    let better = if cells[0].lower_is_better() {
+        "lower is better"
+    } else {
+        "higher is better"
+    };
+    let (y_label, from_zero) = match measure {
+        Measure::Value => (format!("{unit} ({better})"), unit.ends_with("/s")),
+        Measure::Fairness => ("slowest thread ÷ mean (1 = even)".to_owned(), true),
+    };
+    let reference = match (measure, cells[0].mutex_load.as_ref()) {
+        (Measure::Value, Some(load)) if pause_ns > 0.0 => {
+            let per_second = 1e9 / (f64::from(load.load_pauses) * pause_ns);
+            let mut threads: Vec<f64> = cells.iter().map(|c| c.threads as f64).collect();
+            threads.sort_by(f64::total_cmp);
+            threads.dedup();
+            let line = threads.into_iter().map(|t| (t, per_second)).collect();
+            Some(("ceiling (1 ÷ hold)".to_owned(), line))
+        }
+        _ => None,
+    };
+    let x_label = match cells[0].scenario.as_str() {
+        "false-sharing" => "threads (K locks, one each)",
+        _ => "threads",
+    };
+    Lines {
+        title: title.to_owned(),
+        x_label: x_label.to_owned(),
+        y_label,
+        series,
+        reference,
+        y_from_zero: from_zero,
+    }
+}
+
+fn bars(title: &str, cells: &[&CellData], colors: &Colors) -> Bars {
+    let bars = cells
+        .iter()
+        .filter_map(|cell| {
+            let summary = cell.summary?;
+            Some(Bar {
+                name: cell.lock.clone(),
+                color: colors.get(&cell.lock),
+                median: summary.median,
+                min: summary.min,
+                max: summary.max,
+            })
+        })
+        .collect();
+    Bars {
+        title: title.to_owned(),
+        x_label: format!("{} (lower is better)", cells[0].unit),
+        bars,
+    }
+}
+
+/// Per lock, readers then writers: the lowest minimum and the highest maximum over the
+/// runs, and the median mean.
+fn ranges(title: &str, cells: &[&CellData]) -> Ranges {
+    let roles = [("readers", chart::color(0)), ("writers", chart::color(1))];
+    let mut rows = Vec::new();
+    for cell in cells {
+        let Some(setup) = &cell.rw else { continue };
+        for (role, color) in roles {
+            let threads = if role == "readers" {
+                setup.readers
+            } else {
+                setup.writers
+            };
+            if threads == 0 || cell.runs.is_empty() {
+                continue;
+            }
+            // A run whose role did nothing has no per-thread counts: all zero.
+            let per_role: Vec<(f64, f64, f64)> = cell
+                .runs
+                .iter()
+                .map(|run| {
+                    let counts = run.rw.as_ref().and_then(|rw| match role {
+                        "readers" => rw.readers,
+                        _ => rw.writers,
+                    });
+                    counts.map_or((0.0, 0.0, 0.0), |p| (p.min as f64, p.mean, p.max as f64))
+                })
+                .collect();
+            let mean = Summary::of(per_role.iter().map(|r| r.1)).map_or(0.0, |s| s.median);
+            rows.push(Range {
+                name: format!("{} {role}", cell.lock),
+                color,
+                min: per_role.iter().map(|r| r.0).fold(f64::MAX, f64::min),
+                mean,
+                max: per_role.iter().map(|r| r.2).fold(0.0, f64::max),
+            });
+        }
+    }
+    Ranges {
+        title: title.to_owned(),
+        x_label: "sections per thread, slowest to fastest, tick = mean (log; 0 at the left edge)"
+            .to_owned(),
+        rows,
+        roles: roles
+            .iter()
+            .map(|(name, color)| ((*name).to_owned(), *color))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug("99.9% reads"), "99-9-reads");
+        assert_eq!(slug("1000 locks"), "1000-locks");
+        assert_eq!(figure_id("loop", ""), "loop");
+        assert_eq!(figure_id("rw-mix", "50-reads"), "rw-mix-50-reads");
+    }
+}

@@ -1,0 +1,211 @@
+//! The report: one self-contained HTML page (inline SVG and CSS, nothing fetched) and
+//! one SVG file per chart, from any number of result files.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::figures::{self, Colors, Figure};
+use super::{CellData, RunFile};
+use crate::report::{num, si};
+
+/// What was written.
+#[derive(Debug)]
+pub struct Written {
+    /// The page.
+    pub index: PathBuf,
+    /// The SVG files, one per chart.
+    pub charts: Vec<PathBuf>,
+}
+
+/// Writes `index.html` and the charts of `files` into `dir` (created if needed).
+pub fn write(files: &[RunFile], dir: &Path) -> Result<Written, String> {
+    let io = |path: &Path, err: std::io::Error| format!("writing {}: {err}", path.display());
+    std::fs::create_dir_all(dir).map_err(|err| io(dir, err))?;
+    let colors = Colors::of(files);
+    let mut html = String::new();
+    head(&mut html, files);
+    let mut charts = Vec::new();
+    for (index, file) in files.iter().enumerate() {
+        let figures = figures::figures(file, &colors)?;
+        let prefix = match files.len() {
+            1 => String::new(),
+            _ => format!("{}-{}-", index + 1, stem(file)),
+        };
+        section(&mut html, file, &figures, &prefix);
+        for figure in &figures {
+            let path = dir.join(format!("{prefix}{}.svg", figure.id));
+            std::fs::write(&path, &figure.svg).map_err(|err| io(&path, err))?;
+            charts.push(path);
+        }
+    }
+    html.push_str("</body>\n</html>\n");
+    let index = dir.join("index.html");
+    std::fs::write(&index, html).map_err(|err| io(&index, err))?;
+    Ok(Written { index, charts })
+}
+
+fn stem(file: &RunFile) -> String {
+    file.source
+        .file_stem()
+        .map_or("run".to_owned(), |s| s.to_string_lossy().into_owned())
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222;max-width:1440px}\
+h1{font-size:22px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc}\
+code{background:#f4f4f4;padding:1px 4px}table{border-collapse:collapse;margin:8px 0}\
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;font-size:13px}\
+td:first-child,th:first-child{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:12px}\
+figure{margin:0}figcaption{font-size:12px;color:#555}";
+
+fn head(html: &mut String, files: &[RunFile]) {
+    let _ = write!(
+        html,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>lockbench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
+         <h1>lockbench report</h1>\n<p>{} result file{}. Each chart shows the median of \
+         its runs with their min–max as error bars; a cell that did not finish is a \
+         cross marked DNF on the top edge. Each chart names the command that measured \
+         it.</p>\n",
+        files.len(),
+        if files.len() == 1 { "" } else { "s" }
+    );
+}
+
+fn section(html: &mut String, file: &RunFile, figures: &[Figure], prefix: &str) {
+    let _ = write!(
+        html,
+        "<h2>{}</h2>\n<p><code>{}</code>{}</p>\n",
+        escape(&file.name()),
+        escape(&file.command_line()),
+        file.date
+            .as_deref()
+            .map(|d| format!(" · measured {}", escape(d)))
+            .unwrap_or_default()
+    );
+    machine(html, file);
+    html.push_str("<div class=\"charts\">\n");
+    for figure in figures {
+        let _ = writeln!(
+            html,
+            "<figure>{}<figcaption>{}: <a href=\"{prefix}{}.svg\">{prefix}{}.svg</a></figcaption></figure>",
+            inline(&figure.svg),
+            escape(&figure.title),
+            figure.id,
+            figure.id
+        );
+    }
+    html.push_str("</div>\n");
+    for scenario in file.scenarios() {
+        if !figures::charted(scenario) {
+            cells_table(html, scenario, &file.cells);
+        }
+    }
+}
+
+/// An SVG document as an element of an HTML page (which needs no namespace).
+fn inline(svg: &str) -> String {
+    svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
+}
+
+/// The machine metadata, and what the machine did around the cells: the c2c
+/// placements seen, the steal, the cells marked noisy.
+fn machine(html: &mut String, file: &RunFile) {
+    let m = &file.machine;
+    let mut placements: BTreeMap<&str, usize> = BTreeMap::new();
+    let (mut steal_ms, mut noisy, mut watched) = (0.0, 0, 0);
+    for conditions in file.cells.iter().filter_map(|c| c.conditions.as_ref()) {
+        watched += 1;
+        steal_ms += conditions.steal_ms;
+        noisy += usize::from(conditions.noisy);
+        for placement in [&conditions.placement_before, &conditions.placement_after]
+            .into_iter()
+            .flatten()
+        {
+            *placements.entry(placement.as_str()).or_default() += 1;
+        }
+    }
+    let c2c = file
+        .cells
+        .iter()
+        .find(|c| c.scenario == "c2c")
+        .and_then(|c| c.summary)
+        .map(|s| format!("{} ns one-way; ", num(s.median)))
+        .unwrap_or_default();
+    let placement = if placements.is_empty() {
+        format!("{c2c}not probed")
+    } else {
+        let seen: Vec<String> = placements
+            .iter()
+            .map(|(p, n)| format!("{p} {n}×"))
+            .collect();
+        format!("{c2c}probes around the cells: {}", seen.join(", "))
+    };
+    let rows = [
+        ("CPU", m.cpu_model.clone()),
+        ("online CPUs", m.online_cpus.to_string()),
+        ("kernel", m.kernel.clone()),
+        ("glibc", m.glibc.clone()),
+        ("compiler", m.rustc.clone()),
+        ("pause", format!("{} ns", num(m.pause_ns))),
+        (
+            "pv spin budget",
+            format!(
+                "{} µs ({})",
+                num(m.pv_spin_ns as f64 / 1e3),
+                m.pv_spin_source
+            ),
+        ),
+        ("owner probe", m.owner_probe.clone()),
+        ("c2c placement", placement),
+        (
+            "steal",
+            format!(
+                "{} ms over {watched} watched cells; {noisy} marked noisy",
+                num(steal_ms)
+            ),
+        ),
+    ];
+    html.push_str("<table>\n");
+    for (name, value) in rows {
+        let _ = writeln!(html, "<tr><th>{name}</th><td>{}</td></tr>", escape(&value));
+    }
+    html.push_str("</table>\n");
+}
+
+/// A scenario without a chart, as a table of its cells.
+fn cells_table(html: &mut String, scenario: &str, cells: &[CellData]) {
+    let _ = write!(
+        html,
+        "<h3>{}</h3>\n<table>\n<tr><th>lock</th><th>threads</th><th>layout</th>\
+         <th>median</th><th>min</th><th>max</th><th>unit</th></tr>\n",
+        escape(scenario)
+    );
+    for cell in cells.iter().filter(|c| c.scenario == scenario) {
+        let values = match (&cell.summary, &cell.unfinished) {
+            (Some(s), None) => [si(s.median), si(s.min), si(s.max)],
+            (_, Some(unfinished)) => [unfinished.short(), String::new(), String::new()],
+            (None, None) => ["-".to_owned(), String::new(), String::new()],
+        };
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&cell.lock),
+            cell.threads,
+            escape(cell.layout.as_deref().unwrap_or("")),
+            values[0],
+            values[1],
+            values[2],
+            escape(&cell.unit)
+        );
+    }
+    html.push_str("</table>\n");
+}
+
+/// Text for HTML.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

@@ -1,0 +1,434 @@
+//! `lockbench report` and `lockbench compare` on committed fixtures.
+//!
+//! The report test reads the SVG back as a user's eye would: the axes' tick labels
+//! give the mapping from values to pixels, the legend gives each lock's colour, and
+//! every finished cell of the fixture must be a dot of its lock's colour at its
+//! threads and median; every unfinished cell a DNF mark.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use regex::Regex;
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn lockbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(args)
+        .output()
+        .expect("lockbench starts")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()))
+}
+
+/// The report of the fixture, written once per test into its own directory.
+fn report(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    let fixture = fixture("report.json");
+    let out = lockbench(&[
+        "report",
+        fixture.to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("index.html"),
+        "{}",
+        text(&out.stdout)
+    );
+    dir
+}
+
+fn cells() -> Vec<Value> {
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("report.json")).unwrap()).unwrap();
+    json["cells"].as_array().unwrap().clone()
+}
+
+/// A tick label or a value: `2.5M` → 2.5e6.
+fn parse_number(label: &str) -> Option<f64> {
+    let (digits, scale) = match label.chars().last()? {
+        'k' => (&label[..label.len() - 1], 1e3),
+        'M' => (&label[..label.len() - 1], 1e6),
+        'G' => (&label[..label.len() - 1], 1e9),
+        _ => (label, 1.0),
+    };
+    digits.parse::<f64>().ok().map(|v| v * scale)
+}
+
+/// One axis read back from its tick labels: value ↦ pixel, linear or log.
+struct Axis {
+    ticks: Vec<(f64, f64)>,
+    log: bool,
+}
+
+impl Axis {
+    /// From (value, pixel) ticks: log if a linear fit through the outer two ticks
+    /// misses an inner one.
+    fn from_ticks(mut ticks: Vec<(f64, f64)>) -> Self {
+        ticks.sort_by(|a, b| a.1.total_cmp(&b.1));
+        ticks.dedup_by(|a, b| a.1 == b.1);
+        assert!(
+            ticks.len() >= 3,
+            "an axis needs three ticks to be read: {ticks:?}"
+        );
+        let linear = Axis {
+            ticks: ticks.clone(),
+            log: false,
+        };
+        let log = Axis { ticks, log: true };
+        let misses = |axis: &Axis| {
+            axis.ticks
+                .iter()
+                .map(|&(v, px)| (axis.pixel(v) - px).abs())
+                .fold(0.0, f64::max)
+        };
+        if misses(&linear) <= 1.0 {
+            linear
+        } else {
+            assert!(
+                misses(&log) <= 1.0,
+                "ticks neither linear nor log: {:?}",
+                log.ticks
+            );
+            log
+        }
+    }
+
+    fn scale(&self, v: f64) -> f64 {
+        if self.log {
+            v.log10()
+        } else {
+            v
+        }
+    }
+
+    /// The pixel of a value, through the outermost ticks.
+    fn pixel(&self, value: f64) -> f64 {
+        let (first, last) = (self.ticks[0], self.ticks[self.ticks.len() - 1]);
+        let share =
+            (self.scale(value) - self.scale(first.0)) / (self.scale(last.0) - self.scale(first.0));
+        first.1 + share * (last.1 - first.1)
+    }
+}
+
+/// The parts of a chart the test reads.
+struct Chart {
+    x: Axis,
+    y: Axis,
+    /// (cx, cy, fill) of every dot.
+    dots: Vec<(f64, f64, String)>,
+    /// Lock name → its colour, from the legend.
+    colors: HashMap<String, String>,
+    /// Texts `DNF`.
+    unfinished: usize,
+}
+
+fn read_chart(svg: &str) -> Chart {
+    let texts = Regex::new(r##"<text x="(-?\d+)" y="(-?\d+)" dy="([^"]+)" text-anchor="(\w+)"[^>]*>\s*([^<]*?)\s*</text>"##).unwrap();
+    let circles =
+        Regex::new(r##"<circle cx="(-?\d+)" cy="(-?\d+)" r="3"[^>]*fill="(#[0-9A-F]{6})""##)
+            .unwrap();
+    let mut x_ticks = Vec::new();
+    let mut y_ticks = Vec::new();
+    let mut names = Vec::new();
+    let mut unfinished = 0;
+    for t in texts.captures_iter(svg) {
+        let (px, py): (f64, f64) = (t[1].parse().unwrap(), t[2].parse().unwrap());
+        let label = t[5].to_owned();
+        match (&t[4], parse_number(&label)) {
+            ("end", Some(value)) => y_ticks.push((value, py)),
+            ("middle", Some(value)) => x_ticks.push((value, px)),
+            ("start", _) if label == "DNF" => unfinished += 1,
+            ("start", _) => names.push((label, px, py)),
+            _ => {}
+        }
+    }
+    let dots: Vec<(f64, f64, String)> = circles
+        .captures_iter(svg)
+        .map(|c| {
+            (
+                c[1].parse().unwrap(),
+                c[2].parse().unwrap(),
+                c[3].to_owned(),
+            )
+        })
+        .collect();
+    // A legend row: a dot 7 px below the top of its name, left of it.
+    let colors = names
+        .into_iter()
+        .filter_map(|(name, px, py)| {
+            let dot = dots.iter().find(|d| d.1 == py + 7.0 && d.0 < px)?;
+            Some((name, dot.2.clone()))
+        })
+        .collect();
+    Chart {
+        x: Axis::from_ticks(x_ticks),
+        y: Axis::from_ticks(y_ticks),
+        dots,
+        colors,
+        unfinished,
+    }
+}
+
+fn svg(dir: &Path, id: &str) -> String {
+    std::fs::read_to_string(dir.join(format!("{id}.svg")))
+        .unwrap_or_else(|err| panic!("{id}.svg: {err}"))
+}
+
+/// Every cell of `scenario` in the chart `id`: a dot at (threads, value) in its lock's
+/// colour, or a DNF mark.
+fn check_lines(dir: &Path, id: &str, scenario: &str, value: impl Fn(&Value) -> Option<f64>) {
+    let chart = read_chart(&svg(dir, id));
+    let mut unfinished = 0;
+    for cell in cells().iter().filter(|c| c["scenario"] == scenario) {
+        let lock = cell["lock"].as_str().unwrap();
+        let Some(v) = value(cell) else {
+            unfinished += 1;
+            continue;
+        };
+        let threads = cell["threads"].as_f64().unwrap();
+        let color = chart
+            .colors
+            .get(lock)
+            .unwrap_or_else(|| panic!("{id}: {lock} is not in the legend"));
+        let (px, py) = (chart.x.pixel(threads), chart.y.pixel(v));
+        let found = chart.dots.iter().any(|(cx, cy, fill)| {
+            fill == color && (cx - px).abs() <= 1.0 && (cy - py).abs() <= 1.5
+        });
+        assert!(
+            found,
+            "{id}: no {lock} dot at {threads} threads, {v} (pixel {px:.1}, {py:.1})"
+        );
+    }
+    assert_eq!(chart.unfinished, unfinished, "{id}: DNF marks");
+}
+
+fn median(cell: &Value) -> Option<f64> {
+    cell["summary"]["median"].as_f64()
+}
+
+#[test]
+fn every_cell_is_drawn_where_its_value_is() {
+    let dir = report("report-values");
+    check_lines(&dir, "loop", "loop", median);
+    check_lines(&dir, "mutex-load-10-pauses", "mutex-load", median);
+    // Fairness: the median over runs of min ÷ mean.
+    check_lines(
+        &dir,
+        "mutex-load-10-pauses-fairness",
+        "mutex-load",
+        |cell| {
+            let mut ratios: Vec<f64> = cell["runs"]
+                .as_array()?
+                .iter()
+                .map(|run| {
+                    run["per_thread"]["min"].as_f64().unwrap()
+                        / run["per_thread"]["mean"].as_f64().unwrap()
+                })
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            Some(ratios[ratios.len() / 2])
+        },
+    );
+}
+
+#[test]
+fn unfinished_cells_are_marked_not_dropped() {
+    let dir = report("report-dnf");
+    let loop_svg = svg(&dir, "loop");
+    assert_eq!(read_chart(&loop_svg).unfinished, 1);
+    assert!(
+        loop_svg.contains("did not finish"),
+        "the legend explains the mark"
+    );
+}
+
+#[test]
+fn bars_end_at_their_values() {
+    let dir = report("report-bars");
+    let chart = svg(&dir, "uncontended");
+    let ticks = Regex::new(r##"<text x="(-?\d+)" y="(-?\d+)" dy="0.76em" text-anchor="middle"[^>]*>\s*([0-9.]+[kMG]?)\s*</text>"##).unwrap();
+    let x = Axis::from_ticks(
+        ticks
+            .captures_iter(&chart)
+            .map(|t| (parse_number(&t[3]).unwrap(), t[1].parse().unwrap()))
+            .collect(),
+    );
+    let rects = Regex::new(
+        r##"<rect x="(\d+)" y="\d+" width="(\d+)" height="\d+" opacity="1" fill="#[0-9A-F]{6}""##,
+    )
+    .unwrap();
+    let ends: Vec<f64> = rects
+        .captures_iter(&chart)
+        .map(|r| r[1].parse::<f64>().unwrap() + r[2].parse::<f64>().unwrap())
+        .collect();
+    for cell in cells().iter().filter(|c| c["scenario"] == "uncontended") {
+        let want = x.pixel(median(cell).unwrap());
+        assert!(
+            ends.iter().any(|end| (end - want).abs() <= 1.5),
+            "no bar of {} ends at {want:.1}: {ends:?}",
+            cell["lock"]
+        );
+    }
+}
+
+#[test]
+fn a_starved_role_reaches_the_left_edge() {
+    let dir = report("report-ranges");
+    let chart = svg(&dir, "rw-fair-2-2");
+    for row in [
+        "default-rw readers",
+        "default-rw writers",
+        "pthread-rw-writer readers",
+        "pthread-rw-writer writers",
+    ] {
+        assert!(chart.contains(row), "rw-fair has no row {row}");
+    }
+    // The starved readers' span starts where the axis does, at zero.
+    let spans =
+        Regex::new(r##"<rect x="(\d+)" y="\d+" width="(\d+)" height="\d+" opacity="0.55""##)
+            .unwrap();
+    let starts: Vec<u32> = spans
+        .captures_iter(&chart)
+        .map(|s| s[1].parse().unwrap())
+        .collect();
+    let edge = starts.iter().min().copied().unwrap();
+    assert_eq!(
+        starts.iter().filter(|&&s| s == edge).count(),
+        1,
+        "one starved row: {starts:?}"
+    );
+}
+
+#[test]
+fn the_page_is_self_contained_and_names_its_machine_and_command() {
+    let dir = report("report-page");
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    for external in ["http://", "https://", " src=", "@import", "url("] {
+        assert!(!html.contains(external), "the page refers to {external}");
+    }
+    for fact in [
+        "Test CPU",
+        "Linux 6.18 x86_64",
+        "lockbench loop --json fixture.json",
+        "2026-11-25T12:00:00Z",
+        "31.0 ns one-way",
+    ] {
+        assert!(html.contains(fact), "the page does not show {fact}");
+    }
+    assert_eq!(
+        html.matches("<svg").count(),
+        std::fs::read_dir(&dir).unwrap().count() - 1,
+        "one inline chart per SVG file"
+    );
+    // c2c has no chart: a table.
+    assert!(html.contains("<h3>c2c</h3>"));
+}
+
+#[test]
+fn a_file_that_is_not_a_result_is_refused() {
+    let out = lockbench(&[
+        "report",
+        "Cargo.toml",
+        "-o",
+        scratch("report-bad").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("not a lockbench --json file"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = lockbench(&["report"]);
+    assert_eq!(out.status.code(), Some(2), "no file is a usage error");
+    let fixture = fixture("report.json");
+    let out = lockbench(&["report", fixture.to_str().unwrap(), "--locks", "std"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a measuring option is a usage error"
+    );
+    let out = lockbench(&[
+        "compare",
+        fixture.to_str().unwrap(),
+        fixture.to_str().unwrap(),
+        "--fail-on-regression",
+        "ten",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+fn compare(b: &str, extra: &[&str]) -> Output {
+    let (a, b) = (fixture("compare-a.json"), fixture(b));
+    let mut args = vec!["compare", a.to_str().unwrap(), b.to_str().unwrap()];
+    args.extend(extra);
+    lockbench(&args)
+}
+
+#[test]
+fn compare_the_same_file_finds_no_change() {
+    let out = compare("compare-a.json", &["--fail-on-regression", "0"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("12 cells in both: 0 better, 0 worse, 11 within noise"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn compare_calls_overlapping_ranges_noise() {
+    let out = compare("compare-noise.json", &["--fail-on-regression", "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("0 better, 0 worse, 11 within noise"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("+8.0%") || stdout.contains("-7.4%"),
+        "the medians moved: {stdout}"
+    );
+}
+
+#[test]
+fn compare_flags_a_real_regression_and_fails_on_it() {
+    let out = compare("compare-regression.json", &[]);
+    assert!(out.status.success(), "without a limit, only a report");
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("1 better, 1 worse, 9 within noise"),
+        "{stdout}"
+    );
+    let worse = stdout
+        .lines()
+        .find(|l| l.contains("WORSE"))
+        .expect("a WORSE row");
+    assert!(
+        worse.contains("mutex-load") && worse.contains("pthread") && worse.contains("-40%"),
+        "{worse}"
+    );
+    let out = compare("compare-regression.json", &["--fail-on-regression", "10"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("1 cell(s) worse by more than 10%"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = compare("compare-regression.json", &["--fail-on-regression", "50"]);
+    assert!(out.status.success(), "a 40% loss is within a 50% limit");
+}
