@@ -15,7 +15,7 @@
 //!   bad setting to stop it calls [`check`] at start-up; lockbench does, and exits
 //!   with status 2.
 //! - **Resolving never blocks.** Each setting is resolved by the first thread that
-//!   needs it ([`Resolved`]); a thread that asks while another resolves, or a signal
+//!   needs it (a `Resolved` cell); a thread that asks while another resolves, or a signal
 //!   handler that interrupts the resolving thread, gets a provisional value at once
 //!   instead of waiting (a `OnceLock` would make it wait, or deadlock in the handler).
 //! - **Fork-safe.** A child forked while its parent was resolving a setting would

@@ -1,5 +1,8 @@
 //! lockbench: re-runs the kernel seeds' lock experiments on klocks' userspace ports of
 //! the kernel's locks, next to std, parking_lot, glibc and spin.
+// The doc comments of the command-line types are clap's help text, printed as
+// written: `<L>` there is text, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
 
 mod locks;
 mod machine;
@@ -86,7 +89,8 @@ be written), 2 usage error.";
 ///
 /// Without a subcommand, runs the default suite (about a minute on a 2-CPU machine):
 /// c2c, uncontended, loop (seeds 000 and 003), false-sharing (seed 002) and
-/// overcommit (seed 003), printing every table. Every cell is repeated --runs times
+/// overcommit (seed 003), printing every table and writing them as charts to
+/// lockbench-report/index.html (--report DIR elsewhere). Every cell is repeated --runs times
 /// and reported as the median with [min–max]; a loop cell whose run hits its time
 /// cap, or an overcommit cell whose threads do not drain in time, is reported as not
 /// finished and not repeated. Every run is verified: the lock-protected counters must match
@@ -144,7 +148,7 @@ struct GlobalArgs {
     csv: Option<PathBuf>,
 
     /// Write the charts of this run as an HTML page and one SVG per chart into DIR
-    /// [default without a subcommand: lockbench-report]
+    /// [default for the default suite: lockbench-report]
     #[arg(long, global = true, value_name = "DIR")]
     report: Option<PathBuf>,
 
@@ -243,7 +247,7 @@ enum Command {
     /// verified: the counter must equal every operation, counted or late. Tables: the
     /// seed-003 comparison (base = ticket, patched = pvticket), all locks, the
     /// pvqspinlock bars (vs the better of parking_lot and pthread, short cs, 16–128
-    /// threads) and per-cell detail. Default locks: ticket, pvticket, qspinlock,
+    /// threads) and per-cell detail. Default locks: default, ticket, pvticket, qspinlock,
     /// pvqspinlock, std, parking_lot, pthread, pthread-adaptive, spin. The full default
     /// grid takes several minutes; with --seed-scale (3 s windows) over an hour.
     Overcommit(overcommit::Args),
@@ -412,8 +416,8 @@ enum Command {
     /// What lockbench runs without a subcommand: every scenario with its defaults,
     /// except loop with a 1 s cap, false-sharing with 250 ms runs and overcommit on a
     /// reduced grid (threads 4,16,64;
-    /// short cs; overcommit 1,2; 100 ms windows; 1 s drain cap; ticket, pvticket,
-    /// pvqspinlock, std, parking_lot, pthread). Scaled by --seed-scale (then loop and
+    /// short cs; overcommit 1,2; 100 ms windows; 1 s drain cap; default, ticket,
+    /// pvticket, pvqspinlock, std, parking_lot, pthread). Scaled by --seed-scale (then loop and
     /// overcommit run their full seed-scale grids), restricted by --locks, repeated
     /// --runs times. Not included: mutex-load (several minutes; run it by name).
     Suite,
@@ -645,7 +649,7 @@ fn write_outputs(
 fn run(cli: Cli) -> Result<(), Error> {
     let report_dir = match (&cli.global.report, &cli.command) {
         (Some(dir), _) => Some(dir.clone()),
-        (None, None) => Some(PathBuf::from("lockbench-report")),
+        (None, None | Some(Command::Suite)) => Some(PathBuf::from("lockbench-report")),
         (None, Some(_)) => None,
     };
     let steps = plan(cli.command, &cli.global.common());

@@ -79,6 +79,7 @@ const CS: &[Cs] = &[Cs::Short, Cs::Medium];
 const RATIOS: &[u32] = &[1, 2, 4];
 const WINDOW: Duration = Duration::from_millis(200);
 const LOCKS: &[LockName] = &[
+    LockName::Default,
     LockName::Ticket,
     LockName::PvTicket,
     LockName::QSpinLock,
@@ -94,6 +95,7 @@ const SUITE_RATIOS: &[u32] = &[1, 2];
 const SUITE_WINDOW: Duration = Duration::from_millis(100);
 const SUITE_DRAIN_CAP: Duration = Duration::from_secs(1);
 const SUITE_LOCKS: &[LockName] = &[
+    LockName::Default,
     LockName::Ticket,
     LockName::PvTicket,
     LockName::PvQSpinLock,
