@@ -441,7 +441,9 @@ enum Command {
     /// real, which it is only when the two min–max ranges do not overlap (or one
     /// file's cell did not finish). With --fail-on-regression PCT, exits with status 1
     /// when a real change makes a cell worse by more than PCT percent, so a lock
-    /// change can be guarded in CI.
+    /// change can be guarded in CI. A machine drifts between runs, moving every lock
+    /// together: --relative-to std (or any lock that did not change) first divides
+    /// each cell by that lock's cell of its own run.
     Compare(CompareArgs),
 
     /// Runs one window of one cell in this process (the windowed scenarios' child
@@ -474,6 +476,12 @@ struct CompareArgs {
     /// Exit with status 1 if a real change makes a cell worse by more than PCT percent
     #[arg(long, value_name = "PCT", value_parser = percentage)]
     fail_on_regression: Option<f64>,
+
+    /// Compare each cell as a ratio to LOCK's cell of the same scenario, setup and
+    /// threads in the same file (a lock that did not change between A and B, e.g.
+    /// std), so that a machine that got faster or slower between the runs cancels out
+    #[arg(long, value_name = "LOCK")]
+    relative_to: Option<String>,
 }
 
 /// A percentage from 0 to 1000.
@@ -719,7 +727,13 @@ fn compare(args: &CompareArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let comparison = results::compare::compare(&a, &b);
+    if let Some(lock) = &args.relative_to {
+        if !a.cells.iter().chain(&b.cells).any(|c| &c.lock == lock) {
+            eprintln!("lockbench: --relative-to {lock}: neither file measured {lock}");
+            return ExitCode::from(2);
+        }
+    }
+    let comparison = results::compare::compare(&a, &b, args.relative_to.as_deref());
     print!("{}", comparison.render());
     let Some(pct) = args.fail_on_regression else {
         return ExitCode::SUCCESS;

@@ -432,3 +432,36 @@ fn compare_flags_a_real_regression_and_fails_on_it() {
     let out = compare("compare-regression.json", &["--fail-on-regression", "50"]);
     assert!(out.status.success(), "a 40% loss is within a 50% limit");
 }
+
+#[test]
+fn compare_relative_to_a_lock_cancels_a_machine_that_drifted() {
+    // Every cell 30% slower: the machine, not a lock.
+    let out = compare("compare-drift.json", &["--fail-on-regression", "10"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the drift alone looks like regressions"
+    );
+    let out = compare(
+        "compare-drift.json",
+        &["--relative-to", "default", "--fail-on-regression", "10"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("10 cells in both: 0 better, 0 worse, 10 within noise"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("2 shared cells left out: a run has no finished default cell beside them"),
+        "{stdout}"
+    );
+    // A real regression survives the division.
+    let out = compare(
+        "compare-regression.json",
+        &["--relative-to", "default", "--fail-on-regression", "10"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let out = compare("compare-drift.json", &["--relative-to", "no-such-lock"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

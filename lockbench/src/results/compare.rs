@@ -4,11 +4,17 @@
 //! A change counts as real only when the two cells' min–max ranges do not overlap:
 //! with a few runs per cell, anything less is within the noise the runs themselves
 //! show. A cell that finished in one file and not in the other is a real change too.
+//!
+//! A machine drifts between two runs (another tenant's load, a vCPU moved, a warmer
+//! CPU): every lock gets faster or slower together, and the ranges of one run do not
+//! cover that. `--relative-to LOCK` compares each cell as a ratio to LOCK's cell of
+//! the same scenario, setup and threads in the same file, so that a change of the
+//! machine cancels out and a change of the lock under test remains.
 
 use std::fmt::Write as _;
 
 use super::{CellData, RunFile};
-use crate::report::{percent, si, Summary, Table};
+use crate::report::{num, percent, si, Summary, Table};
 
 /// How B's cell stands against A's.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,6 +56,10 @@ pub struct Comparison {
     pub only_b: usize,
     /// The machines differ (CPU model or count).
     pub machines: Option<String>,
+    /// The lock every cell was divided by, if any.
+    pub reference: Option<String>,
+    /// Shared cells left out because a file has no finished reference cell for them.
+    pub unreferenced: usize,
 }
 
 /// What identifies a cell across files: scenario, its setup, lock, threads.
@@ -77,16 +87,42 @@ fn finished(cell: &CellData) -> Option<Summary> {
     cell.summary.filter(|_| cell.unfinished.is_none())
 }
 
-/// Compares every cell the two files share.
-pub fn compare(a: &RunFile, b: &RunFile) -> Comparison {
+/// `cell`'s summary ÷ the reference lock's cell of the same scenario, setup and
+/// threads in `file`: median ÷ median, and a range that holds every ratio of a run of
+/// one to a run of the other. `Err` when `file` has no finished reference cell there.
+fn relative(file: &RunFile, cell: &CellData, lock: &str) -> Result<Option<Summary>, ()> {
+    let mut id = key(cell);
+    id[2] = lock.to_owned();
+    let reference = file.cells.iter().find(|c| key(c) == id).and_then(finished);
+    let reference = reference.ok_or(())?;
+    Ok(finished(cell).map(|s| Summary {
+        median: s.median / reference.median,
+        min: s.min / reference.max,
+        max: s.max / reference.min,
+    }))
+}
+
+/// Compares every cell the two files share, each as a ratio to `reference`'s cell
+/// of its run if one is named.
+pub fn compare(a: &RunFile, b: &RunFile, reference: Option<&str>) -> Comparison {
     let b_keys: Vec<[String; 4]> = b.cells.iter().map(key).collect();
     let mut rows = Vec::new();
+    let mut unreferenced = 0;
     for cell in &a.cells {
         let id = key(cell);
         let Some(other) = b_keys.iter().position(|k| *k == id).map(|i| &b.cells[i]) else {
             continue;
         };
-        let (sa, sb) = (finished(cell), finished(other));
+        let (sa, sb) = match reference {
+            None => (finished(cell), finished(other)),
+            Some(lock) => match (relative(a, cell, lock), relative(b, other, lock)) {
+                (Ok(sa), Ok(sb)) => (sa, sb),
+                _ => {
+                    unreferenced += 1;
+                    continue;
+                }
+            },
+        };
         let (gain, verdict) = match (sa, sb) {
             (Some(x), Some(y)) => judge(x, y, cell.lower_is_better()),
             (Some(_), None) => (None, Verdict::Worse),
@@ -110,10 +146,12 @@ pub fn compare(a: &RunFile, b: &RunFile) -> Comparison {
         )
     });
     Comparison {
-        only_a: a.cells.len() - rows.len(),
+        only_a: a.cells.len() - rows.len() - unreferenced,
         only_b: b_keys.iter().filter(|k| !a_keys.contains(k)).count(),
         rows,
         machines,
+        reference: reference.map(str::to_owned),
+        unreferenced,
     }
 }
 
@@ -145,8 +183,18 @@ impl Comparison {
 
     /// The table of every shared cell, then a summary line.
     pub fn render(&self) -> String {
+        let title = match &self.reference {
+            None => {
+                "compare: B against A (a change is real when the min–max ranges do not overlap)"
+                    .to_owned()
+            }
+            Some(lock) => format!(
+                "compare: B against A, each cell ÷ {lock}'s cell of its run (a change is real \
+                 when the min–max ranges do not overlap)"
+            ),
+        };
         let mut table = Table::new(
-            "compare: B against A (a change is real when the min–max ranges do not overlap)",
+            title,
             &[
                 "scenario",
                 "setup",
@@ -158,7 +206,8 @@ impl Comparison {
                 "verdict",
             ],
         );
-        let show = |s: Option<Summary>| s.map_or("DNF".to_owned(), |s| s.show(si));
+        let format = if self.reference.is_some() { num } else { si };
+        let show = |s: Option<Summary>| s.map_or("DNF".to_owned(), |s| s.show(format));
         for row in &self.rows {
             let gain = row.gain.map_or(String::new(), |g| {
                 format!("{}{}", if g >= 0.0 { "+" } else { "-" }, percent(g.abs()))
@@ -186,6 +235,13 @@ impl Comparison {
             self.only_a,
             self.only_b
         );
+        if let Some(lock) = self.reference.as_deref().filter(|_| self.unreferenced > 0) {
+            let _ = writeln!(
+                out,
+                "{} shared cells left out: a run has no finished {lock} cell beside them",
+                self.unreferenced
+            );
+        }
         if let Some(machines) = &self.machines {
             let _ = writeln!(out, "note: {machines}");
         }
