@@ -21,22 +21,22 @@
 //!
 //! | [`ProbeKind`] | how | cost per check | agreement | cost to the watched thread | limits |
 //! |---|---|---|---|---|---|
-//! | `PerfSwitch` (`perf`) | the owner opened a perf event on itself that logs its context switches in a ring; the waiter reads the newest record (`perf.rs`) | 3.5 ns (two uncontended RMWs and three loads) | 99.8–99.9% | every context switch writes a record: +1.4 µs per switch (1.35 → 2.72 µs, yield ping-pong); one fd and 2 locked pages per registered thread, at most [`MAX_WATCHED_THREADS`] (32) at once | `perf_event_open` allowed (refused under seccomp, `perf_event_paranoid` ≥ 3, fd or locked-memory limits); registered owners only, the first 32 alive at once |
-//! | `CpuClock` (`clock`) | the waiter reads the owner's thread CPU clock at most every 2 µs; advanced = ran (`cpu_clock.rs`) | 37 ns back to back (owner running), 32 ns (asleep): a clock read is ~0.5 µs, amortised over 2 µs | 83–92% | none while it has its CPU alone; **when another task waits for its CPU, the reads make the kernel send it 30–35k reschedule IPIs/s and it runs at 53–60% speed** (see below) | threads of this process |
-//! | `Budget` (`budget`) | nothing: always `None` | 0.4 ns | — | none | — |
+//! | `PerfSwitch` (`perf`) | the owner opened a perf event on itself that logs its context switches in a ring; the waiter reads the newest record (`perf.rs`) | a few ns (two uncontended RMWs and three loads) | near total | every context switch writes a record (about doubles a yield ping-pong's switch); one fd and 2 locked pages per registered thread, at most [`MAX_WATCHED_THREADS`] (32) at once | `perf_event_open` allowed (refused under seccomp, `perf_event_paranoid` ≥ 3, fd or locked-memory limits); registered owners only, the first 32 alive at once |
+//! | `CpuClock` (`clock`) | the waiter reads the owner's thread CPU clock at most every 2 µs; advanced = ran (`cpu_clock.rs`) | tens of ns: a clock read is a system call, amortised over 2 µs | most samples | none while it has its CPU alone; **when another task waits for its CPU, the reads make the kernel send it reschedule IPIs and slow it down** (see below) | threads of this process |
+//! | `Budget` (`budget`) | nothing: always `None` | under a ns | — | none | — |
 //!
-//! Costs and agreement are `lockbench owner-probe` on the 2-vCPU development VM
-//! (Linux 6.18, AMD EPYC): agreement is with a heartbeat the owner advances while
-//! it runs, the owner sharing its CPU with a hog, so it is preempted about half the
-//! time; each sample is one check and 2 µs.
+//! `lockbench owner-probe` measures the cost per check and the agreement with a
+//! heartbeat the owner advances while it runs, the owner sharing its CPU with a hog so
+//! that it is preempted about half the time; the development VM's figures are in
+//! `docs/results/owner-probe.txt`.
 //!
 //! Reading the CPU clock of a thread that is on a CPU makes the kernel lock that
 //! CPU's runqueue and bring the thread's runtime up to date (`task_sched_runtime` →
 //! `update_curr`). With another task runnable there, that update often decides the
 //! owner should yield (as the tick would, every 4 ms) and sends its CPU a reschedule
-//! IPI: measured, 30–40k IPIs/s with a read every 2 µs (still ~35k/s with one every
-//! 10 µs, ~15k/s every 20 µs), the owner's heartbeat rate per CPU-µs down to 53–60%,
-//! and the owner seen running in only 22–35% of the samples instead of ~49%. So
+//! IPI: tens of thousands per second with a read every few µs, the owner slowed to
+//! little more than half its speed and seen running in fewer samples than it ran
+//! (`docs/results/tuning.md`). So
 //! `CpuClock` is a fallback: it disturbs exactly the owners a waiter most needs to
 //! judge. The perf probe costs nothing at read time; its price is paid at every
 //! context switch of a registered thread, for the rest of its life.

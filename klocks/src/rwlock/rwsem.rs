@@ -116,6 +116,30 @@
 //! handoff:        (r,x,1,0) -> (r,x,1,1)              the front waiter, after HANDOFF_AFTER
 //! ```
 //!
+//! # The waiter's node
+//!
+//! A queued waiter spins and sleeps on the state word of a node in its own stack
+//! frame, not on the count. The waker decides under the queue lock and writes the
+//! nodes after dropping it; its swap is its last access to a node, whose frame may be
+//! gone as soon as the waiter sees the new state:
+//!
+//! ```text
+//!                  spin budget spent: cmpxchg (the waiter)
+//!      WAITING ------------------------------------------> SLEEPING
+//!       |  ^                                                 |
+//!       |  | a writer's try failed: store,                   | (same wakes; the waker's
+//!       |  | under the queue lock (the writer)               |  swap finds SLEEPING
+//!       |  |                                                 |  and calls futex_wake)
+//!       v  |                                                 v
+//!      WOKEN    swap (the waker): a writer tries again; a reader retries from the
+//!               fast path, keeping its waiting time
+//!      GRANTED  Release swap (the waker): a reader holds the lock
+//! ```
+//!
+//! `WAITING` and `SLEEPING` are the only states a waiter waits in; `WOKEN` and
+//! `GRANTED` are written only by a waker, at most once per wait (the queue lock and
+//! `WRITER_WOKEN` in the count keep every other waker off a node already told).
+//!
 //! # No lost wake-ups
 //!
 //! A waiter waits only after it is queued and `WAITERS` is set, under the queue lock.
@@ -224,25 +248,11 @@ pub const READER_NONSPIN_TTL: std::time::Duration = std::time::Duration::from_mi
 
 /// Under `Adaptive`, a reader takes the lock by spinning at most this many times in a
 /// row; then it queues (and queueing starts its count again). A departure from seed
-/// 001: with 40 readers and 40 writers on 2 CPUs, the few running readers passed a
+/// 001: with many readers and writers on few CPUs, the few running readers passed a
 /// reader-owned lock among themselves by spinning while the queued ones slept, so
-/// read phases ran for ~60k reads, the slowest reader got 0.10 of the readers' mean
-/// and writers 0.68 of the best policy's mean. lockbench `rw-fair`, 3 s windows, 3
-/// runs, `Adaptive`'s readers' mean, its worst run's slowest reader ÷ that run's mean,
-/// its writers' mean ÷ the best policy's:
-///
-/// | streak    | 40 + 40              | 8 + 8                |
-/// |-----------|----------------------|----------------------|
-/// | 1024      | 81k, 0.73, 0.95      | 115k, 0.90, 1.00     |
-/// | 2048      | 94k, 0.74, 0.92      | 171k, 0.84, 1.00     |
-/// | 4096      | 139k, 0.64, 0.90     | 279-324k, 0.79, 1.00 |
-/// | 16384     | 243k, 0.46, 0.85     | 829k, 0.79, 1.00     |
-/// | 65536     | 350k, 0.40, 0.74     | 1.37M, 0.73, 0.98    |
-/// | unbounded | 495-520k, 0.09, 0.68 | 1.48M, 0.54, 0.95    |
-///
-/// The bound trades the readers' share for the writers' where readers chain: at 8 + 8
-/// `Adaptive`'s readers now make 0.05-0.14 of `Always`'s reads (writers 1.2-1.4× theirs).
-/// The `rwsem` grid (half readers, half writers) did not move beyond its noise.
+/// read phases ran for tens of thousands of reads and the slowest reader got a tenth
+/// of the readers' mean. The bound trades the readers' share for the writers' where
+/// readers chain; lockbench `rw-fair` at each bound is in `docs/results/tuning.md`.
 const READER_SPIN_STREAK: u32 = 1024;
 
 /// The calling thread's run of reader acquisitions by spinning, across all `RwSem`s.

@@ -15,11 +15,10 @@
 //!   spin budget, as long as the queue is not empty; it queues at once only when the
 //!   queue is. It tries before it claims its queue node, so a steal costs no
 //!   thread-local node lookup. The threads that are running keep the lock busy while a
-//!   sleeping queue head wakes up (~33 µs in a VM), instead of the whole machine
-//!   waiting for it. The first version tried once and then queued: with 16-128
-//!   threads on 2 CPUs every running thread soon ended up asleep in the queue and one
-//!   of the two CPUs sat idle (1.0 CPU used of 2, 1.9M ops/s in lockbench `overcommit`
-//!   where parking_lot did 3.2M).
+//!   sleeping queue head wakes up (tens of µs in a VM), instead of the whole machine
+//!   waiting for it. A version that tried once and then queued let every running
+//!   thread end up asleep in the queue with more threads than CPUs, and a CPU sat idle
+//!   (`docs/results/tuning.md`).
 //! - **A patient queue head** (klocks' addition; the kernel's head blocks steals as
 //!   soon as it starts spinning). For its first spin budget the new head lets a running
 //!   thread that re-takes the lock back to back keep it. Steals while a queue exists
@@ -28,21 +27,19 @@
 //!   owner's gap between two sections, so the head looks again [`CONFIRM_NS`] later
 //!   and claims it only if nobody stole it in between, or else stays off the line for
 //!   [`BACKOFF_NS`]. On its own CPU the owner re-takes the lock in a few ns; a handoff
-//!   to the head costs a cache-line transfer (~80 ns here). In lockbench `loop` (1M
-//!   pairs per thread) two threads took 42-65 ms before and 21-24 ms with patience,
-//!   three 68-98 ms and 29-31 ms; with two threads the lock changed hands 476k times
-//!   before and 21-30k with patience (medians of 5 runs, three runs each). Confirming every
-//!   claim, not only after a steal, delayed each plain handoff by a `pause` and cost
-//!   `overcommit` ~6% at 3-4 threads; claiming only when the count had not moved for
-//!   500 ns cost it 25-40% at 2-4 threads, where sections alternate between two CPUs.
+//!   to the head costs a cache-line transfer. Patience halves lockbench `loop`'s time
+//!   at 2 and 3 threads and cuts its handoffs ~20-fold; confirming every claim (not
+//!   only after a steal) delays each plain handoff, and claiming only after a long
+//!   quiet period costs the sections that alternate between two CPUs (measurements:
+//!   `docs/results/tuning.md`).
 //! - **Bounded stealing, two ways.** After its patience the queue head sets `pending`
 //!   while it spins; stealing needs `pending == 0`, so the head takes the next release
 //!   (because steals exist, it claims the lock with cmpxchg: it is not the only eligible
 //!   thread, unlike seed 000's head). And a thread that has taken locks by stealing
 //!   [`STEAL_STREAK`] times in a row queues on its next slow path: without that, the
 //!   few running threads passed the lock among themselves and the sleeping ones got
-//!   it once per queue rotation (fairness, the slowest thread's operations ÷ the
-//!   mean, 0.27 at 64 threads; 0.94 with the bound). So a queued thread waits at most
+//!   it once per queue rotation (the slowest thread's share fell to a quarter of the
+//!   mean at 64 threads; `docs/results/tuning.md`). So a queued thread waits at most
 //!   its patience, plus one budget of spinning, behind running stealers, and each of
 //!   those at most `STEAL_STREAK` acquisitions.
 //! - **Queued waiters** spin on their own node, then mark it [`HALTED`] and sleep on
@@ -140,11 +137,9 @@ const NO_STEAL_MASK: u32 = LOCKED_MASK | PENDING_VAL;
 const CONFIRM_NS: u64 = 25;
 
 /// How long a patient head stays off the word after it saw a steal between two
-/// looks: each look pulls the line away from the owner and costs it a cache miss
-/// (the one-way transfer is ~33 ns with the two vCPUs near each other on the host,
-/// ~160 ns far apart), so the head looks rarely while the owner re-takes the lock. lockbench `loop`, 1M
-/// pairs per thread, 2 / 3 / 4 threads: 500 ns gave 33-36 / 47-50 / 75-77 ms, 2 µs
-/// 23-33 / 35-54 / 63-74 ms, with `overcommit` alike. (The 7-bit steal count is
+/// looks: each look pulls the line away from the owner and costs it a cache miss, so
+/// the head looks rarely while the owner re-takes the lock (2 µs beat 500 ns in
+/// lockbench `loop` at 2-4 threads: `docs/results/tuning.md`). (The 7-bit steal count is
 /// compared across `CONFIRM_NS`, a few steals at most; across a whole patience it
 /// may come round to the same value, which only costs one early claim.)
 const BACKOFF_NS: u64 = 2_000;
@@ -448,16 +443,9 @@ impl PvQSpinLock {
 }
 
 /// How many times in a row one thread may take a `PvQSpinLock` by stealing: then its
-/// next slow path queues without trying. lockbench `overcommit`, short critical
-/// sections, 16 / 64 / 128 threads on 2 CPUs, 1 s windows, median of 3 (ops/s,
-/// fairness = slowest thread ÷ mean):
-///
-/// | streak    | 16 threads  | 64 threads  | 128 threads |
-/// |-----------|-------------|-------------|-------------|
-/// | 512       | 2.72M 0.98  | 2.82M 0.94  | 2.72M 0.92  |
-/// | 1024      | 3.03M 0.98  | 2.96M 0.94  | 2.93M 0.88  |
-/// | 2048      | 2.90M 0.96  | 2.13M 0.86  | 2.93M 0.73  |
-/// | unbounded | 3.19M 0.83  | 3.15M 0.27  | 2.94M 0.26  |
+/// next slow path queues without trying. Shorter bounds cost throughput, longer ones
+/// fairness with many threads per CPU; 1024 kept both within a few percent of their
+/// best in lockbench `overcommit` (the table is in `docs/results/tuning.md`).
 const STEAL_STREAK: u32 = 1024;
 
 /// The calling thread's run of steals, across all `PvQSpinLock`s (see
