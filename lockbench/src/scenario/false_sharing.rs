@@ -10,7 +10,7 @@ use crossbeam_utils::CachePadded;
 use klocks::Padded;
 use lock_api::{Mutex, RawMutex};
 
-use super::watch::{self, Conditions, Watch};
+use super::watch::{self, CellWatch, Conditions};
 use super::{race, verify_count, Common, Error};
 use crate::locks::{BenchLock, LockName, RawLockVisitor};
 use crate::report::{si, Cell, Progress, Run, Table};
@@ -150,7 +150,7 @@ impl RawLockVisitor for Measure<'_> {
         let (threads, duration) = (self.threads, self.config.duration);
         // The line moving between CPUs is the cost measured: its price depends on
         // where the host placed the vCPUs, so the cell records it.
-        let watch = (threads > 1).then(Watch::start).transpose()?;
+        let watch = (threads > 1).then(CellWatch::start).transpose()?;
         let runs = (1..=self.config.runs)
             .map(|index| {
                 let context = format!(
@@ -164,7 +164,7 @@ impl RawLockVisitor for Measure<'_> {
                 }
             })
             .collect::<Result<Vec<_>, Error>>()?;
-        let conditions = watch.map(Watch::finish).transpose()?;
+        let conditions = watch.map(CellWatch::finish).transpose()?;
         let layout = Some(self.layout.name());
         Ok(Cell {
             conditions,

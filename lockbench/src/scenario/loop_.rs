@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use super::watch::{self, Conditions, Watch};
+use super::watch::{self, CellWatch, Conditions};
 use super::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::report::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
@@ -113,9 +113,9 @@ impl LockVisitor for Measure<'_> {
     type Output = Result<Cell, Error>;
 
     fn visit<L: BenchLock>(self) -> Result<Cell, Error> {
-        let watch = (self.threads > 1).then(Watch::start).transpose()?;
+        let watch = (self.threads > 1).then(CellWatch::start).transpose()?;
         let runs = self.runs::<L>()?;
-        let conditions = watch.map(Watch::finish).transpose()?;
+        let conditions = watch.map(CellWatch::finish).transpose()?;
         Ok(cell(L::NAME, self.threads, runs, conditions))
     }
 }

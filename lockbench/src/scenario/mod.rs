@@ -181,6 +181,22 @@ impl<L: BenchLock> Guarded<L> {
     }
 }
 
+/// A lock thread's result: its operations inside the window and after it.
+pub trait Tallied {
+    /// Operations finished inside the window.
+    fn counted(&self) -> u64;
+    /// Operations finished after the thread saw the stop flag.
+    fn late(&self) -> u64;
+}
+
+/// Spins `pauses` `spin_loop()`s (x86 `pause`): the load inside and outside the lock.
+#[inline]
+pub fn pause(pauses: u32) {
+    for _ in 0..pauses {
+        std::hint::spin_loop();
+    }
+}
+
 /// Asks workers to stop early; they poll it once per operation.
 pub struct Stop(CachePadded<AtomicBool>);
 

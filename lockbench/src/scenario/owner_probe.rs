@@ -212,7 +212,7 @@ fn repeat(runs: u32, mut one: impl FnMut() -> Result<Run, Error>) -> Result<Vec<
 
 /// Runs `measure` between two looks at the machine (c2c placement, other load).
 fn observed<T>(measure: impl FnOnce() -> Result<T, Error>) -> Result<(T, Conditions), Error> {
-    let watch = watch::Watch::start()?;
+    let watch = watch::CellWatch::start()?;
     let measured = measure()?;
     Ok((measured, watch.finish()?))
 }

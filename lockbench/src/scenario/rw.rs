@@ -27,8 +27,7 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 use serde::{Deserialize, Serialize};
 
-use super::windowed::{pause, Tallied};
-use super::{Error, Stop};
+use super::{pause, Error, Stop, Tallied};
 use crate::report::{num, Cell, PerThread, RwRun};
 use crate::rwlocks::BenchRwLock;
 

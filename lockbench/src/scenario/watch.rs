@@ -4,16 +4,10 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
-
 use super::{c2c, Error};
 use crate::machine::{self, CpuTimes};
 use crate::report::{Cell, Table};
-
-/// Largest one-way c2c latency that counts as "near". This host shows two clusters,
-/// 32–42 ns (both vCPUs on one core complex) and about 170 ns (far apart); 80 ns
-/// sits between them with room on both sides.
-pub const NEAR_MAX_NS: f64 = 80.0;
+pub use crate::report::{Conditions, Placement, NEAR_MAX_NS};
 
 /// Share of the cell's CPU capacity (span × online CPUs) that steal plus other
 /// processes may take before the cell is flagged noisy.
@@ -30,107 +24,15 @@ const PLACEMENT_NOTE: &str =
 const NOISY_NOTE: &str =
     "! noisy: steal plus other processes took over 5% of the CPU time during the cell";
 
-/// Where the host had placed the two probe vCPUs relative to each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Placement {
-    /// One-way latency up to [`NEAR_MAX_NS`].
-    Near,
-    /// Anything slower.
-    Far,
-}
-
-impl Placement {
-    /// Classifies a one-way latency.
-    pub fn of(one_way_ns: f64) -> Self {
-        if one_way_ns <= NEAR_MAX_NS {
-            Placement::Near
-        } else {
-            Placement::Far
-        }
-    }
-
-    /// `near` or `far`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Placement::Near => "near",
-            Placement::Far => "far",
-        }
-    }
-}
-
-/// What surrounded a cell.
-#[derive(Debug, Clone, Serialize)]
-pub struct Conditions {
-    /// One-way c2c latency probed just before the cell (none on one CPU).
-    pub c2c_before_ns: Option<f64>,
-    /// ... and just after.
-    pub c2c_after_ns: Option<f64>,
-    /// Placement before.
-    pub placement_before: Option<Placement>,
-    /// Placement after.
-    pub placement_after: Option<Placement>,
-    /// The two placements differ: the host moved a vCPU during the cell.
-    pub placement_changed: bool,
-    /// Cost of one `pause` probed just before the cell ([`machine::pause_probe_ns`]).
-    pub pause_before_ns: f64,
-    /// ... and just after.
-    pub pause_after_ns: f64,
-    /// Wall time between the two /proc/stat reads.
-    pub span_ms: f64,
-    /// CPU time the hypervisor gave to others (steal).
-    pub steal_ms: f64,
-    /// CPU time other processes used.
-    pub others_ms: f64,
-    /// Steal plus others exceeded [`NOISY_SHARE`] of the capacity.
-    pub noisy: bool,
-}
-
-impl Conditions {
-    /// The mean of the probes, the c2c latency the cell ran under.
-    pub fn c2c_ns(&self) -> Option<f64> {
-        match (self.c2c_before_ns, self.c2c_after_ns) {
-            (Some(before), Some(after)) => Some((before + after) / 2.0),
-            (one, other) => one.or(other),
-        }
-    }
-
-    /// The mean of the pause probes, the cost of a `pause` the cell ran under.
-    pub fn pause_ns(&self) -> f64 {
-        (self.pause_before_ns + self.pause_after_ns) / 2.0
-    }
-
-    /// `*` for a placement change, `!` for noise.
-    pub fn marks(&self) -> &'static str {
-        match (self.placement_changed, self.noisy) {
-            (true, true) => "*!",
-            (true, false) => "*",
-            (false, true) => "!",
-            (false, false) => "",
-        }
-    }
-
-    /// `near`, `far`, or `near→far`.
-    pub fn placement(&self) -> String {
-        match (self.placement_before, self.placement_after) {
-            (Some(before), Some(after)) if before != after => {
-                format!("{}→{}", before.name(), after.name())
-            }
-            (Some(place), _) | (None, Some(place)) => place.name().to_owned(),
-            (None, None) => "-".to_owned(),
-        }
-    }
-}
-
 /// Watches one cell: start it before the cell's first run, finish it after its last.
-pub struct Watch {
+pub struct CellWatch {
     c2c_before_ns: Option<f64>,
     pause_before_ns: f64,
     cpu_before: Option<CpuTimes>,
     start: Instant,
 }
 
-impl Watch {
+impl CellWatch {
     /// Probes c2c and the pause, then snapshots the CPU times.
     pub fn start() -> Result<Self, Error> {
         let c2c_before_ns = c2c::probe()?;

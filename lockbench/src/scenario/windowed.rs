@@ -38,8 +38,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::rw::{self, RwCounts, RwGuarded};
-use super::watch::{self, Conditions, Watch};
-use super::{join, parse_secs, race_announced, verify_count, Common, Error, Guarded, Race, Stop};
+use super::watch::{self, CellWatch, Conditions};
+use super::{
+    join, parse_secs, pause, race_announced, verify_count, Common, Error, Guarded, Race, Stop,
+    Tallied,
+};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::machine;
 use crate::report::{num, si, Cell, Drain, PerThread, Progress, Run, Table, Unfinished};
@@ -207,13 +210,13 @@ pub fn cells(grid: &impl Grid) -> u64 {
 /// Measures every cell, rows in table order. Within a row the locks take turns, one
 /// run each per round, so that the host's drift (where it places our vCPUs, what a
 /// `pause` costs: both move within seconds here) falls on every lock of the row
-/// alike; one [`Watch`] spans the row, and each of its cells carries its conditions.
+/// alike; one [`CellWatch`] spans the row, and each of its cells carries its conditions.
 pub fn run<G: Grid>(grid: &G, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let plan = grid.plan();
     let mut cells = Vec::new();
     for row in grid.rows() {
         let work = grid.work(&row);
-        let watch = Watch::start()?;
+        let watch = CellWatch::start()?;
         let mut series: Vec<Series<G::Lock>> = plan
             .locks
             .iter()
@@ -634,14 +637,6 @@ impl Measured {
     }
 }
 
-/// A lock thread's result: its operations inside the window and after it.
-pub trait Tallied {
-    /// Operations finished inside the window.
-    fn counted(&self) -> u64;
-    /// Operations finished after the thread saw the stop flag.
-    fn late(&self) -> u64;
-}
-
 impl Tallied for Tally {
     fn counted(&self) -> u64 {
         self.counted
@@ -700,14 +695,6 @@ fn work<L: BenchLock>(guarded: &Guarded<L>, me: usize, args: &CellArgs, stop: &S
 /// A CPU hog, the load of another VM's vCPU: spins, touching no lock.
 fn hog(stop: &Stop) {
     while !stop.requested() {
-        std::hint::spin_loop();
-    }
-}
-
-/// Spins `pauses` `spin_loop()`s (x86 `pause`): the load inside and outside the lock.
-#[inline]
-pub fn pause(pauses: u32) {
-    for _ in 0..pauses {
         std::hint::spin_loop();
     }
 }

@@ -1,15 +1,19 @@
-//! Results and their outputs: aligned text tables, `--json`, `--csv`, the progress bar.
+//! Results: the cells a scenario measures and the runs in them (this module), and
+//! their outputs: aligned text tables ([`table`]), `--json` and `--csv` ([`output`]),
+//! the progress bar ([`progress`]), and what the machine did around a cell
+//! ([`conditions`]).
 
-use std::fmt;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::Path;
+mod conditions;
+mod output;
+mod progress;
+mod table;
 
-use indicatif::{ProgressBar, ProgressStyle};
+pub use conditions::{Conditions, Placement, NEAR_MAX_NS};
+pub use output::{to_json, write_csv, write_json};
+pub use progress::Progress;
+pub use table::{num, percent, si, Table};
+
 use serde::{Deserialize, Serialize};
-
-use crate::machine::Machine;
-use crate::scenario::watch::Conditions;
 
 /// Median and range of a cell's runs.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -374,258 +378,6 @@ impl Cell {
     }
 }
 
-/// A plain-text table: first column left-aligned, the others right-aligned.
-#[derive(Debug)]
-pub struct Table {
-    title: String,
-    headers: Vec<String>,
-    rows: Vec<Vec<String>>,
-    notes: Vec<String>,
-}
-
-impl Table {
-    /// An empty table.
-    pub fn new(title: impl Into<String>, headers: &[&str]) -> Self {
-        Self {
-            title: title.into(),
-            headers: headers.iter().map(|h| (*h).to_owned()).collect(),
-            rows: Vec::new(),
-            notes: Vec::new(),
-        }
-    }
-
-    /// Appends a row (one entry per header).
-    pub fn row(&mut self, row: Vec<String>) {
-        assert_eq!(
-            row.len(),
-            self.headers.len(),
-            "a row needs one entry per header"
-        );
-        self.rows.push(row);
-    }
-
-    /// Appends a line under the table, once.
-    pub fn note(&mut self, note: impl Into<String>) {
-        let note = note.into();
-        if !self.notes.contains(&note) {
-            self.notes.push(note);
-        }
-    }
-
-    fn widths(&self) -> Vec<usize> {
-        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
-        for row in &self.rows {
-            for (width, cell) in widths.iter_mut().zip(row) {
-                *width = (*width).max(cell.chars().count());
-            }
-        }
-        widths
-    }
-}
-
-fn write_row(f: &mut fmt::Formatter<'_>, row: &[String], widths: &[usize]) -> fmt::Result {
-    for (i, (cell, &width)) in row.iter().zip(widths).enumerate() {
-        let pad = " ".repeat(width - cell.chars().count());
-        match i {
-            0 => write!(f, "{cell}{pad}")?,
-            _ => write!(f, "  {pad}{cell}")?,
-        }
-    }
-    writeln!(f)
-}
-
-impl fmt::Display for Table {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let widths = self.widths();
-        writeln!(f, "{}", self.title)?;
-        write_row(f, &self.headers, &widths)?;
-        let rule: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
-        writeln!(f, "{}", "-".repeat(rule))?;
-        for row in &self.rows {
-            write_row(f, row, &widths)?;
-        }
-        for note in &self.notes {
-            writeln!(f, "{note}")?;
-        }
-        Ok(())
-    }
-}
-
-/// Three significant digits (at least), no exponent: `0.412`, `41.2`, `4120`.
-pub fn num(x: f64) -> String {
-    let decimals = match x.abs() {
-        a if a >= 100.0 => 0,
-        a if a >= 10.0 => 1,
-        a if a >= 1.0 => 2,
-        _ => 3,
-    };
-    format!("{x:.decimals$}")
-}
-
-/// A rate with an SI suffix: `41.2M`.
-pub fn si(x: f64) -> String {
-    match x.abs() {
-        a if a >= 1e9 => format!("{}G", num(x / 1e9)),
-        a if a >= 1e6 => format!("{}M", num(x / 1e6)),
-        a if a >= 1e3 => format!("{}k", num(x / 1e3)),
-        _ => num(x),
-    }
-}
-
-/// A fraction as a percentage, with more digits when it is small: `0.013%`, `3.2%`, `41%`.
-pub fn percent(fraction: f64) -> String {
-    let pct = fraction * 100.0;
-    match pct {
-        p if p >= 10.0 => format!("{p:.0}%"),
-        p if p >= 1.0 => format!("{p:.1}%"),
-        p if p >= 0.01 => format!("{p:.2}%"),
-        p => format!("{p:.4}%"),
-    }
-}
-
-#[derive(Serialize)]
-struct JsonReport<'a> {
-    machine: &'a Machine,
-    command: Vec<String>,
-    date: String,
-    cells: &'a [Cell],
-}
-
-/// Every cell with all its runs, plus the machine, the command line and the date: what
-/// `--json` writes.
-pub fn to_json(machine: &Machine, cells: &[Cell]) -> serde_json::Result<serde_json::Value> {
-    serde_json::to_value(JsonReport {
-        machine,
-        command: std::env::args().collect(),
-        date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        cells,
-    })
-}
-
-/// Writes [`to_json`] to `path`.
-pub fn write_json(path: &Path, machine: &Machine, cells: &[Cell]) -> io::Result<()> {
-    let report = to_json(machine, cells)?;
-    let mut out = BufWriter::new(File::create(path)?);
-    serde_json::to_writer_pretty(&mut out, &report)?;
-    writeln!(out)?;
-    out.flush()
-}
-
-const CSV_HEADER: &str = "scenario,lock,threads,layout,unit,median,min,max,runs,finished,\
-progress_pct,ns_per_handoff,handoff_per_c2c,c2c_before_ns,c2c_after_ns,placement_changed,\
-pause_before_ns,pause_after_ns,steal_ms,others_ms,noisy,cs,overcommit,load_pauses,min_per_mean,max_per_mean,drain_ms,\
-readers,writers,reads_per_s,writes_per_s,reader_group";
-
-fn opt(value: Option<f64>) -> String {
-    value.map(|v| v.to_string()).unwrap_or_default()
-}
-
-fn csv_row(cell: &Cell) -> String {
-    let summary = cell.summary.as_ref();
-    let conditions = cell.conditions.as_ref();
-    let fields = [
-        cell.scenario.to_owned(),
-        cell.lock.to_owned(),
-        cell.threads.to_string(),
-        cell.layout.unwrap_or_default().to_owned(),
-        cell.unit.to_owned(),
-        opt(summary.map(|s| s.median)),
-        opt(summary.map(|s| s.min)),
-        opt(summary.map(|s| s.max)),
-        cell.runs.len().to_string(),
-        cell.unfinished.is_none().to_string(),
-        opt(cell
-            .unfinished
-            .and_then(|u| u.progress())
-            .map(|p| p * 100.0)),
-        opt(cell.handoff.map(|h| h.ns_per_handoff)),
-        opt(cell.handoff.and_then(|h| h.per_c2c)),
-        opt(conditions.and_then(|c| c.c2c_before_ns)),
-        opt(conditions.and_then(|c| c.c2c_after_ns)),
-        conditions
-            .map(|c| c.placement_changed.to_string())
-            .unwrap_or_default(),
-        opt(conditions.map(|c| c.pause_before_ns)),
-        opt(conditions.map(|c| c.pause_after_ns)),
-        opt(conditions.map(|c| c.steal_ms)),
-        opt(conditions.map(|c| c.others_ms)),
-        conditions.map(|c| c.noisy.to_string()).unwrap_or_default(),
-        cell.overcommit.map(|o| o.cs).unwrap_or_default().to_owned(),
-        cell.overcommit
-            .map(|o| o.ratio.to_string())
-            .unwrap_or_default(),
-        cell.mutex_load
-            .map(|m| m.load_pauses)
-            .or(cell.rw.map(|rw| rw.load_pauses))
-            .map(|pauses| pauses.to_string())
-            .unwrap_or_default(),
-        opt(cell.median_of(|run| run.per_thread.map(|p| p.min_per_mean()))),
-        opt(cell.median_of(|run| run.per_thread.map(|p| p.max_per_mean()))),
-        opt(cell.median_of(|run| run.drain.map(|d| d.ms))),
-        cell.rw.map(|rw| rw.readers.to_string()).unwrap_or_default(),
-        cell.rw.map(|rw| rw.writers.to_string()).unwrap_or_default(),
-        opt(cell.median_of(|run| run.rw.map(|rw| rw.reads_per_s))),
-        opt(cell.median_of(|run| run.rw.map(|rw| rw.writes_per_s))),
-        opt(cell.median_of(|run| run.rw.and_then(|rw| rw.reader_group))),
-    ];
-    fields.map(|f| csv_field(&f)).join(",")
-}
-
-/// Quotes a field that needs it (RFC 4180).
-fn csv_field(field: &str) -> String {
-    if field.contains([',', '"', '\n']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_owned()
-    }
-}
-
-/// Writes one row per cell.
-pub fn write_csv(path: &Path, cells: &[Cell]) -> io::Result<()> {
-    let mut out = BufWriter::new(File::create(path)?);
-    writeln!(out, "{CSV_HEADER}")?;
-    for cell in cells {
-        writeln!(out, "{}", csv_row(cell))?;
-    }
-    out.flush()
-}
-
-/// A progress bar on stderr over all cells of a command; invisible when stderr is
-/// not a terminal. It only redraws between cells, never while one is measured.
-pub struct Progress(ProgressBar);
-
-impl Progress {
-    /// A bar over `cells` cells.
-    pub fn new(cells: u64) -> Self {
-        let bar = ProgressBar::new(cells);
-        let style = ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
-        bar.set_style(style);
-        Self(bar)
-    }
-
-    /// Names the cell now being measured.
-    pub fn start(&self, label: impl Into<String>) {
-        self.0.set_message(label.into());
-    }
-
-    /// Counts a cell as done.
-    pub fn done(&self) {
-        self.0.inc(1);
-    }
-
-    /// Prints to stdout without tearing the bar.
-    pub fn print(&self, text: &str) {
-        self.0.suspend(|| print!("{text}"));
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.0.finish_and_clear();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -636,16 +388,6 @@ mod tests {
         assert_eq!((odd.median, odd.min, odd.max), (2.0, 1.0, 3.0));
         assert_eq!(Summary::of([4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
         assert!(Summary::of([]).is_none());
-    }
-
-    #[test]
-    fn numbers_keep_three_digits() {
-        assert_eq!(num(0.4123), "0.412");
-        assert_eq!(num(41.23), "41.2");
-        assert_eq!(num(4123.4), "4123");
-        assert_eq!(si(41_234_567.0), "41.2M");
-        assert_eq!(percent(0.0312), "3.1%");
-        assert_eq!(percent(0.000_12), "0.01%");
     }
 
     #[test]
@@ -669,24 +411,5 @@ mod tests {
         let undrained = Unfinished::Undrained { cap_secs: 0.5 };
         assert_eq!(undrained.short(), "DNF (drain > 0.5 s)");
         assert_eq!(undrained.progress(), None);
-    }
-
-    #[test]
-    fn tables_align_columns() {
-        let mut table = Table::new("t", &["lock", "ns"]);
-        table.row(vec!["std".to_owned(), "4.41".to_owned()]);
-        table.row(vec!["qspinlock".to_owned(), "12.3 [11–13]".to_owned()]);
-        let text = table.to_string();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[1], "lock                 ns");
-        assert_eq!(lines[3], "std                4.41");
-        assert_eq!(lines[4], "qspinlock  12.3 [11–13]");
-    }
-
-    #[test]
-    fn csv_quotes_only_what_needs_it() {
-        assert_eq!(csv_field("std"), "std");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
     }
 }

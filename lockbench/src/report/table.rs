@@ -1,0 +1,139 @@
+//! Aligned plain-text tables and the number formats of every table.
+
+use std::fmt;
+
+/// A plain-text table: first column left-aligned, the others right-aligned.
+#[derive(Debug)]
+pub struct Table {
+    title: String,
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+    notes: Vec<String>,
+}
+
+impl Table {
+    /// An empty table.
+    pub fn new(title: impl Into<String>, headers: &[&str]) -> Self {
+        Self {
+            title: title.into(),
+            headers: headers.iter().map(|h| (*h).to_owned()).collect(),
+            rows: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Appends a row (one entry per header).
+    pub fn row(&mut self, row: Vec<String>) {
+        assert_eq!(
+            row.len(),
+            self.headers.len(),
+            "a row needs one entry per header"
+        );
+        self.rows.push(row);
+    }
+
+    /// Appends a line under the table, once.
+    pub fn note(&mut self, note: impl Into<String>) {
+        let note = note.into();
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
+        }
+    }
+
+    fn widths(&self) -> Vec<usize> {
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        widths
+    }
+}
+
+fn write_row(f: &mut fmt::Formatter<'_>, row: &[String], widths: &[usize]) -> fmt::Result {
+    for (i, (cell, &width)) in row.iter().zip(widths).enumerate() {
+        let pad = " ".repeat(width - cell.chars().count());
+        match i {
+            0 => write!(f, "{cell}{pad}")?,
+            _ => write!(f, "  {pad}{cell}")?,
+        }
+    }
+    writeln!(f)
+}
+
+impl fmt::Display for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let widths = self.widths();
+        writeln!(f, "{}", self.title)?;
+        write_row(f, &self.headers, &widths)?;
+        let rule: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+        writeln!(f, "{}", "-".repeat(rule))?;
+        for row in &self.rows {
+            write_row(f, row, &widths)?;
+        }
+        for note in &self.notes {
+            writeln!(f, "{note}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Three significant digits (at least), no exponent: `0.412`, `41.2`, `4120`.
+pub fn num(x: f64) -> String {
+    let decimals = match x.abs() {
+        a if a >= 100.0 => 0,
+        a if a >= 10.0 => 1,
+        a if a >= 1.0 => 2,
+        _ => 3,
+    };
+    format!("{x:.decimals$}")
+}
+
+/// A rate with an SI suffix: `41.2M`.
+pub fn si(x: f64) -> String {
+    match x.abs() {
+        a if a >= 1e9 => format!("{}G", num(x / 1e9)),
+        a if a >= 1e6 => format!("{}M", num(x / 1e6)),
+        a if a >= 1e3 => format!("{}k", num(x / 1e3)),
+        _ => num(x),
+    }
+}
+
+/// A fraction as a percentage, with more digits when it is small: `0.013%`, `3.2%`, `41%`.
+pub fn percent(fraction: f64) -> String {
+    let pct = fraction * 100.0;
+    match pct {
+        p if p >= 10.0 => format!("{p:.0}%"),
+        p if p >= 1.0 => format!("{p:.1}%"),
+        p if p >= 0.01 => format!("{p:.2}%"),
+        p => format!("{p:.4}%"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_three_digits() {
+        assert_eq!(num(0.4123), "0.412");
+        assert_eq!(num(41.23), "41.2");
+        assert_eq!(num(4123.4), "4123");
+        assert_eq!(si(41_234_567.0), "41.2M");
+        assert_eq!(percent(0.0312), "3.1%");
+        assert_eq!(percent(0.000_12), "0.01%");
+    }
+
+    #[test]
+    fn tables_align_columns() {
+        let mut table = Table::new("t", &["lock", "ns"]);
+        table.row(vec!["std".to_owned(), "4.41".to_owned()]);
+        table.row(vec!["qspinlock".to_owned(), "12.3 [11–13]".to_owned()]);
+        let text = table.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "lock                 ns");
+        assert_eq!(lines[3], "std                4.41");
+        assert_eq!(lines[4], "qspinlock  12.3 [11–13]");
+    }
+}
