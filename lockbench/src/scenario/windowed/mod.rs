@@ -1,0 +1,347 @@
+//! Fixed-window runs in a child process: the harness that overcommit (seed 003),
+//! mutex-load (seed 004), rwsem and rw-fair (seed 001) share, and the table pieces
+//! they print.
+//!
+//! T threads loop for a fixed window: take the lock, spin `inside` pauses and
+//! increment a plain counter inside it, release it, then spin `outside` pauses.
+//! Beside them `hogs` threads may spin without touching any lock (overcommit's
+//! stand-in for other VMs' vCPUs). With a reader-writer lock the first `readers`
+//! threads take it shared and the others exclusive, around the critical sections of
+//! [`super::rw`].
+//!
+//! The clock starts before the start gate opens; at the end of the window the stop
+//! flag is raised and only the operations finished before a thread saw it count. The
+//! threads then drain: each finishes its operation in flight, and a thread queued on
+//! a FIFO lock must still take it once. The drain time is reported; every run is
+//! verified (the guarded counter must equal every operation, counted or late).
+//!
+//! Each run happens in a child process (this binary, re-executed with the hidden
+//! `__window-cell` subcommand, printing JSON lines), because a pure FIFO spinlock
+//! with dozens of threads on 2 CPUs can take minutes to drain (every handoff to a
+//! preempted waiter costs a time slice), and its spinning threads would pollute every
+//! later cell. The parent gives the drain a cap, kills the child when it runs out and
+//! reports the cell as not finished.
+//!
+//! The locks of a row run interleaved: round 1 runs each lock once, then round 2, and
+//! so on. Run one lock's repetitions back to back instead and a row compares locks
+//! measured minutes apart: in one mutex-load run spinfutex's five runs of 64 threads
+//! at load 1 all fell in a "far" vCPU placement (29.9k ops/s) and parking_lot's mostly
+//! in a "near" one (34.1k), a 0.88× ratio where other runs measured 1.00–1.12×.
+//!
+//! Here: the grid of rows and locks and the rounds that measure it; [`child`] runs a
+//! cell's process and reads its report, [`cell`](mod@cell) is that process's side, [`tables`]
+//! the table pieces the scenarios print.
+
+mod cell;
+mod child;
+mod tables;
+
+pub use cell::{cell, CellArgs};
+pub use tables::*;
+
+use std::fmt;
+use std::time::Duration;
+
+use super::rw;
+use super::watch::{CellWatch, Conditions};
+use super::{parse_secs, verify_count, Common, Error};
+use crate::locks::LockName;
+use crate::report::{Cell, Drain, PerThread, Progress, Run, Unfinished};
+use crate::rwlocks::RwLockName;
+
+use child::CellProcess;
+
+/// The hidden subcommand that runs one window in a child process.
+pub const CELL_COMMAND: &str = "__window-cell";
+
+/// Windows shorter than this flatter collapsing FIFO locks (BENCHMARKS.md).
+pub const TRUSTED_WINDOW: Duration = Duration::from_secs(3);
+
+/// The window with --seed-scale: one to trust.
+pub const SEED_WINDOW: Duration = TRUSTED_WINDOW;
+
+/// The default drain cap, hundreds of times what the sleeping locks need (about 10 ms
+/// for 256 threads on the development VM).
+pub const DRAIN_CAP: Duration = Duration::from_secs(3);
+
+/// How long a cell process may take to spawn its threads and open its start gate.
+pub(super) const SETUP_CAP: Duration = Duration::from_secs(30);
+
+/// `--window-ms` and `--drain-cap-secs`, shared by the windowed scenarios.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct WindowArgs {
+    /// Measurement window of each run, in milliseconds. Short windows flatter
+    /// collapsing FIFO locks (start-up burst) [default: 200 for overcommit, 1000 for
+    /// mutex-load, 500 for rwsem, 1000 for rw-fair; 3000 with --seed-scale]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub window_ms: Option<u64>,
+
+    /// How long the threads may take to return after the window, in seconds, before
+    /// the run's process is killed and the cell reported as "DNF (drain > N s)"
+    /// [default: 3]
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub drain_cap_secs: Option<Duration>,
+}
+
+/// A lock a windowed cell can run: a mutex ([`LockName`]) or a reader-writer lock
+/// ([`RwLockName`]).
+pub trait CellLock: Copy + PartialEq + fmt::Debug + 'static {
+    /// The cell subcommand's option that names it.
+    const OPTION: &'static str;
+    /// Whether its cells split their threads into readers and writers.
+    const READER_WRITER: bool;
+    /// Its name in tables and on the command line.
+    fn name(self) -> &'static str;
+}
+
+impl CellLock for LockName {
+    const OPTION: &'static str = "--lock";
+    const READER_WRITER: bool = false;
+    fn name(self) -> &'static str {
+        LockName::name(self)
+    }
+}
+
+impl CellLock for RwLockName {
+    const OPTION: &'static str = "--rwlock";
+    const READER_WRITER: bool = true;
+    fn name(self) -> &'static str {
+        RwLockName::name(self)
+    }
+}
+
+/// What a windowed scenario is configured with besides its rows.
+#[derive(Debug, Clone)]
+pub struct Plan<L = LockName> {
+    /// The locks: one cell each per row.
+    pub locks: Vec<L>,
+    /// The measurement window of each run.
+    pub window: Duration,
+    /// How long the threads may take to return after the window.
+    pub drain_cap: Duration,
+    /// Repetitions per cell.
+    pub runs: u32,
+}
+
+impl Plan {
+    /// From the command line: `--locks`, else `locks`; `--window-ms`, else
+    /// [`SEED_WINDOW`] with --seed-scale, else `window`; `--drain-cap-secs`, else
+    /// [`DRAIN_CAP`].
+    pub fn new(args: &WindowArgs, common: &Common, locks: &[LockName], window: Duration) -> Self {
+        let locks = common.locks.clone().unwrap_or_else(|| locks.to_vec());
+        Self::with_locks(args, common, locks, window)
+    }
+}
+
+impl<L: CellLock> Plan<L> {
+    /// `locks`, and the rest as in [`Plan::new`].
+    pub fn with_locks(args: &WindowArgs, common: &Common, locks: Vec<L>, window: Duration) -> Self {
+        Self {
+            locks,
+            window: match (args.window_ms, common.seed_scale) {
+                (Some(ms), _) => Duration::from_millis(ms),
+                (None, true) => SEED_WINDOW,
+                (None, false) => window,
+            },
+            drain_cap: args.drain_cap_secs.unwrap_or(DRAIN_CAP),
+            runs: common.runs,
+        }
+    }
+
+    /// `kops/s of all threads in a 1000 ms window (median of up to 3 runs)`, with
+    /// `unit` for kops/s.
+    pub fn scale(&self, unit: &str) -> String {
+        format!(
+            "{unit} of all threads in a {} ms window (median of up to {} runs)",
+            self.window.as_millis(),
+            self.runs
+        )
+    }
+}
+
+/// What a row's threads do, per operation and beside them.
+#[derive(Debug, Clone, Copy)]
+pub struct Work {
+    /// Lock threads.
+    pub threads: usize,
+    /// Of the lock threads, how many take a reader-writer lock shared (the first
+    /// ones; the others take it exclusive); 0 for a mutex.
+    pub readers: usize,
+    /// `spin_loop()` pauses inside the lock, per operation.
+    pub inside: u32,
+    /// `spin_loop()` pauses after releasing it, per operation.
+    pub outside: u32,
+    /// CPU hog threads beside the lock threads.
+    pub hogs: usize,
+}
+
+/// One cell's work, as the child process runs it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Spec<L> {
+    lock: L,
+    work: Work,
+    window: Duration,
+    drain_cap: Duration,
+}
+
+/// A scenario made of windowed cells: its rows (a cell's parameters but the lock)
+/// and how a cell of a row runs. [`run`] measures the grid it spans.
+pub trait Grid {
+    /// A row of the tables.
+    type Row: Copy;
+    /// The kind of lock its cells run.
+    type Lock: CellLock;
+    /// The scenario's name, as cells record it.
+    const SCENARIO: &'static str;
+    /// The locks, window, drain cap and runs.
+    fn plan(&self) -> &Plan<Self::Lock>;
+    /// Every row, in table order.
+    fn rows(&self) -> Vec<Self::Row>;
+    /// Names a cell on the progress bar and in errors.
+    fn describe(&self, lock: Self::Lock, row: &Self::Row) -> String;
+    /// What the threads of a row's cells do.
+    fn work(&self, row: &Self::Row) -> Work;
+    /// Records the row's parameters in its cell (the scenario's own field).
+    fn annotate(&self, row: &Self::Row, cell: &mut Cell);
+}
+
+/// Cells `grid` measures.
+pub fn cells(grid: &impl Grid) -> u64 {
+    (grid.rows().len() * grid.plan().locks.len()) as u64
+}
+
+/// Measures every cell, rows in table order. Within a row the locks take turns, one
+/// run each per round, so that the host's drift (where it places our vCPUs, what a
+/// `pause` costs: both move within seconds here) falls on every lock of the row
+/// alike; one [`CellWatch`] spans the row, and each of its cells carries its conditions.
+pub fn run<G: Grid>(grid: &G, progress: &Progress) -> Result<Vec<Cell>, Error> {
+    let plan = grid.plan();
+    let mut cells = Vec::new();
+    for row in grid.rows() {
+        let work = grid.work(&row);
+        let watch = CellWatch::start()?;
+        let mut series: Vec<Series<G::Lock>> = plan
+            .locks
+            .iter()
+            .map(|&lock| Series::new(lock, grid.describe(lock, &row)))
+            .collect();
+        for round in 1..=plan.runs {
+            for one in series.iter_mut().filter(|one| one.unfinished.is_none()) {
+                let context = format!("{}, run {round}", one.describe);
+                progress.start(context.clone());
+                let spec = Spec {
+                    lock: one.lock,
+                    work,
+                    window: plan.window,
+                    drain_cap: plan.drain_cap,
+                };
+                one.add(run_once(&spec, &context)?, plan.drain_cap);
+            }
+        }
+        let conditions = watch.finish()?;
+        for one in series {
+            let mut cell = one.into_cell(G::SCENARIO, work.threads, conditions.clone());
+            grid.annotate(&row, &mut cell);
+            cells.push(cell);
+            progress.done();
+        }
+    }
+    Ok(cells)
+}
+
+/// One lock's runs in a row.
+struct Series<L> {
+    lock: L,
+    describe: String,
+    verified: Vec<Run>,
+    /// Set by a run that did not drain: it ends the series, since every repetition
+    /// would cost the whole cap again.
+    unfinished: Option<Unfinished>,
+}
+
+impl<L: CellLock> Series<L> {
+    fn new(lock: L, describe: String) -> Self {
+        Self {
+            lock,
+            describe,
+            verified: Vec::new(),
+            unfinished: None,
+        }
+    }
+
+    /// A verified run, or `None` for one that did not drain within `drain_cap`.
+    fn add(&mut self, run: Option<Run>, drain_cap: Duration) {
+        match run {
+            Some(run) => self.verified.push(run),
+            None => {
+                self.unfinished = Some(Unfinished::Undrained {
+                    cap_secs: drain_cap.as_secs_f64(),
+                })
+            }
+        }
+    }
+
+    /// The cell, without the scenario's own setup field; an unfinished series has no
+    /// summary.
+    fn into_cell(self, scenario: &'static str, threads: usize, conditions: Conditions) -> Cell {
+        let cell = Cell::of_runs(
+            scenario,
+            self.lock.name(),
+            threads,
+            None,
+            "ops/s",
+            self.verified,
+        );
+        Cell {
+            summary: cell.summary.filter(|_| self.unfinished.is_none()),
+            unfinished: self.unfinished,
+            conditions: Some(conditions),
+            ..cell
+        }
+    }
+}
+
+/// `values`, or `default` when it is empty.
+pub fn or_default<T: Clone>(values: &[T], default: &[T]) -> Vec<T> {
+    if values.is_empty() { default } else { values }.to_vec()
+}
+
+/// One run in a child process, verified; `None` when it did not drain in time.
+fn run_once<L: CellLock>(spec: &Spec<L>, context: &str) -> Result<Option<Run>, Error> {
+    let process = CellProcess::spawn(spec, context)?;
+    let Some(measured) = process.result(spec.window + spec.drain_cap)? else {
+        return Ok(None);
+    };
+    let window = Duration::from_nanos(measured.window_ns);
+    let counted: u64 = measured.counted.iter().sum();
+    let rw = match (L::READER_WRITER, &measured.rw) {
+        (false, None) => {
+            verify_count(
+                || context.to_owned(),
+                measured.count,
+                counted + measured.late,
+            )?;
+            None
+        }
+        (true, Some(counts)) => Some(rw::verify(context, counts, &measured.counted, window)?),
+        (true, None) | (false, Some(_)) => {
+            return Err(Error::Child(format!(
+                "{context}: the cell process reported the wrong kind of lock's counts"
+            )))
+        }
+    };
+    Ok(Some(Run {
+        value: counted as f64 / window.as_secs_f64(),
+        wall_ns: measured.window_ns + measured.drain_ns,
+        operations: counted,
+        target: None,
+        handoffs: None,
+        finished: true,
+        per_thread: PerThread::of(&measured.counted),
+        drain: Some(Drain {
+            ms: measured.drain_ns as f64 / 1e6,
+            operations: measured.late,
+        }),
+        rw,
+    }))
+}

@@ -1,0 +1,238 @@
+//! The table pieces the windowed scenarios print: cells as `median f…`, changes,
+//! matrices, comparisons, per-cell detail and footnotes.
+
+use super::super::watch::{self, Conditions};
+use super::{CellLock, Plan, TRUSTED_WINDOW};
+use crate::report::{num, si, Cell, PerThread, Table, Unfinished};
+
+/// The median fairness (min ÷ mean per-thread operations) over a cell's runs.
+pub fn fairness(cell: &Cell) -> Option<f64> {
+    cell.median_of(|run| run.per_thread.map(|p| p.min_per_mean()))
+}
+
+/// A fairness, or `-`.
+pub fn show_fairness(fairness: Option<f64>) -> String {
+    fairness.map_or_else(|| "-".to_owned(), |f| format!("{f:.2}"))
+}
+
+/// `1.23M f0.97` (the median through `format`), or `DNF (drain > 3 s)`, with the
+/// cell's marks.
+pub fn short(cell: &Cell, format: fn(f64) -> String) -> String {
+    match (cell.summary, cell.unfinished) {
+        (Some(summary), None) => format!(
+            "{} f{}{}",
+            format(summary.median),
+            show_fairness(fairness(cell)),
+            cell.marks()
+        ),
+        _ => cell.short(format),
+    }
+}
+
+/// `+12.3%`: how much more throughput `patched` had than `base`, by their medians.
+pub fn change(base: &Cell, patched: &Cell) -> String {
+    base.summary
+        .zip(patched.summary)
+        .filter(|(b, _)| b.median > 0.0)
+        .map_or_else(
+            || "-".to_owned(),
+            |(b, p)| format!("{:+.1}%", (p.median / b.median - 1.0) * 100.0),
+        )
+}
+
+/// A table row: the row's parameter columns, then the cell of each lock (`None`
+/// where it did not run).
+pub type MatrixRow<'a> = (Vec<String>, Vec<Option<&'a Cell>>);
+
+/// `label_headers`, then one column per lock of `locks`: `1.23M f0.97` (the median
+/// through `format`, and the fairness), `DNF ...`, or `-`.
+pub fn matrix<'a, L: CellLock>(
+    title: String,
+    label_headers: &[&str],
+    locks: &[L],
+    rows: impl IntoIterator<Item = MatrixRow<'a>>,
+    format: fn(f64) -> String,
+) -> Table {
+    let headers: Vec<&str> = label_headers
+        .iter()
+        .copied()
+        .chain(locks.iter().map(|lock| lock.name()))
+        .collect();
+    let mut table = Table::new(
+        format!(
+            "{title}; f = fairness, the slowest thread's operations ÷ the mean (1.00 = \
+             even)"
+        ),
+        &headers,
+    );
+    for (labels, cells) in rows {
+        let entries = cells
+            .into_iter()
+            .map(|cell| cell.map_or_else(|| "-".to_owned(), |cell| short(cell, format)));
+        table.row(labels.into_iter().chain(entries).collect());
+    }
+    table
+}
+
+/// A seed's before/after table: `headers` are the row's parameter columns, then
+/// base, patched and change; each row gives its labels and the two cells, shown
+/// through `show`.
+pub fn comparison<'a>(
+    title: String,
+    headers: &[&str],
+    rows: impl IntoIterator<Item = (Vec<String>, &'a Cell, &'a Cell)>,
+    show: impl Fn(&Cell) -> String,
+) -> Table {
+    let mut table = Table::new(title, headers);
+    for (labels, base, patched) in rows {
+        let compared = [show(base), show(patched), change(base, patched)];
+        table.row(labels.into_iter().chain(compared).collect());
+    }
+    table
+}
+
+/// Among `cells`, the one with the highest median throughput: (ops/s, lock).
+pub fn fastest(cells: &[&Cell]) -> Option<(f64, &'static str)> {
+    cells
+        .iter()
+        .filter_map(|cell| cell.summary.map(|s| (s.median, cell.lock)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+/// Among `cells`, the fairest: (min ÷ mean, lock).
+pub fn fairest(cells: &[&Cell]) -> Option<(f64, &'static str)> {
+    cells
+        .iter()
+        .filter_map(|cell| fairness(cell).map(|f| (f, cell.lock)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+/// One row per cell: `labels` (the cell's parameters, under `label_headers`; `None`
+/// skips the cell), throughput in `unit` through `format` with its range, fairness
+/// both ways, drain, conditions.
+pub fn detail(
+    title: &str,
+    label_headers: &[&str],
+    cells: &[Cell],
+    labels: impl Fn(&Cell) -> Option<Vec<String>>,
+    (unit, format): (&str, fn(f64) -> String),
+) -> Table {
+    let throughput = format!("{unit} median [min–max]");
+    let headers: Vec<&str> = ["lock"]
+        .into_iter()
+        .chain(label_headers.iter().copied())
+        .chain([
+            throughput.as_str(),
+            "ops/thread min/mean/max",
+            "f min",
+            "f max",
+            "drain ms",
+            "placement",
+            "steal+others ms",
+        ])
+        .collect();
+    let mut table = Table::new(
+        format!(
+            "{title}, per cell: ops/thread = the slowest thread's, the mean and the \
+             fastest thread's operations in the window; f min/max = the slowest/fastest \
+             thread's operations ÷ the mean; drain = from the stop flag to the last thread returning (medians \
+             over the verified runs)"
+        ),
+        &headers,
+    );
+    let show = |value: Option<f64>, format: fn(f64) -> String| {
+        value.map_or_else(|| "-".to_owned(), format)
+    };
+    for cell in cells {
+        let Some(labels) = labels(cell) else {
+            continue;
+        };
+        let conditions = cell.conditions.as_ref();
+        let per_thread = |of: fn(&PerThread) -> f64| {
+            show(
+                cell.median_of(|run| run.per_thread.as_ref().map(of)),
+                operations,
+            )
+        };
+        let measured = [
+            cell.long(format),
+            format!(
+                "{}/{}/{}",
+                per_thread(|p| p.min as f64),
+                per_thread(|p| p.mean),
+                per_thread(|p| p.max as f64)
+            ),
+            show_fairness(fairness(cell)),
+            show_fairness(cell.median_of(|run| run.per_thread.map(|p| p.max_per_mean()))),
+            show(cell.median_of(|run| run.drain.map(|d| d.ms)), num),
+            conditions.map_or_else(|| "-".to_owned(), Conditions::placement),
+            conditions.map_or_else(
+                || "-".to_owned(),
+                |c| format!("{}+{}", num(c.steal_ms), num(c.others_ms)),
+            ),
+        ];
+        table.row(
+            [cell.lock.to_owned()]
+                .into_iter()
+                .chain(labels)
+                .chain(measured)
+                .collect(),
+        );
+    }
+    table
+}
+
+/// A count of operations: `0`, `214`, `2.46k`.
+fn operations(count: f64) -> String {
+    if count < 1e3 {
+        format!("{count:.0}")
+    } else {
+        si(count)
+    }
+}
+
+/// The tables that apply (`None` for one that does not), each with the footnotes its
+/// cells call for.
+pub fn with_footnotes<L: CellLock>(
+    tables: impl IntoIterator<Item = Option<Table>>,
+    cells: &[Cell],
+    plan: &Plan<L>,
+) -> Vec<Table> {
+    let mut tables: Vec<Table> = tables.into_iter().flatten().collect();
+    for table in &mut tables {
+        footnotes(table, cells, plan);
+    }
+    tables
+}
+
+/// The footnotes for undrained cells, short windows and the conditions' marks.
+fn footnotes<L: CellLock>(table: &mut Table, cells: &[Cell], plan: &Plan<L>) {
+    if cells
+        .iter()
+        .any(|cell| matches!(cell.unfinished, Some(Unfinished::Undrained { .. })))
+    {
+        table.note(format!(
+            "DNF (drain > {} s): after the window the threads were still draining (each \
+             waiter queued on a FIFO lock takes it once more, and each handoff to a \
+             preempted waiter costs a time slice); the run's process was killed, so \
+             nothing of it could be verified and the cell is not repeated",
+            plan.drain_cap.as_secs_f64()
+        ));
+    }
+    if plan.window < TRUSTED_WINDOW && L::READER_WRITER {
+        table.note(format!(
+            "windows under {} s leave each thread's share to the scheduler's first time \
+             slices (with more threads than CPUs, some run late or not at all): use \
+             --seed-scale or --window-ms 3000 for numbers to quote",
+            TRUSTED_WINDOW.as_secs()
+        ));
+    } else if plan.window < TRUSTED_WINDOW {
+        table.note(format!(
+            "windows under {} s flatter collapsing FIFO locks (their first handoffs \
+             happen before the scheduler interleaves the waiters): use --seed-scale or \
+             --window-ms 3000 for numbers to quote",
+            TRUSTED_WINDOW.as_secs()
+        ));
+    }
+    watch::explain_marks(table, cells);
+}
