@@ -1,0 +1,203 @@
+//! The probe on a real system: the mechanism chosen once per process, thread ids
+//! cached per thread, and the watch a waiter keeps on one owner.
+
+use super::{cpu_clock, perf, ProbeKind, OWNER_PROBE_VAR};
+use crate::config::Resolved;
+use std::cell::Cell;
+use std::io;
+
+impl ProbeKind {
+    /// Whether this mechanism works in this process (perf: an event opened and
+    /// mapped on the calling thread, once per process; clock: the calling
+    /// thread's CPU clock read).
+    pub fn check(self) -> io::Result<()> {
+        match self {
+            ProbeKind::PerfSwitch => perf::check(),
+            ProbeKind::CpuClock => cpu_clock::check(),
+            ProbeKind::Budget => Ok(()),
+        }
+    }
+
+    /// Makes the calling thread observable by this mechanism: registers its perf
+    /// ring the first time for `PerfSwitch`, nothing for the others.
+    pub fn watch_current(self) {
+        if self == ProbeKind::PerfSwitch {
+            perf::watch_current();
+        }
+    }
+
+    /// A waiter's view of thread `tid` through this mechanism.
+    pub fn watch(self, tid: u32) -> Watch {
+        let probe = match (self, tid) {
+            // Tid 0 is no thread (and clock id 0 would be the caller's own).
+            (_, 0) | (ProbeKind::Budget, _) => Probe::Unknown,
+            (ProbeKind::PerfSwitch, _) => Probe::Perf(perf::PerfWatch::new(tid)),
+            (ProbeKind::CpuClock, _) => Probe::Clock(cpu_clock::ClockWatch::new(tid)),
+        };
+        Watch { probe }
+    }
+}
+
+/// The process-wide mechanism, chosen on first use (see the module doc).
+///
+/// Never panics and never waits: a `KLOCKS_OWNER_PROBE` that is not `perf`,
+/// `clock` or `budget`, or that forces a mechanism this system refuses, is
+/// reported once on stderr and automatic selection is used instead
+/// ([`crate::config`]); a thread that asks while another chooses gets `Budget`
+/// for that question.
+pub fn probe_kind() -> ProbeKind {
+    static KIND: Resolved = Resolved::new();
+    let (index, _) = KIND.get(|| choose() as u64, ProbeKind::Budget as u64);
+    ProbeKind::ALL[index as usize]
+}
+
+/// `KLOCKS_OWNER_PROBE`'s mechanism if it works here, else the first that does.
+fn choose() -> ProbeKind {
+    let automatic = || {
+        ProbeKind::ALL
+            .into_iter()
+            .find(|kind| kind.check().is_ok())
+            .unwrap_or(ProbeKind::Budget)
+    };
+    match crate::config::owner_probe() {
+        Ok(None) => automatic(),
+        Ok(Some(kind)) => match kind.check() {
+            Ok(()) => kind,
+            Err(err) => {
+                let problem = crate::config::ConfigError {
+                    message: format!(
+                        "{OWNER_PROBE_VAR}={} is refused here: {}: {err}",
+                        kind.name(),
+                        match kind {
+                            ProbeKind::PerfSwitch => "perf_event_open of a context-switch event",
+                            _ => "clock_gettime of a thread CPU clock",
+                        }
+                    ),
+                };
+                crate::config::report(&problem, "choosing the owner probe automatically");
+                automatic()
+            }
+        },
+        Err(problem) => {
+            crate::config::report(&problem, "choosing the owner probe automatically");
+            automatic()
+        }
+    }
+}
+
+std::thread_local! {
+    /// The thread's tid, 0 until asked. No destructor: readable at any time,
+    /// also from the fork handler.
+    static TID: Cell<u32> = const { Cell::new(0) };
+    /// Whether this thread made itself observable already ([`watch_current`]).
+    static WATCHED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The calling thread's kernel thread id (`gettid`), cached in a thread-local.
+#[inline]
+pub fn current_tid() -> u32 {
+    TID.with(|tid| match tid.get() {
+        0 => {
+            let fresh = gettid();
+            tid.set(fresh);
+            fresh
+        }
+        cached => cached,
+    })
+}
+
+#[cold]
+fn gettid() -> u32 {
+    // The cache must be dropped in a fork child before the child can use it.
+    install_fork_handler();
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    tid as u32
+}
+
+/// Installs the fork handler once per process; whether it is in place.
+/// (A thread that asks while another installs it is told "not yet".)
+pub(super) fn install_fork_handler() -> bool {
+    static INSTALLED: Resolved = Resolved::new();
+    let (installed, _) = INSTALLED.get(
+        || {
+            // SAFETY: `forget_parent_in_child` is a plain function that lives as
+            // long as the process; it does only what is allowed between fork and
+            // exec.
+            let rc = unsafe { libc::pthread_atfork(None, None, Some(forget_parent_in_child)) };
+            u64::from(rc == 0)
+        },
+        0,
+    );
+    installed == 1
+}
+
+/// Runs in a fork child, on its only thread, before the child's own code: the
+/// tid changed, and the parent's perf rings were not mapped into the child.
+extern "C" fn forget_parent_in_child() {
+    TID.with(|tid| tid.set(0));
+    WATCHED.with(|watched| watched.set(false));
+    perf::forget_parent_threads();
+}
+
+/// Makes the calling thread observable by [`Watch`]: with `PerfSwitch`, opens and
+/// maps its perf ring the first time (a `perf_event_open` and an `mmap`), nothing
+/// for the others. Later calls are a thread-local check. Called by a lock owner
+/// that learns it has waiters; the registration ends when the thread exits. A
+/// thread the system refuses (fd or locked-memory limits, a full registry, or
+/// [`MAX_WATCHED_THREADS`](super::MAX_WATCHED_THREADS) registered already) stays
+/// unobservable.
+#[inline]
+pub fn watch_current() {
+    // One thread-local read once done: unlocks that find a spinner call this every
+    // time (the process-wide `probe_kind` lookup here was ~3% of a contended
+    // `SpinFutexMutex` at load 1).
+    if !WATCHED.with(Cell::get) {
+        watch_current_first();
+    }
+}
+
+#[cold]
+fn watch_current_first() {
+    probe_kind().watch_current();
+    WATCHED.with(|watched| watched.set(true));
+}
+
+/// Whether the calling thread is registered with `PerfSwitch`.
+pub fn current_is_watched() -> bool {
+    perf::current_is_watched()
+}
+
+/// A waiter's view of one owner, through the process's mechanism. Make one per
+/// spin episode: it caches what it found.
+#[derive(Debug)]
+pub struct Watch {
+    probe: Probe,
+}
+
+#[derive(Debug)]
+enum Probe {
+    Perf(perf::PerfWatch),
+    Clock(cpu_clock::ClockWatch),
+    Unknown,
+}
+
+impl Watch {
+    /// Watches thread `tid` with [`probe_kind`].
+    pub fn new(tid: u32) -> Watch {
+        probe_kind().watch(tid)
+    }
+
+    /// `Some(true)`: the owner is on a CPU now; `Some(false)`: it is not
+    /// (preempted, blocked, or exited); `None`: unknown (the `Budget` mechanism,
+    /// an owner that is not registered with `PerfSwitch`): fall back to the time
+    /// budget. Cheap enough to call every ~100 ns (see the module doc).
+    #[inline]
+    pub fn owner_running(&mut self) -> Option<bool> {
+        match &mut self.probe {
+            Probe::Perf(watch) => watch.owner_running(),
+            Probe::Clock(watch) => watch.owner_running(),
+            Probe::Unknown => None,
+        }
+    }
+}
