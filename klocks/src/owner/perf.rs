@@ -678,6 +678,7 @@ pub(super) fn registered_slots() -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::perf_fds;
     use super::*;
     use std::sync::{Arc, Barrier};
     use std::thread;
@@ -690,15 +691,6 @@ mod tests {
     /// The fds this process holds.
     fn open_fds() -> usize {
         std::fs::read_dir("/proc/self/fd").unwrap().count()
-    }
-
-    /// The perf event fds this process holds.
-    fn perf_fds() -> usize {
-        std::fs::read_dir("/proc/self/fd")
-            .unwrap()
-            .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
-            .filter(|target| target.to_string_lossy().contains("perf_event"))
-            .count()
     }
 
     /// Bytes of perf rings mapped into this process (the pages the budget locks).

@@ -287,8 +287,8 @@ fn owners_exiting_under_watch_are_read_safely() {
     }
 }
 
-/// The perf event fds this process holds.
-fn perf_fds() -> usize {
+/// The perf event fds this process holds (also used by `perf`'s tests).
+pub(super) fn perf_fds() -> usize {
     std::fs::read_dir("/proc/self/fd")
         .unwrap()
         .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
