@@ -29,6 +29,7 @@ use std::mem::{align_of, size_of, MaybeUninit};
 use std::ptr::{self, addr_of};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
+use klocks_core::catalog::MutexKind;
 use klocks_core::owner::current_tid;
 use klocks_core::{
     FutexMutex, PvQSpinLock, PvTicketLock, QSpinLock, RawMutex, SpinFutexMutex, TicketLock,
@@ -96,17 +97,22 @@ impl Kind {
         Kind::Default,
     ];
 
-    /// The kind's name: lockbench's name for the same lock, and `KLOCKS_LOCK`'s.
-    pub(crate) fn name(self) -> &'static str {
+    /// The lock's entry in the catalog, which names it (`KLOCKS_LOCK`, lockbench).
+    pub(crate) fn catalog(self) -> MutexKind {
         match self {
-            Kind::PvQSpin => "pvqspinlock",
-            Kind::QSpin => "qspinlock",
-            Kind::Ticket => "ticket",
-            Kind::PvTicket => "pvticket",
-            Kind::Futex => "futex",
-            Kind::SpinFutex => "spinfutex",
-            Kind::Default => "default",
+            Kind::PvQSpin => MutexKind::PvQSpinLock,
+            Kind::QSpin => MutexKind::QSpinLock,
+            Kind::Ticket => MutexKind::Ticket,
+            Kind::PvTicket => MutexKind::PvTicket,
+            Kind::Futex => MutexKind::Futex,
+            Kind::SpinFutex => MutexKind::SpinFutex,
+            Kind::Default => MutexKind::Default,
         }
+    }
+
+    /// The kind's name.
+    pub(crate) fn name(self) -> &'static str {
+        self.catalog().name()
     }
 
     /// Whether the lock keeps its owner in its word and panics on an unlock by
@@ -427,6 +433,19 @@ mod tests {
             assert_eq!(
                 Kind::ALL.iter().filter(|k| k.name() == kind.name()).count(),
                 1
+            );
+        }
+    }
+
+    #[test]
+    fn the_c_api_offers_every_catalog_mutex_but_the_experiment_variants() {
+        let offered: Vec<MutexKind> = Kind::ALL.iter().map(|k| k.catalog()).collect();
+        for &kind in MutexKind::ALL {
+            assert_eq!(
+                offered.contains(&kind),
+                !kind.is_experiment_variant(),
+                "{}",
+                kind.name()
             );
         }
     }

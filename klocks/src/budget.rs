@@ -46,9 +46,6 @@ pub const MIN_CALIBRATED_NS: u64 = 10_000;
 /// Ceiling of a calibrated budget.
 pub const MAX_CALIBRATED_NS: u64 = 50_000;
 
-/// The environment variable that sets every pv lock's spin budget.
-pub const SPIN_NS_VAR: &str = "KLOCKS_SPIN_NS";
-
 /// One lock type's spin budget (see the module doc for how it is resolved).
 #[derive(Debug)]
 pub struct SpinBudget {
@@ -196,19 +193,6 @@ fn process_spin_ns() -> (u64, bool) {
     )
 }
 
-/// Parses a `KLOCKS_SPIN_NS` value.
-pub fn parse_spin_ns(text: &str) -> Result<u64, String> {
-    let ns: u64 = text.trim().parse().map_err(|_| {
-        format!("{SPIN_NS_VAR}={text:?} is not a whole number of nanoseconds (0..={MAX_SPIN_NS})")
-    })?;
-    if ns > MAX_SPIN_NS {
-        return Err(format!(
-            "{SPIN_NS_VAR}={ns} is above the maximum of {MAX_SPIN_NS} ns (10 ms)"
-        ));
-    }
-    Ok(ns)
-}
-
 /// The cost of one `cpu_relax`, in ns.
 #[cfg(not(loom))]
 fn measure_pause_ns() -> f64 {
@@ -272,21 +256,6 @@ fn measure_handoff_ns() -> u64 {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-
-    #[test]
-    fn spin_ns_accepts_whole_nanoseconds_in_range() {
-        assert_eq!(parse_spin_ns("0"), Ok(0));
-        assert_eq!(parse_spin_ns(" 2500 "), Ok(2500));
-        assert_eq!(parse_spin_ns("10000000"), Ok(MAX_SPIN_NS));
-    }
-
-    #[test]
-    fn spin_ns_rejects_garbage_with_the_variable_name() {
-        for bad in ["", "abc", "-5", "1.5", "1e3", "20000000"] {
-            let err = parse_spin_ns(bad).unwrap_err();
-            assert!(err.contains("KLOCKS_SPIN_NS"), "{bad:?}: {err}");
-        }
-    }
 
     #[test]
     #[should_panic(expected = "above the maximum")]

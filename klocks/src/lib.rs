@@ -110,6 +110,7 @@ pub mod testing;
 
 mod barrier;
 pub mod budget;
+pub mod catalog;
 pub mod condvar;
 pub mod config;
 mod fault;

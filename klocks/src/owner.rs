@@ -97,9 +97,6 @@ pub enum ProbeKind {
     Budget,
 }
 
-/// The environment variable that forces a mechanism.
-pub const OWNER_PROBE_VAR: &str = "KLOCKS_OWNER_PROBE";
-
 impl ProbeKind {
     /// Every mechanism, in the order automatic selection tries them.
     pub const ALL: [ProbeKind; 3] = [
@@ -116,16 +113,6 @@ impl ProbeKind {
             ProbeKind::Budget => "budget",
         }
     }
-}
-
-/// Parses a `KLOCKS_OWNER_PROBE` value.
-pub fn parse_probe_kind(text: &str) -> Result<ProbeKind, String> {
-    ProbeKind::ALL
-        .into_iter()
-        .find(|kind| kind.name() == text.trim())
-        .ok_or_else(|| {
-            format!("{OWNER_PROBE_VAR}={text:?} is not a probe: use perf, clock or budget")
-        })
 }
 
 #[cfg(loom)]

@@ -2,8 +2,9 @@
 //! to code monomorphized for its type (no `dyn` anywhere near a hot loop).
 
 use std::cell::UnsafeCell;
-use std::sync::PoisonError;
+use std::sync::{LazyLock, PoisonError};
 
+use klocks::catalog::{CatalogMutex, MutexKind, MutexVisitor};
 use lock_api::RawMutex;
 
 /// A lock as the scenarios use it: build one, run a critical section under it.
@@ -40,10 +41,58 @@ fn with_raw<L: RawMutex, R>(lock: &L, critical: impl FnOnce() -> R) -> R {
     critical()
 }
 
-/// Implements [`BenchLock`] for `lock_api` raw mutexes.
+/// A klocks lock, benchmarked under the name its catalog entry gives it (a mutex
+/// here, a reader-writer lock in [`crate::rwlocks`]).
+///
+/// The one generic impl for every lock of [`klocks::catalog`]: a lock added there is
+/// measured without a line here. Also a `lock_api` raw lock itself (delegating), so
+/// that [`klocks::Padded`] can wrap it.
+pub struct Klocks<L>(pub(crate) L);
+
+impl<L: CatalogMutex> BenchLock for Klocks<L> {
+    const NAME: &'static str = L::KIND.name();
+
+    fn new() -> Self {
+        Klocks(L::INIT)
+    }
+
+    #[inline]
+    fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
+        with_raw(&self.0, critical)
+    }
+}
+
+// SAFETY: every method delegates to `L`, a raw mutex, on the one `L` inside.
+unsafe impl<L: CatalogMutex> RawMutex for Klocks<L> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Klocks(L::INIT);
+    type GuardMarker = L::GuardMarker;
+
+    #[inline]
+    fn lock(&self) {
+        self.0.lock();
+    }
+
+    #[inline]
+    fn try_lock(&self) -> bool {
+        self.0.try_lock()
+    }
+
+    #[inline]
+    unsafe fn unlock(&self) {
+        // SAFETY: the caller holds the lock, i.e. holds `self.0`.
+        unsafe { self.0.unlock() }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.0.is_locked()
+    }
+}
+
+/// Implements [`BenchLock`] for the peers' `lock_api` raw mutexes.
 macro_rules! raw_bench_lock {
-    ($($(#[$attr:meta])* $ty:ty => $name:literal,)*) => {$(
-        $(#[$attr])*
+    ($($ty:ty => $name:literal,)*) => {$(
         impl BenchLock for $ty {
             const NAME: &'static str = $name;
 
@@ -60,16 +109,6 @@ macro_rules! raw_bench_lock {
 }
 
 raw_bench_lock! {
-    klocks::QSpinLock => "qspinlock",
-    klocks::QSpinLockCmpxchgHandoff => "qspinlock-cmpxchg",
-    #[cfg(target_arch = "x86_64")]
-    klocks::QSpinLockByteStore => "qspinlock-bytestore",
-    klocks::PvQSpinLock => "pvqspinlock",
-    klocks::TicketLock => "ticket",
-    klocks::PvTicketLock => "pvticket",
-    klocks::FutexMutex => "futex",
-    klocks::SpinFutexMutex => "spinfutex",
-    klocks::RawMutex => "default",
     spin::mutex::SpinMutex<()> => "spin",
     parking_lot::RawMutex => "parking_lot",
     // The negative control: a test-then-set lock that lets two threads in at once.
@@ -222,31 +261,63 @@ pub trait RawLockVisitor {
     fn visit<L: BenchLock + RawMutex>(self) -> Self::Output;
 }
 
-/// The one list of locks: the name enum, its order, and both dispatchers.
-/// `raw` marks the locks that implement `lock_api::RawMutex`.
+/// Runs a [`LockVisitor`] for a klocks lock, as [`Klocks<L>`].
+struct Bridge<V>(V);
+
+impl<V: LockVisitor> MutexVisitor for Bridge<V> {
+    type Output = V::Output;
+    fn visit<L: CatalogMutex>(self) -> V::Output {
+        self.0.visit::<Klocks<L>>()
+    }
+}
+
+/// Runs a [`RawLockVisitor`] for a klocks lock, as [`Klocks<L>`].
+struct RawBridge<V>(V);
+
+impl<V: RawLockVisitor> MutexVisitor for RawBridge<V> {
+    type Output = V::Output;
+    fn visit<L: CatalogMutex>(self) -> V::Output {
+        self.0.visit::<Klocks<L>>()
+    }
+}
+
+/// The peers: the name enum's other variants, their descriptions, and both
+/// dispatchers. `raw` marks the locks that implement `lock_api::RawMutex`.
 macro_rules! lock_table {
-    ($($(#[$attr:meta])* $variant:ident => $ty:ty $(, $raw:ident)?;)*) => {
-        /// A lock `--locks` can name.
+    ($($variant:ident => $ty:ty $(, $raw:ident)?: $about:literal;)*) => {
+        /// A lock `--locks` can name: klocks' (from its catalog) or a peer's.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub enum LockName {
-            $($(#[$attr])* #[doc = concat!("`", stringify!($ty), "`")] $variant,)*
+            /// A lock of [`klocks::catalog`].
+            Klocks(MutexKind),
+            $(#[doc = concat!("`", stringify!($ty), "`")] $variant,)*
         }
 
         impl LockName {
-            /// Every lock, in table order.
-            pub const ALL: &'static [LockName] = &[$($(#[$attr])* LockName::$variant,)*];
+            /// The peers, in table order.
+            const PEERS: &'static [LockName] = &[$(LockName::$variant,)*];
 
             /// Runs `visitor` monomorphized for this lock.
             pub fn visit<V: LockVisitor>(self, visitor: V) -> V::Output {
                 match self {
-                    $($(#[$attr])* LockName::$variant => visitor.visit::<$ty>(),)*
+                    LockName::Klocks(kind) => kind.visit(Bridge(visitor)),
+                    $(LockName::$variant => visitor.visit::<$ty>(),)*
                 }
             }
 
             /// Runs `visitor` for this lock if it is a `lock_api` raw lock.
             pub fn visit_raw<V: RawLockVisitor>(self, visitor: V) -> Option<V::Output> {
                 match self {
-                    $($(#[$attr])* LockName::$variant => lock_table!(@raw visitor, $ty $(, $raw)?),)*
+                    LockName::Klocks(kind) => Some(kind.visit(RawBridge(visitor))),
+                    $(LockName::$variant => lock_table!(@raw visitor, $ty $(, $raw)?),)*
+                }
+            }
+
+            /// What the lock is, in one line.
+            pub fn about(self) -> &'static str {
+                match self {
+                    LockName::Klocks(kind) => kind.about(),
+                    $(LockName::$variant => $about,)*
                 }
             }
         }
@@ -256,22 +327,13 @@ macro_rules! lock_table {
 }
 
 lock_table! {
-    Default => klocks::RawMutex, raw;
-    QSpinLockCmpxchg => klocks::QSpinLockCmpxchgHandoff, raw;
-    QSpinLock => klocks::QSpinLock, raw;
-    #[cfg(target_arch = "x86_64")]
-    QSpinLockByteStore => klocks::QSpinLockByteStore, raw;
-    PvQSpinLock => klocks::PvQSpinLock, raw;
-    Ticket => klocks::TicketLock, raw;
-    PvTicket => klocks::PvTicketLock, raw;
-    Futex => klocks::FutexMutex, raw;
-    SpinFutex => klocks::SpinFutexMutex, raw;
-    Spin => spin::mutex::SpinMutex<()>, raw;
-    Std => std::sync::Mutex<()>;
-    ParkingLot => parking_lot::RawMutex, raw;
-    Pthread => Pthread;
-    PthreadAdaptive => PthreadAdaptive;
-    Busted => klocks::testing::BustedLock, raw;
+    Spin => spin::mutex::SpinMutex<()>, raw: "spin 0.9 SpinMutex: test-and-set spinlock, not FIFO";
+    Std => std::sync::Mutex<()>: "std::sync::Mutex<()>: futex, spins briefly before sleeping";
+    ParkingLot => parking_lot::RawMutex, raw: "parking_lot::RawMutex: spins a little, then parks";
+    Pthread => Pthread: "glibc pthread_mutex_t, default type: futex, no spinning";
+    PthreadAdaptive => PthreadAdaptive:
+        "glibc PTHREAD_MUTEX_ADAPTIVE_NP: bounded spin, then futex";
+    Busted => klocks::testing::BustedLock, raw: "the negative control: lets two threads in at once";
 }
 
 /// Reads a lock's [`BenchLock::NAME`].
@@ -285,9 +347,27 @@ impl LockVisitor for NameOf {
 }
 
 impl LockName {
+    /// Every lock: klocks' in catalog order, then the peers.
+    pub fn all() -> &'static [LockName] {
+        static ALL: LazyLock<Vec<LockName>> = LazyLock::new(|| {
+            let klocks = MutexKind::ALL.iter().map(|&kind| LockName::Klocks(kind));
+            klocks.chain(LockName::PEERS.iter().copied()).collect()
+        });
+        &ALL
+    }
+
     /// The name `--locks` accepts.
     pub fn name(self) -> &'static str {
         self.visit(NameOf)
+    }
+
+    /// Whether a waiter sleeps or yields (else it spins until it gets the lock).
+    pub fn sleeps(self) -> bool {
+        match self {
+            LockName::Klocks(kind) => kind.sleeps(),
+            LockName::Spin => false,
+            _ => true,
+        }
     }
 
     /// The negative control: accepted by `--locks`, never listed or run by default.
@@ -297,7 +377,7 @@ impl LockName {
 
     /// The locks a scenario runs when `--locks` is not given.
     pub fn defaults() -> Vec<LockName> {
-        Self::ALL
+        Self::all()
             .iter()
             .copied()
             .filter(|l| !l.is_hidden())
@@ -307,7 +387,7 @@ impl LockName {
 
 impl clap::ValueEnum for LockName {
     fn value_variants<'a>() -> &'a [Self] {
-        Self::ALL
+        Self::all()
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {

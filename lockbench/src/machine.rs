@@ -44,8 +44,8 @@ impl Machine {
             lockbench: env!("CARGO_PKG_VERSION"),
             pause_ns: pause_ns(),
             pv_spin_ns: pv_spin_ns(),
-            pv_spin_source: match std::env::var_os(klocks::budget::SPIN_NS_VAR) {
-                Some(_) => klocks::budget::SPIN_NS_VAR,
+            pv_spin_source: match std::env::var_os(klocks::config::SPIN_NS.name()) {
+                Some(_) => klocks::config::SPIN_NS.name(),
                 None => "calibrated",
             },
             owner_probe: klocks::owner::probe_kind().name(),

@@ -27,53 +27,48 @@ use crate::scenario::{
     sharded, torture, uncontended, windowed, Common, Error,
 };
 
-const LOCKS_HELP: &str = "\
-Locks (--locks):
-  default              klocks::Mutex, the one to pick: a barging futex mutex whose
-                       waiters spin while the owner runs and sleep otherwise; a
-                       waiter that waited 1 ms claims a handoff (bounded wait)
-  qspinlock-cmpxchg    klocks queued spinlock before seed 000: the queue head always
-                       takes the lock with cmpxchg (the seed's \"before\")
-  qspinlock            klocks queued spinlock, seed 000's \"after\": the queue head
-                       takes the lock with a simple write
-  qspinlock-bytestore  qspinlock with the kernel's x86-64 byte/halfword stores
-                       (x86-64 builds only)
-  pvqspinlock          klocks paravirt queued spinlock (kernel pv qspinlock): waiters
-                       spin a calibrated budget, then sleep on a futex until kicked;
-                       running newcomers steal while the queue head sleeps or, for
-                       one budget, while a new head waits (at most 1024 in a row)
-  ticket               klocks ticket spinlock
-  pvticket             klocks paravirt ticket lock, seed 003's \"patched\": a ticket
-                       lock whose waiters sleep after a bounded spin; the unlocker
-                       kicks the next ticket
-  futex                klocks waiting futex mutex, seed 004's \"before\": a waiter
-                       sleeps on the futex at once (Drepper's mutex)
-  spinfutex            klocks spinning futex mutex, seed 004's \"after\": one waiter
-                       spins while the owner runs, the others sleep
-  spin                 spin 0.9 SpinMutex: test-and-set spinlock, not FIFO
-  std                  std::sync::Mutex<()>: futex, spins briefly before sleeping
-  parking_lot          parking_lot::RawMutex: spins a little, then parks
-  pthread              glibc pthread_mutex_t, default type: futex, no spinning
-  pthread-adaptive     glibc PTHREAD_MUTEX_ADAPTIVE_NP: bounded spin, then futex
+/// The help's list of locks, from the catalog and the peers' tables.
+fn locks_help() -> String {
+    let mut help = String::from("Locks (--locks):\n");
+    for lock in LockName::defaults() {
+        help += &help_entry(lock.name(), lock.about());
+    }
+    help += "\nReader-writer locks (--rwlocks, for rwsem, rw-fair and rw-mix):\n";
+    for lock in RwLockName::defaults() {
+        help += &help_entry(lock.name(), lock.about());
+    }
+    help + LOCKS_HELP_TAIL
+}
 
-Reader-writer locks (--rwlocks, for rwsem, rw-fair and rw-mix):
-  default-rw           klocks::RwLock, the one to pick: one-cmpxchg read and write
-                       paths, writers queued on klocks::Mutex, reader and writer
-                       turns that bound every wait
-  rwsem-always         klocks rwsem, seed 001's \"before\": readers spin on a writer
-                       owner unconditionally
-  rwsem-adaptive       klocks rwsem, seed 001's \"after\": reader spinning with the
-                       adaptive bits (a reader that spun in vain marks the writer
-                       nonspinnable, so later readers sleep at once)
-  rwsem-never          klocks rwsem as in Linux 5.11+: writers spin, readers get one
-                       steal attempt, then sleep
-  std-rw               std::sync::RwLock<()>: futex, writer-preferring
-  parking_lot-rw       parking_lot::RawRwLock: spins a little, then parks; task-fair
-                       (a waiting writer holds back new readers)
-  pthread-rw           glibc pthread_rwlock_t, default kind: reader-preferring
-  pthread-rw-writer    glibc PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP: a waiting
-                       writer holds back new readers
+/// `name` and `about`, wrapped into a column beside it.
+fn help_entry(name: &str, about: &str) -> String {
+    const INDENT: usize = 23;
+    const WIDTH: usize = 86;
+    let mut text = format!("  {name:<width$}", width = INDENT - 2);
+    let mut column = text.chars().count();
+    if column > INDENT {
+        text += &format!("\n{:INDENT$}", "");
+        column = INDENT;
+    }
+    let mut first = true;
+    for word in about.split(' ') {
+        if !first && column + 1 + word.chars().count() > WIDTH {
+            text += &format!("\n{:INDENT$}", "");
+            column = INDENT;
+            first = true;
+        }
+        if !first {
+            text.push(' ');
+            column += 1;
+        }
+        text += word;
+        column += word.chars().count();
+        first = false;
+    }
+    text + "\n"
+}
 
+const LOCKS_HELP_TAIL: &str = "
 FIFO spinlocks (qspinlock*, ticket) collapse when threads outnumber CPUs: the lock is
 handed to waiters that are not running. Contended loop runs are therefore capped
 (--cap-secs) and reported as \"DNF x%\" instead of hanging; overcommit runs each cell
@@ -98,7 +93,7 @@ be written), 2 usage error.";
 /// reporting the wrong result. mutex-load (seed 004, several minutes), rwsem and
 /// rw-fair (seed 001, reader-writer locks) are not in the suite: run them by name.
 #[derive(Debug, Parser)]
-#[command(name = "lockbench", version, after_help = LOCKS_HELP)]
+#[command(name = "lockbench", version, after_help = locks_help())]
 struct Cli {
     #[command(flatten)]
     global: GlobalArgs,

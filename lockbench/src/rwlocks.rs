@@ -7,9 +7,12 @@ use std::sync::atomic::{
     AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
 };
-use std::sync::PoisonError;
+use std::sync::{LazyLock, PoisonError};
 
+use klocks::catalog::{CatalogRwLock, RwLockKind};
 use lock_api::RawRwLock;
+
+use crate::locks::Klocks;
 
 /// A reader-writer lock as the scenarios use it: build one, run a read-side or a
 /// write-side critical section under it.
@@ -54,39 +57,54 @@ impl<L: RawRwLock> Drop for UnlockExclusive<'_, L> {
     }
 }
 
-/// Implements [`BenchRwLock`] for `lock_api` raw reader-writer locks.
-macro_rules! raw_bench_rwlock {
-    ($($ty:ty => $name:literal,)*) => {$(
-        impl BenchRwLock for $ty {
-            const NAME: &'static str = $name;
-
-            fn new() -> Self {
-                <$ty as RawRwLock>::INIT
-            }
-
-            #[inline]
-            fn read<R>(&self, critical: impl FnOnce() -> R) -> R {
-                self.lock_shared();
-                let _unlock = UnlockShared(self);
-                critical()
-            }
-
-            #[inline]
-            fn write<R>(&self, critical: impl FnOnce() -> R) -> R {
-                self.lock_exclusive();
-                let _unlock = UnlockExclusive(self);
-                critical()
-            }
-        }
-    )*};
+#[inline]
+fn read_raw<L: RawRwLock, R>(lock: &L, critical: impl FnOnce() -> R) -> R {
+    lock.lock_shared();
+    let _unlock = UnlockShared(lock);
+    critical()
 }
 
-raw_bench_rwlock! {
-    klocks::RawRwLock => "default-rw",
-    klocks::RwSem<klocks::reader_spin::Adaptive> => "rwsem-adaptive",
-    klocks::RwSem<klocks::reader_spin::Always> => "rwsem-always",
-    klocks::RwSem<klocks::reader_spin::Never> => "rwsem-never",
-    parking_lot::RawRwLock => "parking_lot-rw",
+#[inline]
+fn write_raw<L: RawRwLock, R>(lock: &L, critical: impl FnOnce() -> R) -> R {
+    lock.lock_exclusive();
+    let _unlock = UnlockExclusive(lock);
+    critical()
+}
+
+impl<L: CatalogRwLock> BenchRwLock for Klocks<L> {
+    const NAME: &'static str = L::KIND.name();
+
+    fn new() -> Self {
+        Klocks(L::INIT)
+    }
+
+    #[inline]
+    fn read<R>(&self, critical: impl FnOnce() -> R) -> R {
+        read_raw(&self.0, critical)
+    }
+
+    #[inline]
+    fn write<R>(&self, critical: impl FnOnce() -> R) -> R {
+        write_raw(&self.0, critical)
+    }
+}
+
+impl BenchRwLock for parking_lot::RawRwLock {
+    const NAME: &'static str = "parking_lot-rw";
+
+    fn new() -> Self {
+        <Self as RawRwLock>::INIT
+    }
+
+    #[inline]
+    fn read<R>(&self, critical: impl FnOnce() -> R) -> R {
+        read_raw(self, critical)
+    }
+
+    #[inline]
+    fn write<R>(&self, critical: impl FnOnce() -> R) -> R {
+        write_raw(self, critical)
+    }
 }
 
 impl BenchRwLock for std::sync::RwLock<()> {
@@ -313,23 +331,45 @@ pub trait RwLockVisitor {
     fn visit<L: BenchRwLock>(self) -> Self::Output;
 }
 
-/// The one list of reader-writer locks: the name enum, its order, the dispatcher.
+/// Runs an [`RwLockVisitor`] for a klocks lock, as [`Klocks<L>`].
+struct Bridge<V>(V);
+
+impl<V: RwLockVisitor> klocks::catalog::RwLockVisitor for Bridge<V> {
+    type Output = V::Output;
+    fn visit<L: CatalogRwLock>(self) -> V::Output {
+        self.0.visit::<Klocks<L>>()
+    }
+}
+
+/// The peers: the name enum's other variants, their descriptions, the dispatcher.
 macro_rules! rwlock_table {
-    ($($variant:ident => $ty:ty;)*) => {
-        /// A reader-writer lock `--rwlocks` can name.
+    ($($variant:ident => $ty:ty: $about:literal;)*) => {
+        /// A reader-writer lock `--rwlocks` can name: klocks' (from its catalog) or a
+        /// peer's.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub enum RwLockName {
+            /// A reader-writer lock of [`klocks::catalog`].
+            Klocks(RwLockKind),
             $(#[doc = concat!("`", stringify!($ty), "`")] $variant,)*
         }
 
         impl RwLockName {
-            /// Every reader-writer lock, in table order.
-            pub const ALL: &'static [RwLockName] = &[$(RwLockName::$variant,)*];
+            /// The peers, in table order.
+            const PEERS: &'static [RwLockName] = &[$(RwLockName::$variant,)*];
 
             /// Runs `visitor` monomorphized for this lock.
             pub fn visit<V: RwLockVisitor>(self, visitor: V) -> V::Output {
                 match self {
+                    RwLockName::Klocks(kind) => kind.visit(Bridge(visitor)),
                     $(RwLockName::$variant => visitor.visit::<$ty>(),)*
+                }
+            }
+
+            /// What the lock is, in one line.
+            pub fn about(self) -> &'static str {
+                match self {
+                    RwLockName::Klocks(kind) => kind.about(),
+                    $(RwLockName::$variant => $about,)*
                 }
             }
         }
@@ -337,15 +377,13 @@ macro_rules! rwlock_table {
 }
 
 rwlock_table! {
-    Default => klocks::RawRwLock;
-    RwSemAlways => klocks::RwSem<klocks::reader_spin::Always>;
-    RwSemAdaptive => klocks::RwSem<klocks::reader_spin::Adaptive>;
-    RwSemNever => klocks::RwSem<klocks::reader_spin::Never>;
-    Std => std::sync::RwLock<()>;
-    ParkingLot => parking_lot::RawRwLock;
-    Pthread => PthreadRw;
-    PthreadWriter => PthreadRwWriter;
-    Busted => BustedRwLock;
+    Std => std::sync::RwLock<()>: "std::sync::RwLock<()>: futex, writer-preferring";
+    ParkingLot => parking_lot::RawRwLock:
+        "parking_lot::RawRwLock: spins a little, then parks; task-fair (a waiting writer holds back new readers)";
+    Pthread => PthreadRw: "glibc pthread_rwlock_t, default kind: reader-preferring";
+    PthreadWriter => PthreadRwWriter:
+        "glibc PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP: a waiting writer holds back new readers";
+    Busted => BustedRwLock: "the negative control: its write side does not wait";
 }
 
 /// Reads a lock's [`BenchRwLock::NAME`].
@@ -359,6 +397,15 @@ impl RwLockVisitor for NameOf {
 }
 
 impl RwLockName {
+    /// Every reader-writer lock: klocks' in catalog order, then the peers.
+    pub fn all() -> &'static [RwLockName] {
+        static ALL: LazyLock<Vec<RwLockName>> = LazyLock::new(|| {
+            let klocks = RwLockKind::ALL.iter().map(|&kind| RwLockName::Klocks(kind));
+            klocks.chain(RwLockName::PEERS.iter().copied()).collect()
+        });
+        &ALL
+    }
+
     /// The name `--rwlocks` accepts.
     pub fn name(self) -> &'static str {
         self.visit(NameOf)
@@ -371,7 +418,7 @@ impl RwLockName {
 
     /// The locks a scenario runs when `--rwlocks` is not given.
     pub fn defaults() -> Vec<RwLockName> {
-        Self::ALL
+        Self::all()
             .iter()
             .copied()
             .filter(|l| !l.is_hidden())
@@ -381,7 +428,7 @@ impl RwLockName {
 
 impl clap::ValueEnum for RwLockName {
     fn value_variants<'a>() -> &'a [Self] {
-        Self::ALL
+        Self::all()
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
@@ -426,7 +473,7 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_busted_is_hidden() {
-        let names: Vec<&str> = RwLockName::ALL.iter().map(|l| l.name()).collect();
+        let names: Vec<&str> = RwLockName::all().iter().map(|l| l.name()).collect();
         let mut unique = names.clone();
         unique.sort_unstable();
         unique.dedup();

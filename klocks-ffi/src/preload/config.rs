@@ -4,16 +4,14 @@ use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
 
 use std::ffi::CStr;
 
-use klocks_core::budget::parse_spin_ns;
-use klocks_core::owner::{parse_probe_kind, ProbeKind, OWNER_PROBE_VAR};
+use klocks_core::catalog::RwLockKind;
+use klocks_core::config::{
+    parse_owner_probe, parse_spin_ns, BadValue, Var, GLIBC, LOCK, OWNER_PROBE, RWLOCK, SPIN_NS,
+};
+use klocks_core::owner::ProbeKind;
 
 use super::say;
 use crate::mutex::Kind;
-
-/// The variable that picks the mutex.
-pub(super) const LOCK_VAR: &str = "KLOCKS_LOCK";
-/// The variable that picks the rwlock.
-pub(super) const RWLOCK_VAR: &str = "KLOCKS_RWLOCK";
 
 /// The reader-spin policy of the interposed rwlocks.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -34,14 +32,18 @@ impl RwPolicy {
         RwPolicy::Default,
     ];
 
-    /// lockbench's name for the same lock.
-    fn name(self) -> &'static str {
+    /// The lock's entry in the catalog, which names it.
+    fn catalog(self) -> RwLockKind {
         match self {
-            RwPolicy::Default => "default-rw",
-            RwPolicy::Adaptive => "rwsem-adaptive",
-            RwPolicy::Always => "rwsem-always",
-            RwPolicy::Never => "rwsem-never",
+            RwPolicy::Default => RwLockKind::Default,
+            RwPolicy::Adaptive => RwLockKind::RwSemAdaptive,
+            RwPolicy::Always => RwLockKind::RwSemAlways,
+            RwPolicy::Never => RwLockKind::RwSemNever,
         }
+    }
+
+    fn name(self) -> &'static str {
+        self.catalog().name()
     }
 }
 
@@ -96,11 +98,11 @@ pub(super) fn choice() -> Choice {
 }
 
 /// An environment variable's value, borrowed from the environment (no allocation).
-fn var(name: &CStr) -> Option<&'static str> {
-    // SAFETY: `name` is NUL-terminated. glibc's `getenv` returns null or a pointer
+fn var(var: Var) -> Option<&'static str> {
+    // SAFETY: the name is NUL-terminated. glibc's `getenv` returns null or a pointer
     // into the environment block; nothing in this process is expected to change the
     // variables that configure it while it starts.
-    let value = unsafe { libc::getenv(name.as_ptr()) };
+    let value = unsafe { libc::getenv(var.c_name().as_ptr()) };
     if value.is_null() {
         return None;
     }
@@ -120,10 +122,10 @@ fn var(name: &CStr) -> Option<&'static str> {
 #[cold]
 fn make_choice() -> Choice {
     let env = Env {
-        lock: var(c"KLOCKS_LOCK"),
-        rwlock: var(c"KLOCKS_RWLOCK"),
-        spin_ns: var(c"KLOCKS_SPIN_NS"),
-        probe: var(c"KLOCKS_OWNER_PROBE"),
+        lock: var(LOCK),
+        rwlock: var(RWLOCK),
+        spin_ns: var(SPIN_NS),
+        probe: var(OWNER_PROBE),
     };
     let mut complaints = [None; 6];
     let mut count = 0;
@@ -180,8 +182,7 @@ enum Complaint<'a> {
     Help,
     UnknownLock(&'a str),
     UnknownRwLock(&'a str),
-    BadSpinNs(&'a str),
-    BadProbe(&'a str),
+    BadSetting(BadValue<'a>),
     RefusedProbe(ProbeKind),
 }
 
@@ -193,29 +194,22 @@ impl Complaint<'_> {
                 let mutexes: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
                 let rwlocks: Vec<_> = RwPolicy::ALL.iter().map(|p| p.name()).collect();
                 vec![
-                    format!("{LOCK_VAR}=<mutex>: {}, or glibc (the default)", mutexes.join(", ")),
+                    format!("{LOCK}=<mutex>: {}, or {GLIBC} (the default)", mutexes.join(", ")),
                     format!(
-                        "{RWLOCK_VAR}=<rwlock>: {}, or glibc (the default)",
+                        "{RWLOCK}=<rwlock>: {}, or {GLIBC} (the default)",
                         rwlocks.join(", ")
                     ),
                 ]
             }
             Complaint::UnknownLock(name) => vec![format!(
-                "{LOCK_VAR}={name:?} is not a lock ({LOCK_VAR}=help lists them); using glibc's mutexes"
+                "{LOCK}={name:?} is not a lock ({LOCK}=help lists them); using glibc's mutexes"
             )],
             Complaint::UnknownRwLock(name) => vec![format!(
-                "{RWLOCK_VAR}={name:?} is not an rwlock ({RWLOCK_VAR}=help lists them); using glibc's rwlocks"
+                "{RWLOCK}={name:?} is not an rwlock ({RWLOCK}=help lists them); using glibc's rwlocks"
             )],
-            Complaint::BadSpinNs(text) => vec![format!(
-                "{}; using glibc's locks",
-                parse_spin_ns(text).err().unwrap_or_default()
-            )],
-            Complaint::BadProbe(text) => vec![format!(
-                "{}; using glibc's locks",
-                parse_probe_kind(text).err().unwrap_or_default()
-            )],
+            Complaint::BadSetting(bad) => vec![format!("{bad}; using glibc's locks")],
             Complaint::RefusedProbe(kind) => vec![format!(
-                "{OWNER_PROBE_VAR}={} is refused here ({}); using glibc's locks",
+                "{OWNER_PROBE}={} is refused here ({}); using glibc's locks",
                 kind.name(),
                 kind.check().err().map_or_else(String::new, |e| e.to_string())
             )],
@@ -232,7 +226,7 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
         }
     };
     let mutex = match env.lock {
-        None | Some("glibc") => None,
+        None | Some(GLIBC) => None,
         Some("help") => {
             help(&mut complain);
             None
@@ -246,7 +240,7 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
             }),
     };
     let rwlock = match env.rwlock {
-        None | Some("glibc") => None,
+        None | Some(GLIBC) => None,
         Some("help") => {
             help(&mut complain);
             None
@@ -269,18 +263,21 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
     }
     // The klocks locks would panic on these later, inside a lock call. The checks
     // allocate nothing (an error message is made only when printed).
-    let spin_ok = env.spin_ns.map_or(true, parse_spin_ns_in_range);
-    if !spin_ok {
-        complain(Complaint::BadSpinNs(env.spin_ns.unwrap_or_default()));
-    }
+    let spin_ok = match env.spin_ns.map(parse_spin_ns) {
+        Some(Err(bad)) => {
+            complain(Complaint::BadSetting(bad));
+            false
+        }
+        _ => true,
+    };
     let probe_ok = match env.probe {
         None => true,
-        Some(text) => match ProbeKind::ALL.into_iter().find(|k| k.name() == text.trim()) {
-            None => {
-                complain(Complaint::BadProbe(text));
+        Some(text) => match parse_owner_probe(text) {
+            Err(bad) => {
+                complain(Complaint::BadSetting(bad));
                 false
             }
-            Some(kind) => {
+            Ok(kind) => {
                 kind.check().is_ok() || {
                     complain(Complaint::RefusedProbe(kind));
                     false
@@ -293,13 +290,6 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
     } else {
         GLIBC_ONLY
     }
-}
-
-/// `parse_spin_ns(text).is_ok()`, without building the error message.
-fn parse_spin_ns_in_range(text: &str) -> bool {
-    text.trim()
-        .parse::<u64>()
-        .is_ok_and(|ns| ns <= klocks_core::budget::MAX_SPIN_NS)
 }
 
 #[cfg(test)]
@@ -418,22 +408,10 @@ mod tests {
     }
 
     #[test]
-    fn the_range_check_agrees_with_the_parser() {
-        for text in [
-            "0",
-            "10000000",
-            "10000001",
-            " 5 ",
-            "-1",
-            "",
-            "1e3",
-            "18446744073709551616",
-        ] {
-            assert_eq!(
-                parse_spin_ns_in_range(text),
-                parse_spin_ns(text).is_ok(),
-                "{text:?}"
-            );
+    fn the_preload_offers_every_catalog_rwlock() {
+        let offered: Vec<RwLockKind> = RwPolicy::ALL.iter().map(|p| p.catalog()).collect();
+        for kind in RwLockKind::ALL {
+            assert!(offered.contains(kind), "{}", kind.name());
         }
     }
 

@@ -1,8 +1,9 @@
 //! The probe on a real system: the mechanism chosen once per process, thread ids
 //! cached per thread, and the watch a waiter keeps on one owner.
 
-use super::{cpu_clock, perf, ProbeKind, OWNER_PROBE_VAR};
+use super::{cpu_clock, perf, ProbeKind};
 use crate::config::Resolved;
+use crate::config::OWNER_PROBE;
 use std::cell::Cell;
 use std::io;
 
@@ -66,7 +67,7 @@ fn choose() -> ProbeKind {
             Err(err) => {
                 let problem = crate::config::ConfigError {
                     message: format!(
-                        "{OWNER_PROBE_VAR}={} is refused here: {}: {err}",
+                        "{OWNER_PROBE}={} is refused here: {}: {err}",
                         kind.name(),
                         match kind {
                             ProbeKind::PerfSwitch => "perf_event_open of a context-switch event",

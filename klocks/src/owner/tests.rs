@@ -57,34 +57,10 @@ fn await_reaped(tid: u32) {
 }
 
 #[test]
-fn probe_names_parse_back() {
-    for kind in ProbeKind::ALL {
-        assert_eq!(parse_probe_kind(kind.name()), Ok(kind));
-    }
-    assert_eq!(parse_probe_kind(" clock\n"), Ok(ProbeKind::CpuClock));
-}
-
-#[test]
-fn bad_probe_names_are_rejected_with_the_variable_and_the_choices() {
-    for bad in ["", "PERF", "auto", "perf,clock", "spin"] {
-        let err = parse_probe_kind(bad).unwrap_err();
-        for needed in [
-            OWNER_PROBE_VAR,
-            &format!("{bad:?}"),
-            "perf",
-            "clock",
-            "budget",
-        ] {
-            assert!(err.contains(needed), "{bad:?}: {err}");
-        }
-    }
-}
-
-#[test]
 fn the_selected_probe_works_and_is_the_first_that_does() {
     let kind = probe_kind();
     assert!(kind.check().is_ok(), "{kind:?}");
-    if std::env::var_os(OWNER_PROBE_VAR).is_none() {
+    if std::env::var_os(crate::config::OWNER_PROBE.name()).is_none() {
         let first = ProbeKind::ALL.into_iter().find(|k| k.check().is_ok());
         assert_eq!(Some(kind), first);
     }

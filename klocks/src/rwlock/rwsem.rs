@@ -281,8 +281,6 @@ static BUDGET: SpinBudget = SpinBudget::new();
 
 /// A reader-spin policy of [`RwSem`]: one of the types in [`reader_spin`].
 pub trait ReaderSpin: sealed::Sealed + Send + Sync + 'static {
-    /// The policy's name in lockbench tables.
-    const NAME: &'static str;
     /// Which policy this is.
     const POLICY: reader_spin::Policy;
 }
@@ -1440,7 +1438,7 @@ impl<P: ReaderSpin> std::fmt::Debug for RwSem<P> {
         // Relaxed: a snapshot.
         let count = self.count.load(Relaxed);
         f.debug_struct("RwSem")
-            .field("policy", &P::NAME)
+            .field("policy", &P::POLICY)
             .field("readers", &readers(count))
             .field("writer", &(count & WRITER_LOCKED != 0))
             .field("waiters", &(count & WAITERS != 0))

@@ -8,6 +8,7 @@
 //! thread ÷ the mean). `uncontended` is a bar chart, `rw-fair` a range chart per group.
 //! Other scenarios (`c2c`, `owner-probe`, `app`) are tables on the page.
 
+use klocks::catalog::{MutexKind, RwLockKind};
 use plotters::style::RGBColor;
 
 use super::chart::{self, Bar, Bars, Lines, Point, Range, Ranges, Series};
@@ -200,6 +201,11 @@ enum Measure {
 }
 
 /// One line per lock, in the order first measured.
+/// Whether `lock` is the default mutex or rwlock (drawn heavier).
+fn is_default(lock: &str) -> bool {
+    lock == MutexKind::Default.name() || lock == RwLockKind::Default.name()
+}
+
 fn lines(
     title: &str,
     cells: &[&CellData],
@@ -215,7 +221,7 @@ fn lines(
                 series.push(Series {
                     name: cell.lock.clone(),
                     color: colors.get(&cell.lock),
-                    emphasis: cell.lock.starts_with("default"),
+                    emphasis: is_default(&cell.lock),
                     points: Vec::new(),
                     unfinished: Vec::new(),
                 });

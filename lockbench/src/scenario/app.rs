@@ -18,58 +18,64 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use klocks::catalog::{MutexKind, RwLockKind};
+use klocks::config::{LOCK, RWLOCK};
 use regex::Regex;
+use std::sync::LazyLock;
 
 use super::{Common, Error};
 use crate::report::{num, Cell, Progress, Run, Table};
 
-/// The locks `KLOCKS_LOCK` accepts (klocks' mutexes; condvars follow them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PreloadLock {
-    Default,
-    Pvqspinlock,
-    Qspinlock,
-    Ticket,
-    Pvticket,
-    Futex,
-    Spinfutex,
-}
+/// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
+/// (condvars follow it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreloadLock(MutexKind);
 
 impl PreloadLock {
     /// The name `KLOCKS_LOCK` takes and the table prints.
     fn name(self) -> &'static str {
-        match self {
-            PreloadLock::Default => "default",
-            PreloadLock::Pvqspinlock => "pvqspinlock",
-            PreloadLock::Qspinlock => "qspinlock",
-            PreloadLock::Ticket => "ticket",
-            PreloadLock::Pvticket => "pvticket",
-            PreloadLock::Futex => "futex",
-            PreloadLock::Spinfutex => "spinfutex",
-        }
+        self.0.name()
     }
 }
 
-/// The rwlocks `KLOCKS_RWLOCK` accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PreloadRwLock {
-    #[value(name = "rwsem-adaptive")]
-    Adaptive,
-    #[value(name = "rwsem-always")]
-    Always,
-    #[value(name = "rwsem-never")]
-    Never,
-    Glibc,
+impl clap::ValueEnum for PreloadLock {
+    fn value_variants<'a>() -> &'a [Self] {
+        static OFFERED: LazyLock<Vec<PreloadLock>> = LazyLock::new(|| {
+            let offered = MutexKind::ALL.iter().filter(|k| !k.is_experiment_variant());
+            offered.map(|&kind| PreloadLock(kind)).collect()
+        });
+        &OFFERED
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
 }
+
+/// What `KLOCKS_RWLOCK` is set to: a reader-writer lock of klocks' catalog, or
+/// `None` for glibc's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreloadRwLock(Option<RwLockKind>);
 
 impl PreloadRwLock {
     fn name(self) -> &'static str {
-        match self {
-            PreloadRwLock::Adaptive => "rwsem-adaptive",
-            PreloadRwLock::Always => "rwsem-always",
-            PreloadRwLock::Never => "rwsem-never",
-            PreloadRwLock::Glibc => "glibc",
-        }
+        self.0.map_or(GLIBC, RwLockKind::name)
+    }
+}
+
+impl clap::ValueEnum for PreloadRwLock {
+    fn value_variants<'a>() -> &'a [Self] {
+        static OFFERED: LazyLock<Vec<PreloadRwLock>> = LazyLock::new(|| {
+            let klocks = RwLockKind::ALL
+                .iter()
+                .map(|&kind| PreloadRwLock(Some(kind)));
+            klocks.chain([PreloadRwLock(None)]).collect()
+        });
+        &OFFERED
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
     }
 }
 
@@ -126,15 +132,15 @@ fn parse_metric(text: &str) -> Result<Regex, String> {
 
 /// The default `--with`.
 const DEFAULT_LOCKS: [PreloadLock; 5] = [
-    PreloadLock::Default,
-    PreloadLock::Pvqspinlock,
-    PreloadLock::Pvticket,
-    PreloadLock::Futex,
-    PreloadLock::Spinfutex,
+    PreloadLock(MutexKind::Default),
+    PreloadLock(MutexKind::PvQSpinLock),
+    PreloadLock(MutexKind::PvTicket),
+    PreloadLock(MutexKind::Futex),
+    PreloadLock(MutexKind::SpinFutex),
 ];
 
-/// The baseline's name in the tables.
-const GLIBC: &str = "glibc";
+/// The baseline's name in the tables, and the value that keeps glibc's locks.
+const GLIBC: &str = klocks::config::GLIBC;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -182,7 +188,7 @@ impl Config {
             .collect();
         Ok(Self {
             variants,
-            rwlock: args.rwlock.unwrap_or(PreloadRwLock::Glibc),
+            rwlock: args.rwlock.unwrap_or(PreloadRwLock(None)),
             metric: args.metric.clone(),
             output_varies: args.output_varies,
             preload,
@@ -238,14 +244,14 @@ fn run_once(config: &Config, variant: Option<PreloadLock>, round: u32) -> Result
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for var in ["LD_PRELOAD", "KLOCKS_LOCK", "KLOCKS_RWLOCK"] {
+    for var in ["LD_PRELOAD", LOCK.name(), RWLOCK.name()] {
         command.env_remove(var);
     }
     if let Some(lock) = variant {
         command
             .env("LD_PRELOAD", &config.preload)
-            .env("KLOCKS_LOCK", lock.name())
-            .env("KLOCKS_RWLOCK", config.rwlock.name());
+            .env(LOCK.name(), lock.name())
+            .env(RWLOCK.name(), config.rwlock.name());
     }
     let start = Instant::now();
     let output = command

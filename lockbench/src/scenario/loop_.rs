@@ -9,6 +9,8 @@
 
 use std::time::Duration;
 
+use klocks::catalog::MutexKind;
+
 use super::watch::{self, CellWatch, Conditions};
 use super::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor};
@@ -314,20 +316,20 @@ impl Pair {
 /// Seed 000: the queue head's cmpxchg (before) against a plain write (after).
 const SEED_000: Pair = Pair {
     what: "seed 000",
-    base: LockName::QSpinLockCmpxchg,
-    patched: LockName::QSpinLock,
+    base: LockName::Klocks(MutexKind::QSpinLockCmpxchg),
+    patched: LockName::Klocks(MutexKind::QSpinLock),
 };
 /// Seed 003: the ticket lock (base) against the pv ticket lock (patched).
 const SEED_003: Pair = Pair {
     what: "seed 003",
-    base: LockName::Ticket,
-    patched: LockName::PvTicket,
+    base: LockName::Klocks(MutexKind::Ticket),
+    patched: LockName::Klocks(MutexKind::PvTicket),
 };
 /// The same fix on the queued lock: qspinlock against pvqspinlock.
 const PV_QSPINLOCK: Pair = Pair {
     what: "seed 003's fix on the queued lock",
-    base: LockName::QSpinLock,
-    patched: LockName::PvQSpinLock,
+    base: LockName::Klocks(MutexKind::QSpinLock),
+    patched: LockName::Klocks(MutexKind::PvQSpinLock),
 };
 
 /// threads | before | after | %change (negative: after is faster).

@@ -24,6 +24,8 @@
 
 use std::time::Duration;
 
+use klocks::catalog::MutexKind;
+
 use super::watch::Conditions;
 use super::windowed::{
     self, fairest, fairness, fastest, or_default, show_fairness, Grid, Plan, WindowArgs, Work,
@@ -58,8 +60,8 @@ pub struct Args {
 
 /// The seed's two sides: the waiting futex mutex ("before") and the spinning one
 /// ("after").
-const BEFORE: LockName = LockName::Futex;
-const AFTER: LockName = LockName::SpinFutex;
+const BEFORE: LockName = LockName::Klocks(MutexKind::Futex);
+const AFTER: LockName = LockName::Klocks(MutexKind::SpinFutex);
 
 /// The locks a user would otherwise pick, for the bars.
 const PEERS: &[LockName] = &[
@@ -77,7 +79,7 @@ const WINDOW: Duration = Duration::from_millis(1000);
 const LOCKS: &[LockName] = &[
     BEFORE,
     AFTER,
-    LockName::PvQSpinLock,
+    LockName::Klocks(MutexKind::PvQSpinLock),
     LockName::Std,
     LockName::ParkingLot,
     LockName::Pthread,

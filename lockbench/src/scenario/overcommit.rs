@@ -12,6 +12,8 @@
 
 use std::time::Duration;
 
+use klocks::catalog::MutexKind;
+
 use super::windowed::{
     self, fairness, or_default, short, show_fairness, Grid, Plan, WindowArgs, Work,
 };
@@ -79,11 +81,11 @@ const CS: &[Cs] = &[Cs::Short, Cs::Medium];
 const RATIOS: &[u32] = &[1, 2, 4];
 const WINDOW: Duration = Duration::from_millis(200);
 const LOCKS: &[LockName] = &[
-    LockName::Default,
-    LockName::Ticket,
-    LockName::PvTicket,
-    LockName::QSpinLock,
-    LockName::PvQSpinLock,
+    LockName::Klocks(MutexKind::Default),
+    LockName::Klocks(MutexKind::Ticket),
+    LockName::Klocks(MutexKind::PvTicket),
+    LockName::Klocks(MutexKind::QSpinLock),
+    LockName::Klocks(MutexKind::PvQSpinLock),
     LockName::Std,
     LockName::ParkingLot,
     LockName::Pthread,
@@ -95,10 +97,10 @@ const SUITE_RATIOS: &[u32] = &[1, 2];
 const SUITE_WINDOW: Duration = Duration::from_millis(100);
 const SUITE_DRAIN_CAP: Duration = Duration::from_secs(1);
 const SUITE_LOCKS: &[LockName] = &[
-    LockName::Default,
-    LockName::Ticket,
-    LockName::PvTicket,
-    LockName::PvQSpinLock,
+    LockName::Klocks(MutexKind::Default),
+    LockName::Klocks(MutexKind::Ticket),
+    LockName::Klocks(MutexKind::PvTicket),
+    LockName::Klocks(MutexKind::PvQSpinLock),
     LockName::Std,
     LockName::ParkingLot,
     LockName::Pthread,
@@ -284,7 +286,10 @@ fn find<'a>(cells: &'a [Cell], lock: LockName, row: &Row) -> Option<&'a Cell> {
 
 /// threads | cs | overcommit | base | patched | %gain, when both seed-003 locks ran.
 fn seed_table(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
-    let (base, patched) = (LockName::Ticket, LockName::PvTicket);
+    let (base, patched) = (
+        LockName::Klocks(MutexKind::Ticket),
+        LockName::Klocks(MutexKind::PvTicket),
+    );
     if !(config.plan.locks.contains(&base) && config.plan.locks.contains(&patched)) {
         return None;
     }
@@ -335,7 +340,7 @@ const BAR_THREADS: std::ops::RangeInclusive<usize> = 16..=128;
 /// pvqspinlock against the better of parking_lot and pthread, short cs, 16–128
 /// threads: throughput ratio and fairness.
 fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
-    let pv = LockName::PvQSpinLock;
+    let pv = LockName::Klocks(MutexKind::PvQSpinLock);
     let peers: Vec<LockName> = BAR_PEERS
         .iter()
         .copied()
@@ -344,16 +349,17 @@ fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
     if !config.plan.locks.contains(&pv) || peers.is_empty() || !config.cs.contains(&Cs::Short) {
         return None;
     }
+    let pv_fairness = format!("f {}", pv.name());
     let mut table = Table::new(
         "overcommit, bars: pvqspinlock vs the better of parking_lot and pthread (short cs, \
          16–128 threads); f = fairness, min ÷ mean per-thread operations",
         &[
             "threads",
             "overcommit",
-            "pvqspinlock",
+            pv.name(),
             "best peer",
             "÷ best",
-            "f pvqspinlock",
+            &pv_fairness,
             "best peer f",
         ],
     );

@@ -19,6 +19,8 @@
 
 use std::time::Duration;
 
+use klocks::catalog::RwLockKind;
+
 use super::rw::{self, per_role, reader_group, role_fairness, show, show_ratio, times, Role};
 use super::windowed::{self, Grid, Plan, WindowArgs, Work};
 use super::{Common, Error};
@@ -79,9 +81,9 @@ fn parse_group(text: &str) -> Result<Group, String> {
 
 /// The rwsem policies the bars compare; the first is the seed's.
 const POLICIES: &[RwLockName] = &[
-    RwLockName::RwSemAdaptive,
-    RwLockName::RwSemAlways,
-    RwLockName::RwSemNever,
+    RwLockName::Klocks(RwLockKind::RwSemAdaptive),
+    RwLockName::Klocks(RwLockKind::RwSemAlways),
+    RwLockName::Klocks(RwLockKind::RwSemNever),
 ];
 
 /// The seed's group, the one the bars name.
@@ -453,9 +455,24 @@ mod tests {
             load: 1,
         };
         let cells = [
-            cell(RwLockName::RwSemAdaptive, group, &[100, 100], &[50, 50]),
-            cell(RwLockName::RwSemAlways, group, &[190, 10], &[100, 100]),
-            cell(RwLockName::RwSemNever, group, &[50, 50], &[40, 60]),
+            cell(
+                RwLockName::Klocks(RwLockKind::RwSemAdaptive),
+                group,
+                &[100, 100],
+                &[50, 50],
+            ),
+            cell(
+                RwLockName::Klocks(RwLockKind::RwSemAlways),
+                group,
+                &[190, 10],
+                &[100, 100],
+            ),
+            cell(
+                RwLockName::Klocks(RwLockKind::RwSemNever),
+                group,
+                &[50, 50],
+                &[40, 60],
+            ),
         ];
         let text = bars(&config, &cells).expect("bars").to_string();
         let row = |lock: &str| {

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Barrier;
 use std::time::Instant;
 
+use klocks::catalog::RwLockKind;
+
 use super::versus::{leak, pauses, rotating_rounds, Versus};
 use super::{Common, Error};
 use crate::report::{num, Cell, Progress, Run, Table};
@@ -51,12 +53,14 @@ pub struct Config {
 }
 
 /// The peers the default rwlock is compared with.
-const PEERS: [&str; 4] = [
-    "std-rw",
-    "parking_lot-rw",
-    "pthread-rw",
-    "pthread-rw-writer",
+const PEERS: [RwLockName; 4] = [
+    RwLockName::Std,
+    RwLockName::ParkingLot,
+    RwLockName::Pthread,
+    RwLockName::PthreadWriter,
 ];
+/// The default rwlock, compared with the peers.
+const OURS: RwLockName = RwLockName::Klocks(RwLockKind::Default);
 
 impl Config {
     /// From the command line.
@@ -220,9 +224,8 @@ impl RwLockVisitor for Measure<'_> {
 pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     let mut versus = config
         .locks
-        .iter()
-        .any(|l| l.name() == "default-rw")
-        .then(|| Versus::new("default-rw", &PEERS));
+        .contains(&OURS)
+        .then(|| Versus::new(OURS.name(), PEERS.map(RwLockName::name).to_vec()));
     let mut headers: Vec<String> = vec!["reads".to_owned(), "threads".to_owned()];
     headers.extend(config.locks.iter().map(|l| l.name().to_owned()));
     if let Some(versus) = &versus {

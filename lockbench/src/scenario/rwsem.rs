@@ -23,6 +23,8 @@
 
 use std::time::Duration;
 
+use klocks::catalog::RwLockKind;
+
 use super::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
 use super::watch::Conditions;
 use super::windowed::{self, fastest, or_default, Grid, Plan, WindowArgs, Work};
@@ -70,9 +72,9 @@ fn parse_threads(text: &str) -> Result<usize, String> {
 
 /// The seed's two sides, reader spinning without and with the adaptive bits, and
 /// Linux 5.11's policy without reader spinning.
-const BEFORE: RwLockName = RwLockName::RwSemAlways;
-const AFTER: RwLockName = RwLockName::RwSemAdaptive;
-const NEVER: RwLockName = RwLockName::RwSemNever;
+const BEFORE: RwLockName = RwLockName::Klocks(RwLockKind::RwSemAlways);
+const AFTER: RwLockName = RwLockName::Klocks(RwLockKind::RwSemAdaptive);
+const NEVER: RwLockName = RwLockName::Klocks(RwLockKind::RwSemNever);
 
 /// The reader-writer locks a user would otherwise pick, for the bars.
 const PEERS: &[RwLockName] = &[

@@ -12,6 +12,8 @@ use std::cell::UnsafeCell;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use klocks::catalog::MutexKind;
+
 use super::versus::{leak, pauses, rotating_rounds, Versus};
 use super::{Common, Error};
 use crate::locks::{BenchLock, LockName, LockVisitor};
@@ -54,7 +56,14 @@ pub struct Config {
 }
 
 /// The peers a klocks lock is compared with.
-const PEERS: [&str; 4] = ["std", "parking_lot", "pthread", "pthread-adaptive"];
+const PEERS: [LockName; 4] = [
+    LockName::Std,
+    LockName::ParkingLot,
+    LockName::Pthread,
+    LockName::PthreadAdaptive,
+];
+/// The default mutex, compared with the peers.
+const OURS: LockName = LockName::Klocks(MutexKind::Default);
 
 impl Config {
     /// From the command line.
@@ -68,11 +77,15 @@ impl Config {
         };
         Self {
             locks: common.locks.clone().unwrap_or_else(|| {
-                ["default", "spinfutex", "pvqspinlock"]
-                    .into_iter()
-                    .chain(PEERS)
-                    .filter_map(|name| LockName::ALL.iter().copied().find(|l| l.name() == name))
-                    .collect()
+                [
+                    MutexKind::Default,
+                    MutexKind::SpinFutex,
+                    MutexKind::PvQSpinLock,
+                ]
+                .map(LockName::Klocks)
+                .into_iter()
+                .chain(PEERS)
+                .collect()
             }),
             threads: or(&args.threads, &[2, 8, 32]),
             shards: or(&args.shards, &[1, 2, 64, 1000]),
@@ -208,9 +221,8 @@ fn ms(wall: Duration) -> f64 {
 pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     let mut versus = config
         .locks
-        .iter()
-        .any(|l| l.name() == "default")
-        .then(|| Versus::new("default", &PEERS));
+        .contains(&OURS)
+        .then(|| Versus::new(OURS.name(), PEERS.map(LockName::name).to_vec()));
     let mut headers: Vec<String> = vec!["locks".to_owned(), "threads".to_owned()];
     headers.extend(config.locks.iter().map(|l| l.name().to_owned()));
     if let Some(versus) = &versus {

@@ -381,12 +381,7 @@ impl RwLockVisitor for RwSection {
 fn default_locks() -> Vec<LockName> {
     LockName::defaults()
         .into_iter()
-        .filter(|l| {
-            !matches!(
-                l.name(),
-                "qspinlock" | "qspinlock-cmpxchg" | "qspinlock-bytestore" | "ticket" | "spin"
-            )
-        })
+        .filter(|l| l.sleeps())
         .collect()
 }
 

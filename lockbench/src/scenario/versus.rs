@@ -39,13 +39,13 @@ pub fn pauses(n: u32) {
 /// The ratios of one lock's wall time to the best peer's, row by row.
 pub struct Versus {
     ours: &'static str,
-    peers: &'static [&'static str],
+    peers: Vec<&'static str>,
     ratios: Vec<f64>,
 }
 
 impl Versus {
     /// Compares `ours` with the best of `peers`.
-    pub fn new(ours: &'static str, peers: &'static [&'static str]) -> Self {
+    pub fn new(ours: &'static str, peers: Vec<&'static str>) -> Self {
         Self {
             ours,
             peers,

@@ -27,14 +27,11 @@ impl super::sealed::Sealed for Always {}
 impl super::sealed::Sealed for Never {}
 
 impl super::ReaderSpin for Adaptive {
-    const NAME: &'static str = "adaptive";
     const POLICY: Policy = Policy::Adaptive;
 }
 impl super::ReaderSpin for Always {
-    const NAME: &'static str = "always";
     const POLICY: Policy = Policy::Always;
 }
 impl super::ReaderSpin for Never {
-    const NAME: &'static str = "never";
     const POLICY: Policy = Policy::Never;
 }

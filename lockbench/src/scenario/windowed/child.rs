@@ -71,7 +71,7 @@ impl CellProcess {
             .args(["--hogs", &spec.work.hogs.to_string()])
             .args(["--window-ms", &spec.window.as_millis().to_string()])
             .env(
-                klocks::budget::SPIN_NS_VAR,
+                klocks::config::SPIN_NS.name(),
                 machine::pv_spin_ns().to_string(),
             )
             .stdin(Stdio::null())
