@@ -103,7 +103,10 @@ macro_rules! raw_mutex {
     };
 }
 
-// `testing` first: its test macros are used by the lock modules' unit tests.
+// `testing` first: its test macros are used by the lock modules' unit tests. Not
+// part of the library's API: built for klocks' own tests, and for lockbench (its
+// negative controls) with the `testing` feature.
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 #[macro_use]
 pub mod testing;

@@ -31,18 +31,22 @@ pub(crate) fn cpu_relax_times(n: u32) {
 }
 
 #[cfg(not(loom))]
-pub(crate) use std::{sync::Arc, thread::spawn, thread::yield_now};
+pub(crate) use std::thread::yield_now;
+#[cfg(all(not(loom), any(test, feature = "testing")))]
+pub(crate) use std::{sync::Arc, thread::spawn};
 
 #[cfg(loom)]
-pub(crate) use loom::{cell::UnsafeCell, sync::Arc, thread::spawn, thread::yield_now};
+pub(crate) use loom::thread::yield_now;
+#[cfg(all(loom, any(test, feature = "testing")))]
+pub(crate) use loom::{cell::UnsafeCell, sync::Arc, thread::spawn};
 
 /// `std::cell::UnsafeCell` with loom's closure API, so test data can be checked for
 /// races by loom and used unchanged in native stress tests.
-#[cfg(not(loom))]
+#[cfg(all(not(loom), any(test, feature = "testing")))]
 #[derive(Debug)]
 pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
-#[cfg(not(loom))]
+#[cfg(all(not(loom), any(test, feature = "testing")))]
 impl<T> UnsafeCell<T> {
     pub(crate) fn new(value: T) -> Self {
         Self(std::cell::UnsafeCell::new(value))

@@ -7,6 +7,7 @@
 //! so results committed by an older one still load.
 
 pub mod chart;
+pub mod commands;
 pub mod compare;
 pub mod figures;
 pub mod page;

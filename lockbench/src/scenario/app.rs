@@ -17,13 +17,15 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use super::{Options, Scenario, Takes};
+use crate::machine::Machine;
 
 use klocks::catalog::{MutexKind, RwLockKind};
 use klocks::config::{LOCK, RWLOCK};
 use regex::Regex;
 use std::sync::LazyLock;
 
-use super::{Common, Error};
+use crate::harness::{Common, Error};
 use crate::report::{num, Cell, Progress, Run, Table};
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
@@ -79,7 +81,16 @@ impl clap::ValueEnum for PreloadRwLock {
     }
 }
 
-/// `lockbench app` options.
+/// An unmodified program under each klocks lock (LD_PRELOAD), against glibc
+///
+/// Runs `CMD ARGS` as it is (glibc's pthread locks) and under
+/// LD_PRELOAD=libklocks.so KLOCKS_LOCK=<lock> for each --with lock, --runs rounds,
+/// interleaved. Reports wall time and, with --metric, a throughput the command
+/// prints, as median [min–max] and speed relative to glibc. Verified: every run
+/// must exit 0 and print the same stdout as the first glibc run (unless
+/// --output-varies), and no preloaded run may report that the preload failed or
+/// fell back to glibc. Needs libklocks.so: `cargo build --release -p klocks-ffi`.
+/// --locks and --rwlocks do not apply (use --with and --rwlock).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// klocks locks to run the command under (KLOCKS_LOCK values), comma-separated;
@@ -410,6 +421,29 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
 
 fn ratio(value: Option<f64>) -> String {
     value.map_or("-".to_owned(), |r| format!("{r:.3}×"))
+}
+
+
+impl Options for Args {
+    const TAKES: Takes = Takes::Neither;
+
+    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
+        Ok(Box::new(Config::new(self, common)?))
+    }
+}
+
+impl Scenario for Config {
+    fn cells(&self) -> u64 {
+        Config::cells(self)
+    }
+
+    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
+        run(self, progress)
+    }
+
+    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
+        tables(self, cells)
+    }
 }
 
 #[cfg(test)]

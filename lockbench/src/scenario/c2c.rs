@@ -1,20 +1,21 @@
 //! Core-to-core latency: two threads pinned to two CPUs bounce one cache line, each
-//! waiting for its parity and answering with the next value. One round trip is two
-//! one-way transfers of the line, so one-way = elapsed / (2 × round trips).
+//! waiting for its parity and answering with the next value
+//! ([`ping_pong`](crate::harness::ping_pong)).
 
-use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Barrier;
-use std::thread;
-use std::time::{Duration, Instant};
-
-use crossbeam_utils::CachePadded;
-
-use super::watch::{Placement, NEAR_MAX_NS};
-use super::{join, Common, Error};
+use crate::harness::ping_pong::{cpu_pair, one_way_ns, ping_pong};
+use crate::harness::watch::{Placement, NEAR_MAX_NS};
+use crate::harness::{Common, Error};
 use crate::report::{num, Cell, Progress, Run, Table};
+use super::{Options, Scenario, Takes};
+use crate::machine::Machine;
 
-/// `lockbench c2c` options.
+/// Core-to-core latency: one cache line bounced between two pinned threads
+///
+/// Two threads pinned to the first two CPUs this process may use pass a counter
+/// back and forth on one cache line, each waiting for its parity and answering
+/// with the next value. One-way latency = elapsed / (2 × round trips). On a VM the
+/// result depends on where the host placed the two vCPUs ("near" ≤ 80 ns, "far"
+/// above). Skipped on a single CPU. Verified: the line must end at 2 × round trips.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Round trips per run, two one-way cache-line transfers each [default: 100000]
@@ -45,26 +46,6 @@ impl Config {
     pub fn cells(&self) -> u64 {
         1
     }
-}
-
-/// A placement probe times this many bursts and keeps the fastest, so that a probe
-/// thread descheduled during one burst (a busy machine) does not pass for a far
-/// placement.
-const PROBE_BURSTS: u64 = 10;
-/// Round trips per probe burst: the whole probe takes about 4 ms near, 17 ms far.
-const PROBE_ROUND_TRIPS: u64 = 5_000;
-
-/// One short one-way latency measurement for placement checks; `None` on a machine
-/// with fewer than two usable CPUs.
-pub fn probe() -> Result<Option<f64>, Error> {
-    let Some(cpus) = cpu_pair() else {
-        return Ok(None);
-    };
-    let fastest = ping_pong(cpus, PROBE_ROUND_TRIPS, PROBE_BURSTS)?
-        .into_iter()
-        .min()
-        .unwrap_or_default();
-    Ok(Some(one_way_ns(fastest, PROBE_ROUND_TRIPS)))
 }
 
 /// Measures the cell; no cells when there are fewer than two usable CPUs.
@@ -112,116 +93,24 @@ pub fn tables(cells: &[Cell]) -> Vec<Table> {
     vec![table]
 }
 
-fn one_way_ns(elapsed: Duration, round_trips: u64) -> f64 {
-    elapsed.as_secs_f64() * 1e9 / (2 * round_trips) as f64
-}
+impl Options for Args {
+    const TAKES: Takes = Takes::Neither;
 
-/// The first two CPUs this process may run on.
-pub fn cpu_pair() -> Option<[usize; 2]> {
-    // SAFETY: an all-zero cpu_set_t is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
-    if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } != 0 {
-        return None;
-    }
-    let mut allowed = (0..libc::CPU_SETSIZE as usize).filter(|&cpu| {
-        // SAFETY: `cpu` is below CPU_SETSIZE, inside `set`.
-        unsafe { libc::CPU_ISSET(cpu, &set) }
-    });
-    Some([allowed.next()?, allowed.next()?])
-}
-
-/// Pins the calling thread to `cpu`.
-pub fn pin(cpu: usize) -> io::Result<()> {
-    // SAFETY: an all-zero cpu_set_t is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: callers pass a CPU of this process's affinity mask, below CPU_SETSIZE.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
-    match unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) } {
-        0 => Ok(()),
-        _ => Err(io::Error::last_os_error()),
+    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
+        Ok(Box::new(Config::new(self, common)))
     }
 }
 
-/// Pins the calling thread to `cpu`, then waits until the peer has tried too: fails
-/// if either could not be pinned, so neither bounces alone.
-fn pin_both(cpu: usize, failed: &AtomicBool, ready: &Barrier) -> io::Result<()> {
-    let pinned = pin(cpu);
-    if pinned.is_err() {
-        // Relaxed: the barrier below orders this store before the peer's load.
-        failed.store(true, Relaxed);
+impl Scenario for Config {
+    fn cells(&self) -> u64 {
+        Config::cells(self)
     }
-    ready.wait();
-    pinned?;
-    // Relaxed: ordered by the barrier (see above).
-    match failed.load(Relaxed) {
-        true => Err(io::Error::other("the peer thread could not be pinned")),
-        false => Ok(()),
-    }
-}
 
-/// Bounces a line between threads pinned to `cpus`, `bursts` times `round_trips`
-/// round trips; returns each burst's elapsed time, measured by the thread on
-/// `cpus[0]`.
-fn ping_pong(cpus: [usize; 2], round_trips: u64, bursts: u64) -> Result<Vec<Duration>, Error> {
-    let line = CachePadded::new(AtomicU64::new(0));
-    let per_burst = 2 * round_trips;
-    let end = per_burst * bursts;
-    let (failed, ready) = (AtomicBool::new(false), Barrier::new(2));
-    let elapsed = thread::scope(|scope| {
-        let (line, failed, ready) = (&line, &failed, &ready);
-        let server = scope.spawn(move || {
-            pin_both(cpus[1], failed, ready)?;
-            bounce(line, 1, end);
-            io::Result::Ok(())
-        });
-        let client = scope.spawn(move || {
-            pin_both(cpus[0], failed, ready)?;
-            let timed = (0..bursts).map(|burst| {
-                let (from, to) = (burst * per_burst, (burst + 1) * per_burst);
-                let start = Instant::now();
-                bounce(line, from, to);
-                wait_for(line, to);
-                start.elapsed()
-            });
-            Ok(timed.collect())
-        });
-        join(server).and(join(client))
-    })
-    .map_err(|err| {
-        Error::Io(
-            format!("c2c: pinning to cpu{} and cpu{}", cpus[0], cpus[1]),
-            err,
-        )
-    })?;
-    let last = CachePadded::into_inner(line).into_inner();
-    if last != end {
-        return Err(Error::Verification(format!(
-            "c2c: the line ended at {last}, expected {end} after {} round trips",
-            round_trips * bursts
-        )));
+    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
+        run(self, progress)
     }
-    Ok(elapsed)
-}
 
-/// Waits for each value from `first` to below `end`, every other one, answering
-/// each with the next value: `first` even for the client, odd for the server.
-fn bounce(line: &AtomicU64, first: u64, end: u64) {
-    let mut turn = first;
-    while turn < end {
-        wait_for(line, turn);
-        // Relaxed: the line carries nothing but itself; its modification order alone
-        // orders the turns (this store is seen by the peer's `wait_for`).
-        line.store(turn + 1, Relaxed);
-        turn += 2;
-    }
-}
-
-/// Spins (politely, as the locks do) until the line holds `value`.
-fn wait_for(line: &AtomicU64, value: u64) {
-    // Relaxed: pairs with the peer's Relaxed store in `bounce`; see there.
-    while line.load(Relaxed) != value {
-        std::hint::spin_loop();
+    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
+        tables(cells)
     }
 }

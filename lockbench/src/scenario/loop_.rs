@@ -8,15 +8,31 @@
 //! the same, and reported as not finished.
 
 use std::time::Duration;
+use super::{Options, Scenario, Takes};
+use crate::machine::Machine;
 
 use klocks::catalog::MutexKind;
 
-use super::watch::{self, CellWatch, Conditions};
-use super::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
+use crate::harness::watch::{self, CellWatch, Conditions};
+use crate::harness::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::report::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
 
-/// `lockbench loop` options.
+/// Seed 000's loop: N threads × L lock/unlock pairs on one lock, wall ms
+///
+/// N threads start together from a gate and each does L lock/unlock pairs on one
+/// shared lock; the wall time runs from opening the gate to the last thread
+/// finishing. The critical section increments a plain (non-atomic) counter and
+/// records its owner, so every run counts handoffs (the lock passing to another
+/// thread) and reports ns per handoff and its ratio to the c2c one-way latency
+/// probed before and after the cell. Marks: * the c2c placement (near/far)
+/// changed during the cell; ! steal or other processes took over 5% of the CPU
+/// time; ~ serialized, the threads ran one after another instead of contending.
+/// A run that exceeds --cap-secs is stopped and reported as "DNF x%". Verified: the counter must equal the sum of the
+/// iterations the threads completed. Tables: the seed-000 comparison (before =
+/// qspinlock-cmpxchg, after = qspinlock), the seed-003 one (base = ticket,
+/// patched = pvticket; %gain = base ÷ patched wall - 1) and the same for
+/// qspinlock → pvqspinlock, all locks, and per-cell detail.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Thread counts, comma-separated [default: 1,2,3,4,8; 1,2,...,8 with --seed-scale]
@@ -469,4 +485,26 @@ fn footnotes(table: &mut Table, cells: &[Cell]) {
         table.note(SERIALIZED_NOTE);
     }
     watch::explain_marks(table, cells);
+}
+
+impl Options for Args {
+    const TAKES: Takes = Takes::Mutexes;
+
+    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
+        Ok(Box::new(Config::new(self, common)))
+    }
+}
+
+impl Scenario for Config {
+    fn cells(&self) -> u64 {
+        Config::cells(self)
+    }
+
+    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
+        run(self, progress)
+    }
+
+    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
+        tables(self, cells)
+    }
 }

@@ -1,380 +1,86 @@
-//! The experiments, and what they share: the guarded critical section, the
-//! start-gate harness, the options every scenario takes, and the error type.
+//! The experiments. Each file is one `lockbench` subcommand and owns its options
+//! (`Args`, whose doc comment is the subcommand's help), its cells and its tables;
+//! what they share lives in [`crate::harness`]. A scenario is registered by one line
+//! in the list at the end of this file.
 
-pub mod app;
-pub mod c2c;
-pub mod false_sharing;
-pub mod loop_;
-pub mod mutex_load;
-pub mod overcommit;
-pub mod owner_probe;
-pub mod rw;
-pub mod rw_fair;
-pub mod rw_mix;
-pub mod rwsem;
-pub mod sharded;
+use crate::harness::{Common, Error};
+use crate::machine::Machine;
+use crate::report::{Cell, Progress, Table};
+
 pub mod torture;
-pub mod uncontended;
-pub mod versus;
-pub mod watch;
-pub mod windowed;
 
-use std::cell::UnsafeCell;
-use std::fmt;
-use std::sync::atomic::{
-    AtomicBool,
-    Ordering::{Acquire, Relaxed, Release},
-};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Barrier;
-use std::thread;
-use std::time::{Duration, Instant};
+/// A scenario, configured from its command line.
+pub trait Scenario {
+    /// The cells it measures (the progress bar's unit).
+    fn cells(&self) -> u64;
 
-use crossbeam_utils::CachePadded;
+    /// Measures every cell, each verified.
+    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error>;
 
-use crate::locks::{BenchLock, LockName};
-use crate::rwlocks::RwLockName;
-
-/// The global options, resolved.
-#[derive(Debug, Clone)]
-pub struct Common {
-    /// `--locks`, deduplicated; `None` means each scenario's default set.
-    pub locks: Option<Vec<LockName>>,
-    /// `--rwlocks`, deduplicated; `None` means every listed reader-writer lock.
-    pub rwlocks: Option<Vec<RwLockName>>,
-    /// `--runs`: repetitions per cell.
-    pub runs: u32,
-    /// `--seed-scale`: the seeds' own sizes.
-    pub seed_scale: bool,
+    /// The tables of the measured cells.
+    fn tables(&self, cells: &[Cell], machine: &Machine) -> Vec<Table>;
 }
 
-impl Common {
-    /// The locks to run: `--locks`, or every listed lock.
-    pub fn locks(&self) -> Vec<LockName> {
-        self.locks.clone().unwrap_or_else(LockName::defaults)
-    }
+/// A scenario's command line.
+pub trait Options {
+    /// Which of the global lock lists it takes.
+    const TAKES: Takes;
 
-    /// The reader-writer locks to run: `--rwlocks`, or every listed one.
-    pub fn rwlocks(&self) -> Vec<RwLockName> {
-        self.rwlocks.clone().unwrap_or_else(RwLockName::defaults)
-    }
+    /// The scenario, configured; `Err` is a usage error.
+    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String>;
 }
 
-/// Why lockbench stopped.
-#[derive(Debug)]
-pub enum Error {
-    /// A result was wrong: the lock (or the machine) broke mutual exclusion.
-    Verification(String),
-    /// The OS refused something (pinning, writing a report, starting a process).
-    Io(String, std::io::Error),
-    /// A cell's child process broke down (crashed, or answered nonsense).
-    Child(String),
-    /// The report of the run could not be drawn or written.
-    Report(String),
+/// Which global lock list a scenario takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    /// `--locks`.
+    Mutexes,
+    /// `--rwlocks`.
+    RwLocks,
+    /// Neither (the scenario measures no lock, or chooses locks its own way).
+    Neither,
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Verification(what) => write!(f, "verification failed: {what}"),
-            Error::Io(what, err) => write!(f, "{what}: {err}"),
-            Error::Child(what) | Error::Report(what) => write!(f, "{what}"),
+/// Declares the scenario modules and the subcommands that run them.
+macro_rules! scenarios {
+    ($($variant:ident => $module:ident,)*) => {
+        $(pub mod $module;)*
+
+        /// The measuring subcommands, one per scenario.
+        #[derive(Debug, clap::Subcommand)]
+        pub enum Measure {
+            $($variant($module::Args),)*
         }
-    }
-}
 
-impl std::error::Error for Error {}
-
-/// Fails unless the guarded counter saw every critical section that was counted.
-pub fn verify_count(
-    context: impl FnOnce() -> String,
-    counted: u64,
-    done: u64,
-) -> Result<(), Error> {
-    if counted == done {
-        return Ok(());
-    }
-    Err(Error::Verification(format!(
-        "{}: the lock-protected counter reads {counted} but {done} critical sections \
-         completed ({} updates lost or invented): the lock did not exclude",
-        context(),
-        done.abs_diff(counted)
-    )))
-}
-
-/// Parses a positive number of seconds (fractions allowed), for clap.
-pub fn parse_secs(text: &str) -> Result<Duration, String> {
-    let secs: f64 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
-    if !(secs > 0.0 && secs <= 86_400.0) {
-        return Err(format!(
-            "{secs} s is out of range: give more than 0 and at most 86400"
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// Owner id stored before any thread has taken the lock.
-const NO_OWNER: usize = usize::MAX;
-
-/// The data the critical section touches: a plain counter and the last owner's id.
-struct Data {
-    count: u64,
-    owner: usize,
-}
-
-/// A lock and the data only it protects, as in any `Mutex<T>`; alone on its cache
-/// lines so nothing else (stop flags, other locks) shares them.
-pub struct Guarded<L> {
-    inner: CachePadded<GuardedInner<L>>,
-}
-
-struct GuardedInner<L> {
-    lock: L,
-    data: UnsafeCell<Data>,
-}
-
-// SAFETY: `data` is only touched inside `lock.with` (and, once the threads are gone,
-// through `into_count`'s ownership). That this excludes is the claim every scenario
-// verifies; the negative control `busted` breaks it on purpose and is caught.
-unsafe impl<L: BenchLock> Sync for Guarded<L> {}
-
-impl<L: BenchLock> Guarded<L> {
-    /// An unlocked lock, a zero count, no owner yet.
-    pub fn unlocked() -> Self {
-        Self {
-            inner: CachePadded::new(GuardedInner {
-                lock: L::new(),
-                data: UnsafeCell::new(Data {
-                    count: 0,
-                    owner: NO_OWNER,
-                }),
-            }),
-        }
-    }
-
-    /// One critical section by thread `me`: count it and become the last owner.
-    /// Returns whether the lock came from another thread (a handoff).
-    #[inline]
-    pub fn enter(&self, me: usize) -> bool {
-        self.enter_with(me, || {})
-    }
-
-    /// [`enter`](Self::enter), running `work` under the lock before counting.
-    #[inline]
-    pub fn enter_with(&self, me: usize, work: impl FnOnce()) -> bool {
-        let previous = self.inner.lock.with(|| {
-            work();
-            // SAFETY: inside the lock (see the `Sync` impl); the reference does not
-            // outlive the critical section.
-            let data = unsafe { &mut *self.inner.data.get() };
-            data.count += 1;
-            std::mem::replace(&mut data.owner, me)
-        });
-        previous != me && previous != NO_OWNER
-    }
-
-    /// The final count.
-    pub fn into_count(self) -> u64 {
-        CachePadded::into_inner(self.inner).data.into_inner().count
-    }
-}
-
-/// A lock thread's result: its operations inside the window and after it.
-pub trait Tallied {
-    /// Operations finished inside the window.
-    fn counted(&self) -> u64;
-    /// Operations finished after the thread saw the stop flag.
-    fn late(&self) -> u64;
-}
-
-/// Spins `pauses` `spin_loop()`s (x86 `pause`): the load inside and outside the lock.
-#[inline]
-pub fn pause(pauses: u32) {
-    for _ in 0..pauses {
-        std::hint::spin_loop();
-    }
-}
-
-/// Asks workers to stop early; they poll it once per operation.
-pub struct Stop(CachePadded<AtomicBool>);
-
-impl Stop {
-    fn new() -> Self {
-        Self(CachePadded::new(AtomicBool::new(false)))
-    }
-
-    /// Whether to stop now.
-    #[inline]
-    pub fn requested(&self) -> bool {
-        // Relaxed: a hint only, paired with nothing. No data is published through the
-        // flag; results are read after the threads are joined, which synchronises.
-        self.0.load(Relaxed)
-    }
-
-    fn request(&self) {
-        // Relaxed: see `requested`.
-        self.0.store(true, Relaxed);
-    }
-}
-
-/// The start gate. Workers wait at it spinning, so that the ones on a CPU all see
-/// it open within a cache-line transfer (a blocking gate wakes them one by one, tens
-/// of microseconds apart, enough for a short run to finish before the next thread
-/// starts). They yield while they spin so that, with more threads than CPUs, the
-/// thread that opens the gate and the other waiters still get to run.
-struct Gate(CachePadded<AtomicBool>);
-
-impl Gate {
-    fn new() -> Self {
-        Self(CachePadded::new(AtomicBool::new(false)))
-    }
-
-    fn wait(&self) {
-        // Acquire: pairs with the Release in `open`, so the worker's run happens after
-        // everything the opener did first, reading the start time included.
-        while !self.0.load(Acquire) {
-            thread::yield_now();
-        }
-    }
-
-    fn open(&self) {
-        // Release: pairs with the Acquire in `wait`; the clock was read before this.
-        self.0.store(true, Release);
-    }
-}
-
-/// What a [`race`] returns.
-pub struct Race<T> {
-    /// Each worker's result, by worker id.
-    pub results: Vec<T>,
-    /// From opening the gate to the last worker returning.
-    pub wall: Duration,
-    /// From opening the gate to requesting the stop; `None` if every worker returned
-    /// before `limit`.
-    pub stopped: Option<Duration>,
-}
-
-/// Runs `threads` workers `work(id, stop)` from one start gate. The clock starts just
-/// before the gate opens and stops when the last worker returns. If they are not all
-/// done after `limit`, `stop` is requested and they are awaited.
-pub fn race<T: Send>(
-    threads: usize,
-    limit: Duration,
-    work: impl Fn(usize, &Stop) -> T + Sync,
-) -> Race<T> {
-    race_announced(threads, limit, || {}, work)
-}
-
-/// [`race`], calling `started` once the clock runs, just before the gate opens.
-pub fn race_announced<T: Send>(
-    threads: usize,
-    limit: Duration,
-    started: impl FnOnce(),
-    work: impl Fn(usize, &Stop) -> T + Sync,
-) -> Race<T> {
-    let (ready, gate, stop) = (Barrier::new(threads + 1), Gate::new(), Stop::new());
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|id| {
-                let (done, ready, gate, stop, work) =
-                    (done_tx.clone(), &ready, &gate, &stop, &work);
-                scope.spawn(move || {
-                    ready.wait();
-                    gate.wait();
-                    let result = work(id, stop);
-                    let finished = Instant::now();
-                    // The receiver outlives the workers; a send cannot fail.
-                    let _ = done.send(());
-                    (result, finished)
-                })
-            })
-            .collect();
-        drop(done_tx);
-        ready.wait();
-        let start = Instant::now();
-        started();
-        gate.open();
-        let stopped = await_workers(&done_rx, threads, start + limit, &stop);
-        let (results, finishes): (Vec<T>, Vec<Instant>) = workers.into_iter().map(join).unzip();
-        let last = finishes.into_iter().max().unwrap_or(start);
-        Race {
-            results,
-            wall: last.saturating_duration_since(start),
-            stopped: stopped.map(|at| at.saturating_duration_since(start)),
-        }
-    })
-}
-
-/// Joins a scoped thread, passing its panic on.
-pub fn join<T>(thread: thread::ScopedJoinHandle<'_, T>) -> T {
-    thread
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-}
-
-/// Blocks until `threads` workers reported done, requesting a stop at `deadline`;
-/// returns when it requested the stop, if it did.
-fn await_workers(
-    done: &mpsc::Receiver<()>,
-    threads: usize,
-    deadline: Instant,
-    stop: &Stop,
-) -> Option<Instant> {
-    for _ in 0..threads {
-        match done.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(()) => {}
-            Err(RecvTimeoutError::Timeout) => {
-                stop.request();
-                return Some(Instant::now());
+        impl Measure {
+            /// Which lock list the scenario takes.
+            pub fn takes(&self) -> Takes {
+                match self {
+                    $(Measure::$variant(_) => <$module::Args as Options>::TAKES,)*
+                }
             }
-            // Every worker is gone (one panicked); joining reports it.
-            Err(RecvTimeoutError::Disconnected) => return None,
+
+            /// The scenario, configured; `Err` is a usage error.
+            pub fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
+                match self {
+                    $(Measure::$variant(args) => args.configure(common),)*
+                }
+            }
         }
-    }
-    None
+    };
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seconds_parse_with_fractions_and_reject_nonsense() {
-        assert_eq!(parse_secs("1.5"), Ok(Duration::from_millis(1500)));
-        for bad in ["0", "-1", "nan", "inf", "1e9", "soon"] {
-            assert!(parse_secs(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn a_race_stops_at_its_limit_and_counts_every_worker() {
-        let race = race(3, Duration::from_millis(20), |id, stop| {
-            let mut spins = 0_u64;
-            while !stop.requested() {
-                spins += 1;
-                std::hint::spin_loop();
-            }
-            (id, spins)
-        });
-        assert_eq!(
-            race.results.iter().map(|r| r.0).collect::<Vec<_>>(),
-            [0, 1, 2]
-        );
-        assert!(race.wall >= Duration::from_millis(20));
-        assert!(race
-            .stopped
-            .is_some_and(|at| at >= Duration::from_millis(20)));
-    }
-
-    #[test]
-    fn guarded_counts_and_sees_handoffs() {
-        let guarded = Guarded::<std::sync::Mutex<()>>::unlocked();
-        assert!(!guarded.enter(0), "the first acquisition is no handoff");
-        assert!(!guarded.enter(0));
-        assert!(guarded.enter(1));
-        assert_eq!(guarded.into_count(), 3);
-    }
+scenarios! {
+    Uncontended => uncontended,
+    Loop => loop_,
+    FalseSharing => false_sharing,
+    C2c => c2c,
+    Overcommit => overcommit,
+    MutexLoad => mutex_load,
+    Rwsem => rwsem,
+    RwFair => rw_fair,
+    OwnerProbe => owner_probe,
+    App => app,
+    Sharded => sharded,
+    RwMix => rw_mix,
 }

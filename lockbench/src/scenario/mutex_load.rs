@@ -23,18 +23,53 @@
 //! CPUs, so the lock's own overhead, not the ceiling, bounds those cells.
 
 use std::time::Duration;
+use super::{Options, Scenario, Takes};
+use crate::machine::Machine;
 
 use klocks::catalog::MutexKind;
 
-use super::watch::Conditions;
-use super::windowed::{
+use crate::harness::watch::Conditions;
+use crate::harness::windowed::{
     self, fairest, fairness, fastest, or_default, show_fairness, Grid, Plan, WindowArgs, Work,
 };
-use super::{Common, Error};
+use crate::harness::{Common, Error};
 use crate::locks::LockName;
 use crate::report::{num, Cell, MutexLoad, Progress, Table};
 
-/// `lockbench mutex-load` options.
+/// Seed 004: throughput and fairness against the critical section's length
+///
+/// Waiman Long's spinning-futex RFC (2014) timed a userspace mutex loop (lock; load
+/// pause instructions; unlock) with 2, 10 and 256 threads and loads of 1, 10, 50 and
+/// 100 pauses, and compared the waiting futex (the "before": a waiter sleeps at
+/// once) with the spinning futex (the "after": a waiter spins while the owner
+/// runs). For each lock × threads × load, T threads run that loop for a fixed
+/// window with no work outside the lock, as in the seed (--outside-pauses adds
+/// some); the critical section also increments a plain counter only the lock
+/// protects. The clock starts before the start gate opens; only operations
+/// finished inside the window count. Reports throughput in kops/s (all threads)
+/// and fairness f = the slowest thread's operations ÷ the mean (per-thread
+/// min/mean/max in --json); each load is also given in ns, from the pause measured
+/// at start-up (header: "pause").
+///
+/// Every run happens in a child process: one whose threads do not drain within
+/// --drain-cap-secs is killed and its cell reported as "DNF (drain > N s)"; the
+/// others are verified: the counter must equal every operation, counted or late.
+///
+/// Tables: the seed-004 comparison (base = futex, patched = spinfutex, %change);
+/// all locks (kops/s with f); the spinfutex bars; per-cell detail (range, f
+/// min/max, drain, c2c placement, foreign CPU time). The bars give each cell's
+/// ceiling, 1 ÷ (load × pause ns) critical sections per second, since no lock runs
+/// two at once; where the critical section is shorter than two cache-line
+/// transfers (load 1) the lock's own handoff bounds the cell instead (marked †).
+/// Then spinfutex as a % of the ceiling, the best peer (std, parking_lot, pthread,
+/// pthread-adaptive) and spinfutex ÷ best peer, spinfutex ÷ futex, the fairness of
+/// spinfutex and of the fairest peer, and a count of the cells where spinfutex ≥
+/// the best peer, with the lowest ratio.
+///
+/// Default locks: futex, spinfutex, pvqspinlock, std, parking_lot, pthread,
+/// pthread-adaptive. The default grid (threads 2,10,64,256 × loads 1,10,50,100 × 7
+/// locks, 1 s windows, 3 runs) takes about six minutes on 2 CPUs; it is not part of
+/// the default suite.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Lock threads per cell, comma-separated [default: 2,10,64,256]
@@ -301,7 +336,7 @@ fn overhead_bound(load_ns: f64, cell: &Cell) -> bool {
         .conditions
         .as_ref()
         .and_then(|c| c.c2c_ns())
-        .unwrap_or(super::watch::NEAR_MAX_NS);
+        .unwrap_or(crate::harness::watch::NEAR_MAX_NS);
     load_ns < 2.0 * c2c
 }
 
@@ -418,6 +453,29 @@ fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Table> {
         ));
     }
     Some(table)
+}
+
+
+impl Options for Args {
+    const TAKES: Takes = Takes::Mutexes;
+
+    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
+        Ok(Box::new(Config::new(self, common)))
+    }
+}
+
+impl Scenario for Config {
+    fn cells(&self) -> u64 {
+        Config::cells(self)
+    }
+
+    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
+        run(self, progress)
+    }
+
+    fn tables(&self, cells: &[Cell], machine: &Machine) -> Vec<Table> {
+        tables(self, cells, machine.pause_ns)
+    }
 }
 
 #[cfg(test)]

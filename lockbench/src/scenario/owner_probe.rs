@@ -29,15 +29,34 @@ use std::sync::{mpsc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::{Options, Scenario, Takes};
+use crate::machine::Machine;
+
 use crossbeam_utils::CachePadded;
 use klocks::owner::{self, ProbeKind, Watch};
 
-use super::c2c::{cpu_pair, pin};
-use super::watch::{self, Conditions};
-use super::{join, Common, Error};
+use crate::harness::ping_pong::{cpu_pair, pin};
+use crate::harness::watch::{self, Conditions};
+use crate::harness::{join, Common, Error};
 use crate::report::{num, si, Cell, Progress, Run, Table};
 
-/// `lockbench owner-probe` options.
+/// Is the lock owner on a CPU? Cost and accuracy of klocks' owner probes
+///
+/// For each probe this system allows (perf: the owner's context switches read from
+/// a perf ring; clock: the owner's thread CPU clock, sampled; budget: no probe):
+/// ns per Watch::owner_running check, timed back to back by an observer on one CPU
+/// while the watched owner spins on another, and while it sleeps; then agreement
+/// with ground truth: the owner, pinned to the first CPU, advances a heartbeat
+/// while a hog thread shares that CPU (so it is preempted about half the time),
+/// and an observer on the second CPU takes samples of one check plus 2 µs; truth
+/// = the heartbeat advanced during the sample. Reports the share of samples the
+/// probe answered, its agreement with the truth on those, the owner's on-CPU
+/// share, its speed (heartbeats per µs of its CPU time, relative to the budget
+/// run) and the reschedule IPIs its CPU took per second (x86: the RES row of
+/// /proc/interrupts). Last, what being watched costs a thread: two threads pinned
+/// to one CPU pass a turn back and forth with sched_yield, unwatched and both
+/// watched by perf; ns per switch. Needs two CPUs for everything but the asleep
+/// cost and the switch cost. --locks does not apply. About 4 s with the defaults.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Checks per cost run [default: 200000]
@@ -655,4 +674,26 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     );
     watch::explain_marks(&mut switches, cells);
     vec![probes, switches]
+}
+
+impl Options for Args {
+    const TAKES: Takes = Takes::Neither;
+
+    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
+        Ok(Box::new(Config::new(self, common)))
+    }
+}
+
+impl Scenario for Config {
+    fn cells(&self) -> u64 {
+        Config::cells(self)
+    }
+
+    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
+        run(self, progress)
+    }
+
+    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
+        tables(self, cells)
+    }
 }

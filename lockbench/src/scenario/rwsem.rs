@@ -22,17 +22,53 @@
 //! the fragmentation that 5.11's removal argued against.
 
 use std::time::Duration;
+use super::{Options, Scenario, Takes};
+use crate::machine::Machine;
 
 use klocks::catalog::RwLockKind;
 
-use super::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
-use super::watch::Conditions;
-use super::windowed::{self, fastest, or_default, Grid, Plan, WindowArgs, Work};
-use super::{Common, Error};
+use crate::harness::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
+use crate::harness::watch::Conditions;
+use crate::harness::windowed::{self, fastest, or_default, Grid, Plan, WindowArgs, Work};
+use crate::harness::{Common, Error};
 use crate::report::{num, si, Cell, Progress, RwRun, RwSetup, Table};
 use crate::rwlocks::RwLockName;
 
-/// `lockbench rwsem` options.
+/// Seed 001: reader-writer lock throughput, half readers and half writers
+///
+/// Waiman Long's reader optimistic spinning for rwsems (2019) was measured with
+/// the kernel's rwsem locking microbenchmark: equal numbers of reader and writer
+/// threads, each looping lock; load pause instructions; unlock, with a CS load of
+/// 1 (extremely short), 20 (moderate) and 100 (long). The "before" lets readers
+/// spin on a writer owner unconditionally (rwsem-always), the "after" adds the
+/// adaptive bits (rwsem-adaptive); Linux 5.11 removed reader spinning
+/// (rwsem-never). For each lock × threads (T/2 readers, T/2 writers) × load, the
+/// threads loop for a fixed window with no work outside the lock (--outside-pauses
+/// adds some). A writer increments two plain counters a and b around the load; a
+/// reader reads a, the load, then b. The clock starts before the start gate
+/// opens; only sections finished inside the window count.
+///
+/// Every run happens in a child process: one whose threads do not drain within
+/// --drain-cap-secs is killed and its cell reported as "DNF (drain > N s)"; the
+/// others are verified: a and b must both equal every write section, counted or
+/// late, and no read may have seen a ≠ b, or lockbench refuses the lock's result
+/// (exit status 1).
+///
+/// Tables: the seed-001 comparison (before = rwsem-always, after = rwsem-adaptive,
+/// %change, and rwsem-never); all locks (kops/s, reads + writes); the
+/// rwsem-adaptive bars (÷ the better of always and never, ÷ the best peer of
+/// std-rw, parking_lot-rw, pthread-rw and pthread-rw-writer, and the geometric
+/// mean of ÷ best peer over the thread counts per load); per-cell detail (reads/s,
+/// writes/s, fairness f = min ÷ mean for readers and writers separately, the
+/// average reader group = reads ÷ read phases, drain, c2c placement, foreign CPU
+/// time). A read phase is a run of readers between two writers: small groups are
+/// the fragmentation that reader spinning causes. Marks: * the c2c placement
+/// changed during the cell; ! steal or other processes took over 5% of the CPU
+/// time. Loads are also given in ns, from the pause measured at start-up.
+///
+/// Default: all seven reader-writer locks, threads 2,4,8,16,32,64,80, loads
+/// 1,20,100, 500 ms windows, 3 runs: about five minutes on 2 CPUs. Not part of the
+/// default suite.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Threads per cell, comma-separated, each even: half read, half write
@@ -451,6 +487,29 @@ fn rw_columns(cell: &Cell) -> [String; 9] {
             |c| format!("{}+{}", num(c.steal_ms), num(c.others_ms)),
         ),
     ]
+}
+
+
+impl Options for Args {
+    const TAKES: Takes = Takes::RwLocks;
+
+    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
+        Ok(Box::new(Config::new(self, common)))
+    }
+}
+
+impl Scenario for Config {
+    fn cells(&self) -> u64 {
+        Config::cells(self)
+    }
+
+    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
+        run(self, progress)
+    }
+
+    fn tables(&self, cells: &[Cell], machine: &Machine) -> Vec<Table> {
+        tables(self, cells, machine.pause_ns)
+    }
 }
 
 #[cfg(test)]

@@ -31,7 +31,17 @@ use std::time::{Duration, Instant};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
 
-/// `lockbench torture`'s options.
+/// Torture: the kernel's locktorture in userspace
+///
+/// Threads loop on one lock for --secs per lock while faults are injected (long
+/// holds, yields and sleeps inside the critical section, stutter, CPU shuffling,
+/// thread exit and re-creation, signals); every critical section checks mutual
+/// exclusion, the counters are checked for lost updates at the end, and an
+/// acquisition waiting longer than --starvation-ms fails the run. Mutexes from
+/// --locks [default: every lock that sleeps or yields], reader-writer locks from
+/// --rwlocks [default: all]. Prints a table; exit status 1 if any lock failed.
+/// --minutes N is the soak run. The deliberately broken lock (hidden from the lists)
+/// must fail.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Seconds of torture per lock.

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{c2c, Error};
+use super::{ping_pong, Error};
 use crate::machine::{self, CpuTimes};
 use crate::report::{Cell, Table};
 pub use crate::report::{Conditions, Placement, NEAR_MAX_NS};
@@ -35,7 +35,7 @@ pub struct CellWatch {
 impl CellWatch {
     /// Probes c2c and the pause, then snapshots the CPU times.
     pub fn start() -> Result<Self, Error> {
-        let c2c_before_ns = c2c::probe()?;
+        let c2c_before_ns = ping_pong::probe()?;
         Ok(Self {
             c2c_before_ns,
             pause_before_ns: machine::pause_probe_ns(),
@@ -51,7 +51,7 @@ impl CellWatch {
             .zip(self.cpu_before)
             .map(|(after, before)| after.since(&before));
         let pause_after_ns = machine::pause_probe_ns();
-        let c2c_after_ns = c2c::probe()?;
+        let c2c_after_ns = ping_pong::probe()?;
         let (steal, others) = load.map_or((Default::default(), Default::default()), |l| {
             (l.steal, l.others)
         });

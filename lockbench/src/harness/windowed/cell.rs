@@ -5,8 +5,8 @@ use std::io::{self, Write};
 use std::thread;
 use std::time::Duration;
 
-use super::super::rw::{self, RwGuarded};
-use super::super::{join, pause, race_announced, Guarded, Race, Stop, Tallied};
+use crate::harness::rw::{self, RwGuarded};
+use crate::harness::{join, pause, race_announced, Guarded, Race, Stop, Tallied};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
 

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::super::rw::RwCounts;
-use super::super::Error;
 use super::{CellLock, Spec, CELL_COMMAND, SETUP_CAP};
+use crate::harness::rw::RwCounts;
+use crate::harness::Error;
 use crate::machine;
 
 /// One line of the child's stdout.

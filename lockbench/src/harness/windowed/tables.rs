@@ -1,8 +1,8 @@
 //! The table pieces the windowed scenarios print: cells as `median f…`, changes,
 //! matrices, comparisons, per-cell detail and footnotes.
 
-use super::super::watch::{self, Conditions};
 use super::{CellLock, Plan, TRUSTED_WINDOW};
+use crate::harness::watch::{self, Conditions};
 use crate::report::{num, si, Cell, PerThread, Table, Unfinished};
 
 /// The median fairness (min ÷ mean per-thread operations) over a cell's runs.
