@@ -31,11 +31,10 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 #[cfg(not(loom))]
-use crate::config::Resolved;
+use crate::config::resolved::Resolved;
 
-/// The largest `KLOCKS_SPIN_NS` / override accepted: 10 ms. Spinning longer than a
-/// scheduler tick never helps.
-pub const MAX_SPIN_NS: u64 = 10_000_000;
+pub use crate::config::MAX_SPIN_NS;
+
 /// Floor of a calibrated budget: the kernel's base reader-owned rwsem spin. The
 /// measured handoff depends on what the machine does at that moment: on the
 /// development VM, consecutive calibrations gave 19–27 µs with the other vCPU idle
@@ -180,11 +179,11 @@ fn process_spin_ns() -> (u64, bool) {
     SPIN_NS.get(
         || {
             let calibrated = || measure_handoff_ns().clamp(MIN_CALIBRATED_NS, MAX_CALIBRATED_NS);
-            match crate::config::spin_ns() {
+            match crate::config::settings::spin_ns() {
                 Ok(Some(ns)) => ns,
                 Ok(None) => calibrated(),
                 Err(problem) => {
-                    crate::config::report(&problem, "using the calibrated spin budget");
+                    crate::config::settings::report(&problem, "using the calibrated spin budget");
                     calibrated()
                 }
             }

@@ -86,34 +86,7 @@ mod perf;
 #[cfg(not(loom))]
 pub use perf::MAX_WATCHED as MAX_WATCHED_THREADS;
 
-/// The mechanism answering "is thread T on a CPU?" (see the module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProbeKind {
-    /// The owner's context switches, read from a perf ring.
-    PerfSwitch,
-    /// The owner's thread CPU clock, sampled.
-    CpuClock,
-    /// No probe: always unknown.
-    Budget,
-}
-
-impl ProbeKind {
-    /// Every mechanism, in the order automatic selection tries them.
-    pub const ALL: [ProbeKind; 3] = [
-        ProbeKind::PerfSwitch,
-        ProbeKind::CpuClock,
-        ProbeKind::Budget,
-    ];
-
-    /// The name `KLOCKS_OWNER_PROBE` takes: `perf`, `clock` or `budget`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProbeKind::PerfSwitch => "perf",
-            ProbeKind::CpuClock => "clock",
-            ProbeKind::Budget => "budget",
-        }
-    }
-}
+pub use crate::config::ProbeKind;
 
 #[cfg(loom)]
 pub use model::*;

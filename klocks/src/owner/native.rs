@@ -2,8 +2,8 @@
 //! cached per thread, and the watch a waiter keeps on one owner.
 
 use super::{cpu_clock, perf, ProbeKind};
-use crate::config::Resolved;
-use crate::config::OWNER_PROBE;
+use crate::config::resolved::Resolved;
+use crate::config::settings::OWNER_PROBE;
 use std::cell::Cell;
 use std::io;
 
@@ -60,12 +60,12 @@ fn choose() -> ProbeKind {
             .find(|kind| kind.check().is_ok())
             .unwrap_or(ProbeKind::Budget)
     };
-    match crate::config::owner_probe() {
+    match crate::config::settings::owner_probe() {
         Ok(None) => automatic(),
         Ok(Some(kind)) => match kind.check() {
             Ok(()) => kind,
             Err(err) => {
-                let problem = crate::config::ConfigError {
+                let problem = crate::config::settings::ConfigError {
                     message: format!(
                         "{OWNER_PROBE}={} is refused here: {}: {err}",
                         kind.name(),
@@ -75,12 +75,12 @@ fn choose() -> ProbeKind {
                         }
                     ),
                 };
-                crate::config::report(&problem, "choosing the owner probe automatically");
+                crate::config::settings::report(&problem, "choosing the owner probe automatically");
                 automatic()
             }
         },
         Err(problem) => {
-            crate::config::report(&problem, "choosing the owner probe automatically");
+            crate::config::settings::report(&problem, "choosing the owner probe automatically");
             automatic()
         }
     }

@@ -83,7 +83,7 @@ use std::sync::atomic::{
 use crossbeam_utils::CachePadded;
 
 use super::current_tid;
-use crate::config::Resolved;
+use crate::config::resolved::Resolved;
 
 // The kernel ABI, from include/uapi/linux/perf_event.h.
 const PERF_TYPE_SOFTWARE: u32 = 1;
