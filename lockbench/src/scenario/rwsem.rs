@@ -15,7 +15,7 @@
 //! A cell is T threads (T/2 readers, T/2 writers) at load L for a fixed window, each
 //! run in a child process by [`windowed`] (clock before the gate, only sections
 //! inside the window count, a drain cap). The sections and their verification are
-//! [`super::rw`]'s: writers increment two plain counters around the load, readers check
+//! [`crate::harness::rw`]'s: writers increment two plain counters around the load, readers check
 //! they read equal; at the end both must equal every write section and no read may
 //! be torn, or the lock's result is refused. Each cell also counts read phases
 //! (runs of readers between writers), so the tables give the average reader group,
