@@ -44,6 +44,7 @@ use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub mod mutex;
+mod object;
 pub mod preload;
 pub mod rwsem;
 

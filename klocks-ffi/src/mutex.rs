@@ -23,42 +23,34 @@
 //! forbids its later load from seeing a value older than that write: it reads 0 or
 //! another thread's id, never `me`. No other memory is published through the field.
 
-use std::cell::UnsafeCell;
 use std::ffi::c_int;
-use std::mem::{align_of, size_of, MaybeUninit};
-use std::ptr::{self, addr_of};
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::mem::{align_of, size_of};
+use std::ptr;
+use std::sync::atomic::Ordering::Relaxed;
 
 use klocks_core::catalog::MutexKind;
 use klocks_core::owner::current_tid;
 use klocks_core::{
     FutexMutex, PvQSpinLock, PvTicketLock, QSpinLock, RawMutex, SpinFutexMutex, TicketLock,
 };
-use libc::{EBUSY, EDEADLK, EINVAL, EPERM};
+use libc::{EBUSY, EDEADLK, EPERM};
 
-use crate::{guarded, tag_kind, usable, TAG_DESTROYED, TAG_MAGIC};
+use crate::object::{Object, Tag};
 
 /// `sizeof(klocks_mutex_t)`: 8 bytes of header and 24 for the lock: the largest (8
 /// bytes today: `SpinFutexMutex`) with room to grow without changing the ABI.
 pub const MUTEX_SIZE: usize = 32;
 const BODY_WORDS: usize = (MUTEX_SIZE - 8) / 8;
 
-/// The C `klocks_mutex_t`: opaque, caller-owned, 32 bytes aligned to 8.
+/// The C `klocks_mutex_t`: opaque, caller-owned, 32 bytes aligned to 8. Its holder
+/// field is the `owner` of the module doc.
 #[allow(non_camel_case_types)]
-#[repr(C, align(8))]
-pub struct klocks_mutex_t {
-    tag: AtomicU32,
-    owner: AtomicU32,
-    /// The lock the tag names; uninitialised bytes while the tag is not valid.
-    body: UnsafeCell<[MaybeUninit<u64>; BODY_WORDS]>,
-}
+pub type klocks_mutex_t = Object<BODY_WORDS>;
 
 /// Every kind fits in the body and needs no more than its alignment.
 macro_rules! assert_fits {
     ($($ty:ty),*) => {
-        $(const _: () = assert!(
-            size_of::<$ty>() <= BODY_WORDS * 8 && align_of::<$ty>() <= 8
-        );)*
+        $(const _: () = assert!(klocks_mutex_t::fits::<$ty>());)*
     };
 }
 assert_fits!(
@@ -83,6 +75,16 @@ pub(crate) enum Kind {
     Futex = 5,
     SpinFutex = 6,
     Default = 7,
+}
+
+impl Tag for Kind {
+    fn from_raw(raw: u32) -> Option<Kind> {
+        Kind::from_raw(raw)
+    }
+
+    fn raw(self) -> u32 {
+        self as u32
+    }
 }
 
 impl Kind {
@@ -122,6 +124,7 @@ impl Kind {
         matches!(self, Kind::SpinFutex | Kind::Default)
     }
 
+    /// The kind whose C value is `raw`.
     pub(crate) fn from_raw(raw: u32) -> Option<Kind> {
         Some(match raw {
             1 => Kind::PvQSpin,
@@ -143,8 +146,7 @@ impl Kind {
 macro_rules! with_lock {
     ($m:expr, $kind:expr, $lock:ident => $body:expr) => {{
         // SAFETY: the invoker passes an initialised object.
-        let body = UnsafeCell::raw_get(unsafe { addr_of!((*$m).body) });
-        with_lock_at!(body, $kind, $lock => $body)
+        with_lock_at!(unsafe { klocks_mutex_t::body($m) }, $kind, $lock => $body)
     }};
 }
 
@@ -215,32 +217,6 @@ pub(crate) unsafe fn init_at(at: *mut u8, kind: Kind) {
     }
 }
 
-/// The kind of an initialised mutex, or `None` for a null, misaligned, never
-/// initialised or destroyed one.
-///
-/// # Safety
-/// `m` is null or points to `MUTEX_SIZE` readable bytes.
-unsafe fn kind_of(m: *const klocks_mutex_t) -> Option<Kind> {
-    if !usable(m) {
-        return None;
-    }
-    // Relaxed: `init` must happen-before any other call on the object (the header
-    // says so; pthread has the same rule), and that happens-before edge, made by
-    // whatever published the object to this thread, orders the tag and the lock.
-    // SAFETY: `m` points to a `klocks_mutex_t` (caller's contract).
-    let tag = unsafe { &*addr_of!((*m).tag) }.load(Relaxed);
-    tag_kind(tag).and_then(Kind::from_raw)
-}
-
-/// The `owner` field; see the module doc for its protocol.
-///
-/// # Safety
-/// `m` points to a `klocks_mutex_t`.
-unsafe fn owner_field<'a>(m: *const klocks_mutex_t) -> &'a AtomicU32 {
-    // SAFETY: caller's contract.
-    unsafe { &*addr_of!((*m).owner) }
-}
-
 /// Initialises `*m` as an unlocked mutex of `kind`. See `include/klocks.h`.
 ///
 /// # Safety
@@ -248,34 +224,9 @@ unsafe fn owner_field<'a>(m: *const klocks_mutex_t) -> &'a AtomicU32 {
 /// other thread uses during the call.
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_init(m: *mut klocks_mutex_t, kind: c_int) -> c_int {
-    guarded(|| {
-        let Some(kind) = u32::try_from(kind).ok().and_then(Kind::from_raw) else {
-            return EINVAL;
-        };
-        if !usable(m) {
-            return EINVAL;
-        }
-        if let Err(error) = crate::configured() {
-            return error;
-        }
-        let body = UnsafeCell::raw_get(
-            // SAFETY: `m` is non-null and aligned, and points to our storage.
-            unsafe { addr_of!((*m).body) },
-        );
-        // SAFETY: the body is ours to write (caller's contract), aligned to 8 and
-        // large enough for every kind (`assert_fits!`).
-        unsafe {
-            init_at(body.cast(), kind);
-            ptr::write(addr_of!((*m).owner).cast_mut(), AtomicU32::new(0));
-            // Last: the tag is what makes the body a lock (see `kind_of` for the
-            // ordering).
-            ptr::write(
-                addr_of!((*m).tag).cast_mut(),
-                AtomicU32::new(TAG_MAGIC | kind as u32),
-            );
-        }
-        0
-    })
+    // SAFETY: caller's contract; `init_at` writes a lock of the kind, which fits the
+    // body (`assert_fits!`).
+    unsafe { klocks_mutex_t::init(m, kind, |body, kind| init_at(body, kind)) }
 }
 
 /// Destroys an unlocked mutex; later calls on it return `EINVAL` until it is
@@ -285,21 +236,10 @@ pub unsafe extern "C" fn klocks_mutex_init(m: *mut klocks_mutex_t, kind: c_int) 
 /// `m` is null or points to a `klocks_mutex_t`-sized object.
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_destroy(m: *mut klocks_mutex_t) -> c_int {
-    guarded(|| {
-        // SAFETY: caller's contract.
-        let Some(kind) = (unsafe { kind_of(m) }) else {
-            return EINVAL;
-        };
-        // `kind` is the valid tag of `*m`.
-        if with_lock!(m, kind, lock => lock.is_locked()) {
-            return EBUSY;
-        }
-        // Relaxed: as in `kind_of`; destroy must not race with other calls. No drop
-        // of the lock: none of the kinds owns a resource (they are plain words).
-        // SAFETY: caller's contract.
-        unsafe { &*addr_of!((*m).tag) }.store(TAG_DESTROYED, Relaxed);
-        0
-    })
+    // `kind` is the valid tag of `*m`.
+    let locked = |kind: Kind| with_lock!(m, kind, lock => lock.is_locked());
+    // SAFETY: caller's contract.
+    unsafe { klocks_mutex_t::destroy(m, locked) }
 }
 
 /// Locks the mutex, waiting as the kind waits. See `include/klocks.h`.
@@ -309,15 +249,11 @@ pub unsafe extern "C" fn klocks_mutex_destroy(m: *mut klocks_mutex_t) -> c_int {
 /// freed during the call.
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_lock(m: *mut klocks_mutex_t) -> c_int {
-    guarded(|| {
-        // SAFETY: caller's contract.
-        let Some(kind) = (unsafe { kind_of(m) }) else {
-            return EINVAL;
-        };
+    let op = |kind: Kind| {
         if kind.tracks_owner() {
             let me = current_tid();
             // SAFETY: `*m` is an initialised mutex.
-            let owner = unsafe { owner_field(m) };
+            let owner = unsafe { klocks_mutex_t::holder(m) };
             // Relaxed: "is it me?" (module doc).
             if owner.load(Relaxed) == me {
                 return EDEADLK;
@@ -331,7 +267,9 @@ pub unsafe extern "C" fn klocks_mutex_lock(m: *mut klocks_mutex_t) -> c_int {
         // `kind` is the valid tag of `*m`.
         with_lock!(m, kind, lock => lock.lock());
         0
-    })
+    };
+    // SAFETY: caller's contract.
+    unsafe { klocks_mutex_t::call(m, op) }
 }
 
 /// Locks the mutex if no thread holds it; `EBUSY` otherwise. See
@@ -341,11 +279,7 @@ pub unsafe extern "C" fn klocks_mutex_lock(m: *mut klocks_mutex_t) -> c_int {
 /// As for [`klocks_mutex_lock`].
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_trylock(m: *mut klocks_mutex_t) -> c_int {
-    guarded(|| {
-        // SAFETY: caller's contract.
-        let Some(kind) = (unsafe { kind_of(m) }) else {
-            return EINVAL;
-        };
+    let op = |kind: Kind| {
         // `kind` is the valid tag of `*m`.
         if !with_lock!(m, kind, lock => lock.try_lock()) {
             return EBUSY;
@@ -353,10 +287,12 @@ pub unsafe extern "C" fn klocks_mutex_trylock(m: *mut klocks_mutex_t) -> c_int {
         if kind.tracks_owner() {
             // Relaxed: read only by ourselves (module doc).
             // SAFETY: `*m` is an initialised mutex.
-            unsafe { owner_field(m) }.store(current_tid(), Relaxed);
+            unsafe { klocks_mutex_t::holder(m) }.store(current_tid(), Relaxed);
         }
         0
-    })
+    };
+    // SAFETY: caller's contract.
+    unsafe { klocks_mutex_t::call(m, op) }
 }
 
 /// Unlocks the mutex: `EPERM` if it is not locked (or, for DEFAULT and SPINFUTEX,
@@ -366,14 +302,10 @@ pub unsafe extern "C" fn klocks_mutex_trylock(m: *mut klocks_mutex_t) -> c_int {
 /// As for [`klocks_mutex_lock`].
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_unlock(m: *mut klocks_mutex_t) -> c_int {
-    guarded(|| {
-        // SAFETY: caller's contract.
-        let Some(kind) = (unsafe { kind_of(m) }) else {
-            return EINVAL;
-        };
+    let op = |kind: Kind| {
         if kind.tracks_owner() {
             // SAFETY: `*m` is an initialised mutex.
-            let owner = unsafe { owner_field(m) };
+            let owner = unsafe { klocks_mutex_t::holder(m) };
             // Relaxed: "is it me?" (module doc). Not me also covers "not locked".
             if owner.load(Relaxed) != current_tid() {
                 return EPERM;
@@ -390,7 +322,9 @@ pub unsafe extern "C" fn klocks_mutex_unlock(m: *mut klocks_mutex_t) -> c_int {
         // `kind` is the valid tag of `*m`.
         with_lock!(m, kind, lock => lock.unlock());
         0
-    })
+    };
+    // SAFETY: caller's contract.
+    unsafe { klocks_mutex_t::call(m, op) }
 }
 
 #[cfg(test)]

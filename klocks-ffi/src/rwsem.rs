@@ -27,41 +27,30 @@
 //! unlock by a thread that holds no read lock, while other threads do, releases one
 //! of their shares (debug builds of klocks catch it: the panic becomes `EINVAL`).
 
-use std::cell::UnsafeCell;
 use std::ffi::c_int;
-use std::mem::{align_of, size_of, MaybeUninit};
-use std::ptr::{self, addr_of};
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::mem::{align_of, size_of};
+use std::ptr;
+use std::sync::atomic::Ordering::Relaxed;
 
 use klocks_core::owner::current_tid;
 use klocks_core::reader_spin::{Adaptive, Always, Never};
 use klocks_core::RwSem;
-use libc::{EBUSY, EDEADLK, EINVAL, EPERM};
+use libc::{EBUSY, EDEADLK, EPERM};
 
-use crate::{guarded, tag_kind, usable, TAG_DESTROYED, TAG_MAGIC};
+use crate::object::{Object, Tag};
 
 /// `sizeof(klocks_rwsem_t)`: 8 bytes of header and room for `RwSem` (48 bytes today).
 pub const RWSEM_SIZE: usize = 64;
 const BODY_WORDS: usize = (RWSEM_SIZE - 8) / 8;
 
-/// The C `klocks_rwsem_t`: opaque, caller-owned, 64 bytes aligned to 8.
+/// The C `klocks_rwsem_t`: opaque, caller-owned, 64 bytes aligned to 8. Its holder
+/// field is the `writer` of the module doc.
 #[allow(non_camel_case_types)]
-#[repr(C, align(8))]
-pub struct klocks_rwsem_t {
-    tag: AtomicU32,
-    writer: AtomicU32,
-    /// The `RwSem<P>` the tag names; uninitialised bytes while the tag is not valid.
-    body: UnsafeCell<[MaybeUninit<u64>; BODY_WORDS]>,
-}
+pub type klocks_rwsem_t = Object<BODY_WORDS>;
 
-macro_rules! assert_fits {
-    ($($ty:ty),*) => {
-        $(const _: () = assert!(
-            size_of::<$ty>() <= BODY_WORDS * 8 && align_of::<$ty>() <= 8
-        );)*
-    };
-}
-assert_fits!(RwSem<Adaptive>, RwSem<Always>, RwSem<Never>);
+const _: () = assert!(klocks_rwsem_t::fits::<RwSem<Adaptive>>());
+const _: () = assert!(klocks_rwsem_t::fits::<RwSem<Always>>());
+const _: () = assert!(klocks_rwsem_t::fits::<RwSem<Never>>());
 const _: () = assert!(size_of::<klocks_rwsem_t>() == RWSEM_SIZE);
 const _: () = assert!(align_of::<klocks_rwsem_t>() == 8);
 
@@ -73,7 +62,11 @@ enum Policy {
     Never = 3,
 }
 
-impl Policy {
+impl Tag for Policy {
+    fn raw(self) -> u32 {
+        self as u32
+    }
+
     fn from_raw(raw: u32) -> Option<Policy> {
         Some(match raw {
             1 => Policy::Adaptive,
@@ -91,7 +84,7 @@ impl Policy {
 macro_rules! with_sem {
     ($r:expr, $policy:expr, $sem:ident => $body:expr) => {{
         // SAFETY: the invoker passes an initialised object.
-        let body = UnsafeCell::raw_get(unsafe { addr_of!((*$r).body) });
+        let body = unsafe { klocks_rwsem_t::body($r) };
         match $policy {
             Policy::Adaptive => {
                 // SAFETY (all arms): the tag names this type, so `init` wrote one here
@@ -112,31 +105,6 @@ macro_rules! with_sem {
     }};
 }
 
-/// The policy of an initialised rwsem, or `None` for a null, misaligned, never
-/// initialised or destroyed one.
-///
-/// # Safety
-/// `r` is null or points to `RWSEM_SIZE` readable bytes.
-unsafe fn policy_of(r: *const klocks_rwsem_t) -> Option<Policy> {
-    if !usable(r) {
-        return None;
-    }
-    // Relaxed: `init` must happen-before any other call on the object (as for
-    // pthread), and that edge orders the tag and the rwsem.
-    // SAFETY: `r` points to a `klocks_rwsem_t` (caller's contract).
-    let tag = unsafe { &*addr_of!((*r).tag) }.load(Relaxed);
-    tag_kind(tag).and_then(Policy::from_raw)
-}
-
-/// The `writer` field; see the module doc for its protocol.
-///
-/// # Safety
-/// `r` points to a `klocks_rwsem_t`.
-unsafe fn writer_field<'a>(r: *const klocks_rwsem_t) -> &'a AtomicU32 {
-    // SAFETY: caller's contract.
-    unsafe { &*addr_of!((*r).writer) }
-}
-
 /// Initialises `*r` as an unlocked rwsem with reader-spin `policy`. See
 /// `include/klocks.h`.
 ///
@@ -145,35 +113,19 @@ unsafe fn writer_field<'a>(r: *const klocks_rwsem_t) -> &'a AtomicU32 {
 /// other thread uses during the call.
 #[no_mangle]
 pub unsafe extern "C" fn klocks_rwsem_init(r: *mut klocks_rwsem_t, policy: c_int) -> c_int {
-    guarded(|| {
-        let Some(policy) = u32::try_from(policy).ok().and_then(Policy::from_raw) else {
-            return EINVAL;
-        };
-        if !usable(r) {
-            return EINVAL;
-        }
-        if let Err(error) = crate::configured() {
-            return error;
-        }
-        // SAFETY: `r` is non-null and aligned, and points to our storage.
-        let body = UnsafeCell::raw_get(unsafe { addr_of!((*r).body) });
-        // SAFETY: the body is ours to write (caller's contract), large and aligned
-        // enough for every policy (`assert_fits!`); the old bytes are not a lock.
+    let write = |body: *mut u8, policy| {
+        // SAFETY: `init` passes the body, large and aligned enough for every policy
+        // (the asserts above), ours to write.
         unsafe {
             match policy {
                 Policy::Adaptive => ptr::write(body.cast(), RwSem::<Adaptive>::new()),
                 Policy::Always => ptr::write(body.cast(), RwSem::<Always>::new()),
                 Policy::Never => ptr::write(body.cast(), RwSem::<Never>::new()),
             }
-            ptr::write(addr_of!((*r).writer).cast_mut(), AtomicU32::new(0));
-            // Last: the tag is what makes the body a lock.
-            ptr::write(
-                addr_of!((*r).tag).cast_mut(),
-                AtomicU32::new(TAG_MAGIC | policy as u32),
-            );
         }
-        0
-    })
+    };
+    // SAFETY: caller's contract; `write` writes an rwsem of the policy.
+    unsafe { klocks_rwsem_t::init(r, policy, write) }
 }
 
 /// Destroys an unlocked rwsem; later calls on it return `EINVAL` until it is
@@ -183,22 +135,11 @@ pub unsafe extern "C" fn klocks_rwsem_init(r: *mut klocks_rwsem_t, policy: c_int
 /// `r` is null or points to a `klocks_rwsem_t`-sized object.
 #[no_mangle]
 pub unsafe extern "C" fn klocks_rwsem_destroy(r: *mut klocks_rwsem_t) -> c_int {
-    guarded(|| {
-        // SAFETY: caller's contract.
-        let Some(policy) = (unsafe { policy_of(r) }) else {
-            return EINVAL;
-        };
-        // `policy` is the valid tag of `*r`.
-        if with_sem!(r, policy, sem => sem.is_locked()) {
-            return EBUSY;
-        }
-        // An unlocked rwsem has no waiters (they would hold the count's WAITERS
-        // bit only while it is locked) and owns no resource, so nothing to drop.
-        // Relaxed: as in `policy_of`; destroy must not race with other calls.
-        // SAFETY: caller's contract.
-        unsafe { &*addr_of!((*r).tag) }.store(TAG_DESTROYED, Relaxed);
-        0
-    })
+    // An unlocked rwsem has no waiters (they would hold the count's WAITERS bit only
+    // while it is locked). `policy` is the valid tag of `*r`.
+    let locked = |policy: Policy| with_sem!(r, policy, sem => sem.is_locked());
+    // SAFETY: caller's contract.
+    unsafe { klocks_rwsem_t::destroy(r, locked) }
 }
 
 /// Takes a read lock; `EDEADLK` if the caller holds the write lock. See
@@ -209,21 +150,19 @@ pub unsafe extern "C" fn klocks_rwsem_destroy(r: *mut klocks_rwsem_t) -> c_int {
 /// freed during the call.
 #[no_mangle]
 pub unsafe extern "C" fn klocks_rwsem_rdlock(r: *mut klocks_rwsem_t) -> c_int {
-    guarded(|| {
-        // SAFETY: caller's contract.
-        let Some(policy) = (unsafe { policy_of(r) }) else {
-            return EINVAL;
-        };
+    let op = |policy: Policy| {
         // Relaxed: "is it me?" (module doc). A writer that read-locks would wait for
         // itself forever.
         // SAFETY: `*r` is an initialised rwsem.
-        if unsafe { writer_field(r) }.load(Relaxed) == current_tid() {
+        if unsafe { klocks_rwsem_t::holder(r) }.load(Relaxed) == current_tid() {
             return EDEADLK;
         }
         // `policy` is the valid tag of `*r`.
         with_sem!(r, policy, sem => sem.lock_shared());
         0
-    })
+    };
+    // SAFETY: caller's contract.
+    unsafe { klocks_rwsem_t::call(r, op) }
 }
 
 /// Takes a read lock if that needs no waiting; `EBUSY` otherwise. See
@@ -233,18 +172,16 @@ pub unsafe extern "C" fn klocks_rwsem_rdlock(r: *mut klocks_rwsem_t) -> c_int {
 /// As for [`klocks_rwsem_rdlock`].
 #[no_mangle]
 pub unsafe extern "C" fn klocks_rwsem_tryrdlock(r: *mut klocks_rwsem_t) -> c_int {
-    guarded(|| {
-        // SAFETY: caller's contract.
-        let Some(policy) = (unsafe { policy_of(r) }) else {
-            return EINVAL;
-        };
+    let op = |policy: Policy| {
         // `policy` is the valid tag of `*r`.
         if with_sem!(r, policy, sem => sem.try_lock_shared()) {
             0
         } else {
             EBUSY
         }
-    })
+    };
+    // SAFETY: caller's contract.
+    unsafe { klocks_rwsem_t::call(r, op) }
 }
 
 /// Takes the write lock; `EDEADLK` if the caller holds it already. See
@@ -254,14 +191,10 @@ pub unsafe extern "C" fn klocks_rwsem_tryrdlock(r: *mut klocks_rwsem_t) -> c_int
 /// As for [`klocks_rwsem_rdlock`].
 #[no_mangle]
 pub unsafe extern "C" fn klocks_rwsem_wrlock(r: *mut klocks_rwsem_t) -> c_int {
-    guarded(|| {
-        // SAFETY: caller's contract.
-        let Some(policy) = (unsafe { policy_of(r) }) else {
-            return EINVAL;
-        };
+    let op = |policy: Policy| {
         let me = current_tid();
         // SAFETY: `*r` is an initialised rwsem.
-        let writer = unsafe { writer_field(r) };
+        let writer = unsafe { klocks_rwsem_t::holder(r) };
         // Relaxed: "is it me?" (module doc).
         if writer.load(Relaxed) == me {
             return EDEADLK;
@@ -271,7 +204,9 @@ pub unsafe extern "C" fn klocks_rwsem_wrlock(r: *mut klocks_rwsem_t) -> c_int {
         // Relaxed: read only by ourselves (module doc).
         writer.store(me, Relaxed);
         0
-    })
+    };
+    // SAFETY: caller's contract.
+    unsafe { klocks_rwsem_t::call(r, op) }
 }
 
 /// Takes the write lock if nobody holds the rwsem or waits for it; `EBUSY`
@@ -281,20 +216,18 @@ pub unsafe extern "C" fn klocks_rwsem_wrlock(r: *mut klocks_rwsem_t) -> c_int {
 /// As for [`klocks_rwsem_rdlock`].
 #[no_mangle]
 pub unsafe extern "C" fn klocks_rwsem_trywrlock(r: *mut klocks_rwsem_t) -> c_int {
-    guarded(|| {
-        // SAFETY: caller's contract.
-        let Some(policy) = (unsafe { policy_of(r) }) else {
-            return EINVAL;
-        };
+    let op = |policy: Policy| {
         // `policy` is the valid tag of `*r`.
         if !with_sem!(r, policy, sem => sem.try_lock_exclusive()) {
             return EBUSY;
         }
         // Relaxed: read only by ourselves (module doc).
         // SAFETY: `*r` is an initialised rwsem.
-        unsafe { writer_field(r) }.store(current_tid(), Relaxed);
+        unsafe { klocks_rwsem_t::holder(r) }.store(current_tid(), Relaxed);
         0
-    })
+    };
+    // SAFETY: caller's contract.
+    unsafe { klocks_rwsem_t::call(r, op) }
 }
 
 /// Releases the caller's write lock, or else a read lock; `EPERM` if the rwsem is
@@ -304,13 +237,9 @@ pub unsafe extern "C" fn klocks_rwsem_trywrlock(r: *mut klocks_rwsem_t) -> c_int
 /// As for [`klocks_rwsem_rdlock`].
 #[no_mangle]
 pub unsafe extern "C" fn klocks_rwsem_unlock(r: *mut klocks_rwsem_t) -> c_int {
-    guarded(|| {
-        // SAFETY: caller's contract.
-        let Some(policy) = (unsafe { policy_of(r) }) else {
-            return EINVAL;
-        };
+    let op = |policy: Policy| {
         // SAFETY: `*r` is an initialised rwsem.
-        let writer = unsafe { writer_field(r) };
+        let writer = unsafe { klocks_rwsem_t::holder(r) };
         // Relaxed: "is it me?" (module doc).
         if writer.load(Relaxed) == current_tid() {
             // Relaxed: cleared before the unlock's Release, so the next writer's
@@ -332,5 +261,7 @@ pub unsafe extern "C" fn klocks_rwsem_unlock(r: *mut klocks_rwsem_t) -> c_int {
         // `policy` is the valid tag of `*r`.
         with_sem!(r, policy, sem => sem.unlock_shared());
         0
-    })
+    };
+    // SAFETY: caller's contract.
+    unsafe { klocks_rwsem_t::call(r, op) }
 }
