@@ -1,11 +1,12 @@
 //! The locks lockbench measures, behind one trait, and the dispatch from a lock's name
 //! to code monomorphized for its type (no `dyn` anywhere near a hot loop).
 
-use std::cell::UnsafeCell;
 use std::sync::{LazyLock, PoisonError};
 
 use klocks::catalog::{CatalogMutex, MutexKind, MutexVisitor};
 use lock_api::RawMutex;
+
+use crate::pthread;
 
 /// A lock as the scenarios use it: build one, run a critical section under it.
 ///
@@ -45,8 +46,7 @@ fn with_raw<L: RawMutex, R>(lock: &L, critical: impl FnOnce() -> R) -> R {
 /// here, a reader-writer lock in [`crate::rwlocks`]).
 ///
 /// The one generic impl for every lock of [`klocks::catalog`]: a lock added there is
-/// measured without a line here. Also a `lock_api` raw lock itself (delegating), so
-/// that [`klocks::Padded`] can wrap it.
+/// measured without a line here.
 pub struct Klocks<L>(pub(crate) L);
 
 impl<L: CatalogMutex> BenchLock for Klocks<L> {
@@ -59,34 +59,6 @@ impl<L: CatalogMutex> BenchLock for Klocks<L> {
     #[inline]
     fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
         with_raw(&self.0, critical)
-    }
-}
-
-// SAFETY: every method delegates to `L`, a raw mutex, on the one `L` inside.
-unsafe impl<L: CatalogMutex> RawMutex for Klocks<L> {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Klocks(L::INIT);
-    type GuardMarker = L::GuardMarker;
-
-    #[inline]
-    fn lock(&self) {
-        self.0.lock();
-    }
-
-    #[inline]
-    fn try_lock(&self) -> bool {
-        self.0.try_lock()
-    }
-
-    #[inline]
-    unsafe fn unlock(&self) {
-        // SAFETY: the caller holds the lock, i.e. holds `self.0`.
-        unsafe { self.0.unlock() }
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        self.0.is_locked()
     }
 }
 
@@ -131,118 +103,32 @@ impl BenchLock for std::sync::Mutex<()> {
     }
 }
 
-/// A glibc `pthread_mutex_t` of mutex type `KIND`, initialised in place on the heap:
-/// a pthread mutex must not move once initialised, and the box never moves it.
-pub struct PthreadMutex<const KIND: libc::c_int> {
-    mutex: Box<UnsafeCell<libc::pthread_mutex_t>>,
-}
-
 /// glibc's default mutex (`PTHREAD_MUTEX_NORMAL`): futex, no spinning.
-pub type Pthread = PthreadMutex<{ libc::PTHREAD_MUTEX_DEFAULT }>;
+pub type Pthread = pthread::Pthread<pthread::Mutex, { libc::PTHREAD_MUTEX_DEFAULT }>;
 /// glibc's adaptive mutex: spins a bounded while before sleeping on the futex.
-pub type PthreadAdaptive = PthreadMutex<{ libc::PTHREAD_MUTEX_ADAPTIVE_NP }>;
+pub type PthreadAdaptive = pthread::Pthread<pthread::Mutex, { libc::PTHREAD_MUTEX_ADAPTIVE_NP }>;
 
-// SAFETY: a pthread mutex is made to be locked and unlocked from any thread; the
-// `UnsafeCell` is only ever passed to the pthread_mutex_* functions.
-unsafe impl<const KIND: libc::c_int> Sync for PthreadMutex<KIND> {}
+/// Implements [`BenchLock`] for glibc's mutex types.
+macro_rules! pthread_bench_lock {
+    ($($ty:ty => $name:literal,)*) => {$(
+        impl BenchLock for $ty {
+            const NAME: &'static str = $name;
 
-/// Panics with the error name if a pthread call failed (only misuse can make it).
-fn check(rc: libc::c_int, call: &str) {
-    assert!(
-        rc == 0,
-        "{call} failed: {}",
-        std::io::Error::from_raw_os_error(rc)
-    );
-}
+            fn new() -> Self {
+                pthread::Pthread::new()
+            }
 
-impl<const KIND: libc::c_int> PthreadMutex<KIND> {
-    fn init() -> Self {
-        let mutex = Box::new(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
-        let mut attr = std::mem::MaybeUninit::<libc::pthread_mutexattr_t>::uninit();
-        // SAFETY: `attr` is initialised by pthread_mutexattr_init before any other use
-        // and destroyed after its last; `mutex` is a valid, heap-pinned mutex object
-        // that no other thread can see yet.
-        unsafe {
-            check(
-                libc::pthread_mutexattr_init(attr.as_mut_ptr()),
-                "pthread_mutexattr_init",
-            );
-            check(
-                libc::pthread_mutexattr_settype(attr.as_mut_ptr(), KIND),
-                "pthread_mutexattr_settype",
-            );
-            check(
-                libc::pthread_mutex_init(mutex.get(), attr.as_ptr()),
-                "pthread_mutex_init",
-            );
-            check(
-                libc::pthread_mutexattr_destroy(attr.as_mut_ptr()),
-                "pthread_mutexattr_destroy",
-            );
+            #[inline]
+            fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
+                self.holding(libc::pthread_mutex_lock, "_lock", critical)
+            }
         }
-        Self { mutex }
-    }
-
-    #[inline]
-    fn locked<R>(&self, critical: impl FnOnce() -> R) -> R {
-        // SAFETY: the mutex was initialised in `init` and is destroyed only in `drop`.
-        check(
-            unsafe { libc::pthread_mutex_lock(self.mutex.get()) },
-            "pthread_mutex_lock",
-        );
-        let _unlock = PthreadUnlock(self);
-        critical()
-    }
+    )*};
 }
 
-/// Unlocks a [`PthreadMutex`] when dropped.
-struct PthreadUnlock<'a, const KIND: libc::c_int>(&'a PthreadMutex<KIND>);
-
-impl<const KIND: libc::c_int> Drop for PthreadUnlock<'_, KIND> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: built only by `locked`, right after this thread locked the mutex.
-        check(
-            unsafe { libc::pthread_mutex_unlock(self.0.mutex.get()) },
-            "pthread_mutex_unlock",
-        );
-    }
-}
-
-impl<const KIND: libc::c_int> Drop for PthreadMutex<KIND> {
-    fn drop(&mut self) {
-        // SAFETY: `&mut self`: no thread holds or waits on the mutex any more.
-        check(
-            unsafe { libc::pthread_mutex_destroy(self.mutex.get()) },
-            "pthread_mutex_destroy",
-        );
-    }
-}
-
-impl BenchLock for Pthread {
-    const NAME: &'static str = "pthread";
-
-    fn new() -> Self {
-        Self::init()
-    }
-
-    #[inline]
-    fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
-        self.locked(critical)
-    }
-}
-
-impl BenchLock for PthreadAdaptive {
-    const NAME: &'static str = "pthread-adaptive";
-
-    fn new() -> Self {
-        Self::init()
-    }
-
-    #[inline]
-    fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
-        self.locked(critical)
-    }
+pthread_bench_lock! {
+    Pthread => "pthread",
+    PthreadAdaptive => "pthread-adaptive",
 }
 
 /// Code generic over a lock type, run for the lock a [`LockName`] names.
@@ -257,8 +143,8 @@ pub trait LockVisitor {
 pub trait RawLockVisitor {
     /// What the visit returns.
     type Output;
-    /// Runs with `L` the named lock.
-    fn visit<L: BenchLock + RawMutex>(self) -> Self::Output;
+    /// Runs with `L` the lock called `name`.
+    fn visit<L: RawMutex + Send + Sync + 'static>(self, name: &'static str) -> Self::Output;
 }
 
 /// Runs a [`LockVisitor`] for a klocks lock, as [`Klocks<L>`].
@@ -271,13 +157,13 @@ impl<V: LockVisitor> MutexVisitor for Bridge<V> {
     }
 }
 
-/// Runs a [`RawLockVisitor`] for a klocks lock, as [`Klocks<L>`].
+/// Runs a [`RawLockVisitor`] for a klocks lock.
 struct RawBridge<V>(V);
 
 impl<V: RawLockVisitor> MutexVisitor for RawBridge<V> {
     type Output = V::Output;
     fn visit<L: CatalogMutex>(self) -> V::Output {
-        self.0.visit::<Klocks<L>>()
+        self.0.visit::<L>(L::KIND.name())
     }
 }
 
@@ -322,7 +208,9 @@ macro_rules! lock_table {
             }
         }
     };
-    (@raw $visitor:ident, $ty:ty, raw) => { Some($visitor.visit::<$ty>()) };
+    (@raw $visitor:ident, $ty:ty, raw) => {
+        Some($visitor.visit::<$ty>(<$ty as BenchLock>::NAME))
+    };
     (@raw $visitor:ident, $ty:ty) => { None };
 }
 

@@ -7,6 +7,7 @@
 mod harness;
 mod locks;
 mod machine;
+mod pthread;
 mod report;
 mod results;
 mod rwlocks;

@@ -2,7 +2,6 @@
 //! and the dispatch from a lock's name to code monomorphized for its type: the
 //! reader-writer counterpart of [`crate::locks`].
 
-use std::cell::UnsafeCell;
 use std::sync::atomic::{
     AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
@@ -13,6 +12,7 @@ use klocks::catalog::{CatalogRwLock, RwLockKind};
 use lock_api::RawRwLock;
 
 use crate::locks::Klocks;
+use crate::pthread;
 
 /// A reader-writer lock as the scenarios use it: build one, run a read-side or a
 /// write-side critical section under it.
@@ -138,84 +138,12 @@ const PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP: libc::c_int = 2;
 /// glibc's default kind: `PTHREAD_RWLOCK_PREFER_READER_NP` (0).
 const PTHREAD_RWLOCK_DEFAULT_NP: libc::c_int = 0;
 
-/// A glibc `pthread_rwlock_t` of kind `KIND`, initialised in place on the heap: a
-/// pthread rwlock must not move once initialised, and the box never moves it.
-pub struct PthreadRwLock<const KIND: libc::c_int> {
-    rwlock: Box<UnsafeCell<libc::pthread_rwlock_t>>,
-}
-
 /// glibc's default rwlock: readers enter whenever no writer holds the lock, so a
 /// steady stream of readers can starve a writer.
-pub type PthreadRw = PthreadRwLock<PTHREAD_RWLOCK_DEFAULT_NP>;
+pub type PthreadRw = pthread::Pthread<pthread::RwLock, PTHREAD_RWLOCK_DEFAULT_NP>;
 /// glibc's writer-preferring rwlock: a waiting writer holds back new readers.
-pub type PthreadRwWriter = PthreadRwLock<PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP>;
-
-// SAFETY: a pthread rwlock is made to be taken and released from any thread; the
-// `UnsafeCell` is only ever passed to the pthread_rwlock_* functions.
-unsafe impl<const KIND: libc::c_int> Sync for PthreadRwLock<KIND> {}
-
-/// Panics with the error name if a pthread call failed (only misuse can make it).
-fn check(rc: libc::c_int, call: &str) {
-    assert!(
-        rc == 0,
-        "{call} failed: {}",
-        std::io::Error::from_raw_os_error(rc)
-    );
-}
-
-impl<const KIND: libc::c_int> PthreadRwLock<KIND> {
-    fn init() -> Self {
-        let rwlock = Box::new(UnsafeCell::new(libc::PTHREAD_RWLOCK_INITIALIZER));
-        let mut attr = std::mem::MaybeUninit::<libc::pthread_rwlockattr_t>::uninit();
-        // SAFETY: `attr` is initialised by pthread_rwlockattr_init before any other
-        // use and destroyed after its last; `rwlock` is a valid, heap-pinned rwlock
-        // object that no other thread can see yet.
-        unsafe {
-            check(
-                libc::pthread_rwlockattr_init(attr.as_mut_ptr()),
-                "pthread_rwlockattr_init",
-            );
-            check(
-                libc::pthread_rwlockattr_setkind_np(attr.as_mut_ptr(), KIND),
-                "pthread_rwlockattr_setkind_np",
-            );
-            check(
-                libc::pthread_rwlock_init(rwlock.get(), attr.as_ptr()),
-                "pthread_rwlock_init",
-            );
-            check(
-                libc::pthread_rwlockattr_destroy(attr.as_mut_ptr()),
-                "pthread_rwlockattr_destroy",
-            );
-        }
-        Self { rwlock }
-    }
-}
-
-/// Unlocks a [`PthreadRwLock`] (either side: glibc's unlock serves both) when dropped.
-struct PthreadRwUnlock<'a, const KIND: libc::c_int>(&'a PthreadRwLock<KIND>);
-
-impl<const KIND: libc::c_int> Drop for PthreadRwUnlock<'_, KIND> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: built only by `read` or `write`, right after this thread took the
-        // rwlock.
-        check(
-            unsafe { libc::pthread_rwlock_unlock(self.0.rwlock.get()) },
-            "pthread_rwlock_unlock",
-        );
-    }
-}
-
-impl<const KIND: libc::c_int> Drop for PthreadRwLock<KIND> {
-    fn drop(&mut self) {
-        // SAFETY: `&mut self`: no thread holds or waits on the rwlock any more.
-        check(
-            unsafe { libc::pthread_rwlock_destroy(self.rwlock.get()) },
-            "pthread_rwlock_destroy",
-        );
-    }
-}
+pub type PthreadRwWriter =
+    pthread::Pthread<pthread::RwLock, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP>;
 
 /// Implements [`BenchRwLock`] for the glibc rwlock kinds.
 macro_rules! pthread_bench_rwlock {
@@ -224,29 +152,17 @@ macro_rules! pthread_bench_rwlock {
             const NAME: &'static str = $name;
 
             fn new() -> Self {
-                Self::init()
+                pthread::Pthread::new()
             }
 
             #[inline]
             fn read<R>(&self, critical: impl FnOnce() -> R) -> R {
-                // SAFETY: initialised in `init`, destroyed only in `drop`.
-                check(
-                    unsafe { libc::pthread_rwlock_rdlock(self.rwlock.get()) },
-                    "pthread_rwlock_rdlock",
-                );
-                let _unlock = PthreadRwUnlock(self);
-                critical()
+                self.holding(libc::pthread_rwlock_rdlock, "_rdlock", critical)
             }
 
             #[inline]
             fn write<R>(&self, critical: impl FnOnce() -> R) -> R {
-                // SAFETY: as in `read`.
-                check(
-                    unsafe { libc::pthread_rwlock_wrlock(self.rwlock.get()) },
-                    "pthread_rwlock_wrlock",
-                );
-                let _unlock = PthreadRwUnlock(self);
-                critical()
+                self.holding(libc::pthread_rwlock_wrlock, "_wrlock", critical)
             }
         }
     )*};

@@ -14,7 +14,7 @@ use lock_api::{Mutex, RawMutex};
 
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{race, verify_count, Common, Error};
-use crate::locks::{BenchLock, LockName, RawLockVisitor};
+use crate::locks::{LockName, RawLockVisitor};
 use crate::report::{si, Cell, Progress, Run, Table};
 
 /// Most threads (locks) the packed array holds: 8 slots of 16 bytes fill the 128
@@ -83,7 +83,7 @@ struct IsRaw;
 
 impl RawLockVisitor for IsRaw {
     type Output = ();
-    fn visit<L: BenchLock + RawMutex>(self) {}
+    fn visit<L: RawMutex + Send + Sync + 'static>(self, _: &'static str) {}
 }
 
 impl Config {
@@ -157,7 +157,7 @@ struct Measure<'a> {
 impl RawLockVisitor for Measure<'_> {
     type Output = Result<Cell, Error>;
 
-    fn visit<L: BenchLock + RawMutex>(self) -> Result<Cell, Error> {
+    fn visit<L: RawMutex + Send + Sync + 'static>(self, name: &'static str) -> Result<Cell, Error> {
         let (threads, duration) = (self.threads, self.config.duration);
         // The line moving between CPUs is the cost measured: its price depends on
         // where the host placed the vCPUs, so the cell records it.
@@ -166,7 +166,7 @@ impl RawLockVisitor for Measure<'_> {
             .map(|index| {
                 let context = format!(
                     "false-sharing: {}, {}, K={threads}, run {index}",
-                    L::NAME,
+                    name,
                     self.layout.name()
                 );
                 match self.layout {
@@ -179,7 +179,7 @@ impl RawLockVisitor for Measure<'_> {
         let layout = Some(self.layout.name());
         Ok(Cell {
             conditions,
-            ..Cell::of_runs("false-sharing", L::NAME, threads, layout, "ops/s", runs)
+            ..Cell::of_runs("false-sharing", name, threads, layout, "ops/s", runs)
         })
     }
 }
@@ -237,7 +237,7 @@ struct SlotSize;
 
 impl RawLockVisitor for SlotSize {
     type Output = usize;
-    fn visit<L: BenchLock + RawMutex>(self) -> usize {
+    fn visit<L: RawMutex + Send + Sync + 'static>(self, _: &'static str) -> usize {
         std::mem::size_of::<Mutex<L, u64>>()
     }
 }
