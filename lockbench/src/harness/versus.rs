@@ -2,7 +2,9 @@
 //! interleaved in rotating order, and the comparison of a klocks lock with the best
 //! of its peers.
 
-use super::Error;
+use std::time::Duration;
+
+use super::{race, Error, Race};
 use crate::report::{Cell, Run};
 
 /// Runs `measure(lock, round)` for `rounds` rounds over `locks` locks, each round
@@ -22,6 +24,17 @@ pub fn rotating_rounds(
         }
     }
     Ok(runs)
+}
+
+/// Runs `threads` workers `work(id)` from the harness's start gate until each has
+/// done its fixed work; the results by id and the wall time from opening the gate to
+/// the last worker's end. The clock starts before the gate opens (a start time taken
+/// after it, by a thread that the workers can preempt, would miss their work).
+pub fn race_to_finish<T: Send>(threads: usize, work: impl Fn(usize) -> T + Sync) -> Race<T> {
+    // No stop: the workers do a fixed number of operations (a lock that hangs them
+    // hangs the run, as it would any program).
+    const NO_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
+    race(threads, NO_LIMIT, |id, _| work(id))
 }
 
 /// A row label kept for the life of the program (cells hold `&'static str`s).

@@ -17,15 +17,15 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
 
 use klocks::catalog::{MutexKind, RwLockKind};
 use klocks::config::{LOCK, RWLOCK};
 use regex::Regex;
 use std::sync::LazyLock;
 
+use super::{Options, Scenario, Takes};
 use crate::harness::{Common, Error};
+use crate::machine::Machine;
 use crate::report::{num, Cell, Progress, Run, Table};
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
@@ -422,7 +422,6 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
 fn ratio(value: Option<f64>) -> String {
     value.map_or("-".to_owned(), |r| format!("{r:.3}×"))
 }
-
 
 impl Options for Args {
     const TAKES: Takes = Takes::Neither;

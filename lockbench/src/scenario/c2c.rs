@@ -2,12 +2,12 @@
 //! waiting for its parity and answering with the next value
 //! ([`ping_pong`](crate::harness::ping_pong)).
 
+use super::{Options, Scenario, Takes};
 use crate::harness::ping_pong::{cpu_pair, one_way_ns, ping_pong};
 use crate::harness::watch::{Placement, NEAR_MAX_NS};
 use crate::harness::{Common, Error};
-use crate::report::{num, Cell, Progress, Run, Table};
-use super::{Options, Scenario, Takes};
 use crate::machine::Machine;
+use crate::report::{num, Cell, Progress, Run, Table};
 
 /// Core-to-core latency: one cache line bounced between two pinned threads
 ///

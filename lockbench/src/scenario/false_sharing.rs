@@ -5,16 +5,16 @@
 //! every lock alone on its line, its counter on the next.
 
 use std::time::Duration;
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
 
 use crossbeam_utils::CachePadded;
 use klocks::Padded;
 use lock_api::{Mutex, RawMutex};
 
+use super::{Options, Scenario, Takes};
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{race, verify_count, Common, Error};
 use crate::locks::{LockName, RawLockVisitor};
+use crate::machine::Machine;
 use crate::report::{si, Cell, Progress, Run, Table};
 
 /// Most threads (locks) the packed array holds: 8 slots of 16 bytes fill the 128

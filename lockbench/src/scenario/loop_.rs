@@ -8,14 +8,14 @@
 //! the same, and reported as not finished.
 
 use std::time::Duration;
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
 
 use klocks::catalog::MutexKind;
 
+use super::{Options, Scenario, Takes};
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor};
+use crate::machine::Machine;
 use crate::report::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
 
 /// Seed 000's loop: N threads × L lock/unlock pairs on one lock, wall ms

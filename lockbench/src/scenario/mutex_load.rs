@@ -23,17 +23,17 @@
 //! CPUs, so the lock's own overhead, not the ceiling, bounds those cells.
 
 use std::time::Duration;
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
 
 use klocks::catalog::MutexKind;
 
+use super::{Options, Scenario, Takes};
 use crate::harness::watch::Conditions;
 use crate::harness::windowed::{
     self, fairest, fairness, fastest, or_default, show_fairness, Grid, Plan, WindowArgs, Work,
 };
 use crate::harness::{Common, Error};
 use crate::locks::LockName;
+use crate::machine::Machine;
 use crate::report::{num, Cell, MutexLoad, Progress, Table};
 
 /// Seed 004: throughput and fairness against the critical section's length
@@ -454,7 +454,6 @@ fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Table> {
     }
     Some(table)
 }
-
 
 impl Options for Args {
     const TAKES: Takes = Takes::Mutexes;

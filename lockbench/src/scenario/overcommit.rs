@@ -11,17 +11,16 @@
 //! [`windowed`]'s, shared with mutex-load.
 
 use std::time::Duration;
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
 
 use klocks::catalog::MutexKind;
 
+use super::{Options, Scenario, Takes};
 use crate::harness::windowed::{
     self, fairness, or_default, short, show_fairness, Grid, Plan, WindowArgs, Work,
 };
 use crate::harness::{Common, Error};
 use crate::locks::LockName;
-use crate::machine;
+use crate::machine::{self, Machine};
 use crate::report::{num, si, Cell, Overcommit, Progress, Table};
 
 /// A critical-section length, in `spin_loop()` pauses (run once inside the lock and

@@ -29,15 +29,14 @@ use std::sync::{mpsc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
-
 use crossbeam_utils::CachePadded;
 use klocks::owner::{self, ProbeKind, Watch};
 
+use super::{Options, Scenario, Takes};
 use crate::harness::ping_pong::{cpu_pair, pin};
 use crate::harness::watch::{self, Conditions};
 use crate::harness::{join, Common, Error};
+use crate::machine::Machine;
 use crate::report::{num, si, Cell, Progress, Run, Table};
 
 /// Is the lock owner on a CPU? Cost and accuracy of klocks' owner probes

@@ -18,14 +18,14 @@
 //! with the best policy's.
 
 use std::time::Duration;
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
 
 use klocks::catalog::RwLockKind;
 
+use super::{Options, Scenario, Takes};
 use crate::harness::rw::{self, per_role, reader_group, role_fairness, show, show_ratio, times, Role};
 use crate::harness::windowed::{self, Grid, Plan, WindowArgs, Work};
 use crate::harness::{Common, Error};
+use crate::machine::Machine;
 use crate::report::{num, Cell, PerThread, Progress, RwSetup, Table};
 use crate::rwlocks::RwLockName;
 
@@ -383,7 +383,6 @@ fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
     }
     Some(table)
 }
-
 
 impl Options for Args {
     const TAKES: Takes = Takes::RwLocks;

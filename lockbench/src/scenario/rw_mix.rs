@@ -4,16 +4,13 @@
 //! thread.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Barrier;
-use std::time::Instant;
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
 
 use klocks::catalog::RwLockKind;
 
-use crate::harness::versus::{leak, pauses, rotating_rounds, Versus};
+use super::{Options, Scenario, Takes};
+use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
+use crate::machine::Machine;
 use crate::report::{num, Cell, Progress, Run, Table};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
 
@@ -172,52 +169,42 @@ impl RwLockVisitor for Measure<'_> {
             lock: L::new(),
             pair: UnsafeCell::new((0, 0)),
         };
-        let writes = AtomicU64::new(0);
-        let torn = AtomicU64::new(0);
-        let gate = Barrier::new(threads + 1);
-        let wall = std::thread::scope(|s| {
-            for seed in 0..threads {
-                let (shared, gate, writes, torn) = (&shared, &gate, &writes, &torn);
-                s.spawn(move || {
-                    let mut rng =
-                        0x2545_F491_4F6C_DD1D_u64 ^ (seed as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                    let (mut mine, mut bad) = (0, 0);
-                    gate.wait();
-                    for _ in 0..config.ops {
-                        rng ^= rng << 13;
-                        rng ^= rng >> 7;
-                        rng ^= rng << 17;
-                        if (rng % 1000) < u64::from(reads) {
-                            shared.lock.read(|| {
-                                // SAFETY: under the read lock: no writer meanwhile.
-                                let a = unsafe { (*shared.pair.get()).0 };
-                                pauses(config.cs_pauses);
-                                // SAFETY: as above.
-                                let b = unsafe { (*shared.pair.get()).1 };
-                                bad += u64::from(a != b);
-                            });
-                        } else {
-                            shared.lock.write(|| {
-                                // SAFETY: under the write lock: nobody else.
-                                unsafe { (*shared.pair.get()).0 += 1 };
-                                pauses(config.cs_pauses);
-                                // SAFETY: as above.
-                                unsafe { (*shared.pair.get()).1 += 1 };
-                            });
-                            mine += 1;
-                        }
-                        pauses(config.outside_pauses);
-                    }
-                    writes.fetch_add(mine, Relaxed);
-                    torn.fetch_add(bad, Relaxed);
-                });
+        let table = &shared;
+        let race = race_to_finish(threads, |seed| {
+            let mut rng =
+                0x2545_F491_4F6C_DD1D_u64 ^ (seed as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let (mut writes, mut torn) = (0, 0);
+            for _ in 0..config.ops {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                if (rng % 1000) < u64::from(reads) {
+                    table.lock.read(|| {
+                        // SAFETY: under the read lock: no writer meanwhile.
+                        let a = unsafe { (*table.pair.get()).0 };
+                        pauses(config.cs_pauses);
+                        // SAFETY: as above.
+                        let b = unsafe { (*table.pair.get()).1 };
+                        torn += u64::from(a != b);
+                    });
+                } else {
+                    table.lock.write(|| {
+                        // SAFETY: under the write lock: nobody else.
+                        unsafe { (*table.pair.get()).0 += 1 };
+                        pauses(config.cs_pauses);
+                        // SAFETY: as above.
+                        unsafe { (*table.pair.get()).1 += 1 };
+                    });
+                    writes += 1;
+                }
+                pauses(config.outside_pauses);
             }
-            gate.wait();
-            Instant::now()
-        })
-        .elapsed();
+            (writes, torn)
+        });
+        let wall = race.wall;
+        let writes: u64 = race.results.iter().map(|&(writes, _)| writes).sum();
+        let torn: u64 = race.results.iter().map(|&(_, torn)| torn).sum();
         let (a, b) = *shared.pair.get_mut();
-        let (writes, torn) = (writes.into_inner(), torn.into_inner());
         if a != writes || b != writes || torn != 0 {
             return Err(Error::Verification(format!(
                 "rw-mix: {}, {threads} threads, {reads}‰ reads, run {run}: {writes} writes made the pair ({a}, {b}), and {torn} reads saw it torn",

@@ -22,15 +22,15 @@
 //! the fragmentation that 5.11's removal argued against.
 
 use std::time::Duration;
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
 
 use klocks::catalog::RwLockKind;
 
+use super::{Options, Scenario, Takes};
 use crate::harness::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
 use crate::harness::watch::Conditions;
 use crate::harness::windowed::{self, fastest, or_default, Grid, Plan, WindowArgs, Work};
 use crate::harness::{Common, Error};
+use crate::machine::Machine;
 use crate::report::{num, si, Cell, Progress, RwRun, RwSetup, Table};
 use crate::rwlocks::RwLockName;
 
@@ -488,7 +488,6 @@ fn rw_columns(cell: &Cell) -> [String; 9] {
         ),
     ]
 }
-
 
 impl Options for Args {
     const TAKES: Takes = Takes::RwLocks;

@@ -9,16 +9,15 @@
 //! side by side with their data, as in a `Vec<Mutex<u64>>`) decide.
 
 use std::cell::UnsafeCell;
-use std::sync::Barrier;
-use std::time::{Duration, Instant};
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
+use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
-use crate::harness::versus::{leak, pauses, rotating_rounds, Versus};
+use super::{Options, Scenario, Takes};
+use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
 use crate::locks::{BenchLock, LockName, LockVisitor};
+use crate::machine::Machine;
 use crate::report::{num, Cell, Progress, Run, Table};
 
 /// A hash map of mutexes: T threads × random operations on K locks, wall ms
@@ -185,34 +184,24 @@ impl LockVisitor for Measure<'_> {
                 count: UnsafeCell::new(0),
             })
             .collect();
-        let gate = Barrier::new(threads + 1);
-        let wall = std::thread::scope(|s| {
-            for seed in 0..threads {
-                let (table, gate) = (&table, &gate);
-                s.spawn(move || {
-                    let mut rng =
-                        0x9E37_79B9_7F4A_7C15_u64 ^ (seed as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                    gate.wait();
-                    for _ in 0..config.ops {
-                        rng ^= rng << 13;
-                        rng ^= rng >> 7;
-                        rng ^= rng << 17;
-                        let shard = &table[(rng % shards as u64) as usize];
-                        shard.lock.with(|| {
-                            // SAFETY: under the shard's lock.
-                            unsafe { *shard.count.get() += 1 };
-                            pauses(config.cs_pauses);
-                        });
-                        pauses(config.outside_pauses);
-                    }
+        let locks = &table;
+        let wall = race_to_finish(threads, |seed| {
+            let mut rng =
+                0x9E37_79B9_7F4A_7C15_u64 ^ (seed as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            for _ in 0..config.ops {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let shard = &locks[(rng % shards as u64) as usize];
+                shard.lock.with(|| {
+                    // SAFETY: under the shard's lock.
+                    unsafe { *shard.count.get() += 1 };
+                    pauses(config.cs_pauses);
                 });
+                pauses(config.outside_pauses);
             }
-            gate.wait();
-            let start = Instant::now();
-            // The scope joins every thread before it returns.
-            start
         })
-        .elapsed();
+        .wall;
         let total: u64 = table.iter_mut().map(|shard| *shard.count.get_mut()).sum();
         let expected = threads as u64 * config.ops;
         if total != expected {

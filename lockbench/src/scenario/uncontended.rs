@@ -1,11 +1,11 @@
 //! One thread, lock/unlock pairs in a loop: the cost of a lock nobody else wants.
 
 use std::time::Instant;
-use super::{Options, Scenario, Takes};
-use crate::machine::Machine;
 
+use super::{Options, Scenario, Takes};
 use crate::harness::{verify_count, Common, Error, Guarded};
 use crate::locks::{BenchLock, LockName, LockVisitor};
+use crate::machine::Machine;
 use crate::report::{num, Cell, Progress, Run, Table};
 
 /// One thread, no contention: ns per lock + increment + unlock
