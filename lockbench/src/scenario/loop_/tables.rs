@@ -1,0 +1,222 @@
+//! loop's tables: the seed-000 and seed-003 comparisons, qspinlock → pvqspinlock, all locks and per-cell detail.
+
+use super::*;
+
+/// The seed-000 table, the all-locks matrix and the per-cell detail.
+pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
+    let scale = format!(
+        "N threads × {} lock/unlock pairs each on one lock, wall ms (median of up to {} \
+         runs, cap {} s per run)",
+        config.iterations,
+        config.runs,
+        config.cap.as_secs_f64()
+    );
+    let mut tables: Vec<Table> = [
+        seed_000_table(config, cells, &scale),
+        pv_table(config, cells, &scale, &SEED_003),
+        pv_table(config, cells, &scale, &PV_QSPINLOCK),
+        Some(matrix(config, cells, &scale)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    tables.push(detail(cells));
+    for table in &mut tables {
+        footnotes(table, cells);
+    }
+    tables
+}
+
+pub(super) fn find<'a>(cells: &'a [Cell], lock: &str, threads: usize) -> Option<&'a Cell> {
+    cells
+        .iter()
+        .find(|cell| cell.lock == lock && cell.threads == threads)
+}
+
+/// A base and a patched lock, compared row by row, when both ran.
+pub(super) struct Pair {
+    /// What the comparison is, for the table's title.
+    what: &'static str,
+    base: LockName,
+    patched: LockName,
+}
+
+impl Pair {
+    fn ran(&self, config: &Config) -> bool {
+        config.locks.contains(&self.base) && config.locks.contains(&self.patched)
+    }
+
+    /// (threads, base cell, patched cell) for every thread count both measured.
+    fn rows<'a>(
+        &self,
+        config: &'a Config,
+        cells: &'a [Cell],
+    ) -> impl Iterator<Item = (usize, &'a Cell, &'a Cell)> + 'a {
+        let (base, patched) = (self.base.name(), self.patched.name());
+        config.threads.iter().filter_map(move |&threads| {
+            Some((
+                threads,
+                find(cells, base, threads)?,
+                find(cells, patched, threads)?,
+            ))
+        })
+    }
+}
+
+/// Seed 000: the queue head's cmpxchg (before) against a plain write (after).
+pub(super) const SEED_000: Pair = Pair {
+    what: "seed 000",
+    base: LockName::Klocks(MutexKind::QSpinLockCmpxchg),
+    patched: LockName::Klocks(MutexKind::QSpinLock),
+};
+/// Seed 003: the ticket lock (base) against the pv ticket lock (patched).
+pub(super) const SEED_003: Pair = Pair {
+    what: "seed 003",
+    base: LockName::Klocks(MutexKind::Ticket),
+    patched: LockName::Klocks(MutexKind::PvTicket),
+};
+/// The same fix on the queued lock: qspinlock against pvqspinlock.
+pub(super) const PV_QSPINLOCK: Pair = Pair {
+    what: "seed 003's fix on the queued lock",
+    base: LockName::Klocks(MutexKind::QSpinLock),
+    patched: LockName::Klocks(MutexKind::PvQSpinLock),
+};
+
+/// threads | before | after | %change (negative: after is faster).
+pub(super) fn seed_000_table(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
+    if !SEED_000.ran(config) {
+        return None;
+    }
+    let mut table = Table::new(
+        format!(
+            "loop, {} (before = {}, after = {}): {scale}",
+            SEED_000.what,
+            SEED_000.base.name(),
+            SEED_000.patched.name()
+        ),
+        &["threads", "before ms", "after ms", "%change"],
+    );
+    for (threads, before, after) in SEED_000.rows(config, cells) {
+        let change = before.summary.zip(after.summary).map_or_else(
+            || "-".to_owned(),
+            |(b, a)| format!("{:+.1}%", (a.median - b.median) / b.median * 100.0),
+        );
+        table.row(vec![
+            threads.to_string(),
+            before.short(num),
+            after.short(num),
+            change,
+        ]);
+    }
+    Some(table)
+}
+
+/// threads | base | patched | %gain, seed 003's shape: the throughput gain, base wall
+/// ÷ patched wall - 1. A base that hit its cap took longer than the cap, so the gain
+/// is at least cap ÷ patched wall - 1, shown as `>+x%`.
+pub(super) fn pv_table(config: &Config, cells: &[Cell], scale: &str, pair: &Pair) -> Option<Table> {
+    if !pair.ran(config) {
+        return None;
+    }
+    let mut table = Table::new(
+        format!(
+            "loop, {} (base = {}, patched = {}): {scale}; %gain = base ÷ patched wall - 1",
+            pair.what,
+            pair.base.name(),
+            pair.patched.name()
+        ),
+        &["threads", "base ms", "patched ms", "%gain"],
+    );
+    for (threads, base, patched) in pair.rows(config, cells) {
+        let gain = match (base.summary, base.unfinished, patched.summary) {
+            (Some(b), None, Some(p)) => format!("{:+.1}%", (b.median / p.median - 1.0) * 100.0),
+            (_, Some(Unfinished::Capped { after_secs, .. }), Some(p)) => {
+                format!(">{:+.0}%", (after_secs * 1e3 / p.median - 1.0) * 100.0)
+            }
+            _ => "-".to_owned(),
+        };
+        table.row(vec![
+            threads.to_string(),
+            base.short(num),
+            patched.short(num),
+            gain,
+        ]);
+    }
+    Some(table)
+}
+
+/// threads | one column per lock.
+pub(super) fn matrix(config: &Config, cells: &[Cell], scale: &str) -> Table {
+    let names: Vec<&str> = config.locks.iter().map(|lock| lock.name()).collect();
+    let headers: Vec<&str> = std::iter::once("threads")
+        .chain(names.iter().copied())
+        .collect();
+    let mut table = Table::new(format!("loop, all locks: {scale}"), &headers);
+    for &threads in &config.threads {
+        let row = std::iter::once(threads.to_string())
+            .chain(names.iter().map(|&lock| {
+                find(cells, lock, threads).map_or_else(|| "-".to_owned(), |cell| cell.short(num))
+            }))
+            .collect();
+        table.row(row);
+    }
+    table
+}
+
+/// One row per cell: the time with its range, the handoff cost, the conditions.
+pub(super) fn detail(cells: &[Cell]) -> Table {
+    let mut table = Table::new(
+        "loop, per cell: handoff = the lock passed to another thread; c2c = one-way \
+         latency probed before/after the cell",
+        &[
+            "lock",
+            "threads",
+            "wall ms median [min–max]",
+            "handoffs",
+            "ns/handoff",
+            "÷ c2c",
+            "c2c ns",
+            "placement",
+            "steal+others ms",
+        ],
+    );
+    for cell in cells {
+        let handoff = cell.handoff.as_ref();
+        let conditions = cell.conditions.as_ref();
+        table.row(vec![
+            cell.lock.to_owned(),
+            cell.threads.to_string(),
+            cell.long(num),
+            handoff.map_or_else(|| "0".to_owned(), |h| h.handoffs.to_string()),
+            handoff.map_or_else(|| "-".to_owned(), |h| num(h.ns_per_handoff)),
+            handoff
+                .and_then(|h| h.per_c2c)
+                .map_or_else(|| "-".to_owned(), |ratio| format!("{ratio:.1}×")),
+            conditions
+                .and_then(Conditions::c2c_ns)
+                .map_or_else(|| "-".to_owned(), num),
+            conditions.map_or_else(|| "-".to_owned(), Conditions::placement),
+            conditions.map_or_else(
+                || "-".to_owned(),
+                |c| format!("{}+{}", num(c.steal_ms), num(c.others_ms)),
+            ),
+        ]);
+    }
+    table
+}
+
+pub(super) fn footnotes(table: &mut Table, cells: &[Cell]) {
+    if cells.iter().any(|cell| cell.unfinished.is_some()) {
+        table.note(
+            "DNF x%: the run hit its cap with x% of its pairs done (counter still verified); \
+             a capped cell is not repeated",
+        );
+    }
+    if cells
+        .iter()
+        .any(|cell| cell.handoff.is_some_and(|h| h.serialized))
+    {
+        table.note(SERIALIZED_NOTE);
+    }
+    watch::explain_marks(table, cells);
+}
