@@ -17,8 +17,13 @@
 //!   has `WRITER` it waits for the readers inside to leave (spinning, then sleeping
 //!   until the last one wakes it).
 //! - **Readers** enter with one cmpxchg while no writer holds `WRITER` and none is
-//!   queued. Otherwise they spin while the writer runs, within the spin budget, then
-//!   sleep.
+//!   queued. Otherwise they spin while the writer holds the lock past its drain (no
+//!   reader inside), runs, and has no writer queued behind it (its unlock, a critical
+//!   section away, lets them in), within the spin budget; then they sleep. Behind
+//!   queued writers, whose unlocks pass the lock from writer to writer, or while a
+//!   writer drains the readers inside, they spin only briefly: with more threads than
+//!   CPUs, readers spinning there took the CPUs from the threads they waited for
+//!   (measured in `docs/results/rw-mix-2026-11-25.txt`).
 //! - **Timed reader turns.** A write unlock wakes the sleeping readers when no writer
 //!   is queued; while writers are queued, it wakes them once they have slept
 //!   [`READER_TURN_AFTER_US`], and sets `READER_TURN`: for [`TURN_GRACE_US`] readers
@@ -156,6 +161,11 @@ static BUDGET: SpinBudget = SpinBudget::new();
 /// mutex's spinner: see its `FIRST_BACKOFF`).
 const BACKOFF: u32 = 64;
 
+/// How long a reader spins behind queued writers or a drain, in `cpu_relax`es: long
+/// enough for a running writer to take the lock and release it (threads ≤ CPUs),
+/// short enough not to matter when the writers are not running.
+const BRIEF_READER_SPIN: u32 = 4 * BACKOFF;
+
 /// The default reader-writer lock. See the module doc; [`RwLock`](crate::RwLock) is
 /// `RwLock<T>` on it.
 pub struct RawRwLock {
@@ -168,6 +178,18 @@ pub struct RawRwLock {
 
 fn readers(val: u32) -> u32 {
     val & READERS_MASK
+}
+
+/// Whether a reader that cannot enter may go on spinning, having spun `spent`
+/// pauses: the whole budget while a writer holds the lock past its drain (no reader
+/// inside) with no writer queued behind it, so that its unlock, a critical section
+/// away, lets the reader in; only [`BRIEF_READER_SPIN`] behind queued writers or a
+/// drain, where the lock passes from writer to writer or waits for the readers
+/// inside, and with more threads than CPUs a spinning reader takes a CPU from the
+/// threads it waits for.
+fn reader_may_spin(val: u32, spent: u32) -> bool {
+    let clear_run = val & WRITER != 0 && val & QUEUED_MASK == 0 && readers(val) == 0;
+    clear_run || spent < BRIEF_READER_SPIN
 }
 
 /// Whether a reader may enter: no writer holds the lock, and none waits for it or it
@@ -526,7 +548,8 @@ impl RawRwLock {
         }
         loop {
             if self.try_enter_reader()
-                || (self.spin_on_writer(readers_may_enter) && self.try_enter_reader())
+                || (self.spin_on_writer(readers_may_enter, reader_may_spin)
+                    && self.try_enter_reader())
             {
                 return true;
             }
@@ -560,16 +583,21 @@ impl RawRwLock {
         }
     }
 
-    /// Spins while `done(word)` is false and the writer holding the lock runs on a
-    /// CPU, within the budget; whether `done` came true.
-    fn spin_on_writer(&self, done: impl Fn(u32) -> bool) -> bool {
+    /// Spins while `done(word)` is false, `worth(word, pauses spent)` is true and the
+    /// writer holding the lock (if any) runs on a CPU, within the budget; whether
+    /// `done` came true.
+    fn spin_on_writer(&self, done: impl Fn(u32) -> bool, worth: impl Fn(u32, u32) -> bool) -> bool {
         let budget = BUDGET.spins();
         let mut spent = 0;
         let mut watch: Option<(u32, Watch)> = None;
         loop {
             // Relaxed: only watches; the caller's cmpxchg is the Acquire.
-            if done(self.word.load(Relaxed)) {
+            let val = self.word.load(Relaxed);
+            if done(val) {
                 return true;
+            }
+            if !worth(val, spent) {
+                return false;
             }
             // Relaxed: a hint for the probe.
             let writer = self.writer.load(Relaxed);
@@ -718,7 +746,7 @@ impl RawRwLock {
         if !claimed {
             return false;
         }
-        let free = self.spin_on_writer(|val| val & WRITER == 0);
+        let free = self.spin_on_writer(|val| val & WRITER == 0, |_, _| true);
         // Relaxed: as above; an unlock that skipped its wake for us left
         // WRITERS_WAITING on a free word, which the caller's next try sees.
         self.word.fetch_and(!WRITER_SPINNING, Relaxed);

@@ -285,3 +285,36 @@ impl Scenario for Config {
         tables(self, cells)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny cell runs and verifies for the default rwlock and a peer, with writes
+    /// (half the operations); also in debug builds, where arithmetic overflow panics.
+    #[test]
+    fn a_tiny_cell_runs_and_verifies() {
+        let args = Args {
+            ops: Some(300),
+            ..Default::default()
+        };
+        let common = Common {
+            locks: None,
+            rwlocks: None,
+            runs: 1,
+            seed_scale: false,
+        };
+        let config = Config::new(&args, &common);
+        for lock in [OURS, RwLockName::Std] {
+            let measure = Measure {
+                config: &config,
+                threads: 3,
+                reads: 500,
+                run: 1,
+            };
+            let run = lock.visit(measure).expect("verified");
+            assert_eq!(run.operations, 900, "{}", lock.name());
+            assert!(run.wall_ns > 0, "{}", lock.name());
+        }
+    }
+}

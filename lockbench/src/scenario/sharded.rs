@@ -285,3 +285,37 @@ impl Scenario for Config {
         tables(self, cells)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny cell runs and verifies for a klocks lock and a peer; the test also runs
+    /// in debug builds, where arithmetic overflow panics (a worker that panicked before
+    /// the start gate once hung the run).
+    #[test]
+    fn a_tiny_cell_runs_and_verifies() {
+        let args = Args {
+            ops: Some(300),
+            ..Default::default()
+        };
+        let common = Common {
+            locks: None,
+            rwlocks: None,
+            runs: 1,
+            seed_scale: false,
+        };
+        let config = Config::new(&args, &common);
+        for lock in [OURS, LockName::Std] {
+            let measure = Measure {
+                config: &config,
+                threads: 3,
+                shards: 2,
+                run: 1,
+            };
+            let run = lock.visit(measure).expect("verified");
+            assert_eq!(run.operations, 900, "{}", lock.name());
+            assert!(run.wall_ns > 0, "{}", lock.name());
+        }
+    }
+}
