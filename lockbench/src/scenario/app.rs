@@ -23,9 +23,7 @@ use klocks::config::{LOCK, RWLOCK};
 use regex::Regex;
 use std::sync::LazyLock;
 
-use super::{Options, Scenario, Takes};
 use crate::harness::{Common, Error};
-use crate::machine::Machine;
 use crate::report::{num, Cell, Progress, Run, Table};
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
@@ -423,26 +421,10 @@ fn ratio(value: Option<f64>) -> String {
     value.map_or("-".to_owned(), |r| format!("{r:.3}×"))
 }
 
-impl Options for Args {
-    const TAKES: Takes = Takes::Neither;
-
-    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
-        Ok(Box::new(Config::new(self, common)?))
-    }
-}
-
-impl Scenario for Config {
-    fn cells(&self) -> u64 {
-        Config::cells(self)
-    }
-
-    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
-        run(self, progress)
-    }
-
-    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
-        tables(self, cells)
-    }
+scenario! {
+    takes: Neither,
+    configure: |args, common| Config::new(args, common),
+    tables: |config, cells, _| tables(config, cells),
 }
 
 #[cfg(test)]

@@ -2,11 +2,9 @@
 //! waiting for its parity and answering with the next value
 //! ([`ping_pong`](crate::harness::ping_pong)).
 
-use super::{Options, Scenario, Takes};
 use crate::harness::ping_pong::{cpu_pair, one_way_ns, ping_pong};
 use crate::harness::watch::{Placement, NEAR_MAX_NS};
 use crate::harness::{Common, Error};
-use crate::machine::Machine;
 use crate::report::{num, Cell, Progress, Run, Table};
 
 /// Core-to-core latency: one cache line bounced between two pinned threads
@@ -93,24 +91,8 @@ pub fn tables(cells: &[Cell]) -> Vec<Table> {
     vec![table]
 }
 
-impl Options for Args {
-    const TAKES: Takes = Takes::Neither;
-
-    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
-        Ok(Box::new(Config::new(self, common)))
-    }
-}
-
-impl Scenario for Config {
-    fn cells(&self) -> u64 {
-        Config::cells(self)
-    }
-
-    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
-        run(self, progress)
-    }
-
-    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
-        tables(cells)
-    }
+scenario! {
+    takes: Neither,
+    configure: |args, common| Ok(Config::new(args, common)),
+    tables: |_, cells, _| tables(cells),
 }

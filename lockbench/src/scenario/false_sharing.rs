@@ -10,11 +10,9 @@ use crossbeam_utils::CachePadded;
 use klocks::Padded;
 use lock_api::{Mutex, RawMutex};
 
-use super::{Options, Scenario, Takes};
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{race, verify_count, Common, Error};
 use crate::locks::{LockName, RawLockVisitor};
-use crate::machine::Machine;
 use crate::report::{si, Cell, Progress, Run, Table};
 
 /// Most threads (locks) the packed array holds: 8 slots of 16 bytes fill the 128
@@ -317,24 +315,8 @@ fn placements(packed: &Cell, padded: &Cell) -> String {
     }
 }
 
-impl Options for Args {
-    const TAKES: Takes = Takes::Mutexes;
-
-    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
-        Ok(Box::new(Config::new(self, common)))
-    }
-}
-
-impl Scenario for Config {
-    fn cells(&self) -> u64 {
-        Config::cells(self)
-    }
-
-    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
-        run(self, progress)
-    }
-
-    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
-        tables(self, cells)
-    }
+scenario! {
+    takes: Mutexes,
+    configure: |args, common| Ok(Config::new(args, common)),
+    tables: |config, cells, _| tables(config, cells),
 }

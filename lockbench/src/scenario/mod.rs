@@ -1,7 +1,8 @@
 //! The experiments. Each file is one `lockbench` subcommand and owns its options
 //! (`Args`, whose doc comment is the subcommand's help), its cells and its tables;
-//! what they share lives in [`crate::harness`]. A scenario is registered by one line
-//! in the list at the end of this file.
+//! what they share lives in [`crate::harness`]. A scenario implements [`Options`] and
+//! [`Scenario`] (through `scenario!`) and is registered by one line in the list at
+//! the end of this file.
 
 use crate::harness::{Common, Error};
 use crate::machine::Machine;
@@ -39,6 +40,53 @@ pub enum Takes {
     RwLocks,
     /// Neither (the scenario measures no lock, or chooses locks its own way).
     Neither,
+}
+
+/// Implements [`Options`] for a scenario module's `Args` and [`Scenario`] for its
+/// `Config`, from its `Config::cells` and `run` and two adapters: `configure(args,
+/// common)` builds the `Config` (`Err`: a usage error), `tables(config, cells,
+/// machine)` calls the module's tables.
+macro_rules! scenario {
+    (takes: $takes:ident, configure: $configure:expr, tables: $tables:expr $(,)?) => {
+        impl $crate::scenario::Options for Args {
+            const TAKES: $crate::scenario::Takes = $crate::scenario::Takes::$takes;
+
+            fn configure(
+                &self,
+                common: &$crate::harness::Common,
+            ) -> Result<Box<dyn $crate::scenario::Scenario>, String> {
+                let configure: fn(&Args, &$crate::harness::Common) -> Result<Config, String> =
+                    $configure;
+                Ok(Box::new(configure(self, common)?))
+            }
+        }
+
+        impl $crate::scenario::Scenario for Config {
+            fn cells(&self) -> u64 {
+                Config::cells(self)
+            }
+
+            fn run(
+                &self,
+                progress: &$crate::report::Progress,
+            ) -> Result<Vec<$crate::report::Cell>, $crate::harness::Error> {
+                run(self, progress)
+            }
+
+            fn tables(
+                &self,
+                cells: &[$crate::report::Cell],
+                machine: &$crate::machine::Machine,
+            ) -> Vec<$crate::report::Table> {
+                let tables: fn(
+                    &Config,
+                    &[$crate::report::Cell],
+                    &$crate::machine::Machine,
+                ) -> Vec<$crate::report::Table> = $tables;
+                tables(self, cells, machine)
+            }
+        }
+    };
 }
 
 /// Declares the scenario modules and the subcommands that run them.

@@ -14,13 +14,12 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
-use super::{Options, Scenario, Takes};
 use crate::harness::windowed::{
     self, fairness, or_default, short, show_fairness, Grid, Plan, WindowArgs, Work,
 };
 use crate::harness::{Common, Error};
 use crate::locks::LockName;
-use crate::machine::{self, Machine};
+use crate::machine;
 use crate::report::{num, si, Cell, Overcommit, Progress, Table};
 
 /// A critical-section length, in `spin_loop()` pauses (run once inside the lock and
@@ -427,24 +426,8 @@ fn geometric_mean(values: &[f64]) -> Option<f64> {
         .then(|| (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
 }
 
-impl Options for Args {
-    const TAKES: Takes = Takes::Mutexes;
-
-    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
-        Ok(Box::new(Config::new(self, common)))
-    }
-}
-
-impl Scenario for Config {
-    fn cells(&self) -> u64 {
-        Config::cells(self)
-    }
-
-    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
-        run(self, progress)
-    }
-
-    fn tables(&self, cells: &[Cell], machine: &Machine) -> Vec<Table> {
-        tables(self, cells, machine.pause_ns)
-    }
+scenario! {
+    takes: Mutexes,
+    configure: |args, common| Ok(Config::new(args, common)),
+    tables: |config, cells, machine| tables(config, cells, machine.pause_ns),
 }

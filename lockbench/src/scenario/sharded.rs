@@ -13,11 +13,9 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
-use super::{Options, Scenario, Takes};
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
 use crate::locks::{BenchLock, LockName, LockVisitor};
-use crate::machine::Machine;
 use crate::report::{num, Cell, Progress, Run, Table};
 
 /// A hash map of mutexes: T threads × random operations on K locks, wall ms
@@ -264,26 +262,10 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     vec![table]
 }
 
-impl Options for Args {
-    const TAKES: Takes = Takes::Mutexes;
-
-    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
-        Ok(Box::new(Config::new(self, common)))
-    }
-}
-
-impl Scenario for Config {
-    fn cells(&self) -> u64 {
-        Config::cells(self)
-    }
-
-    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
-        run(self, progress)
-    }
-
-    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
-        tables(self, cells)
-    }
+scenario! {
+    takes: Mutexes,
+    configure: |args, common| Ok(Config::new(args, common)),
+    tables: |config, cells, _| tables(config, cells),
 }
 
 #[cfg(test)]

@@ -2,10 +2,8 @@
 
 use std::time::Instant;
 
-use super::{Options, Scenario, Takes};
 use crate::harness::{verify_count, Common, Error, Guarded};
 use crate::locks::{BenchLock, LockName, LockVisitor};
-use crate::machine::Machine;
 use crate::report::{num, Cell, Progress, Run, Table};
 
 /// One thread, no contention: ns per lock + increment + unlock
@@ -132,24 +130,8 @@ pub fn tables(cells: &[Cell]) -> Vec<Table> {
     vec![table]
 }
 
-impl Options for Args {
-    const TAKES: Takes = Takes::Mutexes;
-
-    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
-        Ok(Box::new(Config::new(self, common)))
-    }
-}
-
-impl Scenario for Config {
-    fn cells(&self) -> u64 {
-        Config::cells(self)
-    }
-
-    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
-        run(self, progress)
-    }
-
-    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
-        tables(cells)
-    }
+scenario! {
+    takes: Mutexes,
+    configure: |args, common| Ok(Config::new(args, common)),
+    tables: |_, cells, _| tables(cells),
 }

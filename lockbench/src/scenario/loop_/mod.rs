@@ -11,11 +11,9 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
-use super::{Options, Scenario, Takes};
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor};
-use crate::machine::Machine;
 use crate::report::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
 
 mod tables;
@@ -271,24 +269,8 @@ fn handoff_cost(
     })
 }
 
-impl Options for Args {
-    const TAKES: Takes = Takes::Mutexes;
-
-    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
-        Ok(Box::new(Config::new(self, common)))
-    }
-}
-
-impl Scenario for Config {
-    fn cells(&self) -> u64 {
-        Config::cells(self)
-    }
-
-    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
-        run(self, progress)
-    }
-
-    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
-        tables(self, cells)
-    }
+scenario! {
+    takes: Mutexes,
+    configure: |args, common| Ok(Config::new(args, common)),
+    tables: |config, cells, _| tables(config, cells),
 }

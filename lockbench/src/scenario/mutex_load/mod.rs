@@ -26,14 +26,12 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
-use super::{Options, Scenario, Takes};
 use crate::harness::watch::Conditions;
 use crate::harness::windowed::{
     self, fairest, fairness, fastest, or_default, show_fairness, Grid, Plan, WindowArgs, Work,
 };
 use crate::harness::{Common, Error};
 use crate::locks::LockName;
-use crate::machine::Machine;
 use crate::report::{num, Cell, MutexLoad, Progress, Table};
 
 mod tables;
@@ -229,24 +227,8 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     windowed::run(config, progress)
 }
 
-impl Options for Args {
-    const TAKES: Takes = Takes::Mutexes;
-
-    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
-        Ok(Box::new(Config::new(self, common)))
-    }
-}
-
-impl Scenario for Config {
-    fn cells(&self) -> u64 {
-        Config::cells(self)
-    }
-
-    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
-        run(self, progress)
-    }
-
-    fn tables(&self, cells: &[Cell], machine: &Machine) -> Vec<Table> {
-        tables(self, cells, machine.pause_ns)
-    }
+scenario! {
+    takes: Mutexes,
+    configure: |args, common| Ok(Config::new(args, common)),
+    tables: |config, cells, machine| tables(config, cells, machine.pause_ns),
 }

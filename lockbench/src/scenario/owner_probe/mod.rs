@@ -32,11 +32,9 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use klocks::owner::{self, ProbeKind, Watch};
 
-use super::{Options, Scenario, Takes};
 use crate::harness::ping_pong::{cpu_pair, pin};
 use crate::harness::watch::{self, Conditions};
 use crate::harness::{join, Common, Error};
-use crate::machine::Machine;
 use crate::report::{num, si, Cell, Progress, Run, Table};
 
 mod measure;
@@ -391,24 +389,8 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     vec![probes, switches]
 }
 
-impl Options for Args {
-    const TAKES: Takes = Takes::Neither;
-
-    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
-        Ok(Box::new(Config::new(self, common)))
-    }
-}
-
-impl Scenario for Config {
-    fn cells(&self) -> u64 {
-        Config::cells(self)
-    }
-
-    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
-        run(self, progress)
-    }
-
-    fn tables(&self, cells: &[Cell], _: &Machine) -> Vec<Table> {
-        tables(self, cells)
-    }
+scenario! {
+    takes: Neither,
+    configure: |args, common| Ok(Config::new(args, common)),
+    tables: |config, cells, _| tables(config, cells),
 }

@@ -25,12 +25,10 @@ use std::time::Duration;
 
 use klocks::catalog::RwLockKind;
 
-use super::{Options, Scenario, Takes};
 use crate::harness::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
 use crate::harness::watch::Conditions;
 use crate::harness::windowed::{self, fastest, or_default, Grid, Plan, WindowArgs, Work};
 use crate::harness::{Common, Error};
-use crate::machine::Machine;
 use crate::report::{num, si, Cell, Progress, RwRun, RwSetup, Table};
 use crate::rwlocks::RwLockName;
 
@@ -232,24 +230,8 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     windowed::run(config, progress)
 }
 
-impl Options for Args {
-    const TAKES: Takes = Takes::RwLocks;
-
-    fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
-        Ok(Box::new(Config::new(self, common)))
-    }
-}
-
-impl Scenario for Config {
-    fn cells(&self) -> u64 {
-        Config::cells(self)
-    }
-
-    fn run(&self, progress: &Progress) -> Result<Vec<Cell>, Error> {
-        run(self, progress)
-    }
-
-    fn tables(&self, cells: &[Cell], machine: &Machine) -> Vec<Table> {
-        tables(self, cells, machine.pause_ns)
-    }
+scenario! {
+    takes: RwLocks,
+    configure: |args, common| Ok(Config::new(args, common)),
+    tables: |config, cells, machine| tables(config, cells, machine.pause_ns),
 }
