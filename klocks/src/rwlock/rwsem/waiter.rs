@@ -15,9 +15,9 @@ pub(super) enum Kind {
 /// queued (read lazily, as most slow paths end before they queue).
 pub(super) struct Since {
     /// Times it was woken or refused without getting the lock.
-    pub(super) retries: std::cell::Cell<u32>,
+    retries: std::cell::Cell<u32>,
     #[cfg(not(loom))]
-    pub(super) at: std::cell::Cell<Option<std::time::Instant>>,
+    at: std::cell::Cell<Option<std::time::Instant>>,
 }
 
 impl Since {
@@ -83,7 +83,7 @@ pub(super) struct Wait {
     /// The owner word at slow-path entry: the last reader, or only `RD_NONSPINNABLE`.
     pub(super) last_rowner: u32,
     /// Owned by the waiting thread's stack frame, which outlives the node.
-    pub(super) since: *const Since,
+    since: *const Since,
 }
 
 impl Wait {
