@@ -84,7 +84,7 @@ fn configured() -> Result<(), c_int> {
 
 /// Whether `ptr` is non-null and aligned to 8, as the header's `_Alignas(8)` promises.
 fn usable<T>(ptr: *const T) -> bool {
-    !ptr.is_null() && ptr as usize % 8 == 0
+    !ptr.is_null() && (ptr as usize).is_multiple_of(8)
 }
 
 /// The version of libklocks, as a NUL-terminated string with static lifetime

@@ -46,6 +46,11 @@
 //! in `__wrefs` (condvars). Private condvars are klocks' whenever the mutexes are
 //! (they work with every mutex, through these functions).
 //!
+//! # Contention profile
+//!
+//! `KLOCKS_PROFILE=1` times every interposed mutex and rwlock call, klocks' or glibc's,
+//! and prints the locks that made threads wait longest at exit ([`profile`]).
+//!
 //! # Fork
 //!
 //! A fork child has one thread. A lock that was free at the fork may still list
@@ -85,6 +90,7 @@ mod config;
 mod fork;
 mod glibc;
 mod mutex;
+mod profile;
 mod rwlock;
 mod time;
 
@@ -97,8 +103,21 @@ mod time;
 static CHOOSE_AT_LOAD: extern "C" fn() = {
     extern "C" fn choose() {
         config::warm_up();
+        profile::start();
     }
     choose
+};
+
+/// Prints the contention profile at exit, if `KLOCKS_PROFILE` asked for one. The
+/// preloaded library is finalised after the program's own destructors and `atexit`
+/// handlers, so their lock calls are counted too.
+#[used]
+#[link_section = ".fini_array"]
+static REPORT_AT_EXIT: extern "C" fn() = {
+    extern "C" fn report() {
+        profile::at_exit();
+    }
+    report
 };
 
 /// Writes one line to stderr with the raw `write` system call: no stdio lock, and no

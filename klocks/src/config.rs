@@ -26,8 +26,9 @@ pub(crate) mod resolved;
 pub(crate) mod settings;
 
 pub use settings::{
-    owner_probe, parse_owner_probe, parse_spin_ns, report, spin_ns, BadValue, ConfigError,
-    ProbeKind, Problem, Var, GLIBC, LOCK, MAX_SPIN_NS, OWNER_PROBE, RWLOCK, SPIN_NS,
+    owner_probe, parse_owner_probe, parse_profile, parse_profile_top, parse_spin_ns, report,
+    spin_ns, BadValue, ConfigError, ProbeKind, Problem, Profile, Var, GLIBC, LOCK, MAX_PROFILE_TOP,
+    MAX_SPIN_NS, OWNER_PROBE, PROFILE, PROFILE_FILE, PROFILE_TOP, RWLOCK, SPIN_NS,
 };
 
 /// Checks every `KLOCKS_*` setting, including that a forced owner probe works here;

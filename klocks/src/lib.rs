@@ -36,6 +36,13 @@
 //! Pure spinlocks never sleep: with more runnable threads than CPUs a FIFO spinlock
 //! hands the lock to preempted waiters and collapses. The pv ("paravirt") locks spin a
 //! bounded time ([`budget`]) and then sleep on a futex until the unlocker kicks them.
+//!
+//! With the cargo feature `stats` (off by default), the module `stats` counts every
+//! lock's slow-path events per lock type (the kernel's `lock_events`: pending waits,
+//! steals, sleeps, wakes, failed spins, handoffs, ...), per thread and summed on
+//! demand (`klocks::stats::snapshot()`). Without the feature the module and its API do
+//! not exist and every counting call is an empty function: the locks' fast paths
+//! compile to the same code.
 
 #![warn(missing_docs)]
 
@@ -124,6 +131,11 @@ mod park;
 mod rwlock;
 mod spin;
 pub mod stamp;
+#[cfg(feature = "stats")]
+pub mod stats;
+// Without the feature the counting calls stay in the locks as empty functions.
+#[cfg(not(feature = "stats"))]
+mod stats;
 mod streak;
 mod sync;
 

@@ -74,10 +74,10 @@ mod futex {
     }
 
     /// Wakes up to `count` sleepers of a class in `bits` on the word at `word`, which
-    /// may be gone.
-    pub(crate) fn wake_bits(word: *const AtomicU32, count: i32, bits: u32) {
+    /// may be gone; how many it woke.
+    pub(crate) fn wake_bits(word: *const AtomicU32, count: i32, bits: u32) -> u32 {
         // SAFETY: as in `wake`: the address is hashed, never dereferenced.
-        unsafe {
+        let woken = unsafe {
             libc::syscall(
                 libc::SYS_futex,
                 word.cast::<u32>(),
@@ -86,23 +86,31 @@ mod futex {
                 std::ptr::null::<libc::timespec>(),
                 std::ptr::null::<u32>(),
                 bits,
-            );
-        }
+            )
+        };
+        woken_of(woken)
     }
 
-    /// Wakes up to `count` threads sleeping on the word at `word`, which may be gone.
-    pub(crate) fn wake(word: *const AtomicU32, count: i32) {
+    /// Wakes up to `count` threads sleeping on the word at `word`, which may be gone;
+    /// how many it woke.
+    pub(crate) fn wake(word: *const AtomicU32, count: i32) -> u32 {
         // SAFETY: FUTEX_WAKE on a private futex hashes the address and never reads or
         // writes the memory there, so any aligned address is sound; `AtomicU32` has the
         // layout of `u32`.
-        unsafe {
+        let woken = unsafe {
             libc::syscall(
                 libc::SYS_futex,
                 word.cast::<u32>(),
                 libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
                 count,
-            );
-        }
+            )
+        };
+        woken_of(woken)
+    }
+
+    /// A wake's result: the threads woken, or -1 on an error (none woken).
+    fn woken_of(result: libc::c_long) -> u32 {
+        u32::try_from(result).unwrap_or(0)
     }
 }
 
@@ -175,11 +183,11 @@ mod futex {
         }
     }
 
-    pub(crate) fn wake(word: *const AtomicU32, count: i32) {
-        wake_bits(word, count, u32::MAX);
+    pub(crate) fn wake(word: *const AtomicU32, count: i32) -> u32 {
+        wake_bits(word, count, u32::MAX)
     }
 
-    pub(crate) fn wake_bits(word: *const AtomicU32, count: i32, bits: u32) {
+    pub(crate) fn wake_bits(word: *const AtomicU32, count: i32, bits: u32) -> u32 {
         let (table, wakeup) = &*TABLE;
         let mut t = table.lock().unwrap();
         let mut left = count;
@@ -193,6 +201,7 @@ mod futex {
             }
         }
         wakeup.notify_all();
+        count.abs_diff(left)
     }
 }
 
@@ -220,10 +229,11 @@ pub(crate) fn wait_paired(word: &AtomicU32, expected: u32, pairing: crate::barri
     }
 }
 
-/// Wakes one thread sleeping on `word`, if any.
+/// Wakes one thread sleeping on `word`, if any; how many it woke (the `stats`
+/// feature counts wakes that found nobody).
 #[inline]
-pub(crate) fn wake_one(word: &AtomicU32) {
-    futex::wake(word, 1);
+pub(crate) fn wake_one(word: &AtomicU32) -> u32 {
+    futex::wake(word, 1)
 }
 
 /// Wakes one thread sleeping on the word at `word`, if any. The word may be gone
@@ -231,14 +241,14 @@ pub(crate) fn wake_one(word: &AtomicU32) {
 /// nobody, or spuriously wakes whoever sleeps at that address now, which the contract
 /// allows.
 #[inline]
-pub(crate) fn wake_one_at(word: *const AtomicU32) {
-    futex::wake(word, 1);
+pub(crate) fn wake_one_at(word: *const AtomicU32) -> u32 {
+    futex::wake(word, 1)
 }
 
-/// Wakes every thread sleeping on `word`.
+/// Wakes every thread sleeping on `word`; how many it woke.
 #[inline]
-pub(crate) fn wake_all(word: &AtomicU32) {
-    futex::wake(word, i32::MAX);
+pub(crate) fn wake_all(word: &AtomicU32) -> u32 {
+    futex::wake(word, i32::MAX)
 }
 
 /// [`wait`] as a sleeper of class `bits` (a nonzero mask), until `deadline` if one is
@@ -251,17 +261,17 @@ pub(crate) fn wait_as(word: &AtomicU32, expected: u32, bits: u32, deadline: Opti
 }
 
 /// Wakes the first thread sleeping on the word at `word` whose class intersects
-/// `bits`, if any; the word may be gone, as for [`wake_one_at`].
+/// `bits`, if any; the word may be gone, as for [`wake_one_at`]. How many it woke.
 #[inline]
-pub(crate) fn wake_one_of_at(word: *const AtomicU32, bits: u32) {
-    futex::wake_bits(word, 1, bits);
+pub(crate) fn wake_one_of_at(word: *const AtomicU32, bits: u32) -> u32 {
+    futex::wake_bits(word, 1, bits)
 }
 
 /// Wakes every thread sleeping on the word at `word` whose class intersects `bits`;
-/// the word may be gone, as for [`wake_one_at`].
+/// the word may be gone, as for [`wake_one_at`]. How many it woke.
 #[inline]
-pub(crate) fn wake_all_of_at(word: *const AtomicU32, bits: u32) {
-    futex::wake_bits(word, i32::MAX, bits);
+pub(crate) fn wake_all_of_at(word: *const AtomicU32, bits: u32) -> u32 {
+    futex::wake_bits(word, i32::MAX, bits)
 }
 
 /// A point in time on `CLOCK_MONOTONIC` (the clock of `std::time::Instant` on Linux),
@@ -311,6 +321,14 @@ mod tests {
         let start = std::time::Instant::now();
         wait_at_most(&word, 0, Duration::from_millis(5));
         assert!(start.elapsed() >= Duration::from_millis(4));
+    }
+
+    #[test]
+    fn a_wake_tells_that_it_found_nobody() {
+        let word = AtomicU32::new(0);
+        assert_eq!(wake_one(&word), 0);
+        assert_eq!(wake_all(&word), 0);
+        assert_eq!(wake_one_of_at(&word, 1), 0);
     }
 
     #[test]

@@ -155,6 +155,14 @@ struct GlobalArgs {
     /// windows; explicit options still win
     #[arg(long, global = true)]
     seed_scale: bool,
+
+    /// Count klocks' slow-path events (lock_slowpath, queued, sleep, wake, steal,
+    /// spin_failed, handoff, ...) per cell of klocks' locks, print them after each
+    /// scenario's tables and store them in --json. Needs a build with the counters:
+    /// `cargo run --release -p lockbench --features stats -- ...` (not app, whose
+    /// locks run in the preloaded library)
+    #[arg(long, global = true)]
+    stats: bool,
 }
 
 impl GlobalArgs {
@@ -164,6 +172,7 @@ impl GlobalArgs {
             rwlocks: deduplicated(&self.rwlocks),
             runs: self.runs,
             seed_scale: self.seed_scale,
+            stats: self.stats,
         }
     }
 }
@@ -232,17 +241,22 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Box<dyn Scenario>> {
     }
 }
 
-/// Runs every step, printing its tables as soon as it is done.
+/// Runs every step, printing its tables (and, with `--stats`, its cells' counts) as
+/// soon as it is done.
 fn measure(steps: &[Box<dyn Scenario>], machine: &Machine) -> Result<Vec<Cell>, Error> {
     let progress = Progress::new(steps.iter().map(|step| step.cells()).sum());
     let mut cells = Vec::new();
     for step in steps {
         let measured = step.run(&progress)?;
-        let text: String = step
+        let mut text: String = step
             .tables(&measured, machine)
             .iter()
             .map(|table| format!("{table}\n"))
             .collect();
+        let counts = harness::stats::lines(&measured);
+        if !counts.is_empty() {
+            text += &format!("{counts}\n");
+        }
         progress.print(&text);
         cells.extend(measured);
     }
@@ -304,7 +318,10 @@ fn check_lock_kinds(cli: &Cli) {
     };
     let reader_writer = takes == Takes::RwLocks;
     let app = matches!(cli.command, Some(Command::Measure(Measure::App(_))));
-    let misplaced = if app && !(cli.global.locks.is_empty() && cli.global.rwlocks.is_empty()) {
+    let misplaced = if app && cli.global.stats {
+        "--stats counts the locks lockbench runs itself; app runs klocks' locks in the preloaded \
+         library of its child processes, which does not count"
+    } else if app && !(cli.global.locks.is_empty() && cli.global.rwlocks.is_empty()) {
         "app runs klocks' preloaded locks: choose them with --with and --rwlock (see --help)"
     } else if reader_writer && !cli.global.locks.is_empty() {
         "--locks names mutexes; rwsem, rw-fair and rw-mix measure reader-writer locks: choose \
@@ -321,11 +338,27 @@ fn check_lock_kinds(cli: &Cli) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.global.stats && !harness::stats::BUILT {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::InvalidValue,
+                harness::stats::NOT_BUILT,
+            )
+            .exit()
+    }
     if let Some(Command::WindowCell(args)) = &cli.command {
-        windowed::cell(args);
+        windowed::cell(args, cli.global.stats);
         return ExitCode::SUCCESS;
     }
     if let Some(Command::Torture(args)) = &cli.command {
+        if cli.global.stats {
+            Cli::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "--stats applies to the measuring scenarios, not to torture",
+                )
+                .exit()
+        }
         if let Err(problem) = klocks::config::check() {
             eprintln!("lockbench: {problem}");
             return ExitCode::from(2);
@@ -343,11 +376,12 @@ fn main() -> ExitCode {
             || g.json.is_some()
             || g.csv.is_some()
             || g.report.is_some()
+            || g.stats
         {
             Cli::command()
                 .error(
                     clap::error::ErrorKind::ArgumentConflict,
-                    "report and compare read result files: --locks, --rwlocks, --json, --csv and --report do not apply",
+                    "report and compare read result files: --locks, --rwlocks, --json, --csv, --report and --stats do not apply",
                 )
                 .exit()
         }

@@ -148,3 +148,34 @@ fn a_preload_that_did_not_take_fails_verification() {
         stderr(&out)
     );
 }
+
+#[test]
+fn profile_rows_and_report_come_with_the_table() {
+    let pairs = common::compile("pairs", false);
+    let out = app(&[
+        "--runs",
+        "1",
+        "--with",
+        "default",
+        "--profile",
+        "--output-varies",
+        "--",
+        pairs.to_str().unwrap(),
+        "2",
+        "20000",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", stderr(&out));
+    for row in ["glibc ", "default ", "glibc+preload ", "glibc+profile "] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(row)),
+            "no {row}row:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("klocks profile of pid"), "{stdout}");
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("first locked at pairs.c:"))
+        .unwrap_or_else(|| panic!("no pairs.c lock in the profile:\n{stdout}"));
+    assert!(row.contains(" 40000 "), "two threads × 20000 pairs: {row}");
+}

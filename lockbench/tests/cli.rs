@@ -966,3 +966,81 @@ fn torture_bad_values_are_usage_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// `--stats` needs the counters, which only a `--features stats` build has.
+#[cfg(not(feature = "stats"))]
+#[test]
+fn stats_without_the_feature_is_a_usage_error() {
+    let out = lockbench(&["loop", "--stats"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("built without the `stats` feature")
+            && stderr(&out).contains("--features stats"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// With the counters, a klocks lock's cell carries its counts (in the text and in
+/// --json), in-process and in a windowed cell's child process; a peer's carries none.
+#[cfg(feature = "stats")]
+#[test]
+fn stats_are_printed_and_kept_per_klocks_cell() {
+    let json = scratch("stats.json");
+    let out = measure(&[
+        "loop",
+        "--stats",
+        "--locks",
+        "pvticket,std",
+        "--threads",
+        "2",
+        "--iterations",
+        "2000",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("klocks slow-path events per cell"), "{text}");
+    assert!(text.contains("loop pvticket × 2: "), "{text}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cells = report["cells"].as_array().unwrap();
+    let stats_of = |lock: &str| cells.iter().find(|c| c["lock"] == lock).unwrap()["stats"].clone();
+    assert!(stats_of("pvticket").is_object(), "{report}");
+    assert!(stats_of("std").is_null(), "{report}");
+
+    let out = measure(&[
+        "overcommit",
+        "--stats",
+        "--locks",
+        "pvqspinlock",
+        "--threads",
+        "4",
+        "--overcommit",
+        "1",
+        "--cs",
+        "short",
+        "--window-ms",
+        "50",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("overcommit pvqspinlock × 4: ") && l.contains("lock_slowpath")),
+        "{text}"
+    );
+}
+
+#[cfg(feature = "stats")]
+#[test]
+fn stats_of_app_are_a_usage_error() {
+    let out = lockbench(&["app", "--stats", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--stats"), "{}", stderr(&out));
+}

@@ -57,6 +57,7 @@ use libc::{
 };
 
 use super::mutex::{pthread_mutex_lock, pthread_mutex_unlock};
+use super::profile;
 use super::time::Deadline;
 use super::{config, glibc};
 
@@ -404,12 +405,18 @@ unsafe fn glibc_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, call: Glib
     // SAFETY: caller's contract.
     if !unsafe { super::mutex::is_klocks(m) } {
         // SAFETY: the caller's contract is glibc's.
-        return unsafe {
+        let wait = || unsafe {
             match call {
                 GlibcCall::Wait => glibc::pthread_cond_wait(c, m),
                 GlibcCall::Timed(at) => glibc::pthread_cond_timedwait(c, m, at),
                 GlibcCall::Clock(clock, at) => glibc::pthread_cond_clockwait(c, m, clock, at),
             }
+        };
+        // glibc releases and retakes the mutex inside, unseen by the profile.
+        return if profile::on() {
+            profile::cond_wait(m as usize, wait)
+        } else {
+            wait()
         };
     }
     // SAFETY: `c` is a live condvar (caller's contract), `at` readable.

@@ -98,7 +98,7 @@ pub(super) fn choice() -> Choice {
 }
 
 /// An environment variable's value, borrowed from the environment (no allocation).
-fn var(var: Var) -> Option<&'static str> {
+pub(super) fn var(var: Var) -> Option<&'static str> {
     // SAFETY: the name is NUL-terminated. glibc's `getenv` returns null or a pointer
     // into the environment block; nothing in this process is expected to change the
     // variables that configure it while it starts.

@@ -46,6 +46,7 @@ use libc::{
 };
 
 use super::fork::{self, this_thread, Holder, Patience};
+use super::profile::{self, with_caller, Role};
 use super::time::Deadline;
 use super::{config, glibc, say};
 use crate::mutex::{init_at, with_lock_at, Kind};
@@ -369,16 +370,38 @@ unsafe fn klocks_type(attr: *const pthread_mutexattr_t) -> Result<Option<c_int>,
     Ok((!glibc_only).then_some(ty))
 }
 
-/// `pthread_mutex_init`: a klocks mutex of the process's kind, or glibc's for the
-/// attributes klocks passes through.
+with_caller! {
+    /// `pthread_mutex_init`: a klocks mutex of the process's kind, or glibc's for the
+    /// attributes klocks passes through.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_mutex_init`.
+    fn pthread_mutex_init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) -> c_int
+        => init_from, site: "rdx"
+}
+
+/// `pthread_mutex_init` called from `site`.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_init`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_init(
+unsafe extern "C" fn init_from(
     m: *mut pthread_mutex_t,
     attr: *const pthread_mutexattr_t,
+    site: usize,
 ) -> c_int {
+    // SAFETY: caller's contract.
+    let result = unsafe { init(m, attr) };
+    if result == 0 && profile::on() {
+        profile::initialised(m as usize, site, Role::Mutex);
+    }
+    result
+}
+
+/// `pthread_mutex_init`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_init`.
+unsafe fn init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) -> c_int {
     if m.is_null() {
         return EINVAL;
     }
@@ -420,6 +443,19 @@ pub unsafe extern "C" fn pthread_mutex_init(
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
+    let result = unsafe { destroy(m) };
+    if result == 0 && profile::on() {
+        profile::destroyed(m as usize);
+    }
+    result
+}
+
+/// `pthread_mutex_destroy`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_destroy`.
+unsafe fn destroy(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
     match unsafe { target(m) } {
         // SAFETY: the caller's contract is glibc's.
         Target::Glibc => unsafe { glibc::pthread_mutex_destroy(m) },
@@ -438,12 +474,40 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
     }
 }
 
-/// `pthread_mutex_lock`.
+with_caller! {
+    /// `pthread_mutex_lock`.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_mutex_lock`.
+    fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int
+        => lock_from, site: "rsi"
+}
+
+/// `pthread_mutex_lock` called from `site`.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_lock`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
+unsafe extern "C" fn lock_from(m: *mut pthread_mutex_t, site: usize) -> c_int {
+    if profile::on() {
+        // SAFETY: caller's contract, for both.
+        return profile::acquire(
+            m as usize,
+            Role::Mutex,
+            site,
+            || unsafe { trylock_entry(m) },
+            || unsafe { lock_entry(m) },
+        );
+    }
+    // SAFETY: caller's contract.
+    unsafe { lock_entry(m) }
+}
+
+/// `pthread_mutex_lock`, unprofiled.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_lock`.
+#[inline(always)]
+unsafe fn lock_entry(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if let Some((mutex, kind)) = unsafe { plain(m) } {
         let me = this_thread();
@@ -480,6 +544,19 @@ unsafe fn lock_any(m: *mut pthread_mutex_t) -> c_int {
 /// POSIX's contract for `pthread_mutex_trylock`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    if profile::on() {
+        // SAFETY: caller's contract.
+        return profile::try_acquire(m as usize, Role::Mutex, || unsafe { trylock_entry(m) });
+    }
+    // SAFETY: caller's contract.
+    unsafe { trylock_entry(m) }
+}
+
+/// `pthread_mutex_trylock`, unprofiled.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_trylock`.
+unsafe fn trylock_entry(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     match unsafe { target(m) } {
         // SAFETY: the caller's contract is glibc's.
@@ -498,6 +575,35 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
     m: *mut pthread_mutex_t,
     at: *const timespec,
 ) -> c_int {
+    // SAFETY: caller's contract, for both.
+    profiled_wait(m, || unsafe { timedlock(m, at) })
+}
+
+/// A lock call with a deadline, `wait`: profiled (tried first) if the profile is on.
+///
+/// # Safety
+/// `m` is as for [`target`].
+#[inline]
+unsafe fn profiled_wait(m: *mut pthread_mutex_t, wait: impl FnOnce() -> c_int) -> c_int {
+    if profile::on() {
+        // SAFETY: caller's contract.
+        profile::acquire(
+            m as usize,
+            Role::Mutex,
+            0,
+            || unsafe { trylock_entry(m) },
+            wait,
+        )
+    } else {
+        wait()
+    }
+}
+
+/// `pthread_mutex_timedlock`, unprofiled.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_timedlock`.
+unsafe fn timedlock(m: *mut pthread_mutex_t, at: *const timespec) -> c_int {
     // SAFETY: caller's contract.
     match unsafe { target(m) } {
         // SAFETY: the caller's contract is glibc's.
@@ -522,6 +628,15 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
     clock: clockid_t,
     at: *const timespec,
 ) -> c_int {
+    // SAFETY: caller's contract, for both.
+    profiled_wait(m, || unsafe { clocklock_entry(m, clock, at) })
+}
+
+/// `pthread_mutex_clocklock`, unprofiled.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_clocklock`.
+unsafe fn clocklock_entry(m: *mut pthread_mutex_t, clock: clockid_t, at: *const timespec) -> c_int {
     // SAFETY: caller's contract.
     match unsafe { target(m) } {
         // SAFETY: the caller's contract is glibc's.
@@ -542,6 +657,20 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
 /// POSIX's contract for `pthread_mutex_unlock`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    if profile::on() {
+        // SAFETY: caller's contract.
+        return profile::release(m as usize, || unsafe { unlock_entry(m) });
+    }
+    // SAFETY: caller's contract.
+    unsafe { unlock_entry(m) }
+}
+
+/// `pthread_mutex_unlock`, unprofiled.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_unlock`.
+#[inline(always)]
+unsafe fn unlock_entry(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if let Some((mutex, kind)) = unsafe { plain(m) } {
         // The checks of `unlock` for a normal mutex.

@@ -41,6 +41,7 @@ use libc::{
 use super::config::{self, RwPolicy};
 use super::fork::{self, Holder, Patience, GLIBC_OWNED};
 use super::glibc;
+use super::profile::{self, with_caller, Role};
 use super::time::Deadline;
 
 extern "C" {
@@ -283,16 +284,38 @@ fn unlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     0
 }
 
-/// `pthread_rwlock_init`: a klocks rwsem of the process's policy, or glibc's rwlock
-/// for a process-shared one.
+with_caller! {
+    /// `pthread_rwlock_init`: a klocks rwsem of the process's policy, or glibc's
+    /// rwlock for a process-shared one.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_rwlock_init`.
+    fn pthread_rwlock_init(r: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) -> c_int
+        => init_from, site: "rdx"
+}
+
+/// `pthread_rwlock_init` called from `site`.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_rwlock_init`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_init(
+unsafe extern "C" fn init_from(
     r: *mut pthread_rwlock_t,
     attr: *const pthread_rwlockattr_t,
+    site: usize,
 ) -> c_int {
+    // SAFETY: caller's contract.
+    let result = unsafe { init(r, attr) };
+    if result == 0 && profile::on() {
+        profile::initialised(r as usize, site, Role::Write);
+    }
+    result
+}
+
+/// `pthread_rwlock_init`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_rwlock_init`.
+unsafe fn init(r: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) -> c_int {
     if r.is_null() {
         return EINVAL;
     }
@@ -353,6 +376,19 @@ pub unsafe extern "C" fn pthread_rwlock_init(
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_destroy(r: *mut pthread_rwlock_t) -> c_int {
     // SAFETY: caller's contract.
+    let result = unsafe { destroy(r) };
+    if result == 0 && profile::on() {
+        profile::destroyed(r as usize);
+    }
+    result
+}
+
+/// `pthread_rwlock_destroy`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_rwlock_destroy`.
+unsafe fn destroy(r: *mut pthread_rwlock_t) -> c_int {
+    // SAFETY: caller's contract.
     match unsafe { target(r) } {
         // SAFETY: the caller's contract is glibc's.
         Target::Glibc => unsafe { glibc::pthread_rwlock_destroy(r) },
@@ -370,15 +406,14 @@ pub unsafe extern "C" fn pthread_rwlock_destroy(r: *mut pthread_rwlock_t) -> c_i
     }
 }
 
-/// Declares the interposed rwlock calls without a deadline.
+/// Declares the interposed rwlock calls without a deadline, unprofiled, as `$entry`.
 macro_rules! plain_calls {
-    ($($name:ident => $ours:ident;)*) => {$(
-        /// The pthread call of the same name.
+    ($($name:ident, $entry:ident => $ours:ident;)*) => {$(
+        /// The pthread call of the same name, unprofiled.
         ///
         /// # Safety
         /// POSIX's contract for it.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(r: *mut pthread_rwlock_t) -> c_int {
+        unsafe fn $entry(r: *mut pthread_rwlock_t) -> c_int {
             // SAFETY: caller's contract.
             match unsafe { target(r) } {
                 // SAFETY: the caller's contract is glibc's.
@@ -391,25 +426,117 @@ macro_rules! plain_calls {
 }
 
 plain_calls! {
-    pthread_rwlock_rdlock => rdlock;
-    pthread_rwlock_tryrdlock => tryrdlock;
-    pthread_rwlock_wrlock => wrlock;
-    pthread_rwlock_trywrlock => trywrlock;
-    pthread_rwlock_unlock => unlock;
+    pthread_rwlock_rdlock, rdlock_entry => rdlock;
+    pthread_rwlock_tryrdlock, tryrdlock_entry => tryrdlock;
+    pthread_rwlock_wrlock, wrlock_entry => wrlock;
+    pthread_rwlock_trywrlock, trywrlock_entry => trywrlock;
+    pthread_rwlock_unlock, unlock_entry => unlock;
+}
+
+/// Declares the blocking calls, entered with their site (see `profile`).
+macro_rules! blocking_calls {
+    ($($name:ident, $from:ident => $role:expr, $try_entry:ident, $entry:ident;)*) => {$(
+        with_caller! {
+            /// The pthread call of the same name.
+            ///
+            /// # Safety
+            /// POSIX's contract for it.
+            fn $name(r: *mut pthread_rwlock_t) -> c_int
+                => $from, site: "rsi"
+        }
+
+        /// The pthread call of the same name, called from `site`.
+        ///
+        /// # Safety
+        /// POSIX's contract for it.
+        unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
+            if profile::on() {
+                // SAFETY: caller's contract, for both.
+                return profile::acquire(
+                    r as usize,
+                    $role,
+                    site,
+                    || unsafe { $try_entry(r) },
+                    || unsafe { $entry(r) },
+                );
+            }
+            // SAFETY: caller's contract.
+            unsafe { $entry(r) }
+        }
+    )*};
+}
+
+blocking_calls! {
+    pthread_rwlock_rdlock, rdlock_from => Role::Read, tryrdlock_entry, rdlock_entry;
+    pthread_rwlock_wrlock, wrlock_from => Role::Write, trywrlock_entry, wrlock_entry;
+}
+
+/// Declares the tries.
+macro_rules! try_calls {
+    ($($name:ident => $role:expr, $entry:ident;)*) => {$(
+        /// The pthread call of the same name.
+        ///
+        /// # Safety
+        /// POSIX's contract for it.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(r: *mut pthread_rwlock_t) -> c_int {
+            if profile::on() {
+                // SAFETY: caller's contract.
+                return profile::try_acquire(r as usize, $role, || unsafe { $entry(r) });
+            }
+            // SAFETY: caller's contract.
+            unsafe { $entry(r) }
+        }
+    )*};
+}
+
+try_calls! {
+    pthread_rwlock_tryrdlock => Role::Read, tryrdlock_entry;
+    pthread_rwlock_trywrlock => Role::Write, trywrlock_entry;
+}
+
+/// `pthread_rwlock_unlock`.
+///
+/// # Safety
+/// POSIX's contract for it.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_unlock(r: *mut pthread_rwlock_t) -> c_int {
+    if profile::on() {
+        // SAFETY: caller's contract.
+        return profile::release(r as usize, || unsafe { unlock_entry(r) });
+    }
+    // SAFETY: caller's contract.
+    unsafe { unlock_entry(r) }
+}
+
+/// A call with a deadline, `wait`: profiled (tried first with `try_entry`) if the
+/// profile is on.
+#[inline]
+fn profiled_wait(
+    r: *mut pthread_rwlock_t,
+    role: Role,
+    try_entry: impl FnOnce() -> c_int,
+    wait: impl FnOnce() -> c_int,
+) -> c_int {
+    if profile::on() {
+        profile::acquire(r as usize, role, 0, try_entry, wait)
+    } else {
+        wait()
+    }
 }
 
 /// Declares the interposed rwlock calls with a deadline (`timed`: on
 /// `CLOCK_REALTIME`; `clock`: on the caller's clock).
 macro_rules! deadline_calls {
-    ($($timed:ident, $clock:ident => $ours:ident;)*) => {$(
+    ($($timed:ident, $clock:ident => $ours:ident, $role:expr, $try_entry:ident;)*) => {$(
         /// The pthread call of the same name: a deadline on `CLOCK_REALTIME`.
         ///
         /// # Safety
         /// POSIX's contract for it.
         #[no_mangle]
         pub unsafe extern "C" fn $timed(r: *mut pthread_rwlock_t, at: *const timespec) -> c_int {
-            // SAFETY: caller's contract.
-            match unsafe { target(r) } {
+            // SAFETY: caller's contract, for both.
+            profiled_wait(r, $role, || unsafe { $try_entry(r) }, || match unsafe { target(r) } {
                 // SAFETY: the caller's contract is glibc's.
                 Target::Glibc => unsafe { glibc::$timed(r, at) },
                 Target::Invalid => EINVAL,
@@ -418,7 +545,7 @@ macro_rules! deadline_calls {
                     Ok(deadline) => $ours(rw, policy, deadline),
                     Err(error) => error,
                 },
-            }
+            })
         }
 
         /// The pthread call of the same name (glibc 2.30): a deadline on
@@ -432,8 +559,8 @@ macro_rules! deadline_calls {
             clock: clockid_t,
             at: *const timespec,
         ) -> c_int {
-            // SAFETY: caller's contract.
-            match unsafe { target(r) } {
+            // SAFETY: caller's contract, for both.
+            profiled_wait(r, $role, || unsafe { $try_entry(r) }, || match unsafe { target(r) } {
                 // SAFETY: the caller's contract is glibc's.
                 Target::Glibc => unsafe { glibc::$clock(r, clock, at) },
                 Target::Invalid => EINVAL,
@@ -442,12 +569,12 @@ macro_rules! deadline_calls {
                     Ok(deadline) => $ours(rw, policy, deadline),
                     Err(error) => error,
                 },
-            }
+            })
         }
     )*};
 }
 
 deadline_calls! {
-    pthread_rwlock_timedrdlock, pthread_rwlock_clockrdlock => clockrdlock;
-    pthread_rwlock_timedwrlock, pthread_rwlock_clockwrlock => clockwrlock;
+    pthread_rwlock_timedrdlock, pthread_rwlock_clockrdlock => clockrdlock, Role::Read, tryrdlock_entry;
+    pthread_rwlock_timedwrlock, pthread_rwlock_clockwrlock => clockwrlock, Role::Write, trywrlock_entry;
 }

@@ -63,12 +63,17 @@ pub fn library() -> PathBuf {
 /// test executable and returns the binary.
 pub fn compile(name: &str, link_klocks: bool) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let source = manifest.join("tests/c").join(format!("{name}.c"));
+    // Through the workspace root: lockbench's tests include this module too.
+    let source = manifest
+        .join("../klocks-ffi/tests/c")
+        .join(format!("{name}.c"));
     let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("klocks-c-{name}"));
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     let mut command = Command::new(&cc);
     command
-        .args(["-Wall", "-Wextra", "-Werror", "-std=c11", "-pthread", "-O2"])
+        .args([
+            "-Wall", "-Wextra", "-Werror", "-std=c11", "-pthread", "-O2", "-g",
+        ])
         .arg("-I")
         .arg(manifest.join("../include"))
         .arg(&source)

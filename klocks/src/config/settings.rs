@@ -77,6 +77,38 @@ pub const LOCK: Var = Var(c"KLOCKS_LOCK");
 /// name, `glibc` or `help`.
 pub const RWLOCK: Var = Var(c"KLOCKS_RWLOCK");
 
+/// The preload's contention profile: [`Profile`]'s values. Read with
+/// [`parse_profile`].
+pub const PROFILE: Var = Var(c"KLOCKS_PROFILE");
+/// Where the preload's contention profile goes: a file path, appended to, with `%p`
+/// replaced by the process id; unset, stderr.
+pub const PROFILE_FILE: Var = Var(c"KLOCKS_PROFILE_FILE");
+/// How many locks the contention profile lists: `1..=`[`MAX_PROFILE_TOP`]. Read with
+/// [`parse_profile_top`].
+pub const PROFILE_TOP: Var = Var(c"KLOCKS_PROFILE_TOP");
+/// The most locks a profile lists.
+pub const MAX_PROFILE_TOP: usize = 100;
+
+/// When the preload prints its contention profile ([`PROFILE`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// `0`: no profile (as unset).
+    Off,
+    /// `1`: at exit.
+    AtExit,
+    /// `sigusr2`: at exit and each time the process receives `SIGUSR2`.
+    AtExitAndSigusr2,
+}
+
+impl Profile {
+    /// Every value, with the name [`PROFILE`] takes for it.
+    pub const ALL: [(Profile, &'static str); 3] = [
+        (Profile::Off, "0"),
+        (Profile::AtExit, "1"),
+        (Profile::AtExitAndSigusr2, "sigusr2"),
+    ];
+}
+
 /// The value of [`LOCK`] and [`RWLOCK`] that keeps glibc's locks (as unset does).
 pub const GLIBC: &str = "glibc";
 
@@ -102,6 +134,10 @@ pub enum Problem {
     AboveMaximum,
     /// Not the name of a [`ProbeKind`].
     NotAProbe,
+    /// Not one of [`Profile::ALL`]'s names.
+    NotAProfile,
+    /// Not a whole number in `1..=`[`MAX_PROFILE_TOP`].
+    NotATop,
 }
 
 impl fmt::Display for BadValue<'_> {
@@ -129,6 +165,14 @@ impl fmt::Display for BadValue<'_> {
                 }
                 Ok(())
             }
+            Problem::NotAProfile => write!(
+                f,
+                "{var}={text:?} is not a profile setting: use 0, 1 (at exit) or sigusr2 (at exit and on SIGUSR2)"
+            ),
+            Problem::NotATop => write!(
+                f,
+                "{var}={text:?} is not a number of locks in 1..={MAX_PROFILE_TOP}"
+            ),
         }
     }
 }
@@ -157,6 +201,31 @@ pub fn parse_owner_probe(text: &str) -> Result<ProbeKind, BadValue<'_>> {
             text,
             problem: Problem::NotAProbe,
         })
+}
+
+/// Parses a [`PROFILE`] value.
+pub fn parse_profile(text: &str) -> Result<Profile, BadValue<'_>> {
+    Profile::ALL
+        .into_iter()
+        .find(|(_, name)| *name == text.trim())
+        .map(|(profile, _)| profile)
+        .ok_or(BadValue {
+            var: PROFILE,
+            text,
+            problem: Problem::NotAProfile,
+        })
+}
+
+/// Parses a [`PROFILE_TOP`] value.
+pub fn parse_profile_top(text: &str) -> Result<usize, BadValue<'_>> {
+    match text.trim().parse::<usize>() {
+        Ok(top @ 1..=MAX_PROFILE_TOP) => Ok(top),
+        _ => Err(BadValue {
+            var: PROFILE_TOP,
+            text,
+            problem: Problem::NotATop,
+        }),
+    }
 }
 
 /// A `KLOCKS_*` variable whose value klocks does not accept.
@@ -265,6 +334,28 @@ mod tests {
             );
             assert!(
                 err.starts_with(&format!("KLOCKS_OWNER_PROBE={bad:?}")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn profile_settings_parse_and_bad_ones_name_the_choices() {
+        for (profile, name) in Profile::ALL {
+            assert_eq!(parse_profile(name), Ok(profile));
+        }
+        assert_eq!(parse_profile(" sigusr2\n"), Ok(Profile::AtExitAndSigusr2));
+        for bad in ["", "yes", "2", "SIGUSR2"] {
+            let err = parse_profile(bad).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("KLOCKS_PROFILE={bad:?}")), "{err}");
+            assert!(err.contains("use 0, 1 (at exit) or sigusr2"), "{err}");
+        }
+        assert_eq!(parse_profile_top("1"), Ok(1));
+        assert_eq!(parse_profile_top(" 100 "), Ok(MAX_PROFILE_TOP));
+        for bad in ["0", "101", "-3", "ten", ""] {
+            let err = parse_profile_top(bad).unwrap_err().to_string();
+            assert!(
+                err.ends_with("is not a number of locks in 1..=100"),
                 "{err}"
             );
         }

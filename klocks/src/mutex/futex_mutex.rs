@@ -39,8 +39,13 @@
 //! a sleep and a wake (~33 µs on a VM). The word does not record the owner: unlocking
 //! a lock another thread holds is not detected, only unlocking an unlocked one is.
 
+use crate::catalog::MutexKind;
 use crate::park;
+use crate::stats::{self, Event, Lock};
 use crate::sync::{AtomicU32, Ordering::*};
+
+/// Whose counters the `stats` feature bumps.
+const STATS: Lock = Lock::Mutex(MutexKind::Futex);
 
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
@@ -98,7 +103,7 @@ impl FutexMutex {
         crate::fault::after_release();
         match before {
             LOCKED => {}
-            CONTENDED => park::wake_one_at(word),
+            CONTENDED => stats::woke(STATS, park::wake_one_at(word)),
             _ => unlock_of_unlocked(),
         }
     }
@@ -113,8 +118,10 @@ impl FutexMutex {
     /// `* -> 2` until the swap returns 0, sleeping in between.
     #[cold]
     fn lock_contended(&self) {
+        stats::count(STATS, Event::LockSlowpath);
         // Acquire: pairs with the Release in `unlock` when the swap returns 0.
         while self.word.swap(CONTENDED, Acquire) != UNLOCKED {
+            stats::count(STATS, Event::Sleep);
             park::wait(&self.word, CONTENDED);
         }
     }
@@ -153,5 +160,42 @@ mod tests {
     #[test]
     fn stress_oversubscribed() {
         stress::<FutexMutex>(oversubscribed);
+    }
+}
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod stats_tests {
+    use super::*;
+    use crate::stats::testing::*;
+
+    /// A waiter sleeps once and its owner's unlock wakes it once; the woken thread
+    /// took the lock as CONTENDED, so its own unlock makes Drepper's one needless
+    /// wake, which finds nobody.
+    #[test]
+    fn stats_one_sleep_one_wake_then_one_needless_wake() {
+        let lock: &'static FutexMutex = Box::leak(Box::new(FutexMutex::new()));
+        let ((), fast) = counted(|| {
+            lock.lock();
+            lock.unlock();
+        });
+        expect(&fast, STATS).nothing_else();
+
+        lock.lock();
+        let waiter = Contender::spawn(move || {
+            lock.lock();
+            lock.unlock();
+        });
+        eventually("the waiter asleep", || {
+            lock.word.load(Relaxed) == CONTENDED && waiter.asleep()
+        });
+        let ((), unlock) = counted(|| lock.unlock());
+        let ((), waited) = waiter.join();
+        expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
+        expect(&waited, STATS)
+            .exactly(LockSlowpath, 1)
+            .exactly(Sleep, 1)
+            .exactly(Wake, 1)
+            .exactly(WakeNoSleeper, 1)
+            .nothing_else();
     }
 }

@@ -106,8 +106,10 @@
 //! exited owner as not running).
 
 use crate::budget::SpinBudget;
+use crate::catalog::MutexKind;
 use crate::owner::{self, Watch};
 use crate::park;
+use crate::stats::{self, Event, Lock};
 use std::cell::Cell;
 
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
@@ -168,6 +170,9 @@ const MAX_BACKOFF: u32 = 128;
 
 /// The spin budget shared by every `RawMutex`.
 static BUDGET: SpinBudget = SpinBudget::new();
+
+/// Whose counters the `stats` feature bumps.
+const STATS: Lock = Lock::Mutex(MutexKind::Default);
 
 // Neither has a destructor, so both can be read at any time, also during thread exit.
 // `CLAIMING` is an atomic because a signal handler on the same thread writes it: the
@@ -387,7 +392,12 @@ impl RawMutex {
                 Ok(_) => {
                     crate::fault::after_release();
                     if let Some(class) = wake {
-                        park::wake_one_of_at(word, class);
+                        if class == CLAIMANT {
+                            stats::count(STATS, Event::Handoff);
+                        }
+                        stats::woke(STATS, park::wake_one_of_at(word, class));
+                    } else if val & (HANDOFF | SPINNING | WAITERS) == SPINNING | WAITERS {
+                        stats::count(STATS, Event::WakeSkipped);
                     }
                     return;
                 }
@@ -404,6 +414,7 @@ impl RawMutex {
         if owner_of(self.word.load(Relaxed)) == me {
             relock_by_owner(me);
         }
+        stats::count(STATS, Event::LockSlowpath);
         let mut slept_since = None;
         let mut yields = 0;
         loop {
@@ -412,10 +423,15 @@ impl RawMutex {
                 return true;
             }
             if patience.expired() {
-                return self.give_up(me, slept);
+                let took = self.give_up(me, slept);
+                if !took {
+                    stats::count(STATS, Event::Timeout);
+                }
+                return took;
             }
             if yields < YIELDS_BEFORE_SLEEP {
                 yields += 1;
+                stats::count(STATS, Event::Yield);
                 crate::sync::yield_now();
                 continue;
             }
@@ -424,6 +440,7 @@ impl RawMutex {
                 // code it interrupted.
                 let outer = claiming();
                 if self.claim(since) {
+                    stats::count(STATS, Event::HandoffClaim);
                     let took = self.await_handoff(me);
                     set_claiming(outer);
                     if took {
@@ -486,8 +503,10 @@ impl RawMutex {
             }
         }
         if self.spin_on_owner(me, slept, patience) {
+            stats::count(STATS, Event::SpinAcquired);
             return true;
         }
+        stats::count(STATS, Event::SpinFailed);
         // (*,1,*,*) -> (*,0,*,*). Relaxed: as above. An unlock that skipped its wake
         // for us left WAITERS set on a free word: the caller's next `try_acquire` or
         // `sleep` sees that (module doc, "No lost wake-ups").
@@ -535,6 +554,7 @@ impl RawMutex {
                     _ => watch.insert((owner, Watch::new(owner))),
                 };
                 if watch.owner_running() == Some(false) {
+                    stats::count(STATS, Event::OwnerOffCpu);
                     return false;
                 }
             }
@@ -576,6 +596,7 @@ impl RawMutex {
             } else {
                 SLEEPER
             };
+            stats::count(STATS, Event::Sleep);
             park::wait_as(&self.word, val, class, patience.deadline());
             return;
         }
@@ -653,6 +674,7 @@ impl RawMutex {
                 spent += MAX_BACKOFF;
                 continue;
             }
+            stats::count(STATS, Event::Sleep);
             park::wait_as(&self.word, val, CLAIMANT, None);
         }
     }
@@ -795,3 +817,6 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
 
 #[cfg(all(test, not(loom)))]
 mod tests;
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod stats_tests;

@@ -102,9 +102,14 @@
 //! with threads ≤ CPUs, [`QSpinLock`](crate::QSpinLock) hands over faster.
 
 use crate::budget::SpinBudget;
+use crate::catalog::MutexKind;
 use crate::owner::{self, Watch};
 use crate::park;
+use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
+
+/// Whose counters the `stats` feature bumps.
+const STATS: Lock = Lock::Mutex(MutexKind::SpinFutex);
 
 /// The owner's thread id.
 const OWNER_MASK: u32 = (1 << 22) - 1;
@@ -276,7 +281,9 @@ impl SpinFutexMutex {
                 Ok(_) => {
                     crate::fault::after_release();
                     if wake {
-                        park::wake_one_at(word);
+                        stats::woke(STATS, park::wake_one_at(word));
+                    } else if val & (SPINNING | WAITERS) == SPINNING | WAITERS {
+                        stats::count(STATS, Event::WakeSkipped);
                     }
                     return;
                 }
@@ -294,7 +301,7 @@ impl SpinFutexMutex {
         // is always safe.
         let skipped = self.skipped_wakes.load(Relaxed).wrapping_add(1);
         self.skipped_wakes.store(skipped, Relaxed);
-        skipped % FAIR_SKIPS == 0
+        skipped.is_multiple_of(FAIR_SKIPS)
     }
 
     #[cold]
@@ -303,6 +310,7 @@ impl SpinFutexMutex {
         if owner_of(self.word.load(Relaxed)) == me {
             relock_by_owner(me);
         }
+        stats::count(STATS, Event::LockSlowpath);
         let mut slept = false;
         let mut yields = 0;
         loop {
@@ -311,6 +319,7 @@ impl SpinFutexMutex {
             }
             if yields < YIELDS_BEFORE_SLEEP {
                 yields += 1;
+                stats::count(STATS, Event::Yield);
                 crate::sync::yield_now();
                 continue;
             }
@@ -354,8 +363,10 @@ impl SpinFutexMutex {
             }
         }
         if self.spin_on_owner(me, slept) {
+            stats::count(STATS, Event::SpinAcquired);
             return true;
         }
+        stats::count(STATS, Event::SpinFailed);
         // (*,1,*) -> (*,0,*). Relaxed: as above. An unlock that skipped its wake for
         // us left WAITERS set on a free word: the caller's next `try_acquire` or
         // `sleep` sees that (module doc, "No lost wake-ups").
@@ -391,6 +402,7 @@ impl SpinFutexMutex {
                     _ => watch.insert((owner, Watch::new(owner))),
                 };
                 if watch.owner_running() == Some(false) {
+                    stats::count(STATS, Event::OwnerOffCpu);
                     return false;
                 }
             }
@@ -424,6 +436,7 @@ impl SpinFutexMutex {
                 }
                 val |= WAITERS;
             }
+            stats::count(STATS, Event::Sleep);
             park::wait(&self.word, val);
             return;
         }
@@ -528,5 +541,49 @@ mod tests {
     #[test]
     fn stress_oversubscribed() {
         stress::<SpinFutexMutex>(oversubscribed);
+    }
+}
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod stats_tests {
+    use super::*;
+    use crate::stats::testing::*;
+
+    /// Behind an owner that is not running, a waiter becomes the spinner and gives up
+    /// (the probe sees the owner off its CPU, or the budget runs out), yields, tries
+    /// again, and sleeps after its last yield: one spin per try, one sleep. The
+    /// owner's unlock wakes it once; the woken thread took the lock with WAITERS, so
+    /// its unlock's wake finds nobody.
+    #[test]
+    fn stats_spins_yields_then_sleeps_once() {
+        let lock: &'static SpinFutexMutex = Box::leak(Box::new(SpinFutexMutex::new()));
+        let ((), fast) = counted(|| {
+            lock.lock();
+            lock.unlock();
+        });
+        expect(&fast, STATS).nothing_else();
+
+        lock.lock();
+        let waiter = Contender::spawn(move || {
+            lock.lock();
+            lock.unlock();
+        });
+        eventually("the waiter asleep", || {
+            lock.word.load(Relaxed) & WAITERS != 0 && waiter.asleep()
+        });
+        let ((), unlock) = counted(|| lock.unlock());
+        let ((), waited) = waiter.join();
+        let tries = u64::from(YIELDS_BEFORE_SLEEP) + 1;
+        expect(&waited, STATS)
+            .exactly(LockSlowpath, 1)
+            .exactly(SpinFailed, tries)
+            .maybe(OwnerOffCpu)
+            .exactly(Yield, tries - 1)
+            .exactly(Sleep, 1)
+            .exactly(Wake, 1)
+            .exactly(WakeNoSleeper, 1)
+            .nothing_else();
+        assert!(waited.get(STATS, OwnerOffCpu) <= tries);
+        expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
     }
 }

@@ -97,10 +97,15 @@
 //! panic.
 
 use crate::budget::SpinBudget;
+use crate::catalog::RwLockKind;
 use crate::mutex::raw_mutex::{count_skipped_wake, now_us, Patience};
 use crate::owner::{self, Watch};
 use crate::park;
+use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
+
+/// Whose counters the `stats` feature bumps.
+const STATS: Lock = Lock::RwLock(RwLockKind::Default);
 
 /// One reader.
 const READER: u32 = 1;
@@ -279,7 +284,7 @@ impl RawRwLock {
                 Ok(_) => {
                     crate::fault::after_release();
                     if last && val & DRAIN_SLEEPS != 0 {
-                        park::wake_one_of_at(&self.word, DRAIN_CLASS);
+                        stats::woke(STATS, park::wake_one_of_at(&self.word, DRAIN_CLASS));
                     }
                     return;
                 }
@@ -474,10 +479,17 @@ impl RawRwLock {
                     crate::fault::after_release();
                     let word: *const AtomicU32 = &self.word;
                     if wake_readers {
-                        park::wake_all_of_at(word, READER_CLASS);
+                        if val & QUEUED_MASK != 0 {
+                            stats::count(STATS, Event::ReaderTurn);
+                        }
+                        stats::woke(STATS, park::wake_all_of_at(word, READER_CLASS));
                     }
                     if wake_writer {
-                        park::wake_one_of_at(word, WRITER_CLASS);
+                        stats::woke(STATS, park::wake_one_of_at(word, WRITER_CLASS));
+                    } else if val & (WRITER_SPINNING | WRITERS_WAITING)
+                        == WRITER_SPINNING | WRITERS_WAITING
+                    {
+                        stats::count(STATS, Event::WakeSkipped);
                     }
                     return;
                 }
@@ -546,14 +558,20 @@ impl RawRwLock {
         if self.writer.load(Relaxed) == me {
             panic!("klocks: thread {me} read-locked a klocks::RwLock it holds for writing");
         }
+        stats::count(STATS, Event::ReadSlowpath);
         loop {
-            if self.try_enter_reader()
-                || (self.spin_on_writer(readers_may_enter, reader_may_spin)
-                    && self.try_enter_reader())
-            {
+            if self.try_enter_reader() {
                 return true;
             }
+            let entered =
+                self.spin_on_writer(readers_may_enter, reader_may_spin) && self.try_enter_reader();
+            if entered {
+                stats::count(STATS, Event::ReaderSpinAcquired);
+                return true;
+            }
+            stats::count(STATS, Event::ReaderSpinFailed);
             if patience.expired() {
+                stats::count(STATS, Event::Timeout);
                 return false;
             }
             // Relaxed: the value to sleep on; the futex re-reads it atomically.
@@ -574,6 +592,7 @@ impl RawRwLock {
                 // Relaxed: a hint for the write unlock's turn decision.
                 self.readers_since.store(now_us(), Relaxed);
             }
+            stats::count(STATS, Event::Sleep);
             park::wait_as(
                 &self.word,
                 val | READERS_WAITING,
@@ -607,6 +626,7 @@ impl RawRwLock {
                     _ => watch.insert((writer, Watch::new(writer))),
                 };
                 if watch.owner_running() == Some(false) {
+                    stats::count(STATS, Event::OwnerOffCpu);
                     return false;
                 }
             }
@@ -627,6 +647,7 @@ impl RawRwLock {
         if self.writer.load(Relaxed) == me {
             panic!("klocks: thread {me} write-locked a klocks::RwLock it already holds (it is not recursive)");
         }
+        stats::count(STATS, Event::LockSlowpath);
         let queued = self.count_queued_writer();
         let mut slept = false;
         let mut yields = 0;
@@ -635,6 +656,7 @@ impl RawRwLock {
                 Some(true) => return self.drain_readers(patience),
                 // A turn is on and no reader came yet: let them run.
                 None => {
+                    stats::count(STATS, Event::Yield);
                     crate::sync::yield_now();
                     continue;
                 }
@@ -648,6 +670,7 @@ impl RawRwLock {
             }
             if yields < YIELDS_BEFORE_SLEEP {
                 yields += 1;
+                stats::count(STATS, Event::Yield);
                 crate::sync::yield_now();
                 continue;
             }
@@ -697,16 +720,22 @@ impl RawRwLock {
     fn drain_readers(&self, patience: Patience) -> bool {
         let mut spent = 0;
         let budget = BUDGET.spins();
+        let mut counted = false;
         loop {
             // Acquire: pairs with the Release of the last read unlock.
             let val = self.word.load(Acquire);
             if readers(val) == 0 {
                 return true;
             }
+            if !counted {
+                stats::count(STATS, Event::Drain);
+                counted = true;
+            }
             if patience.expired() {
                 // Relaxed: only this thread sets it.
                 self.word.fetch_and(!DRAIN_SLEEPS, Relaxed);
                 self.release_write(0);
+                stats::count(STATS, Event::Timeout);
                 return false;
             }
             if spent < budget {
@@ -724,6 +753,7 @@ impl RawRwLock {
             {
                 continue;
             }
+            stats::count(STATS, Event::Sleep);
             park::wait_as(
                 &self.word,
                 val | DRAIN_SLEEPS,
@@ -747,6 +777,14 @@ impl RawRwLock {
             return false;
         }
         let free = self.spin_on_writer(|val| val & WRITER == 0, |_, _| true);
+        stats::count(
+            STATS,
+            if free {
+                Event::SpinAcquired
+            } else {
+                Event::SpinFailed
+            },
+        );
         // Relaxed: as above; an unlock that skipped its wake for us left
         // WRITERS_WAITING on a free word, which the caller's next try sees.
         self.word.fetch_and(!WRITER_SPINNING, Relaxed);
@@ -770,6 +808,7 @@ impl RawRwLock {
                 }
                 val |= WRITERS_WAITING;
             }
+            stats::count(STATS, Event::Sleep);
             park::wait_as(&self.word, val, WRITER_CLASS, patience.deadline());
             return;
         }
@@ -802,6 +841,7 @@ impl RawRwLock {
                 .compare_exchange(val, new, Relaxed, Relaxed)
                 .is_ok()
             {
+                stats::count(STATS, Event::Timeout);
                 return false;
             }
         }
@@ -947,3 +987,6 @@ impl crate::testing::TestRwLock for RawRwLock {
 
 #[cfg(all(test, not(loom)))]
 mod tests;
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod stats_tests;

@@ -196,7 +196,9 @@ use std::marker::PhantomData;
 
 use super::wait_queue::{Detached, Queue, WaitQueue, Waiter};
 use crate::budget::{self, SpinBudget};
+use crate::catalog::RwLockKind;
 use crate::owner::{self, Watch};
+use crate::stats::{self, Event, Lock};
 use crate::streak::{Run, Streak};
 use crate::sync::{cpu_relax, cpu_relax_times, AtomicU32, AtomicU64, Ordering::*};
 
@@ -227,7 +229,7 @@ const NONSPINNABLE: u32 = RD_NONSPINNABLE | WR_NONSPINNABLE;
 
 /// The most readers one wake-up grants the lock to (the kernel's `MAX_READERS_WAKEUP`).
 const MAX_READERS_WAKEUP: usize = 256;
-const _: () = assert!(MAX_READERS_WAKEUP % 64 == 0);
+const _: () = assert!(MAX_READERS_WAKEUP.is_multiple_of(64));
 
 /// The front waiter that has waited this long sets `HANDOFF`, and a sleeping reader
 /// this long is granted the lock instead of being woken to retry. The kernel waits
@@ -261,7 +263,11 @@ static READER_SPINS: Streak = Streak::new(Run::ReaderSpins, READER_SPIN_STREAK);
 /// Whether the calling thread's streak lets it spin for a read lock (`Adaptive` only:
 /// the other policies are the kernel's, unbounded).
 fn reader_streak_allows<P: ReaderSpin>() -> bool {
-    P::POLICY != Policy::Adaptive || READER_SPINS.may_bypass()
+    let allows = P::POLICY != Policy::Adaptive || READER_SPINS.may_bypass();
+    if !allows {
+        stats::count(RwSem::<P>::STATS, Event::StreakEnd);
+    }
+    allows
 }
 
 /// A spinner's longest pause between two looks at the lock, in `cpu_relax`es.
@@ -318,6 +324,13 @@ fn readers(count: u64) -> u64 {
 }
 
 impl<P: ReaderSpin> RwSem<P> {
+    /// Whose counters the `stats` feature bumps.
+    const STATS: Lock = Lock::RwLock(match P::POLICY {
+        Policy::Adaptive => RwLockKind::RwSemAdaptive,
+        Policy::Always => RwLockKind::RwSemAlways,
+        Policy::Never => RwLockKind::RwSemNever,
+    });
+
     /// An unlocked rwsem.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
@@ -601,6 +614,7 @@ impl<P: ReaderSpin> RwSem<P> {
     fn read_slow(&self, mut count: u64) {
         let me = owner::current_tid();
         self.refuse_read_by_writer(me);
+        stats::count(Self::STATS, Event::ReadSlowpath);
         let since = Since::new();
         loop {
             if self.read_slow_once(me, count, &since) {
@@ -660,6 +674,7 @@ impl<P: ReaderSpin> RwSem<P> {
                     return true;
                 }
                 if P::POLICY == Policy::Adaptive && self.reader_phase_trylock(me, last_rowner) {
+                    stats::count(Self::STATS, Event::PhaseJoin);
                     return true;
                 }
             }
@@ -676,6 +691,7 @@ impl<P: ReaderSpin> RwSem<P> {
         if others_read || count & (WRITER_LOCKED | HANDOFF) != 0 {
             return false;
         }
+        stats::count(Self::STATS, Event::ReaderSteal);
         self.set_reader_owned(me, 0);
         if readers(count) == 1 && count & WAITERS != 0 {
             self.wake(Wake::ReadOwned);
@@ -726,6 +742,7 @@ impl<P: ReaderSpin> RwSem<P> {
                 }
                 adjustment = adjustment.wrapping_add(WAITERS);
             }
+            stats::count(Self::STATS, Event::Queued);
             queue.push(&node);
             // Relaxed: this RMW takes nothing; the queue lock orders the waiters.
             let count = if adjustment != 0 {
@@ -744,9 +761,9 @@ impl<P: ReaderSpin> RwSem<P> {
                 wakes = self.mark_wake(&mut queue, Wake::Any);
             }
         }
-        wakes.deliver();
+        wakes.deliver(Self::STATS);
         since.retried();
-        wait_on_node(&node, None) == GRANTED
+        wait_on_node(&node, None, Self::STATS) == GRANTED
     }
 
     #[cold]
@@ -757,6 +774,7 @@ impl<P: ReaderSpin> RwSem<P> {
         {
             panic!("klocks: RwSem::lock_exclusive by thread {me}, which holds the write lock already (deadlock)");
         }
+        stats::count(Self::STATS, Event::LockSlowpath);
         // Relaxed: hints.
         if self.owner.load(Relaxed) & WR_NONSPINNABLE == 0 && self.optimistic_spin(me, Kind::Write)
         {
@@ -777,6 +795,7 @@ impl<P: ReaderSpin> RwSem<P> {
         let since = Since::new();
         since.queued();
         let node = Node::new(WAITING, Wait::new(Kind::Write, me, 0, &since));
+        stats::count(Self::STATS, Event::Queued);
         let mut queue = self.queue.lock();
         if queue.is_empty() {
             queue.push(&node);
@@ -796,7 +815,7 @@ impl<P: ReaderSpin> RwSem<P> {
                 let wakes = self.mark_wake(&mut queue, kind);
                 if !wakes.is_empty() {
                     drop(queue);
-                    wakes.deliver();
+                    wakes.deliver(Self::STATS);
                     queue = self.queue.lock();
                 }
             }
@@ -810,7 +829,7 @@ impl<P: ReaderSpin> RwSem<P> {
             // unlock would wake it to demand the handoff.
             let patience = (queue.is_front(&node) && !handoff).then(|| since.left_until_owed());
             drop(queue);
-            wait_on_node(&node, patience);
+            wait_on_node(&node, patience, Self::STATS);
             queue = self.queue.lock();
             since.retried();
             handoff = handoff || (queue.is_front(&node) && since.waited_long());
@@ -855,7 +874,12 @@ impl<P: ReaderSpin> RwSem<P> {
                     self.set_owner(me);
                     return true;
                 }
-                Ok(_) => return false,
+                Ok(_) => {
+                    if new & !count & HANDOFF != 0 {
+                        stats::count(Self::STATS, Event::HandoffClaim);
+                    }
+                    return false;
+                }
                 Err(now) => count = now,
             }
         }
@@ -868,7 +892,7 @@ impl<P: ReaderSpin> RwSem<P> {
             let mut queue = self.queue.lock();
             self.mark_wake(&mut queue, kind)
         };
-        wakes.deliver();
+        wakes.deliver(Self::STATS);
     }
 
     /// An unlock that may leave the lock free with sleepers: takes the queue lock
@@ -890,7 +914,7 @@ impl<P: ReaderSpin> RwSem<P> {
                 Deliveries::none()
             }
         };
-        wakes.deliver();
+        wakes.deliver(Self::STATS);
     }
 
     /// Under the queue lock: wake the front writer, or grant the lock to the readers at
@@ -912,6 +936,7 @@ impl<P: ReaderSpin> RwSem<P> {
             if kind == Wake::Any && self.count.load(Relaxed) & WRITER_WOKEN == 0 {
                 // Relaxed: a flag for unlockers, which act on their own RMW's result.
                 self.count.fetch_or(WRITER_WOKEN, Relaxed);
+                stats::count(Self::STATS, Event::Retry);
                 wakes.writer = front;
             }
             return wakes;
@@ -928,6 +953,7 @@ impl<P: ReaderSpin> RwSem<P> {
                 front.data.since().retried();
                 let mut undo = READER_BIAS.wrapping_neg();
                 if before & HANDOFF == 0 && front.data.since().waited_long() {
+                    stats::count(Self::STATS, Event::HandoffClaim);
                     undo = undo.wrapping_add(HANDOFF);
                 }
                 // Relaxed: returns a share that carried nothing.
@@ -955,6 +981,9 @@ impl<P: ReaderSpin> RwSem<P> {
             // Relaxed: a hint; a sleeper woken to retry tries again.
             if node.state.load(Relaxed) == WAITING || node.data.since().waited_long() {
                 grant[i / 64] |= 1 << (i % 64);
+                stats::count(Self::STATS, Event::Granted);
+            } else {
+                stats::count(Self::STATS, Event::Retry);
             }
         });
         let granted: u32 = grant.iter().map(|g| g.count_ones()).sum();
@@ -1094,3 +1123,6 @@ impl<P: ReaderSpin> crate::testing::TestRwLock for RwSem<P> {
         self.unlock_exclusive();
     }
 }
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod stats_tests;

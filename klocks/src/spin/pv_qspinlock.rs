@@ -114,6 +114,8 @@ use super::qspinlock::{
     TAIL_MASK, TAIL_OFFSET,
 };
 use crate::budget::{spins_for_ns, SpinBudget};
+use crate::catalog::MutexKind;
+use crate::stats::{self, Event, Lock};
 use crate::streak::{Run, Streak};
 use crate::sync::{cpu_relax, cpu_relax_times, AtomicU32, Ordering::*};
 use crate::{barrier, park};
@@ -149,6 +151,9 @@ const PREV_CHECK_MASK: u32 = 0xff;
 
 /// The spin budget shared by every `PvQSpinLock`.
 static BUDGET: SpinBudget = SpinBudget::new();
+
+/// Whose counters the `stats` feature bumps.
+const STATS: Lock = Lock::Mutex(MutexKind::PvQSpinLock);
 
 /// A queued spinlock whose waiters sleep after a bounded spin. See the module doc.
 pub struct PvQSpinLock {
@@ -229,12 +234,16 @@ impl PvQSpinLock {
         // the wake uses the word's address only (the lock may be gone by then).
         self.word.fetch_sub(SLOW_VAL - LOCKED_VAL, Release);
         crate::fault::after_release();
-        park::wake_one_at(word);
+        stats::woke(STATS, park::wake_one_at(word));
     }
 
     #[cold]
     fn lock_slow(&self) {
-        if STEALS.may_bypass() && self.steal() {
+        stats::count(STATS, Event::LockSlowpath);
+        if !STEALS.may_bypass() {
+            stats::count(STATS, Event::StreakEnd);
+        } else if self.steal() {
+            stats::count(STATS, Event::Steal);
             STEALS.bypassed();
             return;
         }
@@ -286,6 +295,7 @@ impl PvQSpinLock {
     }
 
     fn queue_on(&self, tail: u32, node: &'static McsNode) {
+        stats::count(STATS, Event::Queued);
         let old = SimpleWrite::xchg_tail(&self.word, tail);
         if old & TAIL_MASK != 0 {
             let prev = decode_tail(old >> TAIL_OFFSET);
@@ -311,6 +321,7 @@ impl PvQSpinLock {
             // Relaxed: a fairness hint; every acquisition is still a cmpxchg against a
             // clear locked byte, so no ordering rests on it.
             self.word.fetch_or(PENDING_VAL, Relaxed);
+            stats::count(STATS, Event::HeadPending);
             for _ in 0..=BUDGET.spins() {
                 if let Some(successors) = self.try_claim(tail) {
                     return successors;
@@ -415,6 +426,8 @@ impl PvQSpinLock {
             }
             // Sleeps only while the word is exactly `val` (locked byte SLOW); a change
             // of tail returns at once and we look again.
+            stats::count(STATS, Event::Sleep);
+            stats::count(STATS, Event::HeadSleep);
             park::wait(&self.word, val);
             return;
         }
@@ -430,6 +443,7 @@ impl PvQSpinLock {
     /// every acquisition of this lock, the head's included, is a cmpxchg from a clear
     /// locked byte; only the head's priority over this rare caller is given up.
     fn lock_without_node(&self) {
+        stats::count(STATS, Event::NoNode);
         loop {
             for _ in 0..=BUDGET.spins() {
                 if self.try_steal_unless(LOCKED_MASK).is_ok() {
@@ -465,6 +479,7 @@ fn wait_in_queue(node: &McsNode, prev: &McsNode) {
             // means at least one wake-up latency (~33 µs here) before our turn.
             // Relaxed: a hint only; any value is safe to act on.
             if spin & PREV_CHECK_MASK == 0 && prev.state.load(Relaxed) == HALTED {
+                stats::count(STATS, Event::WaitEarly);
                 break;
             }
             cpu_relax();
@@ -474,6 +489,7 @@ fn wait_in_queue(node: &McsNode, prev: &McsNode) {
         let pairing = barrier::heavy();
         // Acquire: pairs with the Release in `kick_successor`.
         if node.locked.load(Acquire) == 0 {
+            stats::count(STATS, Event::Sleep);
             park::wait_paired(&node.locked, 0, pairing);
         }
         // Relaxed: a predecessor that still reads HALTED only wakes us needlessly.
@@ -489,7 +505,7 @@ fn kick_successor(node: &McsNode) {
     // Pairs with the waiter's heavy barrier (module doc).
     barrier::light();
     if next.state.load(Relaxed) == HALTED {
-        park::wake_one(&next.locked);
+        stats::woke(STATS, park::wake_one(&next.locked));
     }
 }
 
@@ -623,5 +639,58 @@ mod tests {
     #[test]
     fn stress_oversubscribed() {
         stress::<PvQSpinLock>(oversubscribed);
+    }
+}
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod stats_tests {
+    use super::*;
+    use crate::stats::testing::*;
+
+    /// Behind a held lock a waiter queues, becomes head, sets `pending` when its
+    /// patience runs out, and sleeps on the word once; the unlock that finds `SLOW`
+    /// kicks it exactly once, and the head sets `pending` again before it claims.
+    /// In its own process: the queue node must not be taken by other tests' threads.
+    #[test]
+    fn stats_the_head_sleeps_once_and_is_kicked_once() {
+        if !crate::testing::alone(
+            "spin::pv_qspinlock::stats_tests::stats_the_head_sleeps_once_and_is_kicked_once",
+        ) {
+            return;
+        }
+        let lock: &'static PvQSpinLock = Box::leak(Box::new(PvQSpinLock::new()));
+        lock.lock();
+        let waiter = Contender::spawn(move || {
+            lock.lock();
+            lock.unlock();
+        });
+        eventually("the head asleep", || {
+            lock.word.load(Relaxed) & LOCKED_MASK == SLOW_VAL && waiter.asleep()
+        });
+        let ((), unlock) = counted(|| lock.unlock());
+        let ((), waited) = waiter.join();
+        expect(&waited, STATS)
+            .exactly(LockSlowpath, 1)
+            .exactly(Queued, 1)
+            .exactly(HeadPending, 2)
+            .exactly(Sleep, 1)
+            .exactly(HeadSleep, 1)
+            .nothing_else();
+        expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
+    }
+
+    /// A newcomer that finds the lock free while others are queued steals it.
+    #[test]
+    fn stats_a_newcomer_steals_a_free_lock_ahead_of_the_queue() {
+        let lock = PvQSpinLock::new();
+        // A queue (a tail code) and a free lock: what a sleeping head leaves.
+        lock.word.store(1 << TAIL_OFFSET, Relaxed);
+        let ((), stole) = counted(|| lock.lock());
+        lock.unlock();
+        lock.word.store(0, Relaxed);
+        expect(&stole, STATS)
+            .exactly(LockSlowpath, 1)
+            .exactly(Steal, 1)
+            .nothing_else();
     }
 }

@@ -97,7 +97,9 @@
 use crossbeam_utils::CachePadded;
 
 use crate::budget::SpinBudget;
+use crate::catalog::MutexKind;
 use crate::park;
+use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax, AtomicU32, AtomicU64, Ordering::*};
 
 /// One ticket, in either half.
@@ -116,6 +118,9 @@ pub struct PvTicketLock {
 
 /// The spin budget shared by every `PvTicketLock`.
 static BUDGET: SpinBudget = SpinBudget::new();
+
+/// Whose counters the `stats` feature bumps.
+const STATS: Lock = Lock::Mutex(MutexKind::PvTicket);
 
 fn next_of(word: u64) -> u32 {
     (word >> NEXT_SHIFT) as u32
@@ -220,6 +225,7 @@ impl PvTicketLock {
 
     #[cold]
     fn wait_for(&self, ticket: u32) {
+        stats::count(STATS, Event::LockSlowpath);
         loop {
             // Only the next in line spins: farther waiters would only take CPU time
             // from the owner and from it. They sleep at once and are woken one ticket
@@ -259,6 +265,7 @@ impl PvTicketLock {
         let word = self.word.fetch_or(u64::from(SLOWPATH), AcqRel);
         let served = owner_of(word) == ticket;
         if !served {
+            stats::count(STATS, Event::Sleep);
             park::wait(&bucket.seq, seq);
         }
         // Relaxed: a stale count only costs an unlocker a needless wake syscall.
@@ -290,7 +297,7 @@ fn kick(lock: *const PvTicketLock, ticket: u32) {
     // not slept yet; the wake catches it if it has.
     if bucket.sleepers.load(Relaxed) != 0 {
         bucket.seq.fetch_add(1, Relaxed);
-        park::wake_all(&bucket.seq);
+        stats::woke(STATS, park::wake_all(&bucket.seq));
     }
 }
 
@@ -424,5 +431,46 @@ mod tests {
     #[test]
     fn stress_oversubscribed() {
         stress::<PvTicketLock>(oversubscribed);
+    }
+}
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod stats_tests {
+    use super::*;
+    use crate::stats::testing::*;
+
+    /// The next ticket's waiter spins, then sleeps once; the unlock that finds
+    /// SLOWPATH kicks it exactly once (the hint kick of the ticket after it finds no
+    /// sleeper in its bucket and makes no call). In its own process: another test's
+    /// sleeper hashed to the hint's bucket would be kicked too.
+    #[test]
+    fn stats_the_next_ticket_sleeps_once_and_is_kicked_once() {
+        if !crate::testing::alone(
+            "spin::pv_ticket::stats_tests::stats_the_next_ticket_sleeps_once_and_is_kicked_once",
+        ) {
+            return;
+        }
+        let lock: &'static PvTicketLock = Box::leak(Box::new(PvTicketLock::new()));
+        let ((), fast) = counted(|| {
+            lock.lock();
+            lock.unlock();
+        });
+        expect(&fast, STATS).nothing_else();
+
+        lock.lock();
+        let waiter = Contender::spawn(move || {
+            lock.lock();
+            lock.unlock();
+        });
+        eventually("the waiter asleep", || {
+            lock.word.load(Relaxed) as u32 & SLOWPATH != 0 && waiter.asleep()
+        });
+        let ((), unlock) = counted(|| lock.unlock());
+        let ((), waited) = waiter.join();
+        expect(&waited, STATS)
+            .exactly(LockSlowpath, 1)
+            .exactly(Sleep, 1)
+            .nothing_else();
+        expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
     }
 }

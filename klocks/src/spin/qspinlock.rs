@@ -105,6 +105,8 @@
 use std::marker::PhantomData;
 
 use super::mcs::{decode_tail, with_queue_node, McsNode};
+use crate::catalog::MutexKind;
+use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax, AtomicU32, Ordering::*};
 
 pub(crate) const LOCKED_VAL: u32 = 1;
@@ -131,6 +133,9 @@ pub trait Flavor: sealed::Sealed + Send + Sync + 'static {
     /// The first contender waits as the pending owner instead of queueing. Only
     /// loom models turn this off, to reach the queue paths with fewer threads.
     const USE_PENDING: bool = true;
+    /// The lock's catalog entry, whose counters the `stats` feature bumps.
+    #[doc(hidden)]
+    const KIND: MutexKind;
 
     /// `(*,*,0) -> (*,0,1)`; the caller is the only thread eligible to set it.
     #[inline(always)]
@@ -186,6 +191,7 @@ pub enum SimpleWrite {}
 impl sealed::Sealed for SimpleWrite {}
 impl Flavor for SimpleWrite {
     const SIMPLE_WRITE: bool = true;
+    const KIND: MutexKind = MutexKind::QSpinLock;
 }
 
 /// The seed-000 "before": the queue head always claims the lock with cmpxchg.
@@ -194,6 +200,7 @@ pub enum CmpxchgHandoff {}
 impl sealed::Sealed for CmpxchgHandoff {}
 impl Flavor for CmpxchgHandoff {
     const SIMPLE_WRITE: bool = false;
+    const KIND: MutexKind = MutexKind::QSpinLockCmpxchg;
 }
 
 /// Loom-only flavours that skip the pending bit, so that two model threads already
@@ -206,6 +213,7 @@ impl<const S: bool> sealed::Sealed for QueueOnly<S> {}
 impl<const S: bool> Flavor for QueueOnly<S> {
     const SIMPLE_WRITE: bool = S;
     const USE_PENDING: bool = false;
+    const KIND: MutexKind = MutexKind::QSpinLock;
 }
 
 /// The kernel's x86-64 word accesses: byte and halfword stores, 16-bit `xchg`.
@@ -219,6 +227,7 @@ impl sealed::Sealed for X86ByteStore {}
 #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64", not(loom)))]
 impl Flavor for X86ByteStore {
     const SIMPLE_WRITE: bool = true;
+    const KIND: MutexKind = MutexKind::QSpinLockByteStore;
 
     #[inline(always)]
     fn set_locked(word: &AtomicU32) {
@@ -282,6 +291,9 @@ pub type QSpinLockCmpxchgHandoff = RawQSpinLock<CmpxchgHandoff>;
 pub type QSpinLockByteStore = RawQSpinLock<X86ByteStore>;
 
 impl<F: Flavor> RawQSpinLock<F> {
+    /// Whose counters the `stats` feature bumps.
+    const STATS: Lock = Lock::Mutex(F::KIND);
+
     /// An unlocked lock.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
@@ -341,6 +353,7 @@ impl<F: Flavor> RawQSpinLock<F> {
 
     #[cold]
     fn lock_slow(&self) {
+        stats::count(Self::STATS, Event::LockSlowpath);
         let mut val = self.word.load(Relaxed);
 
         // An in-flight handover (0,1,0) -> (0,0,1): give it a moment, it is about to
@@ -372,6 +385,7 @@ impl<F: Flavor> RawQSpinLock<F> {
             return self.queue();
         }
 
+        stats::count(Self::STATS, Event::Pending);
         // We are the pending owner: (0,1,1) -> wait -> (*,1,0). Acquire: pairs with the
         // Release in `unlock`.
         if val & LOCKED_MASK != 0 {
@@ -396,6 +410,7 @@ impl<F: Flavor> RawQSpinLock<F> {
         if self.try_lock() {
             return;
         }
+        stats::count(Self::STATS, Event::Queued);
 
         let old = F::xchg_tail(&self.word, tail);
         if old & TAIL_MASK != 0 {
@@ -464,6 +479,7 @@ impl<F: Flavor> RawQSpinLock<F> {
     /// when its per-CPU nodes run out. A zero word means no owner, no pending waiter
     /// and no queue head, so this never takes the lock from under a queue head.
     fn lock_without_node(&self) {
+        stats::count(Self::STATS, Event::NoNode);
         while !self.try_lock() {
             cpu_relax();
         }
@@ -577,5 +593,75 @@ mod tests {
     #[test]
     fn stress_byte_store() {
         stress::<X86ByteStore>();
+    }
+}
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod stats_tests {
+    use super::*;
+    use crate::stats::testing::*;
+    use std::time::{Duration, Instant};
+
+    /// Behind a held lock the first waiter waits as the pending owner, the second
+    /// queues (or, when every queue node is taken, takes the slot-less path); each
+    /// enters the slow path once, and unlocks count nothing.
+    fn pending_then_queued<F: Flavor>() {
+        let stats = RawQSpinLock::<F>::STATS;
+        let lock: &'static RawQSpinLock<F> = Box::leak(Box::new(RawQSpinLock::new()));
+        let ((), fast) = counted(|| {
+            lock.lock();
+            lock.unlock();
+        });
+        expect(&fast, stats).nothing_else();
+
+        lock.lock();
+        let pending = Contender::spawn(move || {
+            lock.lock();
+            lock.unlock();
+        });
+        eventually("the pending waiter", || {
+            lock.word.load(Relaxed) & PENDING_MASK != 0
+        });
+        let queued = Contender::spawn(move || {
+            lock.lock();
+            lock.unlock();
+        });
+        // A thread without a node spins where no word shows it: give it a moment.
+        let deadline = Instant::now() + Duration::from_millis(100);
+        while lock.word.load(Relaxed) & TAIL_MASK == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let ((), unlock) = counted(|| lock.unlock());
+        let ((), pended) = pending.join();
+        let ((), queued) = queued.join();
+
+        expect(&pended, stats)
+            .exactly(LockSlowpath, 1)
+            .exactly(Pending, 1)
+            .nothing_else();
+        let in_line = queued.get(stats, Queued) + queued.get(stats, NoNode);
+        assert_eq!(in_line, 1, "{queued:?}");
+        expect(&queued, stats)
+            .exactly(LockSlowpath, 1)
+            .maybe(Queued)
+            .maybe(NoNode)
+            .nothing_else();
+        expect(&unlock, stats).nothing_else();
+    }
+
+    #[test]
+    fn stats_pending_then_queued_simple_write() {
+        pending_then_queued::<SimpleWrite>();
+    }
+
+    #[test]
+    fn stats_pending_then_queued_cmpxchg_handoff() {
+        pending_then_queued::<CmpxchgHandoff>();
+    }
+
+    #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64"))]
+    #[test]
+    fn stats_pending_then_queued_byte_store() {
+        pending_then_queued::<X86ByteStore>();
     }
 }

@@ -41,7 +41,12 @@
 //! it meanwhile. On a 2-CPU machine, 3 threads run thousands of times slower than 2.
 //! Relocking from the owning thread deadlocks; unlocking an unlocked lock panics.
 
+use crate::catalog::MutexKind;
+use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax, AtomicU16, Ordering::*};
+
+/// Whose counters the `stats` feature bumps.
+const STATS: Lock = Lock::Mutex(MutexKind::Ticket);
 
 /// A FIFO ticket spinlock. See the module doc for when (not) to use it.
 #[repr(C, align(4))]
@@ -75,9 +80,17 @@ impl TicketLock {
         // Relaxed: taking a ticket orders nothing; the acquisition is the Acquire load
         // below that sees our number.
         let ticket = self.next.fetch_add(1, Relaxed);
-        // Acquire: pairs with the Release store in `unlock` that served our ticket.
-        while self.owner.load(Acquire) != ticket {
-            cpu_relax();
+        // Acquire (both loads): pairs with the Release store in `unlock` that served
+        // our ticket. The loop is the `while` loop rotated (as the compiler emits it),
+        // so that the slow path can be counted once without changing the code.
+        if self.owner.load(Acquire) != ticket {
+            stats::count(STATS, Event::LockSlowpath);
+            loop {
+                cpu_relax();
+                if self.owner.load(Acquire) == ticket {
+                    break;
+                }
+            }
         }
     }
 
@@ -162,5 +175,38 @@ mod tests {
     #[test]
     fn stress() {
         testing::stress::<TicketLock>(|cpus| vec![(cpus, 100_000), (cpus + 1, 300)]);
+    }
+}
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod stats_tests {
+    use super::*;
+    use crate::stats::testing::*;
+
+    /// The uncontended pair counts nothing; a thread that must wait for its ticket
+    /// enters the slow path exactly once, and the unlock that serves it counts nothing.
+    #[test]
+    fn stats_one_slow_path_per_waiting_acquisition() {
+        let lock: &'static TicketLock = Box::leak(Box::new(TicketLock::new()));
+        let ((), fast) = counted(|| {
+            lock.lock();
+            lock.unlock();
+        });
+        expect(&fast, STATS).nothing_else();
+
+        lock.lock();
+        let waiter = Contender::spawn(move || {
+            lock.lock();
+            lock.unlock();
+        });
+        eventually("the waiter's ticket", || {
+            lock.next.load(Relaxed) == lock.owner.load(Relaxed).wrapping_add(2)
+        });
+        let ((), unlock) = counted(|| lock.unlock());
+        let ((), waited) = waiter.join();
+        expect(&waited, STATS)
+            .exactly(LockSlowpath, 1)
+            .nothing_else();
+        expect(&unlock, STATS).nothing_else();
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod ping_pong;
 pub mod rw;
+pub mod stats;
 pub mod versus;
 pub mod watch;
 pub mod windowed;
@@ -36,6 +37,8 @@ pub struct Common {
     pub runs: u32,
     /// `--seed-scale`: the seeds' own sizes.
     pub seed_scale: bool,
+    /// `--stats`: count klocks' slow-path events per cell ([`stats`]).
+    pub stats: bool,
 }
 
 impl Common {

@@ -270,6 +270,10 @@ pub struct Cell {
     /// Reader-writer cells (rwsem, rw-fair) only: the roles and the load.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rw: Option<RwSetup>,
+    /// `--stats` only, klocks' locks only: what the cell's lock counted, event name
+    /// (`lock_slowpath`, `sleep`, `wake`, ...) to count, summed over the runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<crate::harness::stats::Counts>,
     /// Every repetition.
     pub runs: Vec<Run>,
 }
@@ -340,6 +344,7 @@ impl Cell {
             overcommit: None,
             mutex_load: None,
             rw: None,
+            stats: None,
             runs,
         }
     }

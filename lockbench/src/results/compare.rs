@@ -177,7 +177,7 @@ impl Comparison {
         self.rows
             .iter()
             .filter(|row| row.verdict == Verdict::Worse)
-            .filter(|row| row.gain.map_or(true, |gain| -gain * 100.0 > pct))
+            .filter(|row| row.gain.is_none_or(|gain| -gain * 100.0 > pct))
             .collect()
     }
 

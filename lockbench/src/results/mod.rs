@@ -250,3 +250,36 @@ impl CellData {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cell's `stats` (written by `--stats`, not drawn) does not keep a file from
+    /// loading, nor does its absence.
+    #[test]
+    fn cells_with_and_without_stats_load() {
+        let machine = serde_json::json!({
+            "cpu_model": "cpu", "online_cpus": 2, "kernel": "6.1", "glibc": "2.36",
+            "rustc": "1.88", "pause_ns": 30.0, "pv_spin_ns": 20000, "owner_probe": "perf",
+        });
+        let cell = |stats: Option<serde_json::Value>| {
+            let mut cell = serde_json::json!({
+                "scenario": "loop", "lock": "pvqspinlock", "threads": 2, "unit": "ms",
+                "summary": null,
+            });
+            if let Some(stats) = stats {
+                cell["stats"] = stats;
+            }
+            cell
+        };
+        let file = RunFile::of_run(serde_json::json!({
+            "machine": machine,
+            "command": ["lockbench", "loop", "--stats"],
+            "cells": [cell(Some(serde_json::json!({"sleep": 3, "wake": 2}))), cell(None)],
+        }))
+        .expect("a file with stats loads");
+        assert_eq!(file.cells.len(), 2);
+        assert_eq!(file.cells[0].lock, "pvqspinlock");
+    }
+}

@@ -7,6 +7,11 @@
 //! (a throughput: higher is better), each as median [min–max] and as speed relative
 //! to glibc in the same run.
 //!
+//! With `--profile`, two more variants run in every round: glibc's locks through the
+//! preload (`glibc+preload`), and the same under its contention profile
+//! (`glibc+profile`, `KLOCKS_PROFILE=1`, written to a file). The ratio of their rows
+//! is the profile's cost; the last round's report is printed under the table.
+//!
 //! Verified, or no table: every run must exit 0; its stdout must be byte-identical
 //! to the first glibc run's (unless `--output-varies`: programs that print timings);
 //! `--metric` must match in every run; and a preloaded run's stderr must carry no
@@ -16,12 +21,12 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use klocks::catalog::{MutexKind, RwLockKind};
-use klocks::config::{LOCK, RWLOCK};
+use klocks::config::{LOCK, PROFILE, PROFILE_FILE, PROFILE_TOP, RWLOCK};
 use regex::Regex;
-use std::sync::LazyLock;
 
 use crate::harness::{Common, Error};
 use crate::report::{num, Cell, Progress, Run, Table};
@@ -117,6 +122,12 @@ pub struct Args {
     #[arg(long)]
     pub output_varies: bool,
 
+    /// Also run the command with glibc's locks under the preload's contention profile
+    /// (KLOCKS_PROFILE=1): its row is the profile's cost, and the report (which
+    /// locks made it wait, with a suggestion per lock) is printed under the table
+    #[arg(long)]
+    pub profile: bool,
+
     /// The preload library [default: libklocks.so next to the lockbench executable;
     /// build it with `cargo build --release -p klocks-ffi`]
     #[arg(long, value_name = "FILE")]
@@ -154,14 +165,16 @@ const GLIBC: &str = klocks::config::GLIBC;
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `None` is the baseline (no preload).
-    variants: Vec<Option<PreloadLock>>,
+    /// The baseline (glibc, no preload) first.
+    variants: Vec<Variant>,
     rwlock: PreloadRwLock,
     metric: Option<Regex>,
     output_varies: bool,
     preload: PathBuf,
     command: Vec<OsString>,
     runs: u32,
+    /// With `--profile`: the last profiled run's report.
+    profile: Option<Arc<Mutex<String>>>,
 }
 
 impl Config {
@@ -192,8 +205,10 @@ impl Config {
             args.with.clone()
         };
         locks.dedup();
-        let variants = std::iter::once(None)
-            .chain(locks.into_iter().map(Some))
+        let profiled = [Variant::Preloaded, Variant::Profiled];
+        let variants = std::iter::once(Variant::Glibc)
+            .chain(locks.into_iter().map(Variant::Lock))
+            .chain(profiled.into_iter().filter(|_| args.profile))
             .collect();
         Ok(Self {
             variants,
@@ -203,6 +218,7 @@ impl Config {
             preload,
             command: args.command.clone(),
             runs: common.runs,
+            profile: args.profile.then(Default::default),
         })
     }
 
@@ -231,8 +247,28 @@ fn find_program(program: &OsString) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-fn variant_name(variant: Option<PreloadLock>) -> &'static str {
-    variant.map_or(GLIBC, PreloadLock::name)
+/// How a run is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// glibc's locks, no preload: the baseline.
+    Glibc,
+    /// Under a klocks lock.
+    Lock(PreloadLock),
+    /// glibc's locks through the preload.
+    Preloaded,
+    /// glibc's locks under the preload's contention profile.
+    Profiled,
+}
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Variant::Glibc => GLIBC,
+            Variant::Lock(lock) => lock.name(),
+            Variant::Preloaded => "glibc+preload",
+            Variant::Profiled => "glibc+profile",
+        }
+    }
 }
 
 /// One run's result.
@@ -242,10 +278,10 @@ struct Outcome {
     metric: Option<f64>,
 }
 
-/// Runs the command once under `variant`, and checks what the module doc lists
-/// (except the output comparison, which needs the baseline).
-fn run_once(config: &Config, variant: Option<PreloadLock>, round: u32) -> Result<Outcome, Error> {
-    let name = variant_name(variant);
+/// Runs the command once, and checks what the module doc lists (except the output
+/// comparison, which needs the baseline).
+fn run_once(config: &Config, variant: Variant, round: u32) -> Result<Outcome, Error> {
+    let name = variant.name();
     let context = || format!("app: `{}` under {name}, run {round}", config.shown());
     let mut command = Command::new(&config.command[0]);
     command
@@ -253,14 +289,29 @@ fn run_once(config: &Config, variant: Option<PreloadLock>, round: u32) -> Result
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for var in ["LD_PRELOAD", LOCK.name(), RWLOCK.name()] {
-        command.env_remove(var);
+    for var in [LOCK, RWLOCK, PROFILE, PROFILE_FILE, PROFILE_TOP] {
+        command.env_remove(var.name());
     }
-    if let Some(lock) = variant {
-        command
-            .env("LD_PRELOAD", &config.preload)
-            .env(LOCK.name(), lock.name())
-            .env(RWLOCK.name(), config.rwlock.name());
+    command.env_remove("LD_PRELOAD");
+    let report = std::env::temp_dir().join(format!("lockbench-profile-{}.txt", std::process::id()));
+    match variant {
+        Variant::Glibc => {}
+        Variant::Lock(lock) => {
+            command
+                .env("LD_PRELOAD", &config.preload)
+                .env(LOCK.name(), lock.name())
+                .env(RWLOCK.name(), config.rwlock.name());
+        }
+        Variant::Preloaded => {
+            command.env("LD_PRELOAD", &config.preload);
+        }
+        Variant::Profiled => {
+            let _ = std::fs::remove_file(&report);
+            command
+                .env("LD_PRELOAD", &config.preload)
+                .env(PROFILE.name(), "1")
+                .env(PROFILE_FILE.name(), &report);
+        }
     }
     let start = Instant::now();
     let output = command
@@ -276,7 +327,15 @@ fn run_once(config: &Config, variant: Option<PreloadLock>, round: u32) -> Result
             tail(&stderr)
         )));
     }
-    if variant.is_some() {
+    if variant == Variant::Profiled {
+        let text = std::fs::read_to_string(&report);
+        let _ = std::fs::remove_file(&report);
+        let text = text.map_err(|e| Error::Io(format!("{}: reading its profile", context()), e))?;
+        if let Some(last) = &config.profile {
+            *last.lock().unwrap_or_else(|e| e.into_inner()) = text;
+        }
+    }
+    if variant != Variant::Glibc {
         if let Some(line) = stderr
             .lines()
             .find(|l| l.contains("klocks:") || l.contains("cannot be preloaded"))
@@ -328,7 +387,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let mut reference: Option<Vec<u8>> = None;
     for round in 1..=config.runs {
         for (variant, done) in config.variants.iter().zip(&mut outcomes) {
-            progress.start(format!("app {} run {round}", variant_name(*variant)));
+            progress.start(format!("app {} run {round}", variant.name()));
             let outcome = run_once(config, *variant, round)?;
             progress.done();
             let expected = reference.get_or_insert_with(|| outcome.stdout.clone());
@@ -337,7 +396,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
                     "app: `{}` printed different output under {} (run {round}) than under glibc; \
                      pass --output-varies if it prints timings",
                     config.shown(),
-                    variant_name(*variant)
+                    variant.name()
                 )));
             }
             done.push(outcome);
@@ -345,7 +404,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     }
     let mut cells = Vec::new();
     for (variant, outcomes) in config.variants.iter().zip(&outcomes) {
-        let name = variant_name(*variant);
+        let name = variant.name();
         cells.push(cell(name, None, "s", outcomes, |o| {
             Some(o.wall.as_secs_f64())
         }));
@@ -386,7 +445,7 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     let glibc_wall = of(GLIBC, None);
     let glibc_metric = of(GLIBC, Some("metric"));
     for variant in &config.variants {
-        let name = variant_name(*variant);
+        let name = variant.name();
         let wall = of(name, None);
         let mut row = vec![
             name.to_owned(),
@@ -414,7 +473,24 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     } else {
         "every run exited 0 and printed the same output as glibc's first run".to_owned()
     });
-    vec![table]
+    let mut tables = vec![table];
+    let report = config.profile.as_ref().map(|r| r.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    if let Some(report) = report {
+        let mut profile = Table::new(
+            format!(
+                "contention profile (glibc+profile's last run): `{}`, glibc's locks timed by LD_PRELOAD={} {}=1",
+                config.shown(),
+                config.preload.display(),
+                PROFILE.name()
+            ),
+            &["report"],
+        );
+        for line in report.lines() {
+            profile.row(vec![line.to_owned()]);
+        }
+        tables.push(profile);
+    }
+    tables
 }
 
 fn ratio(value: Option<f64>) -> String {

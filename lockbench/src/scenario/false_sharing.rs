@@ -10,6 +10,7 @@ use crossbeam_utils::CachePadded;
 use klocks::Padded;
 use lock_api::{Mutex, RawMutex};
 
+use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{race, verify_count, Common, Error};
 use crate::locks::{LockName, RawLockVisitor};
@@ -74,6 +75,7 @@ pub struct Config {
     threads: Vec<usize>,
     duration: Duration,
     runs: u32,
+    stats: bool,
 }
 
 /// Answers whether a lock is a `lock_api` raw lock.
@@ -100,6 +102,7 @@ impl Config {
             },
             duration: Duration::from_millis(args.duration_ms.unwrap_or(DURATION_MS)),
             runs: common.runs,
+            stats: common.stats,
         }
     }
 
@@ -135,8 +138,11 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
                     threads,
                     layout,
                 };
+                let counting = Counting::start(config.stats);
                 if let Some(cell) = lock.visit_raw(measure) {
-                    cells.push(cell?);
+                    let mut cell = cell?;
+                    counting.attach(&mut cell);
+                    cells.push(cell);
                 }
                 progress.done();
             }

@@ -158,6 +158,7 @@ impl Config {
                 window: SUITE_WINDOW,
                 drain_cap: SUITE_DRAIN_CAP,
                 runs: common.runs,
+                stats: common.stats,
             },
             threads: SUITE_THREADS.to_vec(),
             cs: vec![Cs::Short],

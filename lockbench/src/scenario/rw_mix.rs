@@ -7,6 +7,7 @@ use std::cell::UnsafeCell;
 
 use klocks::catalog::RwLockKind;
 
+use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
 use crate::report::{num, Cell, Progress, Run, Table};
@@ -58,6 +59,7 @@ pub struct Config {
     cs_pauses: u32,
     outside_pauses: u32,
     runs: u32,
+    stats: bool,
 }
 
 /// The peers the default rwlock is compared with.
@@ -91,6 +93,7 @@ impl Config {
             cs_pauses: args.cs_pauses.unwrap_or(5),
             outside_pauses: args.outside_pauses.unwrap_or(20),
             runs: common.runs,
+            stats: common.stats,
         }
     }
 
@@ -105,6 +108,8 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let mut cells = Vec::new();
     for &reads in &config.reads {
         for &threads in &config.threads {
+            // Each lock type of the row counts in its own cell only.
+            let counting = Counting::start(config.stats);
             let runs = rotating_rounds(config.locks.len(), config.runs, |at, run| {
                 config.locks[at].visit(Measure {
                     config,
@@ -115,14 +120,16 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
             })?;
             for (lock, runs) in config.locks.iter().zip(runs) {
                 progress.start(format!("rw-mix {} {threads}×{reads}‰", lock.name()));
-                cells.push(Cell::of_runs(
+                let mut cell = Cell::of_runs(
                     "rw-mix",
                     lock.name(),
                     threads,
                     Some(reads_label(reads)),
                     "ms",
                     runs,
-                ));
+                );
+                counting.attach(&mut cell);
+                cells.push(cell);
                 progress.done();
             }
         }
@@ -285,6 +292,7 @@ mod tests {
             rwlocks: None,
             runs: 1,
             seed_scale: false,
+            stats: false,
         };
         let config = Config::new(&args, &common);
         for lock in [OURS, RwLockName::Std] {

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
 use crate::locks::{BenchLock, LockName, LockVisitor};
@@ -63,6 +64,7 @@ pub struct Config {
     cs_pauses: u32,
     outside_pauses: u32,
     runs: u32,
+    stats: bool,
 }
 
 /// The peers a klocks lock is compared with.
@@ -103,6 +105,7 @@ impl Config {
             cs_pauses: args.cs_pauses.unwrap_or(5),
             outside_pauses: args.outside_pauses.unwrap_or(20),
             runs: common.runs,
+            stats: common.stats,
         }
     }
 
@@ -118,6 +121,8 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let mut cells = Vec::new();
     for &shards in &config.shards {
         for &threads in &config.threads {
+            // Each lock type of the row counts in its own cell only.
+            let counting = Counting::start(config.stats);
             let runs = rotating_rounds(config.locks.len(), config.runs, |at, run| {
                 config.locks[at].visit(Measure {
                     config,
@@ -128,14 +133,16 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
             })?;
             for (lock, runs) in config.locks.iter().zip(runs) {
                 progress.start(format!("sharded {} {threads}×{shards}", lock.name()));
-                cells.push(Cell::of_runs(
+                let mut cell = Cell::of_runs(
                     "sharded",
                     lock.name(),
                     threads,
                     Some(shards_label(shards)),
                     "ms",
                     runs,
-                ));
+                );
+                counting.attach(&mut cell);
+                cells.push(cell);
                 progress.done();
             }
         }
@@ -286,6 +293,7 @@ mod tests {
             rwlocks: None,
             runs: 1,
             seed_scale: false,
+            stats: false,
         };
         let config = Config::new(&args, &common);
         for lock in [OURS, LockName::Std] {

@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use crate::harness::stats::Counting;
 use crate::harness::{verify_count, Common, Error, Guarded};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::report::{num, Cell, Progress, Run, Table};
@@ -29,6 +30,7 @@ pub struct Config {
     locks: Vec<LockName>,
     iterations: u64,
     runs: u32,
+    stats: bool,
 }
 
 impl Config {
@@ -43,6 +45,7 @@ impl Config {
             locks: common.locks(),
             iterations: args.iterations.unwrap_or(default),
             runs: common.runs,
+            stats: common.stats,
         }
     }
 
@@ -59,9 +62,11 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         .iter()
         .map(|lock| {
             progress.start(format!("uncontended {}", lock.name()));
-            let cell = lock.visit(Measure(config));
+            let counting = Counting::start(config.stats);
+            let mut cell = lock.visit(Measure(config))?;
+            counting.attach(&mut cell);
             progress.done();
-            cell
+            Ok(cell)
         })
         .collect()
 }

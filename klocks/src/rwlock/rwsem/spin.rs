@@ -6,7 +6,8 @@
 use super::*;
 
 impl<P: ReaderSpin> RwSem<P> {
-    /// Become the one spinner and spin for the lock. Returns whether we took it.
+    /// Become the one spinner and spin for the lock. Returns whether we took it (and
+    /// counts how a spin that happened ended).
     pub(super) fn optimistic_spin(&self, me: u32, kind: Kind) -> bool {
         // Relaxed, both: the flag is a claim that protects no data.
         if self.spinner.load(Relaxed) != 0
@@ -20,6 +21,13 @@ impl<P: ReaderSpin> RwSem<P> {
         let taken = self.spin(me, kind);
         // Relaxed: as above.
         self.spinner.store(0, Relaxed);
+        let event = match (kind, taken) {
+            (Kind::Read, true) => Event::ReaderSpinAcquired,
+            (Kind::Read, false) => Event::ReaderSpinFailed,
+            (Kind::Write, true) => Event::SpinAcquired,
+            (Kind::Write, false) => Event::SpinFailed,
+        };
+        stats::count(Self::STATS, event);
         taken
     }
 
@@ -94,7 +102,11 @@ impl<P: ReaderSpin> RwSem<P> {
             *watched = Some((tid, Watch::new(tid)));
         }
         let (_, watch) = watched.as_mut().expect("set above");
-        watch.owner_running() != Some(false)
+        let off_cpu = watch.owner_running() == Some(false);
+        if off_cpu {
+            stats::count(Self::STATS, Event::OwnerOffCpu);
+        }
+        !off_cpu
     }
 
     /// A spinning writer's take: free, and not owed to a waiter (sleepers or not).
@@ -150,6 +162,7 @@ impl<P: ReaderSpin> RwSem<P> {
                 .compare_exchange_weak(owner, owner | bits, Relaxed, Relaxed)
             {
                 Ok(_) => {
+                    stats::count(Self::STATS, Event::Nonspinnable);
                     self.reader_nonspin_set();
                     return;
                 }

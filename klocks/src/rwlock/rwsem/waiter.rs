@@ -144,8 +144,9 @@ impl Deliveries {
     }
 
     /// Tells each waiter its new state, waking those that sleep. Call it with the
-    /// queue lock dropped; it touches the waiters' nodes only, never the rwsem.
-    pub(super) fn deliver(self) {
+    /// queue lock dropped; it touches the waiters' nodes only, never the rwsem. The
+    /// wakes count as `lock`'s.
+    pub(super) fn deliver(self, lock: Lock) {
         // SAFETY: the front writer stays linked and waiting, its node alive in its
         // frame, until it sees a state other than WAITING or SLEEPING, which only this
         // delivery stores (WRITER_WOKEN kept every other waker off it). After the swap
@@ -154,7 +155,7 @@ impl Deliveries {
             let word: *const AtomicU32 = &writer.state;
             // Relaxed: the writer re-reads everything under the queue lock.
             if writer.state.swap(WOKEN, Relaxed) == SLEEPING {
-                crate::park::wake_one_at(word);
+                stats::woke(lock, crate::park::wake_one_at(word));
             }
             crate::fault::after_release();
         }
@@ -171,7 +172,7 @@ impl Deliveries {
             // Release: pairs with the Acquire in `wait_on_node`; a granted reader holds
             // the lock from here, and may be gone: only `word`'s address is used below.
             if node.state.swap(to, Release) == SLEEPING {
-                crate::park::wake_one_at(word);
+                stats::woke(lock, crate::park::wake_one_at(word));
             }
             crate::fault::after_release();
         });
@@ -184,8 +185,9 @@ impl Deliveries {
 /// the waiter its sleep, each worth ~1,000 lock handoffs here. Returns the new state.
 ///
 /// With `timeout`, the sleep ends after it too (the waiter is then still queued, its
-/// state `WAITING` or `SLEEPING`, and must re-check under the queue lock).
-pub(super) fn wait_on_node(node: &Node, timeout: Option<std::time::Duration>) -> u32 {
+/// state `WAITING` or `SLEEPING`, and must re-check under the queue lock). Its sleeps
+/// count as `lock`'s.
+pub(super) fn wait_on_node(node: &Node, timeout: Option<std::time::Duration>, lock: Lock) -> u32 {
     for _ in 0..BUDGET.spins() {
         // Acquire: pairs with the Release swap of a grant in `mark_wake`.
         let state = node.state.load(Acquire);
@@ -204,6 +206,7 @@ pub(super) fn wait_on_node(node: &Node, timeout: Option<std::time::Duration>) ->
         return state;
     }
     loop {
+        stats::count(lock, Event::Sleep);
         match timeout {
             None => crate::park::wait(&node.state, SLEEPING),
             Some(timeout) => {

@@ -6,6 +6,7 @@ use std::thread;
 use std::time::Duration;
 
 use crate::harness::rw::{self, RwGuarded};
+use crate::harness::stats::Counting;
 use crate::harness::{join, pause, race_announced, Guarded, Race, Stop, Tallied};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
@@ -54,14 +55,17 @@ pub struct CellArgs {
 }
 
 /// Runs one cell and prints its reports on stdout, one JSON line each: `started` when
-/// the clock runs, then `finished` with the counts (the parent verifies them).
-pub fn cell(args: &CellArgs) {
-    let measured = match (args.lock, args.rwlock) {
-        (Some(lock), _) => lock.visit(CellRun(args)),
-        (None, Some(rwlock)) => rwlock.visit(RwCellRun(args)),
+/// the clock runs, then `finished` with the counts (the parent verifies them) and,
+/// with `stats` (the global `--stats`), what the lock counted.
+pub fn cell(args: &CellArgs, stats: bool) {
+    let counting = Counting::start(stats);
+    let (measured, name) = match (args.lock, args.rwlock) {
+        (Some(lock), _) => (lock.visit(CellRun(args)), lock.name()),
+        (None, Some(rwlock)) => (rwlock.visit(RwCellRun(args)), rwlock.name()),
         (None, None) => unreachable!("clap requires --lock or --rwlock"),
     };
-    report(&Report::Finished(measured));
+    let stats = counting.counts(name);
+    report(&Report::Finished(Measured { stats, ..measured }));
 }
 
 /// Prints one report line. A failed write means the parent is gone: nobody is left to
@@ -132,6 +136,7 @@ impl Measured {
             window_ns: nanos(window),
             drain_ns: nanos(race.wall.saturating_sub(window)),
             rw: None,
+            stats: None,
         }
     }
 }

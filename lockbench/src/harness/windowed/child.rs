@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{CellLock, Spec, CELL_COMMAND, SETUP_CAP};
 use crate::harness::rw::RwCounts;
+use crate::harness::stats::Counts;
 use crate::harness::Error;
 use crate::machine;
 
@@ -41,6 +42,9 @@ pub(super) struct Measured {
     /// A reader-writer lock's cell: the data's counters and the roles' counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) rw: Option<RwCounts>,
+    /// `--stats`, a klocks lock: what it counted in this process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) stats: Option<Counts>,
 }
 
 /// A cell's child process, killed (if still running) and reaped when dropped.
@@ -70,6 +74,7 @@ impl CellProcess {
             .args(["--outside", &spec.work.outside.to_string()])
             .args(["--hogs", &spec.work.hogs.to_string()])
             .args(["--window-ms", &spec.window.as_millis().to_string()])
+            .args(spec.stats.then_some("--stats"))
             .env(
                 klocks::config::SPIN_NS.name(),
                 machine::pv_spin_ns().to_string(),

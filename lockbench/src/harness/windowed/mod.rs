@@ -43,6 +43,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::rw;
+use super::stats::{self, Counts};
 use super::watch::{CellWatch, Conditions};
 use super::{parse_secs, verify_count, Common, Error};
 use crate::locks::LockName;
@@ -121,6 +122,8 @@ pub struct Plan<L = LockName> {
     pub drain_cap: Duration,
     /// Repetitions per cell.
     pub runs: u32,
+    /// `--stats`: each run's process reports what its lock counted.
+    pub stats: bool,
 }
 
 impl Plan {
@@ -145,6 +148,7 @@ impl<L: CellLock> Plan<L> {
             },
             drain_cap: args.drain_cap_secs.unwrap_or(DRAIN_CAP),
             runs: common.runs,
+            stats: common.stats,
         }
     }
 
@@ -182,6 +186,7 @@ pub(super) struct Spec<L> {
     work: Work,
     window: Duration,
     drain_cap: Duration,
+    stats: bool,
 }
 
 /// A scenario made of windowed cells: its rows (a cell's parameters but the lock)
@@ -234,6 +239,7 @@ pub fn run<G: Grid>(grid: &G, progress: &Progress) -> Result<Vec<Cell>, Error> {
                     work,
                     window: plan.window,
                     drain_cap: plan.drain_cap,
+                    stats: plan.stats,
                 };
                 one.add(run_once(&spec, &context)?, plan.drain_cap);
             }
@@ -257,6 +263,8 @@ struct Series<L> {
     /// Set by a run that did not drain: it ends the series, since every repetition
     /// would cost the whole cap again.
     unfinished: Option<Unfinished>,
+    /// `--stats`: the verified runs' counts, summed.
+    stats: Option<Counts>,
 }
 
 impl<L: CellLock> Series<L> {
@@ -266,13 +274,18 @@ impl<L: CellLock> Series<L> {
             describe,
             verified: Vec::new(),
             unfinished: None,
+            stats: None,
         }
     }
 
-    /// A verified run, or `None` for one that did not drain within `drain_cap`.
-    fn add(&mut self, run: Option<Run>, drain_cap: Duration) {
+    /// A verified run with its counts, or `None` for one that did not drain within
+    /// `drain_cap`.
+    fn add(&mut self, run: Option<(Run, Option<Counts>)>, drain_cap: Duration) {
         match run {
-            Some(run) => self.verified.push(run),
+            Some((run, counts)) => {
+                self.verified.push(run);
+                stats::add(&mut self.stats, counts);
+            }
             None => {
                 self.unfinished = Some(Unfinished::Undrained {
                     cap_secs: drain_cap.as_secs_f64(),
@@ -296,6 +309,7 @@ impl<L: CellLock> Series<L> {
             summary: cell.summary.filter(|_| self.unfinished.is_none()),
             unfinished: self.unfinished,
             conditions: Some(conditions),
+            stats: self.stats,
             ..cell
         }
     }
@@ -306,8 +320,12 @@ pub fn or_default<T: Clone>(values: &[T], default: &[T]) -> Vec<T> {
     if values.is_empty() { default } else { values }.to_vec()
 }
 
-/// One run in a child process, verified; `None` when it did not drain in time.
-fn run_once<L: CellLock>(spec: &Spec<L>, context: &str) -> Result<Option<Run>, Error> {
+/// One run in a child process, verified, with what its lock counted (`--stats`);
+/// `None` when it did not drain in time.
+fn run_once<L: CellLock>(
+    spec: &Spec<L>,
+    context: &str,
+) -> Result<Option<(Run, Option<Counts>)>, Error> {
     let process = CellProcess::spawn(spec, context)?;
     let Some(measured) = process.result(spec.window + spec.drain_cap)? else {
         return Ok(None);
@@ -330,7 +348,7 @@ fn run_once<L: CellLock>(spec: &Spec<L>, context: &str) -> Result<Option<Run>, E
             )))
         }
     };
-    Ok(Some(Run {
+    let run = Run {
         value: counted as f64 / window.as_secs_f64(),
         wall_ns: measured.window_ns + measured.drain_ns,
         operations: counted,
@@ -343,5 +361,6 @@ fn run_once<L: CellLock>(spec: &Spec<L>, context: &str) -> Result<Option<Run>, E
             operations: measured.late,
         }),
         rw,
-    }))
+    };
+    Ok(Some((run, measured.stats)))
 }

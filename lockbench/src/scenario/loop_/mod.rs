@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor};
@@ -60,6 +61,7 @@ pub struct Config {
     iterations: u64,
     cap: Duration,
     runs: u32,
+    stats: bool,
 }
 
 /// Defaults, sized for a default suite of about a minute on 2 CPUs, and the seed's.
@@ -89,6 +91,7 @@ impl Config {
                 .unwrap_or(if seed { SEED_ITERATIONS } else { ITERATIONS }),
             cap: args.cap_secs.unwrap_or(if seed { SEED_CAP } else { CAP }),
             runs: common.runs,
+            stats: common.stats,
         }
     }
 
@@ -115,7 +118,10 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     for &threads in &config.threads {
         for lock in &config.locks {
             progress.start(format!("loop {} × {threads} threads", lock.name()));
-            cells.push(lock.visit(Measure { config, threads })?);
+            let counting = Counting::start(config.stats);
+            let mut cell = lock.visit(Measure { config, threads })?;
+            counting.attach(&mut cell);
+            cells.push(cell);
             progress.done();
         }
     }
@@ -233,6 +239,7 @@ fn cell(
         overcommit: None,
         mutex_load: None,
         rw: None,
+        stats: None,
         runs,
     }
 }

@@ -255,6 +255,7 @@ mod tests {
                 window_ms: 1000.0,
             }),
             rw: None,
+            stats: None,
             runs: vec![Run {
                 value: ops,
                 wall_ns: 1_000_000_000,
@@ -286,6 +287,7 @@ mod tests {
             rwlocks: None,
             runs: 1,
             seed_scale: false,
+            stats: false,
         };
         let args = Args {
             threads: vec![2],
@@ -343,6 +345,7 @@ mod tests {
             rwlocks: None,
             runs: 1,
             seed_scale: false,
+            stats: false,
         };
         let args = Args {
             threads: vec![2],

@@ -237,6 +237,7 @@ mod tests {
                 outside_pauses: 0,
                 window_ms: 1000.0,
             }),
+            stats: None,
             runs: vec![Run {
                 value: (reads + writes) as f64,
                 wall_ns: 1_000_000_000,
@@ -272,6 +273,7 @@ mod tests {
                 window: WINDOW,
                 drain_cap: windowed::DRAIN_CAP,
                 runs: 1,
+                stats: false,
             },
             groups: vec![group, SEED_GROUP],
             load: 1,

@@ -98,7 +98,7 @@ fn parse_threads(text: &str) -> Result<usize, String> {
     let threads: usize = text
         .parse()
         .map_err(|_| format!("`{text}` is not a number of threads"))?;
-    if !(2..=1024).contains(&threads) || threads % 2 != 0 {
+    if !(2..=1024).contains(&threads) || !threads.is_multiple_of(2) {
         return Err(format!(
             "{threads} threads cannot be split into equal numbers of readers and writers: \
              give an even number from 2 to 1024"

@@ -289,6 +289,7 @@ mod tests {
                 outside_pauses: 0,
                 window_ms: 1000.0,
             }),
+            stats: None,
             runs: vec![Run {
                 value: ops,
                 wall_ns: 1_000_000_000,
@@ -333,6 +334,7 @@ mod tests {
             ]),
             runs: 1,
             seed_scale: false,
+            stats: false,
         };
         let args = Args {
             threads: vec![2, 4],

@@ -1,0 +1,351 @@
+//! `KLOCKS_PROFILE`: which lock hurts, in an unmodified program.
+//!
+//! With `KLOCKS_PROFILE=1` the preload times every pthread mutex and rwlock call,
+//! whoever runs the lock (klocks, or glibc with `KLOCKS_LOCK` unset), and at exit
+//! prints the locks that made threads wait longest ([`report`]): where each was
+//! initialised or first locked, its acquisitions, how many had to wait, the total
+//! and longest wait and hold, the read/write split of rwlocks, and a suggestion
+//! derived from that shape ([`advice`]). `KLOCKS_PROFILE=sigusr2` also prints it each
+//! time the process receives `SIGUSR2`; `KLOCKS_PROFILE_FILE` sends it to a file
+//! (appended to; `%p` becomes the process id), `KLOCKS_PROFILE_TOP` sets how many
+//! locks it lists (10).
+//!
+//! # What a lock call costs
+//!
+//! A blocking call first tries the lock. If that succeeds the acquisition is
+//! counted as uncontended and costs a table lookup ([`table`]: a hash of the
+//! address, one load) and a counter update made while holding the lock (no locked
+//! instruction); one uncontended acquisition in [`SAMPLE_EVERY`] per thread also
+//! has its hold timed. If the try fails, the wait is timed with the clock
+//! ([`clock`]: the time-stamp counter where it is invariant), and so is the hold that
+//! follows. The report scales the sampled holds up to every acquisition, and says
+//! so. With the profile off, a lock call pays one load and branch: the profiled
+//! paths are out of line (`#[cold]`), so the unprofiled one keeps no stack frame.
+//!
+//! # Where a lock comes from
+//!
+//! `pthread_mutex_init`, `pthread_mutex_lock`, `pthread_rwlock_init`,
+//! `pthread_rwlock_rdlock` and `pthread_rwlock_wrlock` are entered through a
+//! two-instruction stub ([`with_caller`]) that passes the caller's return address
+//! on; the first such call of a lock is its site. The report symbolises it with the
+//! program's debug information (file and line, with `-g`) or its symbols.
+//!
+//! # Safe in any program
+//!
+//! - No lock call allocates (an allocator may take pthread locks): the table is a
+//!   fixed array of 4,096 locks, a lock it has no room for is counted, not
+//!   profiled; the per-thread record of held locks is a fixed array of 8, the oldest
+//!   dropped when full.
+//! - A destroyed lock's entry is kept for the report if it was ever contended, else
+//!   freed; `init` on an address forgets the lock that lived there before, so reused
+//!   memory is a new lock (memory reused without `destroy` or `init`, e.g. a static
+//!   initialiser copied over a freed lock's bytes, stays the old lock's entry).
+//! - A fork child starts its counts from zero and reports its own life.
+//! - The report at exit allocates (symbolisation); the one a signal asks for does not,
+//!   and prints return addresses unresolved (resolving is not async-signal-safe). It
+//!   writes with the raw `write` system call. A process that ends by `_exit` or a
+//!   signal prints nothing; calls made before the library's constructor ran (by an
+//!   earlier constructor) are not counted.
+
+mod advice;
+mod clock;
+mod report;
+mod table;
+
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::sync::atomic::{
+    AtomicBool,
+    Ordering::{Acquire, Release},
+};
+
+use klocks_core::config::{
+    parse_profile, parse_profile_top, Profile, PROFILE, PROFILE_FILE, PROFILE_TOP,
+};
+use libc::{EBUSY, ETIMEDOUT};
+
+use super::{config, say};
+pub(super) use table::Role;
+
+/// One uncontended acquisition in this many has its hold timed, per thread.
+const SAMPLE_EVERY: u32 = 16;
+
+/// Whether the profile is on.
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Whether the profile is on: the one check a lock call pays when it is not.
+#[inline(always)]
+pub(super) fn on() -> bool {
+    // Acquire: pairs with the Release in `start`, after which the clock and the
+    // report's settings are ready.
+    ON.load(Acquire)
+}
+
+/// A lock this thread holds, as the profile saw it taken.
+#[derive(Clone, Copy)]
+struct Held {
+    lock: usize,
+    slot: u32,
+    role: Role,
+    /// When its timed hold began; `None` for an untimed one.
+    since: Option<u64>,
+}
+
+/// The locks a thread holds (most recent last), and its sampling countdown.
+struct Thread {
+    held: [Cell<Held>; HELD],
+    depth: Cell<usize>,
+    countdown: Cell<u32>,
+}
+
+/// How many held locks a thread's record keeps.
+const HELD: usize = 8;
+const NOTHING: Held = Held {
+    lock: 0,
+    slot: 0,
+    role: Role::Mutex,
+    since: None,
+};
+
+std::thread_local! {
+    static THREAD: Thread = const {
+        Thread {
+            held: [const { Cell::new(NOTHING) }; HELD],
+            depth: Cell::new(0),
+            countdown: Cell::new(0),
+        }
+    };
+}
+
+impl Thread {
+    /// Records a lock taken; when the record is full its oldest entry goes (a lock
+    /// another thread released for this one, as a normal mutex allows, would
+    /// otherwise stay forever).
+    fn push(&self, held: Held) {
+        let mut depth = self.depth.get().min(HELD);
+        if depth == HELD {
+            for i in 1..HELD {
+                self.held[i - 1].set(self.held[i].get());
+            }
+            depth -= 1;
+        }
+        self.held[depth].set(held);
+        self.depth.set(depth + 1);
+    }
+
+    /// Takes the most recent record of `lock` out.
+    fn pop(&self, lock: usize) -> Option<Held> {
+        let depth = self.depth.get().min(HELD);
+        let at = (0..depth)
+            .rev()
+            .find(|&i| self.held[i].get().lock == lock)?;
+        let held = self.held[at].get();
+        for i in at + 1..depth {
+            self.held[i - 1].set(self.held[i].get());
+        }
+        self.depth.set(depth - 1);
+        Some(held)
+    }
+
+    /// Whether this uncontended acquisition's hold is timed: `Some(now)` for one in
+    /// [`SAMPLE_EVERY`].
+    fn sample(&self) -> Option<u64> {
+        match self.countdown.get() {
+            0 => {
+                self.countdown.set(SAMPLE_EVERY - 1);
+                Some(clock::now())
+            }
+            n => {
+                self.countdown.set(n - 1);
+                None
+            }
+        }
+    }
+}
+
+/// Counts an acquisition (`waited`: its wait and the time it ended, if it had to
+/// wait) and starts its hold.
+fn acquired(lock: usize, slot: u32, role: Role, waited: Option<(u64, u64)>) {
+    table::at(slot)
+        .counters(role)
+        .acquired(role, waited.map(|(ticks, _)| ticks));
+    // A thread that is exiting has no record: the hold goes untimed.
+    let _ = THREAD.try_with(|thread| {
+        let since = match waited {
+            Some((_, at)) => Some(at),
+            None => thread.sample(),
+        };
+        thread.push(Held {
+            lock,
+            slot,
+            role,
+            since,
+        });
+    });
+}
+
+/// A blocking acquisition of the lock at `lock`, called from `site`: `try_first`,
+/// and if the lock is busy, `wait`, timed.
+#[cold]
+#[inline(never)]
+pub(super) fn acquire(
+    lock: usize,
+    role: Role,
+    site: usize,
+    try_first: impl FnOnce() -> c_int,
+    wait: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((slot, entry)) = table::entry(lock, site, role != Role::Mutex) else {
+        return wait();
+    };
+    match try_first() {
+        0 => {
+            acquired(lock, slot, role, None);
+            0
+        }
+        EBUSY => {
+            let start = clock::now();
+            entry.start_waiting();
+            let result = wait();
+            let end = clock::now();
+            entry.stop_waiting();
+            if result == 0 {
+                acquired(lock, slot, role, Some((end.saturating_sub(start), end)));
+            }
+            result
+        }
+        error => error,
+    }
+}
+
+/// A try: counted as an uncontended acquisition when it succeeds.
+#[cold]
+#[inline(never)]
+pub(super) fn try_acquire(lock: usize, role: Role, try_lock: impl FnOnce() -> c_int) -> c_int {
+    let result = try_lock();
+    if result == 0 {
+        if let Some((slot, _)) = table::entry(lock, 0, role != Role::Mutex) {
+            acquired(lock, slot, role, None);
+        }
+    }
+    result
+}
+
+/// Ends this thread's hold of `lock`, timed if its start was, while it still holds
+/// the lock: an exclusive hold's counters are then ordered by the lock.
+fn end_hold(lock: usize) {
+    let held = THREAD.try_with(|thread| thread.pop(lock)).ok().flatten();
+    if let Some(Held {
+        slot,
+        role,
+        since: Some(since),
+        ..
+    }) = held
+    {
+        table::at(slot)
+            .counters(role)
+            .held(role, clock::now().saturating_sub(since));
+    }
+}
+
+/// A release of the lock at `lock`: the hold ends, then `unlock` runs.
+#[cold]
+#[inline(never)]
+pub(super) fn release(lock: usize, unlock: impl FnOnce() -> c_int) -> c_int {
+    end_hold(lock);
+    unlock()
+}
+
+/// A condvar wait that releases and retakes the mutex at `lock` inside glibc: the
+/// hold ends before, and a new one (counted as an acquisition, its wait unknown
+/// since it is the condvar's) starts after.
+pub(super) fn cond_wait(lock: usize, wait: impl FnOnce() -> c_int) -> c_int {
+    end_hold(lock);
+    let result = wait();
+    if result == 0 || result == ETIMEDOUT {
+        try_acquire(lock, Role::Mutex, || 0);
+    }
+    result
+}
+
+/// The lock at `lock` was initialised, from `site`.
+pub(super) fn initialised(lock: usize, site: usize, role: Role) {
+    table::initialised(lock, site, role != Role::Mutex);
+}
+
+/// The lock at `lock` was destroyed.
+pub(super) fn destroyed(lock: usize) {
+    table::forget(lock);
+}
+
+/// Reads `KLOCKS_PROFILE` and its companions and, if asked, starts the profile.
+/// Called from the library's constructor (where allocating is safe).
+pub(super) fn start() {
+    let profile = match config::var(PROFILE).map(parse_profile) {
+        None | Some(Ok(Profile::Off)) => return,
+        Some(Ok(profile)) => profile,
+        Some(Err(bad)) => return say(&format!("{bad}; no profile")),
+    };
+    let top = match config::var(PROFILE_TOP).map(parse_profile_top) {
+        None => report::DEFAULT_TOP,
+        Some(Ok(top)) => top,
+        Some(Err(bad)) => {
+            say(&format!("{bad}; listing {}", report::DEFAULT_TOP));
+            report::DEFAULT_TOP
+        }
+    };
+    report::configure(top, config::var(PROFILE_FILE));
+    clock::start();
+    extern "C" fn in_child() {
+        table::restart_counts();
+        clock::restart();
+    }
+    // SAFETY: a plain function that lives as long as the process and, in the child,
+    // touches only the table's atomics and the clock.
+    if unsafe { libc::pthread_atfork(None, None, Some(in_child)) } != 0 {
+        say("pthread_atfork failed: a fork child's profile includes its parent's counts");
+    }
+    if profile == Profile::AtExitAndSigusr2 {
+        report::on_sigusr2();
+    }
+    // Release: pairs with the Acquire in `on`.
+    ON.store(true, Release);
+}
+
+/// Prints the profile, if it is on (from the library's destructor, at exit).
+pub(super) fn at_exit() {
+    if on() {
+        report::print(report::Sites::Resolved);
+    }
+}
+
+/// Defines the C function `$name`, which calls `$target` with its arguments and then
+/// the address its caller returns to (the call's site): two instructions, no frame.
+/// `$site` is the register of the argument after the last (System V x86-64 order:
+/// rdi, rsi, rdx, ...). On other architectures the site is 0 (unknown); the
+/// preload's object layouts are x86-64's in any case.
+macro_rules! with_caller {
+    ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty
+        => $target:path, site: $site:literal) => {
+        $(#[$meta])*
+        #[no_mangle]
+        #[unsafe(naked)]
+        #[cfg(target_arch = "x86_64")]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            core::arch::naked_asm!(
+                concat!("mov ", $site, ", qword ptr [rsp]"),
+                "jmp {target}",
+                target = sym $target,
+            );
+        }
+
+        $(#[$meta])*
+        #[no_mangle]
+        #[cfg(not(target_arch = "x86_64"))]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            // SAFETY: the caller's contract; the site is unknown here.
+            unsafe { $target($($arg,)* 0) }
+        }
+    };
+}
+pub(super) use with_caller;

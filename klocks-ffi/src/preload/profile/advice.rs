@@ -1,0 +1,182 @@
+//! The profile's one-line suggestion per lock, from the shape it measured. Each line
+//! gives the measurements it rests on; the choices follow lockbench's results (the
+//! README's "Which lock").
+
+use std::fmt::{self, Write};
+
+use super::report::Time;
+
+/// What the profile measured of one lock.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Shape {
+    pub(super) rwlock: bool,
+    pub(super) acquisitions: u64,
+    /// Read acquisitions (rwlocks).
+    pub(super) reads: u64,
+    pub(super) contended: u64,
+    pub(super) wait_ns: f64,
+    pub(super) max_wait_ns: f64,
+    /// The mean of the timed holds, if any was timed.
+    pub(super) mean_hold_ns: Option<f64>,
+    pub(super) max_hold_ns: f64,
+    /// The most threads seen waiting at once.
+    pub(super) peak_waiting: u32,
+    pub(super) cpus: usize,
+}
+
+/// Holds at least this long make spinning waiters a waste: they should sleep.
+const LONG_HOLD_NS: f64 = 50_000.0;
+/// Holds at most this long are over before a sleeper would wake.
+const SHORT_HOLD_NS: f64 = 5_000.0;
+
+/// Writes the suggestion for `shape` (one line, no newline).
+pub(super) fn advise(shape: &Shape, out: &mut dyn Write) -> fmt::Result {
+    let percent = |part: u64| 100.0 * part as f64 / shape.acquisitions.max(1) as f64;
+    let waiting = shape.peak_waiting;
+    let cpus = shape.cpus;
+    if percent(shape.contended) < 1.0 {
+        return if shape.wait_ns < 1e6 {
+            write!(
+                out,
+                "rarely waited for ({:.2}% of acquisitions, {} in all): no change needed",
+                percent(shape.contended),
+                Time(shape.wait_ns)
+            )
+        } else {
+            write!(
+                out,
+                "rarely waited for ({} of {}) but long ({} in all, longest {}): a holder was held up (preempted or blocked) while holding it; a lock that sleeps when its holder is off CPU (KLOCKS_LOCK=default) wastes no CPU then, but only a shorter hold shortens the wait",
+                shape.contended,
+                shape.acquisitions,
+                Time(shape.wait_ns),
+                Time(shape.max_wait_ns)
+            )
+        };
+    }
+    if shape.rwlock {
+        let reads = percent(shape.reads);
+        return if reads >= 90.0 {
+            write!(
+                out,
+                "read-mostly ({reads:.1}% reads): KLOCKS_RWLOCK=default-rw (readers share; they spin only behind a running writer)"
+            )
+        } else if waiting as usize + 1 > cpus {
+            write!(
+                out,
+                "{:.0}% writes with up to {waiting} waiting on {cpus} CPUs: keep glibc's rwlock (klocks' trail it with a tenth or more writes and more threads than CPUs), or a mutex",
+                100.0 - reads
+            )
+        } else {
+            write!(
+                out,
+                "{:.0}% writes, waiters fit the CPUs ({waiting} on {cpus}): KLOCKS_RWLOCK=default-rw",
+                100.0 - reads
+            )
+        };
+    }
+    let Some(mean) = shape.mean_hold_ns else {
+        return write!(
+            out,
+            "waited for in {:.0}% of acquisitions, no hold timed: KLOCKS_LOCK=default",
+            percent(shape.contended)
+        );
+    };
+    if mean >= LONG_HOLD_NS {
+        write!(
+            out,
+            "long holds (mean {}, longest {}) with up to {waiting} waiting: waiters should sleep, not spin: KLOCKS_LOCK=default spins only while the holder runs; the lasting fix is a shorter critical section",
+            Time(mean),
+            Time(shape.max_hold_ns)
+        )
+    } else if mean <= SHORT_HOLD_NS && waiting as usize + 1 > cpus {
+        write!(
+            out,
+            "short holds (mean {}) with up to {waiting} waiting on {cpus} CPUs: KLOCKS_LOCK=default (spins only while the holder runs, sleeps otherwise), or pvqspinlock for FIFO order",
+            Time(mean)
+        )
+    } else if mean <= SHORT_HOLD_NS {
+        write!(
+            out,
+            "short holds (mean {}), waiters fit the CPUs ({waiting} on {cpus}): spinning pays: KLOCKS_LOCK=default",
+            Time(mean)
+        )
+    } else {
+        write!(
+            out,
+            "holds of {} on average, waited for in {:.0}% of acquisitions: KLOCKS_LOCK=default",
+            Time(mean),
+            percent(shape.contended)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn advice(shape: Shape) -> String {
+        let mut line = String::new();
+        advise(&shape, &mut line).unwrap();
+        line
+    }
+
+    const BUSY: Shape = Shape {
+        rwlock: false,
+        acquisitions: 10_000,
+        reads: 0,
+        contended: 4_000,
+        wait_ns: 5e8,
+        max_wait_ns: 1e6,
+        mean_hold_ns: Some(300.0),
+        max_hold_ns: 2_000.0,
+        peak_waiting: 7,
+        cpus: 2,
+    };
+
+    #[test]
+    fn each_shape_gets_its_suggestion_with_its_numbers() {
+        let quiet = Shape {
+            contended: 3,
+            wait_ns: 2e4,
+            ..BUSY
+        };
+        assert!(advice(quiet).starts_with("rarely waited for (0.03% of acquisitions, 20.0 µs"));
+        let held_up = Shape {
+            contended: 1,
+            wait_ns: 7.5e6,
+            max_wait_ns: 7.5e6,
+            ..BUSY
+        };
+        assert!(advice(held_up).starts_with(
+            "rarely waited for (1 of 10000) but long (7.50 ms in all, longest 7.50 ms)"
+        ));
+        assert!(
+            advice(BUSY).starts_with("short holds (mean 300 ns) with up to 7 waiting on 2 CPUs")
+        );
+        let fits = Shape {
+            peak_waiting: 1,
+            ..BUSY
+        };
+        assert!(advice(fits).contains("spinning pays"));
+        let long = Shape {
+            mean_hold_ns: Some(5e6),
+            max_hold_ns: 1.2e7,
+            ..BUSY
+        };
+        assert!(advice(long).starts_with("long holds (mean 5.00 ms, longest 12.0 ms)"));
+        let read_mostly = Shape {
+            rwlock: true,
+            reads: 9_950,
+            ..BUSY
+        };
+        assert!(
+            advice(read_mostly).starts_with("read-mostly (99.5% reads): KLOCKS_RWLOCK=default-rw")
+        );
+        let write_heavy = Shape {
+            rwlock: true,
+            reads: 5_000,
+            ..BUSY
+        };
+        assert!(advice(write_heavy).contains("keep glibc's rwlock"));
+    }
+}

@@ -1,0 +1,653 @@
+//! The profile's report: the locks that made threads wait longest, one row each
+//! (two for an rwlock: its reads and its writes), then a suggestion per lock.
+//!
+//! Written without allocating, from fixed buffers, with the raw `write` system call,
+//! so that a `SIGUSR2` handler may print it; only resolving sites to files and lines
+//! allocates, which the report at exit does and the signal's does not.
+
+use std::ffi::{c_int, c_void, CStr};
+use std::fmt::{self, Write};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU64, AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release},
+};
+use std::sync::OnceLock;
+
+use klocks_core::config::{MAX_PROFILE_TOP, PROFILE_FILE};
+
+use super::advice::{advise, Shape};
+use super::table::{self, Counters, Entry, Seen};
+use super::{clock, SAMPLE_EVERY};
+
+/// How many locks the report lists unless `KLOCKS_PROFILE_TOP` says.
+pub(in crate::preload) const DEFAULT_TOP: usize = 10;
+
+static TOP: AtomicUsize = AtomicUsize::new(DEFAULT_TOP);
+static FILE: OnceLock<String> = OnceLock::new();
+static CPUS: AtomicUsize = AtomicUsize::new(1);
+/// A copy of stderr made at start (programs such as coreutils close fd 2 at exit,
+/// before the report), -1 if none; and the file it refers to, to check that it was
+/// not closed and the number reused for another file since.
+static STDERR_COPY: AtomicI32 = AtomicI32::new(-1);
+static STDERR_FILE: AtomicU64 = AtomicU64::new(0);
+/// Where the copy is made: above the descriptors programs use by number.
+const STDERR_COPY_FROM: c_int = 100;
+/// Whether a report is being written (a second one, from a signal, is skipped).
+static WRITING: AtomicBool = AtomicBool::new(false);
+
+/// Sets the report's length and destination (`None`: stderr).
+pub(super) fn configure(top: usize, file: Option<&str>) {
+    // Relaxed: set before the profile is switched on, whose Release publishes them.
+    TOP.store(top.min(MAX_PROFILE_TOP), Relaxed);
+    CPUS.store(
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        Relaxed,
+    );
+    if let Some(file) = file {
+        let _ = FILE.set(file.to_owned());
+    }
+    // SAFETY: duplicates fd 2 (if open) to a new close-on-exec descriptor.
+    let copy = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, STDERR_COPY_FROM) };
+    if let Some(id) = file_id(copy) {
+        STDERR_FILE.store(id, Relaxed);
+        STDERR_COPY.store(copy, Relaxed);
+    }
+}
+
+/// A number that names the open file behind `fd` (its device and inode), if open.
+fn file_id(fd: c_int) -> Option<u64> {
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a zeroed stat is valid to write; fstat is async-signal-safe.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(fd, &mut stat) } != 0 {
+        return None;
+    }
+    Some((stat.st_dev as u64).rotate_left(32) ^ stat.st_ino as u64)
+}
+
+/// Where "stderr" is at report time: the copy made at start if it still names the
+/// same file, else fd 2.
+fn stderr() -> c_int {
+    // Relaxed: see `configure`.
+    let copy = STDERR_COPY.load(Relaxed);
+    if copy >= 0 && file_id(copy) == Some(STDERR_FILE.load(Relaxed)) {
+        copy
+    } else {
+        2
+    }
+}
+
+/// How sites are printed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sites {
+    /// As files and lines (or symbols): allocates.
+    Resolved,
+    /// As return addresses: safe in a signal handler.
+    Raw,
+}
+
+/// Makes `SIGUSR2` print the report (sites unresolved).
+pub(super) fn on_sigusr2() {
+    extern "C" fn handler(_: c_int) {
+        // SAFETY: the calling thread's errno, saved and restored around the report's
+        // system calls, as a signal handler must.
+        let errno = unsafe { *libc::__errno_location() };
+        print(Sites::Raw);
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = errno };
+    }
+    // SAFETY: a zeroed sigaction is valid; the handler is a plain function that
+    // lives as long as the process and does only async-signal-safe work (atomics,
+    // formatting into fixed buffers, open/write/close system calls).
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler as extern "C" fn(c_int) as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()) != 0 {
+            super::super::say(
+                "could not install the SIGUSR2 handler: the profile prints at exit only",
+            );
+        }
+    }
+}
+
+/// A duration in nanoseconds, printed with three significant digits and a unit.
+#[derive(Clone, Copy)]
+pub(super) struct Time(pub(super) f64);
+
+impl fmt::Display for Time {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (value, unit) = match self.0 {
+            ns if ns < 1e3 => (ns, "ns"),
+            ns if ns < 1e6 => (ns / 1e3, "µs"),
+            ns if ns < 1e9 => (ns / 1e6, "ms"),
+            ns => (ns / 1e9, "s"),
+        };
+        let precision = match value {
+            _ if unit == "ns" => 0,
+            v if v < 10.0 => 2,
+            v if v < 100.0 => 1,
+            _ => 0,
+        };
+        // Padding applies to the whole, as for a string.
+        let mut buffer = Buffer::<24>::new();
+        let _ = write!(buffer, "{value:.precision$} {unit}");
+        f.pad(buffer.as_str())
+    }
+}
+
+/// A fixed buffer that formats without allocating (what does not fit is cut).
+struct Buffer<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Buffer<N> {
+    fn new() -> Self {
+        Buffer {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        // Cut at a character boundary by `write_str`.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl<const N: usize> Write for Buffer<N> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        let mut take = text.len().min(N - self.len);
+        while !text.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.bytes[self.len..self.len + take].copy_from_slice(&text.as_bytes()[..take]);
+        self.len += take;
+        Ok(())
+    }
+}
+
+/// Where the report goes: a file descriptor, written a buffer at a time.
+struct Out {
+    fd: c_int,
+    owned: bool,
+    buffer: Buffer<4096>,
+}
+
+impl Out {
+    /// `KLOCKS_PROFILE_FILE` (appended to, `%p` replaced by the process id), or
+    /// stderr if unset or if it cannot be opened (said on stderr).
+    fn open() -> Out {
+        let stderr = Out {
+            fd: stderr(),
+            owned: false,
+            buffer: Buffer::new(),
+        };
+        let Some(template) = FILE.get() else {
+            return stderr;
+        };
+        let mut path = Buffer::<4096>::new();
+        let mut parts = template.split("%p");
+        let _ = path.write_str(parts.next().unwrap_or(""));
+        for part in parts {
+            // SAFETY: no preconditions.
+            let _ = write!(path, "{}{part}", unsafe { libc::getpid() });
+        }
+        if path.len == path.bytes.len() {
+            return stderr.complain(template, "too long");
+        }
+        path.bytes[path.len] = 0;
+        // SAFETY: a NUL-terminated path in a live buffer; the raw system call (not a
+        // cancellation point, and async-signal-safe).
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat,
+                libc::AT_FDCWD,
+                path.bytes.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+                0o644,
+            )
+        };
+        if fd < 0 {
+            // SAFETY: the calling thread's errno.
+            let errno = unsafe { *libc::__errno_location() };
+            let mut why = Buffer::<64>::new();
+            let _ = write!(why, "errno {errno}");
+            return stderr.complain(path.as_str(), why.as_str());
+        }
+        Out {
+            fd: fd as c_int,
+            owned: true,
+            buffer: Buffer::new(),
+        }
+    }
+
+    fn complain(mut self, path: &str, why: &str) -> Out {
+        let _ = writeln!(
+            self,
+            "klocks: cannot open {PROFILE_FILE}={path:?} ({why}); the profile follows on stderr"
+        );
+        self
+    }
+
+    fn flush(&mut self) {
+        let mut done = 0;
+        while done < self.buffer.len {
+            let rest = &self.buffer.bytes[done..self.buffer.len];
+            // SAFETY: writes bytes of a live buffer; the raw system call (see `say`).
+            let wrote =
+                unsafe { libc::syscall(libc::SYS_write, self.fd, rest.as_ptr(), rest.len()) };
+            if wrote <= 0 {
+                break;
+            }
+            done += wrote as usize;
+        }
+        self.buffer.len = 0;
+    }
+}
+
+impl Write for Out {
+    fn write_str(&mut self, mut text: &str) -> fmt::Result {
+        while !text.is_empty() {
+            if self.buffer.len == self.buffer.bytes.len() {
+                self.flush();
+            }
+            let before = self.buffer.len;
+            self.buffer.write_str(text)?;
+            text = &text[self.buffer.len - before..];
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Out {
+    fn drop(&mut self) {
+        self.flush();
+        if self.owned {
+            // SAFETY: our descriptor, closed once.
+            unsafe { libc::syscall(libc::SYS_close, self.fd) };
+        }
+    }
+}
+
+/// One listed lock.
+#[derive(Clone, Copy)]
+struct Row {
+    seen: Seen,
+    wait: u64,
+}
+
+/// Every lock's total wait, in ticks.
+fn total_wait(entry: &Entry) -> u64 {
+    Counters::get(&entry.exclusive.wait_total)
+        .saturating_add(Counters::get(&entry.shared.wait_total))
+}
+
+fn acquisitions(entry: &Entry) -> u64 {
+    Counters::get(&entry.exclusive.acquisitions) + Counters::get(&entry.shared.acquisitions)
+}
+
+fn contended(entry: &Entry) -> u64 {
+    Counters::get(&entry.exclusive.contended) + Counters::get(&entry.shared.contended)
+}
+
+/// Keeps the `top` largest of what `insert` is given by `key`, without allocating.
+struct Top<T, const N: usize> {
+    items: [Option<T>; N],
+    top: usize,
+}
+
+impl<T: Copy, const N: usize> Top<T, N> {
+    fn new(top: usize) -> Self {
+        Top {
+            items: [None; N],
+            top: top.min(N),
+        }
+    }
+
+    fn insert<K: PartialOrd>(&mut self, mut item: T, key: impl Fn(&T) -> K) {
+        for place in self.items.iter_mut().take(self.top) {
+            match place {
+                None => {
+                    *place = Some(item);
+                    return;
+                }
+                Some(there) if key(&item) > key(there) => item = std::mem::replace(there, item),
+                Some(_) => {}
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.items.iter().flatten()
+    }
+}
+
+/// The `top` locks by total wait (then acquisitions), and how many locks were seen.
+fn ranked(top: usize) -> (Top<Row, MAX_PROFILE_TOP>, usize) {
+    let mut rows = Top::new(top);
+    let mut seen = 0;
+    for lock in table::in_use() {
+        if acquisitions(lock.entry) == 0 {
+            continue;
+        }
+        seen += 1;
+        let row = Row {
+            seen: lock,
+            wait: total_wait(lock.entry),
+        };
+        rows.insert(row, |row| (row.wait, acquisitions(row.seen.entry)));
+    }
+    (rows, seen)
+}
+
+/// The locks of one site, summed.
+#[derive(Clone, Copy, Default)]
+struct Site {
+    site: usize,
+    is_init: bool,
+    locks: u64,
+    destroyed: u64,
+    acquisitions: u64,
+    contended: u64,
+    wait: u64,
+}
+
+/// How many sites the by-site summary can tell apart.
+const SITES: usize = 64;
+
+/// The sites with more than one lock, by their locks' total wait; `None` if no site
+/// has more than one.
+fn by_site(top: usize) -> Option<Top<Site, MAX_PROFILE_TOP>> {
+    let mut sites = [Site::default(); SITES];
+    let mut known = 0;
+    for lock in table::in_use() {
+        let entry = lock.entry;
+        // Relaxed: a snapshot for the report.
+        let site = entry.site.load(Relaxed);
+        if site == 0 || acquisitions(entry) == 0 {
+            continue;
+        }
+        let index = match sites[..known].iter().position(|s| s.site == site) {
+            Some(index) => index,
+            None if known < SITES => {
+                sites[known].site = site;
+                sites[known].is_init = entry.site_is_init.load(Relaxed);
+                known += 1;
+                known - 1
+            }
+            None => continue,
+        };
+        let sum = &mut sites[index];
+        sum.locks += 1;
+        sum.destroyed += u64::from(lock.destroyed);
+        sum.acquisitions += acquisitions(entry);
+        sum.contended += contended(entry);
+        sum.wait = sum.wait.saturating_add(total_wait(entry));
+    }
+    let mut top_sites = Top::new(top);
+    for site in sites[..known].iter().filter(|s| s.locks > 1) {
+        top_sites.insert(*site, |s| (s.wait, s.acquisitions));
+    }
+    let any = top_sites.items[0].is_some();
+    any.then_some(top_sites)
+}
+
+/// Prints the report. A report asked for while another is being printed (a signal's
+/// on another thread, or one interrupted by a signal on this thread) waits up to a
+/// second for it and then goes ahead when `sites` is [`Sites::Resolved`] (the one at
+/// exit, which must not be lost), and is skipped otherwise (a signal handler must not
+/// wait).
+pub(super) fn print(sites: Sites) {
+    let patience = if sites == Sites::Resolved { 100 } else { 0 };
+    // Acquire: pairs with the Release below, after the previous report.
+    let mut busy = WRITING.swap(true, Acquire);
+    for _ in 0..patience {
+        if !busy {
+            break;
+        }
+        super::super::nap(std::time::Duration::from_millis(10));
+        busy = WRITING.swap(true, Acquire);
+    }
+    if busy && sites == Sites::Raw {
+        return;
+    }
+    let mut out = Out::open();
+    let _ = write_report(&mut out, sites);
+    drop(out);
+    WRITING.store(false, Release);
+}
+
+fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
+    let (ns_per_tick, elapsed) = clock::ns_per_tick();
+    let ns = |ticks: u64| ticks as f64 * ns_per_tick;
+    // Relaxed: see `configure`.
+    let top = TOP.load(Relaxed);
+    let cpus = CPUS.load(Relaxed);
+    let (rows, seen) = ranked(top);
+    let listed = rows.iter().count();
+    // SAFETY: no preconditions.
+    let pid = unsafe { libc::getpid() };
+    writeln!(
+        out,
+        "klocks profile of pid {pid} ({}), {} on {cpus} CPUs: the {listed} of {seen} tracked locks that made threads wait longest:",
+        program(),
+        Time(elapsed as f64),
+    )?;
+    writeln!(
+        out,
+        "{:>3}  {:<16} {:<9} {:>11} {:>16} {:>10} {:>10} {:>10} {:>10} {:>7}  site",
+        "#",
+        "lock",
+        "held as",
+        "acquired",
+        "waited",
+        "wait sum",
+        "wait max",
+        "hold mean",
+        "hold max",
+        "waiters"
+    )?;
+    for (rank, row) in rows.iter().enumerate() {
+        write_lock(out, rank + 1, row.seen, ns, sites)?;
+    }
+    writeln!(
+        out,
+        "holds: every contended acquisition's is timed, and 1 in {SAMPLE_EVERY} of the others' (hold mean and max are over those)"
+    )?;
+    let untracked = table::UNTRACKED.load(Relaxed);
+    let quiet = table::QUIET_DESTROYED.load(Relaxed);
+    if untracked > 0 || quiet > 0 {
+        writeln!(
+            out,
+            "not listed: {untracked} acquisitions of locks the table (of {}) had no room for; {quiet} of destroyed locks never waited for",
+            table::SLOTS
+        )?;
+    }
+    if let Some(by_site) = by_site(top) {
+        writeln!(
+            out,
+            "sites with more than one lock, by their locks' total wait:"
+        )?;
+        for site in by_site.iter() {
+            write!(
+                out,
+                "     {} locks ({} destroyed): {} acquired, {} waited, {} waiting in all, ",
+                site.locks,
+                site.destroyed,
+                site.acquisitions,
+                site.contended,
+                Time(ns(site.wait))
+            )?;
+            write_site(out, site.site, site.is_init, sites)?;
+            writeln!(out)?;
+        }
+    }
+    for (rank, row) in rows.iter().enumerate() {
+        write!(out, "{:>3}  ", rank + 1)?;
+        advise(&shape(row.seen.entry, ns_per_tick, cpus), out)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// One lock's rows: one for a mutex, reads and writes for an rwlock.
+fn write_lock(
+    out: &mut Out,
+    rank: usize,
+    lock: Seen,
+    ns: impl Fn(u64) -> f64,
+    sites: Sites,
+) -> fmt::Result {
+    let entry = lock.entry;
+    // Relaxed: a snapshot for the report.
+    let parts: &[(&str, &Counters)] = if entry.rwlock.load(Relaxed) {
+        &[("rw read", &entry.shared), ("rw write", &entry.exclusive)]
+    } else {
+        &[("mutex", &entry.exclusive)]
+    };
+    for (i, (held_as, counters)) in parts.iter().enumerate() {
+        let get = |counter| Counters::get(counter);
+        let (acquired, contended) = (get(&counters.acquisitions), get(&counters.contended));
+        let timed = get(&counters.timed_holds);
+        let mut waited = Buffer::<24>::new();
+        write!(
+            waited,
+            "{contended} ({:.0}%)",
+            100.0 * contended as f64 / acquired.max(1) as f64
+        )?;
+        let mut mean = Buffer::<24>::new();
+        if timed > 0 {
+            write!(
+                mean,
+                "{}",
+                Time(ns(get(&counters.hold_total)) / timed as f64)
+            )?;
+        } else {
+            mean.write_str("-")?;
+        }
+        if i == 0 {
+            write!(out, "{rank:>3}  {:<#16x} ", lock.address)?;
+        } else {
+            write!(out, "{:>3}  {:<16} ", "", "")?;
+        }
+        write!(
+            out,
+            "{held_as:<9} {acquired:>11} {:>16} {:>10} {:>10} {:>10} {:>10}",
+            waited.as_str(),
+            Time(ns(get(&counters.wait_total))),
+            Time(ns(get(&counters.wait_max))),
+            mean.as_str(),
+            Time(ns(get(&counters.hold_max))),
+        )?;
+        if i == 0 {
+            // Relaxed: as above.
+            write!(out, " {:>7}  ", entry.peak_waiting.load(Relaxed))?;
+            let site = entry.site.load(Relaxed);
+            write_site(out, site, entry.site_is_init.load(Relaxed), sites)?;
+            if lock.destroyed {
+                out.write_str(", destroyed")?;
+            }
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The measured shape of a lock, for [`advise`].
+fn shape(entry: &Entry, ns_per_tick: f64, cpus: usize) -> Shape {
+    let (ex, sh) = (&entry.exclusive, &entry.shared);
+    let get = |counter| Counters::get(counter);
+    let timed = get(&ex.timed_holds) + get(&sh.timed_holds);
+    let hold_total = get(&ex.hold_total) + get(&sh.hold_total);
+    Shape {
+        // Relaxed: a snapshot for the report.
+        rwlock: entry.rwlock.load(Relaxed),
+        acquisitions: acquisitions(entry),
+        reads: get(&sh.acquisitions),
+        contended: get(&ex.contended) + get(&sh.contended),
+        wait_ns: total_wait(entry) as f64 * ns_per_tick,
+        max_wait_ns: get(&ex.wait_max).max(get(&sh.wait_max)) as f64 * ns_per_tick,
+        mean_hold_ns: (timed > 0).then(|| hold_total as f64 * ns_per_tick / timed as f64),
+        max_hold_ns: get(&ex.hold_max).max(get(&sh.hold_max)) as f64 * ns_per_tick,
+        peak_waiting: entry.peak_waiting.load(Relaxed),
+        cpus,
+    }
+}
+
+/// The program's name (glibc's `program_invocation_short_name`).
+fn program() -> &'static str {
+    extern "C" {
+        static program_invocation_short_name: *const std::ffi::c_char;
+    }
+    // SAFETY: glibc sets it before any constructor runs, to a NUL-terminated string
+    // that lives as long as the process.
+    unsafe { CStr::from_ptr(program_invocation_short_name) }
+        .to_str()
+        .unwrap_or("?")
+}
+
+/// Prints where a lock was initialised (`is_init`) or first locked.
+fn write_site(out: &mut Out, site: usize, is_init: bool, sites: Sites) -> fmt::Result {
+    if site == 0 {
+        return out.write_str("(site unknown)");
+    }
+    let how = if is_init {
+        "initialised at"
+    } else {
+        "first locked at"
+    };
+    write!(out, "{how} ")?;
+    if sites == Sites::Raw {
+        return write!(out, "{site:#x}");
+    }
+    // The call instruction is just before the return address.
+    let call = (site - 1) as *mut c_void;
+    let mut found = false;
+    let mut result = Ok(());
+    backtrace::resolve(call, |symbol| {
+        if found {
+            return;
+        }
+        if let (Some(file), Some(line)) = (symbol.filename(), symbol.lineno()) {
+            found = true;
+            let name = file
+                .file_name()
+                .map_or(file.as_os_str(), |n| n)
+                .to_string_lossy();
+            result = write!(out, "{name}:{line}");
+            if let Some(function) = symbol.name() {
+                result = result.and_then(|()| write!(out, " ({function:#})"));
+            }
+        }
+    });
+    if found {
+        return result;
+    }
+    write_module_offset(out, site)
+}
+
+/// `module+offset (symbol)`, for a site without debug information.
+fn write_module_offset(out: &mut Out, site: usize) -> fmt::Result {
+    // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::dladdr(site as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+        return write!(out, "{site:#x}");
+    }
+    // SAFETY: dladdr's strings are NUL-terminated and live while the object is loaded.
+    let module = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    let module = module.rsplit('/').next().unwrap_or("?");
+    write!(out, "{module}+{:#x}", site - info.dli_fbase as usize)?;
+    if !info.dli_sname.is_null() {
+        // SAFETY: as above.
+        let symbol = unsafe { CStr::from_ptr(info.dli_sname) }.to_string_lossy();
+        write!(out, " ({symbol})")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,366 @@
+//! The profile's lock table: a fixed array of entries, found by the lock's address
+//! with open addressing (linear probing), so a lock call never allocates.
+//!
+//! A key is a lock's address, or [`EMPTY`] (never used: ends a probe), [`FREED`] (a
+//! quiet lock was destroyed here: reusable, and a probe goes on past it) or
+//! [`RETIRED`] (a destroyed lock whose contention the report still lists: never
+//! reused). Addresses of real locks are never 0, 1 or 2.
+//!
+//! Counters of a mutex, and of an rwlock's writers, change only while the lock is
+//! held, so the lock itself orders their updates: a plain load and store suffice,
+//! with no locked instruction on the lock's path. Readers share the lock, so their
+//! counters change with `fetch_add`; so do the waiter counts, changed by threads that
+//! do not hold the lock.
+
+use std::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64, AtomicUsize,
+    Ordering::{AcqRel, Acquire, Relaxed, Release},
+};
+
+/// How many locks the table holds. The memory is reserved (4,096 × 192 bytes) but
+/// only the pages of entries in use are ever touched.
+pub(super) const SLOTS: usize = 4096;
+/// The longest probe; a lock beyond it is counted in [`UNTRACKED`], not profiled.
+const MAX_PROBE: usize = 64;
+
+pub(super) const EMPTY: usize = 0;
+pub(super) const FREED: usize = 1;
+pub(super) const RETIRED: usize = 2;
+
+/// Acquisitions of locks the table had no room for.
+pub(super) static UNTRACKED: AtomicU64 = AtomicU64::new(0);
+/// Acquisitions of locks destroyed without ever being contended (their entries were
+/// freed for reuse).
+pub(super) static QUIET_DESTROYED: AtomicU64 = AtomicU64::new(0);
+
+static KEYS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(EMPTY) }; SLOTS];
+static ENTRIES: [Entry; SLOTS] = [const { Entry::new() }; SLOTS];
+
+/// How a lock is held: a mutex, or an rwlock for reading or writing.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(in crate::preload) enum Role {
+    Mutex,
+    Read,
+    Write,
+}
+
+impl Role {
+    /// Whether holders exclude each other (see the module doc).
+    fn exclusive(self) -> bool {
+        self != Role::Read
+    }
+}
+
+/// What the table knows about one lock.
+#[repr(align(64))]
+pub(super) struct Entry {
+    /// The lock's address (kept when its key is retired).
+    address: AtomicUsize,
+    /// Where the lock was initialised or first locked (a return address), 0 unknown.
+    pub(super) site: AtomicUsize,
+    /// Whether `site` is the initialisation's.
+    pub(super) site_is_init: AtomicBool,
+    /// Whether the lock is an rwlock.
+    pub(super) rwlock: AtomicBool,
+    /// Threads waiting now, and the most seen at once.
+    waiting: AtomicU32,
+    pub(super) peak_waiting: AtomicU32,
+    /// Mutex holds, or write holds.
+    pub(super) exclusive: Counters,
+    /// Read holds.
+    pub(super) shared: Counters,
+}
+
+/// The counters of one kind of hold. Times are in clock ticks (see `clock`).
+pub(super) struct Counters {
+    pub(super) acquisitions: AtomicU64,
+    pub(super) contended: AtomicU64,
+    pub(super) wait_total: AtomicU64,
+    pub(super) wait_max: AtomicU64,
+    /// Holds whose length was measured (every contended one, a sample of the rest).
+    pub(super) timed_holds: AtomicU64,
+    pub(super) hold_total: AtomicU64,
+    pub(super) hold_max: AtomicU64,
+}
+
+impl Counters {
+    const fn new() -> Counters {
+        Counters {
+            acquisitions: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
+            wait_total: AtomicU64::new(0),
+            wait_max: AtomicU64::new(0),
+            timed_holds: AtomicU64::new(0),
+            hold_total: AtomicU64::new(0),
+            hold_max: AtomicU64::new(0),
+        }
+    }
+
+    fn all(&self) -> [&AtomicU64; 7] {
+        [
+            &self.acquisitions,
+            &self.contended,
+            &self.wait_total,
+            &self.wait_max,
+            &self.timed_holds,
+            &self.hold_total,
+            &self.hold_max,
+        ]
+    }
+
+    /// Relaxed, here and in `raise`: an exclusive holder's updates are ordered by the
+    /// lock (module doc); shared ones are single atomic operations whose totals are
+    /// read only by the report, which wants no ordering with anything else.
+    fn add(&self, role: Role, counter: &AtomicU64, amount: u64) {
+        if role.exclusive() {
+            counter.store(counter.load(Relaxed).wrapping_add(amount), Relaxed);
+        } else {
+            counter.fetch_add(amount, Relaxed);
+        }
+    }
+
+    fn raise(&self, role: Role, counter: &AtomicU64, value: u64) {
+        if role.exclusive() {
+            if value > counter.load(Relaxed) {
+                counter.store(value, Relaxed);
+            }
+        } else {
+            counter.fetch_max(value, Relaxed);
+        }
+    }
+
+    /// Counts an acquisition, and its wait if it had to wait (`Some(ticks)`).
+    pub(super) fn acquired(&self, role: Role, waited: Option<u64>) {
+        self.add(role, &self.acquisitions, 1);
+        if let Some(waited) = waited {
+            self.add(role, &self.contended, 1);
+            self.add(role, &self.wait_total, waited);
+            self.raise(role, &self.wait_max, waited);
+        }
+    }
+
+    /// Counts a measured hold of `ticks`.
+    pub(super) fn held(&self, role: Role, ticks: u64) {
+        self.add(role, &self.timed_holds, 1);
+        self.add(role, &self.hold_total, ticks);
+        self.raise(role, &self.hold_max, ticks);
+    }
+
+    /// Relaxed: a snapshot for the report.
+    pub(super) fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Relaxed)
+    }
+}
+
+impl Entry {
+    const fn new() -> Entry {
+        Entry {
+            address: AtomicUsize::new(0),
+            site: AtomicUsize::new(0),
+            site_is_init: AtomicBool::new(false),
+            rwlock: AtomicBool::new(false),
+            waiting: AtomicU32::new(0),
+            peak_waiting: AtomicU32::new(0),
+            exclusive: Counters::new(),
+            shared: Counters::new(),
+        }
+    }
+
+    pub(super) fn counters(&self, role: Role) -> &Counters {
+        if role == Role::Read {
+            &self.shared
+        } else {
+            &self.exclusive
+        }
+    }
+
+    /// A thread starts waiting. Relaxed, here and in `stop_waiting`: a count for the
+    /// report, ordered with nothing.
+    pub(super) fn start_waiting(&self) {
+        let now = self.waiting.fetch_add(1, Relaxed) + 1;
+        self.peak_waiting.fetch_max(now, Relaxed);
+    }
+
+    pub(super) fn stop_waiting(&self) {
+        self.waiting.fetch_sub(1, Relaxed);
+    }
+
+    /// Whether any acquisition of the lock had to wait.
+    pub(super) fn was_contended(&self) -> bool {
+        Counters::get(&self.exclusive.contended) + Counters::get(&self.shared.contended) > 0
+    }
+
+    /// Notes where the lock was first seen, unless that is known.
+    fn note_site(&self, site: usize, is_init: bool, rwlock: bool) {
+        // Relaxed: read only by the report; a site lost to a race is another call's.
+        self.rwlock.store(rwlock, Relaxed);
+        if site != 0
+            && self
+                .site
+                .compare_exchange(0, site, Relaxed, Relaxed)
+                .is_ok()
+        {
+            self.site_is_init.store(is_init, Relaxed);
+        }
+    }
+
+    /// Zeroes everything, for reuse or for a fork child's fresh start.
+    /// Relaxed: see the callers, which publish the entry (or have one thread).
+    pub(super) fn clear_counts(&self) {
+        for counter in self.exclusive.all().into_iter().chain(self.shared.all()) {
+            counter.store(0, Relaxed);
+        }
+        self.waiting.store(0, Relaxed);
+        self.peak_waiting.store(0, Relaxed);
+    }
+
+    fn clear(&self) {
+        self.clear_counts();
+        self.address.store(0, Relaxed);
+        self.site.store(0, Relaxed);
+        self.site_is_init.store(false, Relaxed);
+        self.rwlock.store(false, Relaxed);
+    }
+}
+
+/// The slot a lock's probe starts at (Fibonacci hashing of the address).
+fn home(lock: usize) -> usize {
+    ((lock as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros()))
+        as usize
+}
+
+/// The entry of the lock at `lock`, made if it has none (noting `site`); `None` when
+/// the table has no room for it.
+#[inline]
+pub(super) fn entry(lock: usize, site: usize, rwlock: bool) -> Option<(u32, &'static Entry)> {
+    let start = home(lock);
+    'retry: for _ in 0..4 {
+        let mut reusable = None;
+        for step in 0..MAX_PROBE {
+            let slot = (start + step) % SLOTS;
+            // Acquire: pairs with the AcqRel of the CAS that stored the key, after the
+            // entry was cleared (`claim`).
+            match KEYS[slot].load(Acquire) {
+                key if key == lock => return Some((slot as u32, &ENTRIES[slot])),
+                FREED => {
+                    reusable.get_or_insert(slot);
+                }
+                EMPTY => match claim(reusable.unwrap_or(slot), lock, site, rwlock) {
+                    Some(found) => return Some(found),
+                    None => continue 'retry,
+                },
+                _ => {}
+            }
+        }
+        if let Some(slot) = reusable {
+            if let Some(found) = claim(slot, lock, site, rwlock) {
+                return Some(found);
+            }
+            continue 'retry;
+        }
+        break;
+    }
+    UNTRACKED.fetch_add(1, Relaxed);
+    None
+}
+
+/// Takes the free `slot` for `lock`; `None` if another thread took it first for
+/// another lock (the caller probes again).
+#[cold]
+fn claim(slot: usize, lock: usize, site: usize, rwlock: bool) -> Option<(u32, &'static Entry)> {
+    let free = KEYS[slot].load(Relaxed);
+    if free != EMPTY && free != FREED {
+        return (free == lock).then_some((slot as u32, &ENTRIES[slot]));
+    }
+    // AcqRel: Release publishes the cleared entry to the threads that find the key
+    // (`entry`); Acquire pairs with the Release in `forget`, which cleared it.
+    match KEYS[slot].compare_exchange(free, lock, AcqRel, Acquire) {
+        Ok(_) => {
+            // Relaxed: read only by the report.
+            ENTRIES[slot].address.store(lock, Relaxed);
+            ENTRIES[slot].note_site(site, false, rwlock);
+            Some((slot as u32, &ENTRIES[slot]))
+        }
+        Err(now) if now == lock => Some((slot as u32, &ENTRIES[slot])),
+        Err(_) => None,
+    }
+}
+
+/// The lock at `lock` was initialised at `site`: a lock that lived at the same
+/// address before is forgotten, and the new one gets an entry of its own.
+pub(super) fn initialised(lock: usize, site: usize, rwlock: bool) {
+    forget(lock);
+    if let Some((_, entry)) = entry(lock, site, rwlock) {
+        entry.note_site(site, true, rwlock);
+        // Relaxed: init happens-before the lock's other calls (POSIX's rule).
+        entry.site_is_init.store(true, Relaxed);
+    }
+}
+
+/// The lock at `lock` was destroyed (or its memory is being reused): its entry is
+/// kept for the report if it was ever contended, else freed for another lock.
+pub(super) fn forget(lock: usize) {
+    let start = home(lock);
+    for step in 0..MAX_PROBE {
+        let slot = (start + step) % SLOTS;
+        // Acquire: as in `entry`.
+        match KEYS[slot].load(Acquire) {
+            EMPTY => return,
+            key if key == lock => {
+                let entry = &ENTRIES[slot];
+                if entry.was_contended() {
+                    // Relaxed: nothing is published with a retired key.
+                    KEYS[slot].store(RETIRED, Relaxed);
+                } else {
+                    let acquisitions = Counters::get(&entry.exclusive.acquisitions)
+                        + Counters::get(&entry.shared.acquisitions);
+                    QUIET_DESTROYED.fetch_add(acquisitions, Relaxed);
+                    entry.clear();
+                    // Release: pairs with the Acquire of `claim`'s CAS, which then
+                    // sees the cleared entry.
+                    KEYS[slot].store(FREED, Release);
+                }
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A lock the table holds counts of.
+#[derive(Clone, Copy)]
+pub(super) struct Seen {
+    pub(super) address: usize,
+    /// Destroyed since (its entry kept for the report).
+    pub(super) destroyed: bool,
+    pub(super) entry: &'static Entry,
+}
+
+/// Every lock the table holds counts of, live or destroyed.
+pub(super) fn in_use() -> impl Iterator<Item = Seen> {
+    // Acquire: as in `entry`.
+    KEYS.iter()
+        .zip(&ENTRIES)
+        .map(|(key, entry)| (key.load(Acquire), entry))
+        .filter(|&(key, _)| key != EMPTY && key != FREED)
+        .map(|(key, entry)| Seen {
+            // Relaxed: see `claim`.
+            address: entry.address.load(Relaxed),
+            destroyed: key == RETIRED,
+            entry,
+        })
+}
+
+/// In a fork child (one thread): the parent's counts are the parent's to report.
+pub(super) fn restart_counts() {
+    for seen in in_use() {
+        seen.entry.clear_counts();
+    }
+    UNTRACKED.store(0, Relaxed);
+    QUIET_DESTROYED.store(0, Relaxed);
+}
+
+/// The entry in `slot`, as [`entry`] returned it.
+pub(super) fn at(slot: u32) -> &'static Entry {
+    &ENTRIES[slot as usize]
+}

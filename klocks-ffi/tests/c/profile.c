@@ -1,0 +1,219 @@
+/* A program for the contention profile (KLOCKS_PROFILE): locks of known shapes.
+ *
+ *   profile ranks      one hot mutex (4 threads, short sections), one long-held mutex
+ *                      (3 threads, 5 ms holds), one quiet mutex (one thread), one
+ *                      read-mostly rwlock (3 readers, 1 writer)
+ *   profile fork       the quiet mutex 100 times, then a child locks it 10 times
+ *   profile reuse      a mutex used 5 times, destroyed, initialised again in the same
+ *                      memory and used 7 times
+ *   profile signal     the hot mutex, raise(SIGUSR2), then the quiet mutex
+ *   profile overflow   5,000 mutexes, each locked once
+ *   profile close      the quiet mutex, then stderr closed at exit (as coreutils do)
+ *   profile steal FILE the quiet mutex; FILE opened onto descriptors 100-109 (where
+ *                      the profile keeps its copy of stderr), stderr closed at exit
+ *
+ * The lines marked SITE: are the sites the test expects the profile to name. */
+#define _GNU_SOURCE
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOT_THREADS 4
+#define HOT_PAIRS 20000
+#define LONG_THREADS 3
+#define LONG_HOLDS 8
+#define QUIET_PAIRS 100
+#define READERS 3
+#define READS 2000
+#define WRITES 50
+
+static pthread_mutex_t hot;
+static pthread_mutex_t held_long = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t quiet;
+static pthread_rwlock_t table;
+static long hot_count, long_count, quiet_count, table_value;
+
+static void sleep_ms(long ms) {
+    struct timespec t = {0, ms * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static void *hot_worker(void *arg) {
+    (void)arg;
+    for (int i = 0; i < HOT_PAIRS; i++) {
+        pthread_mutex_lock(&hot);
+        hot_count++;
+        pthread_mutex_unlock(&hot);
+    }
+    return NULL;
+}
+
+static void *long_worker(void *arg) {
+    (void)arg;
+    for (int i = 0; i < LONG_HOLDS; i++) {
+        pthread_mutex_lock(&held_long); /* SITE:long */
+        long_count++;
+        sleep_ms(5);
+        pthread_mutex_unlock(&held_long);
+    }
+    return NULL;
+}
+
+static void *reader(void *arg) {
+    (void)arg;
+    long sum = 0;
+    for (int i = 0; i < READS; i++) {
+        pthread_rwlock_rdlock(&table);
+        sum += table_value;
+        pthread_rwlock_unlock(&table);
+    }
+    return (void *)sum;
+}
+
+static void *writer(void *arg) {
+    (void)arg;
+    for (int i = 0; i < WRITES; i++) {
+        pthread_rwlock_wrlock(&table);
+        table_value++;
+        pthread_rwlock_unlock(&table);
+        sleep_ms(1);
+    }
+    return NULL;
+}
+
+static void use_quiet(int times) {
+    for (int i = 0; i < times; i++) {
+        pthread_mutex_lock(&quiet);
+        quiet_count++;
+        pthread_mutex_unlock(&quiet);
+    }
+}
+
+static void run(void *(*body)(void *), int threads) {
+    pthread_t t[8];
+    for (int i = 0; i < threads; i++)
+        if (pthread_create(&t[i], NULL, body, NULL) != 0) exit(2);
+    for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+}
+
+static void init_all(void) {
+    pthread_mutex_init(&hot, NULL);       /* SITE:hot */
+    pthread_mutex_init(&quiet, NULL);     /* SITE:quiet */
+    pthread_rwlock_init(&table, NULL);    /* SITE:table */
+}
+
+static void *all_readers(void *arg) {
+    (void)arg;
+    pthread_t t[READERS], w;
+    for (int i = 0; i < READERS; i++) pthread_create(&t[i], NULL, reader, NULL);
+    pthread_create(&w, NULL, writer, NULL);
+    for (int i = 0; i < READERS; i++) pthread_join(t[i], NULL);
+    pthread_join(w, NULL);
+    return NULL;
+}
+
+static int ranks(void) {
+    run(hot_worker, HOT_THREADS);
+    run(long_worker, LONG_THREADS);
+    use_quiet(QUIET_PAIRS);
+    all_readers(NULL);
+    if (hot_count != HOT_THREADS * HOT_PAIRS || long_count != LONG_THREADS * LONG_HOLDS ||
+        quiet_count != QUIET_PAIRS || table_value != WRITES) {
+        fprintf(stderr, "lost updates\n");
+        return 1;
+    }
+    printf("ranks done\n");
+    return 0;
+}
+
+static int fork_child(void) {
+    use_quiet(QUIET_PAIRS);
+    pid_t child = fork();
+    if (child == 0) {
+        use_quiet(10);
+        exit(quiet_count == QUIET_PAIRS + 10 ? 0 : 1);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    printf("child %d parent %d exited %d\n", (int)child, (int)getpid(), WEXITSTATUS(status));
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+static int reuse(void) {
+    static pthread_mutex_t slot;
+    pthread_mutex_init(&slot, NULL);
+    for (int i = 0; i < 5; i++) {
+        pthread_mutex_lock(&slot);
+        pthread_mutex_unlock(&slot);
+    }
+    pthread_mutex_destroy(&slot);
+    pthread_mutex_init(&slot, NULL); /* SITE:reused */
+    for (int i = 0; i < 7; i++) {
+        pthread_mutex_lock(&slot);
+        pthread_mutex_unlock(&slot);
+    }
+    printf("reuse done\n");
+    return 0;
+}
+
+static int on_signal(void) {
+    run(hot_worker, HOT_THREADS);
+    raise(SIGUSR2);
+    use_quiet(QUIET_PAIRS);
+    printf("signal done\n");
+    return 0;
+}
+
+#define MANY 5000
+
+static int overflow(void) {
+    pthread_mutex_t *many = calloc(MANY, sizeof *many);
+    if (!many) return 2;
+    for (int i = 0; i < MANY; i++) {
+        pthread_mutex_lock(&many[i]);
+        pthread_mutex_unlock(&many[i]);
+    }
+    printf("overflow done\n");
+    return 0;
+}
+
+static void close_stderr(void) { close(2); }
+
+static int close_at_exit(void) {
+    use_quiet(QUIET_PAIRS);
+    atexit(close_stderr);
+    printf("close done\n");
+    return 0;
+}
+
+static int steal(const char *file) {
+    use_quiet(QUIET_PAIRS);
+    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return 2;
+    for (int target = 100; target < 110; target++)
+        if (dup2(fd, target) < 0) return 2;
+    atexit(close_stderr);
+    printf("steal done\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    init_all();
+    const char *mode = argc > 1 ? argv[1] : "ranks";
+    if (!strcmp(mode, "ranks")) return ranks();
+    if (!strcmp(mode, "fork")) return fork_child();
+    if (!strcmp(mode, "reuse")) return reuse();
+    if (!strcmp(mode, "signal")) return on_signal();
+    if (!strcmp(mode, "overflow")) return overflow();
+    if (!strcmp(mode, "close")) return close_at_exit();
+    if (!strcmp(mode, "steal") && argc > 2) return steal(argv[2]);
+    fprintf(stderr, "usage: profile ranks|fork|reuse|signal|overflow|close|steal FILE\n");
+    return 2;
+}

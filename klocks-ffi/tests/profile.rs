@@ -1,0 +1,309 @@
+//! The contention profile (`KLOCKS_PROFILE`): `tests/c/profile.c`'s locks of known
+//! shapes, under the preload with glibc's locks and with klocks' default pair. The
+//! profile must rank them by total wait, count their acquisitions exactly, name the
+//! source lines they come from, and stay correct across fork, destroy and reuse, a
+//! signal, and a full table.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+fn program() -> &'static PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| common::compile("profile", false))
+}
+
+/// The line of `tests/c/profile.c` marked `SITE:<name>`.
+fn site(name: &str) -> String {
+    let source = include_str!("c/profile.c");
+    let marker = format!("/* SITE:{name} */");
+    let line = source
+        .lines()
+        .position(|l| l.contains(&marker))
+        .unwrap_or_else(|| panic!("no {marker} in profile.c"));
+    format!("profile.c:{}", line + 1)
+}
+
+/// `profile MODE` under the preload with `env` (and nothing else of klocks').
+fn profiled(mode: &str, env: &[(&str, &str)]) -> common::Run {
+    profiled_args(&[mode], env)
+}
+
+fn profiled_args(args: &[&str], env: &[(&str, &str)]) -> common::Run {
+    let mode = args[0];
+    let mut command = Command::new(program());
+    command.args(args).env("LD_PRELOAD", common::library());
+    for (var, _) in std::env::vars() {
+        if var.starts_with("KLOCKS_") {
+            command.env_remove(var);
+        }
+    }
+    command.envs(env.iter().copied());
+    let run = common::run(command);
+    assert!(
+        run.status.success(),
+        "profile {mode} failed: {}",
+        run.stderr
+    );
+    run
+}
+
+/// One lock's rows of a report.
+#[derive(Debug, Default)]
+struct Lock {
+    rank: usize,
+    /// (held as, acquired, waited) per row: one for a mutex, read and write for an
+    /// rwlock.
+    rows: Vec<(String, u64, u64)>,
+    wait_ns: f64,
+    site: String,
+    advice: String,
+}
+
+/// A duration as the report prints it ("70.5 ms").
+fn ns(value: &str, unit: &str) -> f64 {
+    let scale = match unit {
+        "ns" => 1.0,
+        "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => panic!("unit {unit:?}"),
+    };
+    value.parse::<f64>().unwrap() * scale
+}
+
+/// The locks of the report in `text` that begins at `start` (its first line).
+fn parse(text: &str) -> Vec<Lock> {
+    let mut locks: Vec<Lock> = Vec::new();
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("klocks profile of pid"))
+        .skip(2);
+    for line in lines.by_ref() {
+        if line.starts_with("holds:") {
+            break;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (rank, rest) = if words[0] == "rw" {
+            (None, &words[..])
+        } else {
+            (Some(words[0].parse::<usize>().unwrap()), &words[2..])
+        };
+        let (held_as, rest) = if rest[0] == "rw" {
+            (format!("rw {}", rest[1]), &rest[2..])
+        } else {
+            (rest[0].to_string(), &rest[1..])
+        };
+        let row = (held_as, rest[0].parse().unwrap(), rest[1].parse().unwrap());
+        match rank {
+            Some(rank) => locks.push(Lock {
+                rank,
+                rows: vec![row],
+                wait_ns: ns(rest[3], rest[4]),
+                site: line.split(" at ").nth(1).unwrap_or("").to_string(),
+                ..Lock::default()
+            }),
+            None => {
+                let lock = locks.last_mut().unwrap();
+                lock.rows.push(row);
+                lock.wait_ns += ns(rest[3], rest[4]);
+            }
+        }
+    }
+    for line in lines {
+        let Some((rank, advice)) = line.trim_start().split_once("  ") else {
+            break;
+        };
+        let Ok(rank) = rank.parse::<usize>() else {
+            break;
+        };
+        locks[rank - 1].advice = advice.to_string();
+    }
+    locks
+}
+
+fn find<'a>(locks: &'a [Lock], site: &str) -> &'a Lock {
+    locks
+        .iter()
+        .find(|l| l.site.starts_with(site))
+        .unwrap_or_else(|| panic!("no lock from {site} in {locks:#?}"))
+}
+
+fn ranks_with(env: &[(&str, &str)]) {
+    let mut env = env.to_vec();
+    env.push(("KLOCKS_PROFILE", "1"));
+    let run = profiled("ranks", &env);
+    let locks = parse(&run.stderr);
+    assert_eq!(locks.len(), 4, "{}", run.stderr);
+    for pair in locks.windows(2) {
+        assert!(
+            pair[0].wait_ns >= pair[1].wait_ns,
+            "not ranked by wait: {locks:#?}"
+        );
+    }
+    let long = find(&locks, &site("long"));
+    let hot = find(&locks, &site("hot"));
+    let quiet = find(&locks, &site("quiet"));
+    let table = find(&locks, &site("table"));
+    assert_eq!(long.rank, 1, "{locks:#?}");
+    assert!(hot.rank < quiet.rank, "{locks:#?}");
+    assert_eq!(long.rows, [("mutex".into(), 24, long.rows[0].2)]);
+    assert!(long.rows[0].2 > 0, "the long-held mutex was waited for");
+    assert_eq!(hot.rows[0].1, 80_000);
+    assert_eq!(quiet.rows, [("mutex".into(), 100, 0)]);
+    assert_eq!(table.rows[0].0, "rw read");
+    assert_eq!(table.rows[0].1, 6_000);
+    assert_eq!(table.rows[1].0, "rw write");
+    assert_eq!(table.rows[1].1, 50);
+    assert!(long.site.contains("(long_worker)"), "{}", long.site);
+    assert!(run
+        .stderr
+        .contains(&format!("first locked at {}", site("long"))));
+    assert!(run
+        .stderr
+        .contains(&format!("initialised at {}", site("hot"))));
+    assert!(long.advice.starts_with("long holds"), "{}", long.advice);
+    assert!(
+        quiet.advice.starts_with("rarely waited for"),
+        "{}",
+        quiet.advice
+    );
+}
+
+#[test]
+fn glibc_locks_are_ranked_counted_and_placed() {
+    ranks_with(&[]);
+}
+
+#[test]
+fn default_pair_locks_are_ranked_counted_and_placed() {
+    ranks_with(&[("KLOCKS_LOCK", "default")]);
+}
+
+/// A fork child reports its own life only, to its own file (`%p`).
+#[test]
+fn a_fork_child_reports_its_own_counts_to_its_own_file() {
+    let dir = std::env::temp_dir().join(format!("klocks-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("profile-%p.txt");
+    let run = profiled(
+        "fork",
+        &[
+            ("KLOCKS_PROFILE", "1"),
+            ("KLOCKS_PROFILE_FILE", file.to_str().unwrap()),
+            ("KLOCKS_LOCK", "default"),
+        ],
+    );
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    let words: Vec<&str> = run.stdout.split_whitespace().collect();
+    let read = |pid: &str| std::fs::read_to_string(dir.join(format!("profile-{pid}.txt"))).unwrap();
+    let (child, parent) = (read(words[1]), read(words[3]));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let quiet = |text: &str| find(&parse(text), &site("quiet")).rows[0].1;
+    assert_eq!(quiet(&parent), 100, "{parent}");
+    assert_eq!(quiet(&child), 10, "{child}");
+}
+
+/// A lock destroyed and initialised again in the same memory is a new lock.
+#[test]
+fn reused_memory_is_a_new_lock() {
+    let run = profiled("reuse", &[("KLOCKS_PROFILE", "1")]);
+    let locks = parse(&run.stderr);
+    let reused = find(&locks, &site("reused"));
+    assert_eq!(reused.rows[0].1, 7, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("; 5 of destroyed locks never waited for"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// `sigusr2`: a report from the signal handler (sites as addresses), and one at exit.
+#[test]
+fn sigusr2_prints_a_report_without_resolving() {
+    let run = profiled("signal", &[("KLOCKS_PROFILE", "sigusr2")]);
+    let reports: Vec<&str> = run.stderr.split("klocks profile of pid").skip(1).collect();
+    assert_eq!(reports.len(), 2, "{}", run.stderr);
+    assert!(reports[0].contains("initialised at 0x"), "{}", reports[0]);
+    let at_signal = parse(&format!("klocks profile of pid{}", reports[0]));
+    assert_eq!(at_signal[0].rows[0].1, 80_000);
+    assert!(reports[1].contains(&format!("initialised at {}", site("quiet"))));
+}
+
+/// More locks than the table holds: counted as untracked, never a crash.
+#[test]
+fn a_full_table_is_counted_not_fatal() {
+    let run = profiled("overflow", &[("KLOCKS_PROFILE", "1")]);
+    let untracked: u64 = run
+        .stderr
+        .split("not listed: ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no untracked count: {}", run.stderr));
+    assert!(untracked >= 5_000 - 4_096, "{}", run.stderr);
+}
+
+/// Bad settings: one line each, and the program runs (without a profile).
+#[test]
+fn bad_settings_are_said_once_and_change_nothing_else() {
+    let run = profiled("reuse", &[("KLOCKS_PROFILE", "yes")]);
+    assert_eq!(
+        run.stderr,
+        "klocks: KLOCKS_PROFILE=\"yes\" is not a profile setting: use 0, 1 (at exit) or sigusr2 (at exit and on SIGUSR2); no profile\n"
+    );
+    let run = profiled(
+        "reuse",
+        &[("KLOCKS_PROFILE", "1"), ("KLOCKS_PROFILE_TOP", "0")],
+    );
+    assert!(run.stderr.starts_with(
+        "klocks: KLOCKS_PROFILE_TOP=\"0\" is not a number of locks in 1..=100; listing 10\nklocks profile of pid"
+    ));
+    let run = profiled("reuse", &[]);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+}
+
+/// A program that closes stderr at exit (as coreutils do) still gets its report, on
+/// the copy of stderr the profile made at start.
+#[test]
+fn the_report_survives_stderr_closed_at_exit() {
+    let run = profiled("close", &[("KLOCKS_PROFILE", "1")]);
+    assert_eq!(find(&parse(&run.stderr), &site("quiet")).rows[0].1, 100);
+}
+
+/// A program that puts its own file where the copy of stderr was: the report never
+/// goes into that file (the copy is checked to be the same file as at start).
+#[test]
+fn the_report_never_writes_into_a_file_the_program_put_on_its_descriptor() {
+    let file = std::env::temp_dir().join(format!("klocks-profile-steal-{}", std::process::id()));
+    let run = profiled_args(
+        &["steal", file.to_str().unwrap()],
+        &[("KLOCKS_PROFILE", "1")],
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    assert!(run.stdout.contains("steal done"));
+    assert_eq!(written, "", "the report went into the program's file");
+}
+
+/// A profile file that cannot be opened: said once, and the report goes to stderr.
+#[test]
+fn an_unopenable_file_sends_the_report_to_stderr() {
+    let run = profiled(
+        "reuse",
+        &[
+            ("KLOCKS_PROFILE", "1"),
+            ("KLOCKS_PROFILE_FILE", "/nonexistent/dir/profile.txt"),
+        ],
+    );
+    assert!(
+        run.stderr.starts_with(
+            "klocks: cannot open KLOCKS_PROFILE_FILE=\"/nonexistent/dir/profile.txt\" (errno 2); the profile follows on stderr\nklocks profile of pid"
+        ),
+        "{}",
+        run.stderr
+    );
+}

@@ -1,0 +1,108 @@
+//! What `RawMutex` counts (feature `stats`), exactly where the algorithm decides it.
+
+use super::*;
+use crate::stats::testing::*;
+use std::time::{Duration, Instant};
+
+/// Behind an owner that is not running, a waiter becomes the spinner and gives up,
+/// yields, tries again, and sleeps after its last yield: one spin per try, one
+/// sleep. The owner's unlock wakes it once; the woken thread took the lock with
+/// WAITERS, so its unlock's wake finds nobody.
+#[test]
+fn stats_spins_yields_then_sleeps_once() {
+    let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
+    let ((), fast) = counted(|| {
+        lock.lock();
+        lock.unlock();
+    });
+    expect(&fast, STATS).nothing_else();
+
+    lock.lock();
+    let waiter = Contender::spawn(move || {
+        lock.lock();
+        lock.unlock();
+    });
+    eventually("the waiter asleep", || {
+        lock.word.load(Relaxed) & WAITERS != 0 && waiter.asleep()
+    });
+    let ((), unlock) = counted(|| lock.unlock());
+    let ((), waited) = waiter.join();
+    let tries = u64::from(YIELDS_BEFORE_SLEEP) + 1;
+    expect(&waited, STATS)
+        .exactly(LockSlowpath, 1)
+        .exactly(SpinFailed, tries)
+        .maybe(OwnerOffCpu)
+        .exactly(Yield, tries - 1)
+        .exactly(Sleep, 1)
+        .exactly(Wake, 1)
+        .exactly(WakeNoSleeper, 1)
+        .nothing_else();
+    assert!(waited.get(STATS, OwnerOffCpu) <= tries);
+    expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
+}
+
+/// A sleeper starved by an owner that re-takes the lock claims a handoff, and the
+/// owner's next unlock hands the lock over: one handoff per claim, at most one (the
+/// sleeper may also get the lock by barging, when it runs while the owner, between
+/// its unlock and its lock, does not).
+#[test]
+fn stats_a_starving_sleeper_claims_once_and_is_handed_the_lock_once() {
+    let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
+    let got: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
+    lock.lock();
+    let waiter = Contender::spawn(move || {
+        lock.lock();
+        got.store(1, Relaxed);
+        lock.unlock();
+    });
+    eventually("the waiter asleep", || {
+        lock.word.load(Relaxed) & WAITERS != 0 && waiter.asleep()
+    });
+    let ((), owner) = counted(|| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while got.load(Relaxed) == 0 {
+            assert!(Instant::now() < deadline, "the sleeper starved for 5 s");
+            // Held, but off CPU: the woken sleeper stops spinning, and claims.
+            std::thread::sleep(Duration::from_micros(200));
+            lock.unlock();
+            lock.lock();
+        }
+        lock.unlock();
+    });
+    let ((), waited) = waiter.join();
+    let claims = waited.get(STATS, HandoffClaim);
+    assert!(claims <= 1, "{waited:?}");
+    assert_eq!(owner.get(STATS, Handoff), claims, "{owner:?} {waited:?}");
+    expect(&waited, STATS)
+        .exactly(LockSlowpath, 1)
+        .maybe(HandoffClaim)
+        .at_least_one(Sleep)
+        .maybe(SpinAcquired)
+        .maybe(SpinFailed)
+        .maybe(OwnerOffCpu)
+        .maybe(Yield)
+        .maybe(Wake)
+        .maybe(WakeNoSleeper)
+        .maybe(WakeSkipped)
+        .nothing_else();
+}
+
+/// A timed lock behind a held lock gives up once, at its deadline.
+#[test]
+fn stats_a_timed_lock_counts_its_timeout() {
+    use lock_api::RawMutexTimed;
+    let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
+    lock.lock();
+    let waiter = Contender::spawn(move || lock.try_lock_for(Duration::from_millis(5)));
+    let (took, waited) = waiter.join();
+    lock.unlock();
+    assert!(!took);
+    expect(&waited, STATS)
+        .exactly(LockSlowpath, 1)
+        .exactly(Timeout, 1)
+        .at_least_one(SpinFailed)
+        .maybe(OwnerOffCpu)
+        .maybe(Yield)
+        .maybe(Sleep)
+        .nothing_else();
+}

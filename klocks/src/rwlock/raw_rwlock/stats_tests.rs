@@ -1,0 +1,60 @@
+//! What `RawRwLock` counts (feature `stats`), exactly where the algorithm decides it.
+
+use super::*;
+use crate::stats::testing::*;
+
+/// A reader behind a writer that is not running spins once in vain and sleeps once;
+/// the write unlock wakes the readers once (no writer queued: no reader turn).
+#[test]
+fn stats_a_reader_behind_a_writer_sleeps_once_and_is_woken_once() {
+    let lock: &'static RawRwLock = Box::leak(Box::new(RawRwLock::new()));
+    let ((), fast) = counted(|| {
+        lock.lock_shared();
+        lock.unlock_shared();
+        lock.lock_exclusive();
+        lock.unlock_exclusive();
+    });
+    expect(&fast, STATS).nothing_else();
+
+    lock.lock_exclusive();
+    let reader = Contender::spawn(move || {
+        lock.lock_shared();
+        lock.unlock_shared();
+    });
+    eventually("the reader asleep", || {
+        lock.word.load(Relaxed) & READERS_WAITING != 0 && reader.asleep()
+    });
+    let ((), unlock) = counted(|| lock.unlock_exclusive());
+    let ((), read) = reader.join();
+    expect(&read, STATS)
+        .exactly(ReadSlowpath, 1)
+        .exactly(ReaderSpinFailed, 1)
+        .maybe(OwnerOffCpu)
+        .exactly(Sleep, 1)
+        .nothing_else();
+    assert!(read.get(STATS, OwnerOffCpu) <= 1);
+    expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
+}
+
+/// A writer behind a reader takes the write bit, waits for the reader to leave
+/// (one drain, one sleep), and the last read unlock wakes it once.
+#[test]
+fn stats_a_writer_drains_a_reader_and_is_woken_once() {
+    let lock: &'static RawRwLock = Box::leak(Box::new(RawRwLock::new()));
+    lock.lock_shared();
+    let writer = Contender::spawn(move || {
+        lock.lock_exclusive();
+        lock.unlock_exclusive();
+    });
+    eventually("the writer asleep", || {
+        lock.word.load(Relaxed) & DRAIN_SLEEPS != 0 && writer.asleep()
+    });
+    let ((), unlock) = counted(|| lock.unlock_shared());
+    let ((), wrote) = writer.join();
+    expect(&wrote, STATS)
+        .exactly(LockSlowpath, 1)
+        .exactly(Drain, 1)
+        .exactly(Sleep, 1)
+        .nothing_else();
+    expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
+}

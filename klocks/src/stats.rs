@@ -1,0 +1,656 @@
+//! Contention counters: how often each lock took each of its slow paths (cargo
+//! feature `stats`, off by default).
+//!
+//! The model is the kernel's `lock_events` (`kernel/locking/lock_events_list.h`,
+//! `CONFIG_LOCK_EVENT_COUNTS`): one counter per slow-path event of each lock
+//! algorithm (`lock_pending`, `pv_wait_head`, `rwsem_opt_fail`, ...), kept per CPU
+//! and summed when read. Here the counters are kept per thread and per lock type
+//! ([`Lock`]: the [`catalog`](crate::catalog)'s entries), so a snapshot can say
+//! "pvqspinlock: 15.8k sleeps, 15.8k wakes, 37k queued".
+//!
+//! # Cost
+//!
+//! Without the feature, `count` is an empty `#[inline(always)]` function and the
+//! module's public API does not exist: every lock's fast path compiles to the same
+//! machine code as before the counters were written (so do the slow paths, but for
+//! the futex wake, which now returns how many it woke, and four `RwSem` slow paths,
+//! which pass the lock type to the waiter's functions). With it, every count sits on a slow path (never on an uncontended
+//! fast path) and costs a thread-local lookup plus a load and a store to a line only
+//! the counting thread writes: no locked instruction, no shared cache line. A
+//! thread's first count allocates its block of counters and registers it under a
+//! mutex, once per thread.
+//!
+//! # Per-thread blocks
+//!
+//! Each thread that counts owns one block of `AtomicU64`s, written only by itself
+//! (Relaxed load and store: nobody else writes, so no RMW is needed), registered in a
+//! global list. [`snapshot`] sums the blocks of the live threads and the counts of
+//! the threads that have exited: a thread's thread-local destructor folds its block
+//! into that "retired" sum under the list's mutex, so a snapshot never loses an
+//! exited thread's counts nor sees them twice. A snapshot taken while threads run is
+//! approximate (each counter is read once, at some moment); one taken after the
+//! counting threads were joined is exact. [`this_thread`] reads the calling thread's
+//! block alone (exact, whatever other threads do: what the tests use).
+//!
+//! Counts made while the calling thread's thread-locals are being destroyed, and
+//! counts made by a signal handler that interrupts the same thread's registration,
+//! are dropped. Under `--cfg loom` the counters compile away, so the models never see
+//! them.
+//!
+//! Counts follow the lock type that took the path: the rwsem's wait-queue lock is a
+//! `SpinFutexMutex`, so contention on it counts as `spinfutex`'s, not the rwsem's.
+
+use crate::catalog::{MutexKind, RwLockKind};
+
+/// Declares the events: the enum, its list, names and one-line descriptions.
+macro_rules! events {
+    ($($variant:ident => $name:literal, $about:literal;)*) => {
+        /// A slow-path event of a lock algorithm.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Event {
+            $(#[doc = $about] $variant,)*
+        }
+
+        #[cfg_attr(not(feature = "stats"), allow(dead_code))]
+        impl Event {
+            /// Every event, in the order snapshots list them.
+            pub const ALL: &'static [Event] = &[$(Event::$variant,)*];
+
+            /// The event's name, as `lockbench --stats` prints it.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Event::$variant => $name,)*
+                }
+            }
+
+            /// What the event means in the algorithm, in one line.
+            pub const fn about(self) -> &'static str {
+                match self {
+                    $(Event::$variant => $about,)*
+                }
+            }
+
+            /// The event called `name`, if there is one.
+            pub fn from_name(name: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|event| event.name() == name)
+            }
+        }
+    };
+}
+
+events! {
+    LockSlowpath => "lock_slowpath",
+        "An exclusive acquisition (a mutex's lock, an rwlock's write lock) missed its fast path.";
+    ReadSlowpath => "read_slowpath",
+        "A read acquisition missed its fast path.";
+    Pending => "pending",
+        "qspinlock: the first waiter waited as the pending owner, with no queue node.";
+    Queued => "queued",
+        "An acquisition waited in the lock's FIFO queue (qspinlock's MCS queue, the rwsem's wait queue).";
+    NoNode => "no_node",
+        "qspinlock, pvqspinlock: no MCS node was free (or the thread's was busy): slot-less fallback.";
+    Steal => "steal",
+        "pvqspinlock: a newcomer took the lock ahead of its queue (the kernel's pv_lock_stealing).";
+    StreakEnd => "streak_end",
+        "A thread's run of queue bypasses (pvqspinlock steals, rwsem reader spins) reached its bound: it queued without trying.";
+    HeadPending => "head_pending",
+        "pvqspinlock: the queue head's patience ran out and it set pending, which stops steals.";
+    WaitEarly => "wait_early",
+        "pvqspinlock: a queued waiter stopped spinning early because its predecessor sleeps.";
+    Sleep => "sleep",
+        "A waiter went to sleep: one futex wait (the pv locks and the rwsem's queue only after their spin budget).";
+    HeadSleep => "head_sleep",
+        "pvqspinlock: of the sleeps, those of the queue head on the lock word (the rest sleep on their node).";
+    Yield => "yield",
+        "A waiter that could not spin gave its CPU away (sched_yield) before sleeping or retrying.";
+    Wake => "wake",
+        "An unlock or a waker made a futex wake call (a kick).";
+    WakeNoSleeper => "wake_no_sleeper",
+        "Of the wakes, those that found nobody asleep (the waiter had not slept yet, or was already woken).";
+    WakeSkipped => "wake_skipped",
+        "An unlock left the sleepers asleep because a spinner was about to take the lock (and inherit the duty to wake).";
+    SpinAcquired => "spin_acquired",
+        "The one spinning waiter took the lock by spinning (for default-rw's writers: saw it come free).";
+    SpinFailed => "spin_failed",
+        "The one spinning waiter gave up: budget spent, owner off CPU, nonspinnable, or a handoff was claimed.";
+    OwnerOffCpu => "owner_off_cpu",
+        "A spin ended because the owner probe said the owner was not running (also counted as a failed spin).";
+    ReaderSpinAcquired => "reader_spin_acquired",
+        "A reader took the lock by spinning on a writer (rwsem-always, rwsem-adaptive, default-rw).";
+    ReaderSpinFailed => "reader_spin_failed",
+        "A reader's spin ended without the lock.";
+    ReaderSteal => "reader_steal",
+        "rwsem-never: a reader's one steal kept its fast-path share of a lock no writer held.";
+    PhaseJoin => "phase_join",
+        "rwsem-adaptive: a reader that stopped spinning joined a read phase that began while it spun.";
+    Nonspinnable => "nonspinnable",
+        "rwsem: a writer timed out spinning on readers and marked the lock nonspinnable.";
+    Granted => "granted",
+        "rwsem: a waker granted the lock to a queued reader (counted by the waker, per reader).";
+    Retry => "retry",
+        "rwsem: a waker told a queued waiter to try again instead of granting it the lock (per waiter).";
+    HandoffClaim => "handoff_claim",
+        "A waiter that waited too long reserved the lock's next release for itself (default's claim, the rwsem's HANDOFF).";
+    Handoff => "handoff",
+        "default: an unlock released the lock reserved for its claimant and woke it.";
+    ReaderTurn => "reader_turn",
+        "default-rw: a write unlock let sleeping readers in ahead of queued writers (a timed reader turn).";
+    Drain => "drain",
+        "default-rw: a writer that took the write bit waited for the readers inside to leave.";
+    Timeout => "timeout",
+        "A timed acquisition (try_lock_for/until) gave up at its deadline.";
+}
+
+/// A lock type whose events are counted: a [`MutexKind`] or an [`RwLockKind`] of the
+/// catalog. `Padded<L>` counts as `L`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lock {
+    /// A mutex of the catalog.
+    Mutex(MutexKind),
+    /// A reader-writer lock of the catalog.
+    RwLock(RwLockKind),
+}
+
+/// Mutexes in the catalog: the first indices.
+const MUTEXES: usize = MutexKind::ALL.len();
+/// Lock types counted.
+const LOCKS: usize = MUTEXES + RwLockKind::ALL.len();
+/// Events per lock type.
+const EVENTS: usize = Event::ALL.len();
+/// Counters per thread: one per (lock type, event).
+#[cfg_attr(not(feature = "stats"), allow(dead_code))]
+const SLOTS: usize = LOCKS * EVENTS;
+
+#[cfg_attr(not(feature = "stats"), allow(dead_code))]
+impl Lock {
+    /// The lock's catalog name (`pvqspinlock`, `default-rw`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Lock::Mutex(kind) => kind.name(),
+            Lock::RwLock(kind) => kind.name(),
+        }
+    }
+
+    /// The lock called `name` in the catalog, if there is one.
+    pub fn from_name(name: &str) -> Option<Self> {
+        MutexKind::from_name(name)
+            .map(Lock::Mutex)
+            .or_else(|| RwLockKind::from_name(name).map(Lock::RwLock))
+    }
+
+    /// Every lock type, mutexes first, in catalog order.
+    pub fn all() -> impl Iterator<Item = Lock> {
+        let mutexes = MutexKind::ALL.iter().map(|&kind| Lock::Mutex(kind));
+        mutexes.chain(RwLockKind::ALL.iter().map(|&kind| Lock::RwLock(kind)))
+    }
+
+    /// The lock's row in a block of counters. A family's discriminants follow its
+    /// `ALL` order (no explicit values; a variant that is configured out does not
+    /// exist, so the others stay dense).
+    const fn index(self) -> usize {
+        match self {
+            Lock::Mutex(kind) => kind as usize,
+            Lock::RwLock(kind) => MUTEXES + kind as usize,
+        }
+    }
+
+    /// The counter of `event` for this lock.
+    const fn slot(self, event: Event) -> usize {
+        self.index() * EVENTS + event as usize
+    }
+}
+
+/// Counts one `event` of a `lock` on the calling thread. Slow paths only.
+#[cfg(all(feature = "stats", not(loom)))]
+#[inline]
+pub(crate) fn count(lock: Lock, event: Event) {
+    counters::add(lock.slot(event));
+}
+
+/// Without the feature (or under loom): nothing, so the lock code is unchanged.
+#[cfg(not(all(feature = "stats", not(loom))))]
+#[inline(always)]
+pub(crate) fn count(_: Lock, _: Event) {}
+
+/// Counts a futex wake that woke `woken` threads: a [`Event::Wake`], and a
+/// [`Event::WakeNoSleeper`] if it found nobody.
+#[inline(always)]
+pub(crate) fn woke(lock: Lock, woken: u32) {
+    count(lock, Event::Wake);
+    if woken == 0 {
+        count(lock, Event::WakeNoSleeper);
+    }
+}
+
+/// The counts of every thread, the exited ones included (approximate while threads
+/// count: see the module doc). Zero under loom.
+#[cfg(feature = "stats")]
+pub fn snapshot() -> Snapshot {
+    #[cfg(not(loom))]
+    return counters::sum();
+    #[cfg(loom)]
+    Snapshot::default()
+}
+
+/// The calling thread's counts (exact). Zero under loom.
+#[cfg(feature = "stats")]
+pub fn this_thread() -> Snapshot {
+    #[cfg(not(loom))]
+    return counters::this_thread();
+    #[cfg(loom)]
+    Snapshot::default()
+}
+
+/// Counts of every (lock type, event), from [`snapshot`] or [`this_thread`].
+/// Subtract two to get what happened in between: `after - before` (a count that went
+/// down, which monotonic counters never do, gives 0).
+#[cfg(feature = "stats")]
+#[derive(Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    counts: Box<[u64]>,
+}
+
+#[cfg(feature = "stats")]
+impl Default for Snapshot {
+    /// All zero.
+    fn default() -> Self {
+        Self {
+            counts: vec![0; SLOTS].into_boxed_slice(),
+        }
+    }
+}
+
+#[cfg(feature = "stats")]
+impl Snapshot {
+    /// How often `lock` saw `event`.
+    pub fn get(&self, lock: Lock, event: Event) -> u64 {
+        self.counts[lock.slot(event)]
+    }
+
+    /// Every nonzero count: lock types in catalog order, events in [`Event::ALL`]
+    /// order.
+    pub fn iter(&self) -> impl Iterator<Item = (Lock, Event, u64)> + '_ {
+        Lock::all().flat_map(move |lock| self.of(lock).map(move |(event, n)| (lock, event, n)))
+    }
+
+    /// `lock`'s nonzero counts, in [`Event::ALL`] order.
+    pub fn of(&self, lock: Lock) -> impl Iterator<Item = (Event, u64)> + '_ {
+        Event::ALL
+            .iter()
+            .map(move |&event| (event, self.get(lock, event)))
+            .filter(|&(_, n)| n != 0)
+    }
+
+    /// Whether every count is zero.
+    pub fn is_empty(&self) -> bool {
+        self.counts.iter().all(|&n| n == 0)
+    }
+}
+
+#[cfg(feature = "stats")]
+impl std::ops::Sub<&Snapshot> for &Snapshot {
+    type Output = Snapshot;
+
+    fn sub(self, before: &Snapshot) -> Snapshot {
+        let counts = self.counts.iter().zip(before.counts.iter());
+        Snapshot {
+            counts: counts.map(|(&a, &b)| a.saturating_sub(b)).collect(),
+        }
+    }
+}
+
+#[cfg(feature = "stats")]
+impl std::ops::Sub for Snapshot {
+    type Output = Snapshot;
+
+    fn sub(self, before: Snapshot) -> Snapshot {
+        &self - &before
+    }
+}
+
+#[cfg(feature = "stats")]
+impl std::fmt::Display for Snapshot {
+    /// One line per lock type with counts: `pvqspinlock: lock_slowpath 12, queued 3`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for lock in Lock::all() {
+            let mut events = self.of(lock).peekable();
+            if events.peek().is_none() {
+                continue;
+            }
+            write!(f, "{}:", lock.name())?;
+            for (i, (event, n)) in events.enumerate() {
+                write!(f, "{} {} {n}", if i == 0 { "" } else { "," }, event.name())?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "stats")]
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let counts = self
+            .iter()
+            .map(|(lock, event, n)| ((lock.name(), event.name()), n));
+        f.debug_map().entries(counts).finish()
+    }
+}
+
+/// The per-thread blocks and the registry (module doc, "Per-thread blocks").
+#[cfg(all(feature = "stats", not(loom)))]
+mod counters {
+    use super::{Snapshot, SLOTS};
+    use std::cell::{Cell, OnceCell};
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+    /// One thread's counters. Only the owning thread writes them.
+    struct Block {
+        counts: [AtomicU64; SLOTS],
+    }
+
+    /// The live threads' blocks, and the sums of the exited ones.
+    struct Registry {
+        live: Vec<Arc<Block>>,
+        retired: [u64; SLOTS],
+    }
+
+    /// Taken when a thread registers, when it exits and by [`sum`]: never while a
+    /// count is made.
+    static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+        live: Vec::new(),
+        retired: [0; SLOTS],
+    });
+
+    fn registry() -> MutexGuard<'static, Registry> {
+        // A panic under the registry's lock leaves it consistent (each change is one
+        // push, one removal or additions into `retired`): keep counting.
+        REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The calling thread's block, registered on its first count.
+    struct Local {
+        block: OnceCell<Arc<Block>>,
+        /// Set while the block is being registered: a count made meanwhile (a lock
+        /// taken by the allocator, or by a signal handler on this thread) is dropped
+        /// instead of registering twice.
+        registering: Cell<bool>,
+    }
+
+    impl Local {
+        /// Allocates and registers this thread's block; `None` if a registration is
+        /// already under way on this thread.
+        #[cold]
+        fn register(&self) -> Option<&Arc<Block>> {
+            if self.registering.replace(true) {
+                return None;
+            }
+            let block = Arc::new(Block {
+                counts: [const { AtomicU64::new(0) }; SLOTS],
+            });
+            registry().live.push(Arc::clone(&block));
+            let block = self.block.get_or_init(|| block);
+            self.registering.set(false);
+            Some(block)
+        }
+    }
+
+    impl Drop for Local {
+        /// The thread exits: fold its counts into the retired sums, in the same
+        /// critical section that unlists its block, so that a snapshot sees them
+        /// exactly once.
+        fn drop(&mut self) {
+            let Some(block) = self.block.get() else {
+                return;
+            };
+            let mut registry = registry();
+            for (sum, counter) in registry.retired.iter_mut().zip(&block.counts) {
+                // Relaxed: written by this very thread.
+                *sum += counter.load(Relaxed);
+            }
+            if let Some(at) = registry.live.iter().position(|b| Arc::ptr_eq(b, block)) {
+                registry.live.swap_remove(at);
+            }
+        }
+    }
+
+    std::thread_local! {
+        static LOCAL: Local = const {
+            Local {
+                block: OnceCell::new(),
+                registering: Cell::new(false),
+            }
+        };
+    }
+
+    /// Adds one to the calling thread's counter `slot`. Out of line: the lock paths
+    /// that count stay as small as they were.
+    #[inline(never)]
+    pub(super) fn add(slot: usize) {
+        // `try_with`: during the thread's thread-local destruction the count is dropped.
+        let _ = LOCAL.try_with(|local| {
+            let Some(block) = local.block.get().or_else(|| local.register()) else {
+                return;
+            };
+            let counter = &block.counts[slot];
+            // Relaxed, and a load and a store rather than an RMW: only this thread
+            // writes its block, so no increment can be lost to another writer, and
+            // readers ([`sum`], the exit fold) want a count, not an ordering.
+            counter.store(counter.load(Relaxed) + 1, Relaxed);
+        });
+    }
+
+    /// Live blocks plus retired sums.
+    pub(super) fn sum() -> Snapshot {
+        let registry = registry();
+        let mut counts = registry.retired.to_vec();
+        for block in &registry.live {
+            for (sum, counter) in counts.iter_mut().zip(&block.counts) {
+                // Relaxed: a running thread's count is read at some moment (the
+                // snapshot is approximate while threads count); a joined thread's
+                // stores happen-before its join, and so before this read.
+                *sum += counter.load(Relaxed);
+            }
+        }
+        Snapshot {
+            counts: counts.into_boxed_slice(),
+        }
+    }
+
+    /// The calling thread's block alone.
+    pub(super) fn this_thread() -> Snapshot {
+        let counts = LOCAL.try_with(|local| {
+            local.block.get().map(|block| {
+                // Relaxed: this thread's own stores.
+                block.counts.iter().map(|c| c.load(Relaxed)).collect()
+            })
+        });
+        match counts {
+            Ok(Some(counts)) => Snapshot { counts },
+            _ => Snapshot::default(),
+        }
+    }
+}
+
+/// Helpers for the locks' counting tests: a waiter thread whose counts come back,
+/// and whether it sleeps in the kernel.
+#[cfg(all(test, feature = "stats", not(loom)))]
+pub(crate) mod testing {
+    use super::Event;
+    pub(crate) use super::{this_thread, Event::*, Lock, Snapshot};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    /// A thread that runs a closure and reports what it counted.
+    pub(crate) struct Contender<T> {
+        tid: u32,
+        handle: std::thread::JoinHandle<(T, Snapshot)>,
+    }
+
+    impl<T: Send + 'static> Contender<T> {
+        /// Starts `run` on a new thread.
+        pub(crate) fn spawn(run: impl FnOnce() -> T + Send + 'static) -> Self {
+            // The process's first spin budget is calibrated with futex handoffs: done
+            // first, so that no waiter sleeps in it where the test looks for its sleep.
+            static CALIBRATED: crate::budget::SpinBudget = crate::budget::SpinBudget::new();
+            CALIBRATED.spins();
+            let (tid_tx, tid_rx) = mpsc::channel();
+            let handle = std::thread::spawn(move || {
+                tid_tx.send(crate::owner::current_tid()).unwrap();
+                counted(run)
+            });
+            let tid = tid_rx.recv().unwrap();
+            Self { tid, handle }
+        }
+
+        /// Whether the thread sleeps in the kernel now (state `S` in `/proc`). A
+        /// waiter does nothing else that blocks once it has announced itself.
+        pub(crate) fn asleep(&self) -> bool {
+            let path = format!("/proc/self/task/{}/stat", self.tid);
+            std::fs::read_to_string(path).is_ok_and(|stat| {
+                // The state follows the command name, which ends with the last ')'.
+                stat.rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+            })
+        }
+
+        /// Waits for the thread; its result and what it counted.
+        pub(crate) fn join(self) -> (T, Snapshot) {
+            self.handle.join().unwrap()
+        }
+    }
+
+    /// What the calling thread counts while it runs `run`.
+    pub(crate) fn counted<T>(run: impl FnOnce() -> T) -> (T, Snapshot) {
+        let before = this_thread();
+        let result = run();
+        (result, this_thread() - before)
+    }
+
+    /// Waits up to 5 s for `done`, panicking with `what` after that.
+    pub(crate) fn eventually(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// Checks what `counts` holds for `lock`: `expect(&counts, lock).exactly(..)
+    /// .at_least_one(..).maybe(..).nothing_else()`.
+    pub(crate) fn expect(counts: &Snapshot, lock: Lock) -> Expect<'_> {
+        Expect {
+            counts,
+            lock,
+            named: Vec::new(),
+        }
+    }
+
+    /// Expectations on one lock's counts in a snapshot.
+    pub(crate) struct Expect<'a> {
+        counts: &'a Snapshot,
+        lock: Lock,
+        named: Vec<Event>,
+    }
+
+    impl Expect<'_> {
+        fn name(&mut self, event: Event) -> u64 {
+            self.named.push(event);
+            self.counts.get(self.lock, event)
+        }
+
+        /// `event` was counted exactly `n` times.
+        #[track_caller]
+        pub(crate) fn exactly(mut self, event: Event, n: u64) -> Self {
+            let counted = self.name(event);
+            assert_eq!(counted, n, "{}: {:?}", event.name(), self.counts);
+            self
+        }
+
+        /// `event` was counted at least once.
+        #[track_caller]
+        pub(crate) fn at_least_one(mut self, event: Event) -> Self {
+            let counted = self.name(event);
+            assert!(counted >= 1, "{}: {:?}", event.name(), self.counts);
+            self
+        }
+
+        /// `event` may have been counted (timing decides).
+        pub(crate) fn maybe(mut self, event: Event) -> Self {
+            self.name(event);
+            self
+        }
+
+        /// No other event of any lock was counted.
+        #[track_caller]
+        pub(crate) fn nothing_else(self) {
+            for (lock, event, n) in self.counts.iter() {
+                assert!(
+                    lock == self.lock && self.named.contains(&event),
+                    "unexpected {} {} {n}: {:?}",
+                    lock.name(),
+                    event.name(),
+                    self.counts
+                );
+            }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_names_are_unique_and_every_slot_is_its_own() {
+        let mut names: Vec<_> = Event::ALL.iter().map(|e| e.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), EVENTS);
+        let mut slots: Vec<_> = Lock::all()
+            .flat_map(|lock| Event::ALL.iter().map(move |&event| lock.slot(event)))
+            .collect();
+        slots.sort_unstable();
+        assert_eq!(slots, (0..SLOTS).collect::<Vec<_>>());
+        for lock in Lock::all() {
+            assert_eq!(Lock::from_name(lock.name()), Some(lock));
+        }
+        assert_eq!(Event::from_name("steal"), Some(Event::Steal));
+    }
+
+    /// A thread's counts reach the global sum while it runs and after it exits (its
+    /// destructor folds them into the retired sums), and subtraction isolates them.
+    #[test]
+    fn stats_of_exited_threads_are_kept_and_deltas_subtract() {
+        // An event no lock counts, so that other tests running meanwhile add nothing.
+        let lock = Lock::RwLock(RwLockKind::RwSemNever);
+        let event = Event::Pending;
+        let before = snapshot();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (exit_tx, exit_rx) = std::sync::mpsc::channel::<()>();
+        let counter = std::thread::spawn(move || {
+            for _ in 0..3 {
+                count(lock, event);
+            }
+            assert_eq!(this_thread().get(lock, event), 3);
+            ready_tx.send(()).unwrap();
+            exit_rx.recv().unwrap();
+        });
+        ready_rx.recv().unwrap();
+        assert_eq!((snapshot() - before.clone()).get(lock, event), 3, "live");
+        exit_tx.send(()).unwrap();
+        counter.join().unwrap();
+        let delta = snapshot() - before;
+        assert_eq!(delta.get(lock, event), 3, "retired");
+        // Other tests' rwsem-never events may be in the global delta too.
+        let shown = format!("{delta}");
+        assert!(
+            shown
+                .lines()
+                .any(|l| l.starts_with("rwsem-never: ") && l.contains("pending 3")),
+            "{shown}"
+        );
+        assert_eq!(this_thread().get(lock, event), 0, "another thread's counts");
+    }
+}
