@@ -307,3 +307,52 @@ fn an_unopenable_file_sends_the_report_to_stderr() {
         run.stderr
     );
 }
+
+/// The preload's own test program (every mutex type, rwlocks, condvars, timed calls,
+/// fork with threads) passes its checks under the profile, with glibc's locks and
+/// with klocks', and writes its report.
+#[test]
+fn the_preload_checks_pass_under_the_profile() {
+    let preload = common::compile("preload", false);
+    let klocks = [("default", "default-rw"), ("pvqspinlock", "rwsem-adaptive")];
+    for lock in std::iter::once(None).chain(klocks.map(Some)) {
+        let dir = std::env::temp_dir().join(format!(
+            "klocks-profile-preload-{}-{}",
+            std::process::id(),
+            lock.map_or("glibc", |(mutex, _)| mutex)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut command = Command::new(&preload);
+        for (var, _) in std::env::vars() {
+            if var.starts_with("KLOCKS_") {
+                command.env_remove(var);
+            }
+        }
+        command
+            .env("LD_PRELOAD", common::library())
+            .env("KLOCKS_PROFILE", "1")
+            .env("KLOCKS_PROFILE_FILE", dir.join("%p.txt"))
+            .env("THREADS", "16");
+        if let Some((mutex, rwlock)) = lock {
+            command
+                .env("KLOCKS_LOCK", mutex)
+                .env("KLOCKS_RWLOCK", rwlock)
+                .env("EXPECT_KLOCKS", "1");
+        }
+        let run = common::run(command);
+        common::assert_ok("preload", &run);
+        assert!(run.stderr.is_empty(), "{lock:?}: {}", run.stderr);
+        let reports: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|file| std::fs::read_to_string(file.unwrap().path()).unwrap())
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        // Its fork children end with `_exit`, which prints no report.
+        assert_eq!(reports.len(), 1, "{lock:?}: {reports:?}");
+        assert!(
+            reports[0].starts_with("klocks profile of pid"),
+            "{}",
+            reports[0]
+        );
+    }
+}
