@@ -11,7 +11,12 @@
 //!   one cmpxchg to unlock (a load before it cost the uncontended pair ~0.6 ns). The
 //!   spinner's flag keeps both inline (an owner that re-takes the lock while a
 //!   waiter spins is the common contended case); sleepers or a handoff send the
-//!   thread to the slow path.
+//!   thread to the slow path. The load before the lock's cmpxchg is what the
+//!   uncontended pair pays over std's (14.3 against 10.6 ns on an Intel Xeon VM,
+//!   11.3 without it), and what keeps a waiter off a held lock's line: without it
+//!   back-to-back re-takes lost a quarter to a third (`loop`, 4 threads: 120 ms
+//!   became 155–185 ms), and remembering per thread whether its locks were contended
+//!   brought the pair back to only 13.2 ns.
 //! - **A patient spinner.** The spinner's first look at the word comes after ~1.5 µs
 //!   of `pause`s, not at once: each look takes the line from an owner that re-takes
 //!   the lock at once, and a spinner that looked after 1, 2, 4, ... pauses cost the
