@@ -521,6 +521,34 @@ pub(crate) mod testing {
         }
     }
 
+    /// One waiter behind this thread's hold of `lock`: an uncontended pair must count
+    /// nothing for `who`; then this thread takes the lock, a waiter locks and unlocks
+    /// it, and once `waiting(&waiter)` says it waits where the test wants it, this
+    /// thread releases the lock. What the release counted, and what the waiter did.
+    pub(crate) fn one_waiter<L: lock_api::RawMutex + Sync + 'static>(
+        lock: &'static L,
+        who: Lock,
+        waiting: impl Fn(&Contender<()>) -> bool,
+    ) -> (Snapshot, Snapshot) {
+        // SAFETY, both unlocks: this thread took the lock just before.
+        let ((), fast) = counted(|| {
+            lock.lock();
+            unsafe { lock.unlock() };
+        });
+        expect(&fast, who).nothing_else();
+        lock.lock();
+        let waiter = Contender::spawn(move || {
+            lock.lock();
+            // SAFETY: the waiter took the lock just before.
+            unsafe { lock.unlock() };
+        });
+        eventually("the waiter in place", || waiting(&waiter));
+        // SAFETY: this thread holds the lock.
+        let ((), unlock) = counted(|| unsafe { lock.unlock() });
+        let ((), waited) = waiter.join();
+        (unlock, waited)
+    }
+
     /// What the calling thread counts while it runs `run`.
     pub(crate) fn counted<T>(run: impl FnOnce() -> T) -> (T, Snapshot) {
         let before = this_thread();

@@ -174,22 +174,9 @@ mod stats_tests {
     #[test]
     fn stats_one_sleep_one_wake_then_one_needless_wake() {
         let lock: &'static FutexMutex = Box::leak(Box::new(FutexMutex::new()));
-        let ((), fast) = counted(|| {
-            lock.lock();
-            lock.unlock();
-        });
-        expect(&fast, STATS).nothing_else();
-
-        lock.lock();
-        let waiter = Contender::spawn(move || {
-            lock.lock();
-            lock.unlock();
-        });
-        eventually("the waiter asleep", || {
+        let (unlock, waited) = one_waiter(lock, STATS, |waiter| {
             lock.word.load(Relaxed) == CONTENDED && waiter.asleep()
         });
-        let ((), unlock) = counted(|| lock.unlock());
-        let ((), waited) = waiter.join();
         expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
         expect(&waited, STATS)
             .exactly(LockSlowpath, 1)

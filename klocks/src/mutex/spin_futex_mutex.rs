@@ -557,22 +557,9 @@ mod stats_tests {
     #[test]
     fn stats_spins_yields_then_sleeps_once() {
         let lock: &'static SpinFutexMutex = Box::leak(Box::new(SpinFutexMutex::new()));
-        let ((), fast) = counted(|| {
-            lock.lock();
-            lock.unlock();
-        });
-        expect(&fast, STATS).nothing_else();
-
-        lock.lock();
-        let waiter = Contender::spawn(move || {
-            lock.lock();
-            lock.unlock();
-        });
-        eventually("the waiter asleep", || {
+        let (unlock, waited) = one_waiter(lock, STATS, |waiter| {
             lock.word.load(Relaxed) & WAITERS != 0 && waiter.asleep()
         });
-        let ((), unlock) = counted(|| lock.unlock());
-        let ((), waited) = waiter.join();
         let tries = u64::from(YIELDS_BEFORE_SLEEP) + 1;
         expect(&waited, STATS)
             .exactly(LockSlowpath, 1)

@@ -659,16 +659,10 @@ mod stats_tests {
             return;
         }
         let lock: &'static PvQSpinLock = Box::leak(Box::new(PvQSpinLock::new()));
-        lock.lock();
-        let waiter = Contender::spawn(move || {
-            lock.lock();
-            lock.unlock();
-        });
-        eventually("the head asleep", || {
+        // The head asleep.
+        let (unlock, waited) = one_waiter(lock, STATS, |waiter| {
             lock.word.load(Relaxed) & LOCKED_MASK == SLOW_VAL && waiter.asleep()
         });
-        let ((), unlock) = counted(|| lock.unlock());
-        let ((), waited) = waiter.join();
         expect(&waited, STATS)
             .exactly(LockSlowpath, 1)
             .exactly(Queued, 1)

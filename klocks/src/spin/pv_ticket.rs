@@ -451,22 +451,9 @@ mod stats_tests {
             return;
         }
         let lock: &'static PvTicketLock = Box::leak(Box::new(PvTicketLock::new()));
-        let ((), fast) = counted(|| {
-            lock.lock();
-            lock.unlock();
-        });
-        expect(&fast, STATS).nothing_else();
-
-        lock.lock();
-        let waiter = Contender::spawn(move || {
-            lock.lock();
-            lock.unlock();
-        });
-        eventually("the waiter asleep", || {
+        let (unlock, waited) = one_waiter(lock, STATS, |waiter| {
             lock.word.load(Relaxed) as u32 & SLOWPATH != 0 && waiter.asleep()
         });
-        let ((), unlock) = counted(|| lock.unlock());
-        let ((), waited) = waiter.join();
         expect(&waited, STATS)
             .exactly(LockSlowpath, 1)
             .exactly(Sleep, 1)

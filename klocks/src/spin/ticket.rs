@@ -188,22 +188,10 @@ mod stats_tests {
     #[test]
     fn stats_one_slow_path_per_waiting_acquisition() {
         let lock: &'static TicketLock = Box::leak(Box::new(TicketLock::new()));
-        let ((), fast) = counted(|| {
-            lock.lock();
-            lock.unlock();
-        });
-        expect(&fast, STATS).nothing_else();
-
-        lock.lock();
-        let waiter = Contender::spawn(move || {
-            lock.lock();
-            lock.unlock();
-        });
-        eventually("the waiter's ticket", || {
+        // The waiter has taken its ticket.
+        let (unlock, waited) = one_waiter(lock, STATS, |_| {
             lock.next.load(Relaxed) == lock.owner.load(Relaxed).wrapping_add(2)
         });
-        let ((), unlock) = counted(|| lock.unlock());
-        let ((), waited) = waiter.join();
         expect(&waited, STATS)
             .exactly(LockSlowpath, 1)
             .nothing_else();

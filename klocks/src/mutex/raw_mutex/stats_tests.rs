@@ -11,22 +11,9 @@ use std::time::{Duration, Instant};
 #[test]
 fn stats_spins_yields_then_sleeps_once() {
     let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
-    let ((), fast) = counted(|| {
-        lock.lock();
-        lock.unlock();
-    });
-    expect(&fast, STATS).nothing_else();
-
-    lock.lock();
-    let waiter = Contender::spawn(move || {
-        lock.lock();
-        lock.unlock();
-    });
-    eventually("the waiter asleep", || {
+    let (unlock, waited) = one_waiter(lock, STATS, |waiter| {
         lock.word.load(Relaxed) & WAITERS != 0 && waiter.asleep()
     });
-    let ((), unlock) = counted(|| lock.unlock());
-    let ((), waited) = waiter.join();
     let tries = u64::from(YIELDS_BEFORE_SLEEP) + 1;
     expect(&waited, STATS)
         .exactly(LockSlowpath, 1)
