@@ -49,6 +49,7 @@ pub(super) fn configure(top: usize, file: Option<&str>) {
     // SAFETY: duplicates fd 2 (if open) to a new close-on-exec descriptor.
     let copy = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, STDERR_COPY_FROM) };
     if let Some(id) = file_id(copy) {
+        // Relaxed: as above, published by the profile's switch.
         STDERR_FILE.store(id, Relaxed);
         STDERR_COPY.store(copy, Relaxed);
     }
@@ -420,6 +421,7 @@ pub(super) fn print(sites: Sites) {
     let mut out = Out::open();
     let _ = write_report(&mut out, sites);
     drop(out);
+    // Release: pairs with the Acquire of the next report's swap.
     WRITING.store(false, Release);
 }
 
@@ -460,6 +462,7 @@ fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
         out,
         "holds: every contended acquisition's is timed, and 1 in {SAMPLE_EVERY} of the others' (hold mean and max are over those)"
     )?;
+    // Relaxed: counts for the report, ordered with nothing.
     let untracked = table::UNTRACKED.load(Relaxed);
     let quiet = table::QUIET_DESTROYED.load(Relaxed);
     if untracked > 0 || quiet > 0 {

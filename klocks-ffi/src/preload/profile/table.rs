@@ -260,6 +260,7 @@ pub(super) fn entry(lock: usize, site: usize, rwlock: bool) -> Option<(u32, &'st
         }
         break;
     }
+    // Relaxed: a count for the report, ordered with nothing.
     UNTRACKED.fetch_add(1, Relaxed);
     None
 }
@@ -268,6 +269,8 @@ pub(super) fn entry(lock: usize, site: usize, rwlock: bool) -> Option<(u32, &'st
 /// another lock (the caller probes again).
 #[cold]
 fn claim(slot: usize, lock: usize, site: usize, rwlock: bool) -> Option<(u32, &'static Entry)> {
+    // Relaxed: only picks the value to replace; the CAS below decides (and its
+    // Acquire orders what follows).
     let free = KEYS[slot].load(Relaxed);
     if free != EMPTY && free != FREED {
         return (free == lock).then_some((slot as u32, &ENTRIES[slot]));
