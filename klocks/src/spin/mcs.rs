@@ -459,6 +459,10 @@ mod tests {
 
     #[test]
     fn slots_are_reused_after_thread_exit() {
+        // Alone in a child process, as `nested_use_on_one_thread_gets_no_node`.
+        if !crate::testing::alone("spin::mcs::tests::slots_are_reused_after_thread_exit") {
+            return;
+        }
         // Claim and release more slots than exist, one thread at a time: every thread
         // must get a node, because each exiting thread returns its slot.
         for _ in 0..3 * MAX_SLOTS {
@@ -470,6 +474,11 @@ mod tests {
 
     #[test]
     fn nested_use_on_one_thread_gets_no_node() {
+        // Alone in a child process: the slots are the process's, and a test beside it
+        // with more queueing threads than slots may hold them all.
+        if !crate::testing::alone("spin::mcs::tests::nested_use_on_one_thread_gets_no_node") {
+            return;
+        }
         with_queue_node(|outer| {
             assert!(outer.is_some());
             with_queue_node(|inner| assert!(inner.is_none(), "node handed out twice"));
