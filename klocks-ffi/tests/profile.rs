@@ -356,3 +356,22 @@ fn the_preload_checks_pass_under_the_profile() {
         );
     }
 }
+
+/// Locks taken only by a try, a timed or a clock call are placed too (their stubs
+/// pass the site in the register after their last argument).
+#[test]
+fn tries_and_timed_calls_name_their_sites() {
+    for lock in [None, Some("default")] {
+        let mut env = vec![("KLOCKS_PROFILE", "1")];
+        if let Some(lock) = lock {
+            env.extend([("KLOCKS_LOCK", lock), ("KLOCKS_RWLOCK", "default-rw")]);
+        }
+        let run = profiled("tries", &env);
+        let locks = parse(&run.stderr);
+        for name in ["tried", "clocked", "timed_rw", "tried_rw"] {
+            let lock = find(&locks, &site(name));
+            let acquired: u64 = lock.rows.iter().map(|row| row.1).sum();
+            assert_eq!(acquired, 3, "{name}: {}", run.stderr);
+        }
+    }
+}

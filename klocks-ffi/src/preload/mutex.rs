@@ -538,15 +538,25 @@ unsafe fn lock_any(m: *mut pthread_mutex_t) -> c_int {
     }
 }
 
-/// `pthread_mutex_trylock`.
+with_caller! {
+    /// `pthread_mutex_trylock`.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_mutex_trylock`.
+    fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
+        => trylock_from, site: "rsi"
+}
+
+/// `pthread_mutex_trylock` called from `site`.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_trylock`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+unsafe extern "C" fn trylock_from(m: *mut pthread_mutex_t, site: usize) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract.
-        return profile::try_acquire(m as usize, Role::Mutex, || unsafe { trylock_entry(m) });
+        return profile::try_acquire(m as usize, Role::Mutex, site, || unsafe {
+            trylock_entry(m)
+        });
     }
     // SAFETY: caller's contract.
     unsafe { trylock_entry(m) }
@@ -566,17 +576,26 @@ unsafe fn trylock_entry(m: *mut pthread_mutex_t) -> c_int {
     }
 }
 
-/// `pthread_mutex_timedlock`: a deadline on `CLOCK_REALTIME`.
+with_caller! {
+    /// `pthread_mutex_timedlock`: a deadline on `CLOCK_REALTIME`.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_mutex_timedlock`.
+    fn pthread_mutex_timedlock(m: *mut pthread_mutex_t, at: *const timespec) -> c_int
+        => timedlock_from, site: "rdx"
+}
+
+/// `pthread_mutex_timedlock` called from `site`.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_timedlock`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_timedlock(
+unsafe extern "C" fn timedlock_from(
     m: *mut pthread_mutex_t,
     at: *const timespec,
+    site: usize,
 ) -> c_int {
     // SAFETY: caller's contract, for both.
-    profiled_wait(m, || unsafe { timedlock(m, at) })
+    profiled_wait(m, site, || unsafe { timedlock(m, at) })
 }
 
 /// A lock call with a deadline, `wait`: profiled (tried first) if the profile is on.
@@ -584,13 +603,17 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
 /// # Safety
 /// `m` is as for [`target`].
 #[inline]
-unsafe fn profiled_wait(m: *mut pthread_mutex_t, wait: impl FnOnce() -> c_int) -> c_int {
+unsafe fn profiled_wait(
+    m: *mut pthread_mutex_t,
+    site: usize,
+    wait: impl FnOnce() -> c_int,
+) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract.
         profile::acquire(
             m as usize,
             Role::Mutex,
-            0,
+            site,
             || unsafe { trylock_entry(m) },
             wait,
         )
@@ -617,19 +640,32 @@ unsafe fn timedlock(m: *mut pthread_mutex_t, at: *const timespec) -> c_int {
     }
 }
 
-/// `pthread_mutex_clocklock` (glibc 2.30): a deadline on `CLOCK_REALTIME` or
-/// `CLOCK_MONOTONIC`.
+with_caller! {
+    /// `pthread_mutex_clocklock` (glibc 2.30): a deadline on `CLOCK_REALTIME` or
+    /// `CLOCK_MONOTONIC`.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_mutex_clocklock`.
+    fn pthread_mutex_clocklock(
+        m: *mut pthread_mutex_t,
+        clock: clockid_t,
+        at: *const timespec
+    ) -> c_int
+        => clocklock_from, site: "rcx"
+}
+
+/// `pthread_mutex_clocklock` called from `site`.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_clocklock`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_clocklock(
+unsafe extern "C" fn clocklock_from(
     m: *mut pthread_mutex_t,
     clock: clockid_t,
     at: *const timespec,
+    site: usize,
 ) -> c_int {
     // SAFETY: caller's contract, for both.
-    profiled_wait(m, || unsafe { clocklock_entry(m, clock, at) })
+    profiled_wait(m, site, || unsafe { clocklock_entry(m, clock, at) })
 }
 
 /// `pthread_mutex_clocklock`, unprofiled.

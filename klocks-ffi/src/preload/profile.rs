@@ -24,10 +24,9 @@
 //!
 //! # Where a lock comes from
 //!
-//! `pthread_mutex_init`, `pthread_mutex_lock`, `pthread_rwlock_init`,
-//! `pthread_rwlock_rdlock` and `pthread_rwlock_wrlock` are entered through a
-//! two-instruction stub ([`with_caller`]) that passes the caller's return address
-//! on; the first such call of a lock is its site. The report symbolises it with the
+//! The `init` and the taking calls of mutexes and rwlocks (lock, try, timed and
+//! clock) are entered through a two-instruction stub ([`with_caller`]) that passes
+//! the caller's return address on; the first such call of a lock is its site. The report symbolises it with the
 //! program's debug information (file and line, with `-g`) or its symbols.
 //!
 //! # Safe in any program
@@ -218,13 +217,18 @@ pub(super) fn acquire(
     }
 }
 
-/// A try: counted as an uncontended acquisition when it succeeds.
+/// A try, called from `site`: counted as an uncontended acquisition when it succeeds.
 #[cold]
 #[inline(never)]
-pub(super) fn try_acquire(lock: usize, role: Role, try_lock: impl FnOnce() -> c_int) -> c_int {
+pub(super) fn try_acquire(
+    lock: usize,
+    role: Role,
+    site: usize,
+    try_lock: impl FnOnce() -> c_int,
+) -> c_int {
     let result = try_lock();
     if result == 0 {
-        if let Some((slot, _)) = table::entry(lock, 0, role != Role::Mutex) {
+        if let Some((slot, _)) = table::entry(lock, site, role != Role::Mutex) {
             acquired(lock, slot, role, None);
         }
     }
@@ -263,7 +267,7 @@ pub(super) fn cond_wait(lock: usize, wait: impl FnOnce() -> c_int) -> c_int {
     end_hold(lock);
     let result = wait();
     if result == 0 || result == ETIMEDOUT {
-        try_acquire(lock, Role::Mutex, || 0);
+        try_acquire(lock, Role::Mutex, 0, || 0);
     }
     result
 }

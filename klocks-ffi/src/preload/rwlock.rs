@@ -471,18 +471,25 @@ blocking_calls! {
     pthread_rwlock_wrlock, wrlock_from => Role::Write, trywrlock_entry, wrlock_entry;
 }
 
-/// Declares the tries.
+/// Declares the tries, entered with their site (see `profile`).
 macro_rules! try_calls {
-    ($($name:ident => $role:expr, $entry:ident;)*) => {$(
-        /// The pthread call of the same name.
+    ($($name:ident, $from:ident => $role:expr, $entry:ident;)*) => {$(
+        with_caller! {
+            /// The pthread call of the same name.
+            ///
+            /// # Safety
+            /// POSIX's contract for it.
+            fn $name(r: *mut pthread_rwlock_t) -> c_int => $from, site: "rsi"
+        }
+
+        /// The pthread call of the same name, called from `site`.
         ///
         /// # Safety
         /// POSIX's contract for it.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(r: *mut pthread_rwlock_t) -> c_int {
+        unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
             if profile::on() {
                 // SAFETY: caller's contract.
-                return profile::try_acquire(r as usize, $role, || unsafe { $entry(r) });
+                return profile::try_acquire(r as usize, $role, site, || unsafe { $entry(r) });
             }
             // SAFETY: caller's contract.
             unsafe { $entry(r) }
@@ -491,8 +498,8 @@ macro_rules! try_calls {
 }
 
 try_calls! {
-    pthread_rwlock_tryrdlock => Role::Read, tryrdlock_entry;
-    pthread_rwlock_trywrlock => Role::Write, trywrlock_entry;
+    pthread_rwlock_tryrdlock, tryrdlock_from => Role::Read, tryrdlock_entry;
+    pthread_rwlock_trywrlock, trywrlock_from => Role::Write, trywrlock_entry;
 }
 
 /// `pthread_rwlock_unlock`.
@@ -515,28 +522,42 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(r: *mut pthread_rwlock_t) -> c_in
 fn profiled_wait(
     r: *mut pthread_rwlock_t,
     role: Role,
+    site: usize,
     try_entry: impl FnOnce() -> c_int,
     wait: impl FnOnce() -> c_int,
 ) -> c_int {
     if profile::on() {
-        profile::acquire(r as usize, role, 0, try_entry, wait)
+        profile::acquire(r as usize, role, site, try_entry, wait)
     } else {
         wait()
     }
 }
 
 /// Declares the interposed rwlock calls with a deadline (`timed`: on
-/// `CLOCK_REALTIME`; `clock`: on the caller's clock).
+/// `CLOCK_REALTIME`; `clock`: on the caller's clock), entered with their site.
 macro_rules! deadline_calls {
-    ($($timed:ident, $clock:ident => $ours:ident, $role:expr, $try_entry:ident;)*) => {$(
-        /// The pthread call of the same name: a deadline on `CLOCK_REALTIME`.
+    ($($timed:ident, $timed_from:ident, $clock:ident, $clock_from:ident
+        => $ours:ident, $role:expr, $try_entry:ident;)*) => {$(
+        with_caller! {
+            /// The pthread call of the same name: a deadline on `CLOCK_REALTIME`.
+            ///
+            /// # Safety
+            /// POSIX's contract for it.
+            fn $timed(r: *mut pthread_rwlock_t, at: *const timespec) -> c_int
+                => $timed_from, site: "rdx"
+        }
+
+        /// The pthread call of the same name, called from `site`.
         ///
         /// # Safety
         /// POSIX's contract for it.
-        #[no_mangle]
-        pub unsafe extern "C" fn $timed(r: *mut pthread_rwlock_t, at: *const timespec) -> c_int {
+        unsafe extern "C" fn $timed_from(
+            r: *mut pthread_rwlock_t,
+            at: *const timespec,
+            site: usize,
+        ) -> c_int {
             // SAFETY: caller's contract, for both.
-            profiled_wait(r, $role, || unsafe { $try_entry(r) }, || match unsafe { target(r) } {
+            profiled_wait(r, $role, site, || unsafe { $try_entry(r) }, || match unsafe { target(r) } {
                 // SAFETY: the caller's contract is glibc's.
                 Target::Glibc => unsafe { glibc::$timed(r, at) },
                 Target::Invalid => EINVAL,
@@ -548,19 +569,28 @@ macro_rules! deadline_calls {
             })
         }
 
-        /// The pthread call of the same name (glibc 2.30): a deadline on
-        /// `CLOCK_REALTIME` or `CLOCK_MONOTONIC`.
+        with_caller! {
+            /// The pthread call of the same name (glibc 2.30): a deadline on
+            /// `CLOCK_REALTIME` or `CLOCK_MONOTONIC`.
+            ///
+            /// # Safety
+            /// POSIX's contract for it.
+            fn $clock(r: *mut pthread_rwlock_t, clock: clockid_t, at: *const timespec) -> c_int
+                => $clock_from, site: "rcx"
+        }
+
+        /// The pthread call of the same name, called from `site`.
         ///
         /// # Safety
         /// POSIX's contract for it.
-        #[no_mangle]
-        pub unsafe extern "C" fn $clock(
+        unsafe extern "C" fn $clock_from(
             r: *mut pthread_rwlock_t,
             clock: clockid_t,
             at: *const timespec,
+            site: usize,
         ) -> c_int {
             // SAFETY: caller's contract, for both.
-            profiled_wait(r, $role, || unsafe { $try_entry(r) }, || match unsafe { target(r) } {
+            profiled_wait(r, $role, site, || unsafe { $try_entry(r) }, || match unsafe { target(r) } {
                 // SAFETY: the caller's contract is glibc's.
                 Target::Glibc => unsafe { glibc::$clock(r, clock, at) },
                 Target::Invalid => EINVAL,
@@ -575,6 +605,8 @@ macro_rules! deadline_calls {
 }
 
 deadline_calls! {
-    pthread_rwlock_timedrdlock, pthread_rwlock_clockrdlock => clockrdlock, Role::Read, tryrdlock_entry;
-    pthread_rwlock_timedwrlock, pthread_rwlock_clockwrlock => clockwrlock, Role::Write, trywrlock_entry;
+    pthread_rwlock_timedrdlock, timedrdlock_from, pthread_rwlock_clockrdlock, clockrdlock_from
+        => clockrdlock, Role::Read, tryrdlock_entry;
+    pthread_rwlock_timedwrlock, timedwrlock_from, pthread_rwlock_clockwrlock, clockwrlock_from
+        => clockwrlock, Role::Write, trywrlock_entry;
 }

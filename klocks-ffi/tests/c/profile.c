@@ -8,6 +8,7 @@
  *                      memory and used 7 times
  *   profile signal     the hot mutex, raise(SIGUSR2), then the quiet mutex
  *   profile overflow   5,000 mutexes, each locked once
+ *   profile tries      locks taken only by a try, a timed or a clock call
  *   profile close      the quiet mutex, then stderr closed at exit (as coreutils do)
  *   profile steal FILE the quiet mutex; FILE opened onto descriptors 100-109 (where
  *                      the profile keeps its copy of stderr), stderr closed at exit
@@ -184,6 +185,31 @@ static int overflow(void) {
     return 0;
 }
 
+static pthread_mutex_t tried = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t clocked = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t timed_rw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_rwlock_t tried_rw = PTHREAD_RWLOCK_INITIALIZER;
+
+static int tries(void) {
+    struct timespec real, mono;
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    real.tv_sec += 10;
+    mono.tv_sec += 10;
+    for (int i = 0; i < 3; i++) {
+        if (pthread_mutex_trylock(&tried) != 0) return 1; /* SITE:tried */
+        pthread_mutex_unlock(&tried);
+        if (pthread_mutex_clocklock(&clocked, CLOCK_MONOTONIC, &mono) != 0) return 1; /* SITE:clocked */
+        pthread_mutex_unlock(&clocked);
+        if (pthread_rwlock_timedwrlock(&timed_rw, &real) != 0) return 1; /* SITE:timed_rw */
+        pthread_rwlock_unlock(&timed_rw);
+        if (pthread_rwlock_tryrdlock(&tried_rw) != 0) return 1; /* SITE:tried_rw */
+        pthread_rwlock_unlock(&tried_rw);
+    }
+    printf("tries done\n");
+    return 0;
+}
+
 static void close_stderr(void) { close(2); }
 
 static int close_at_exit(void) {
@@ -212,8 +238,9 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "reuse")) return reuse();
     if (!strcmp(mode, "signal")) return on_signal();
     if (!strcmp(mode, "overflow")) return overflow();
+    if (!strcmp(mode, "tries")) return tries();
     if (!strcmp(mode, "close")) return close_at_exit();
     if (!strcmp(mode, "steal") && argc > 2) return steal(argv[2]);
-    fprintf(stderr, "usage: profile ranks|fork|reuse|signal|overflow|close|steal FILE\n");
+    fprintf(stderr, "usage: profile ranks|fork|reuse|signal|overflow|tries|close|steal FILE\n");
     return 2;
 }
