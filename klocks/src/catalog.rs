@@ -116,7 +116,7 @@ family! {
     /// A klocks reader-writer lock.
     RwLockKind, CatalogRwLock: lock_api::RawRwLock, RwLockVisitor;
     Default => crate::RawRwLock, "default-rw",
-        "klocks::RwLock, the one to pick: one-cmpxchg read and write paths, writers queued on klocks::Mutex, reader and writer turns that bound every wait";
+        "klocks::RwLock, the one to pick: one-cmpxchg read and write paths, writers as klocks::Mutex, sleeping writers hold readers back, timed reader turns";
     RwSemAlways => crate::RwSem<crate::reader_spin::Always>, "rwsem-always",
         "rwsem, seed 001's \"before\": readers spin on a writer owner unconditionally";
     RwSemAdaptive => crate::RwSem<crate::reader_spin::Adaptive>, "rwsem-adaptive",

@@ -134,7 +134,7 @@ events! {
     Handoff => "handoff",
         "default: an unlock released the lock reserved for its claimant and woke it.";
     ReaderTurn => "reader_turn",
-        "default-rw: a write unlock let sleeping readers in ahead of queued writers (a timed reader turn).";
+        "default-rw: a write unlock let sleeping readers in ahead of sleeping writers (a timed reader turn).";
     Drain => "drain",
         "default-rw: a writer that took the write bit waited for the readers inside to leave.";
     Timeout => "timeout",

@@ -153,6 +153,7 @@ fn busted_rw_lock_is_caught() {
 /// writer (the turn with readers that come one by one, the last reader's wake of a
 /// draining writer).
 mod default_rwlock {
+    use crate::sync::{spawn, yield_now, Arc};
     use crate::testing::explore_rw;
     use crate::RawRwLock;
 
@@ -169,5 +170,42 @@ mod default_rwlock {
     #[test]
     fn two_readers_one_writer() {
         explore_rw::<RawRwLock>(2, 1, 1);
+    }
+
+    #[test]
+    fn one_reader_two_writers() {
+        explore_rw::<RawRwLock>(1, 2, 1);
+    }
+
+    /// The lock is write-held while a writer and then a reader arrive, then released:
+    /// the writer sleeps and is woken, takes the lock with `WRITERS_WAITING` kept,
+    /// and the reader sleeps behind it, passed over by the unlock for the writers'
+    /// sake. No writer sleeps any more: the reader must be woken all the same.
+    #[test]
+    fn write_held_then_writer_and_reader() {
+        super::builder(1).check(|| {
+            let lock = Arc::new(RawRwLock::new());
+            lock.lock_exclusive();
+            let writer = {
+                let lock = lock.clone();
+                spawn(move || {
+                    lock.lock_exclusive();
+                    lock.unlock_exclusive();
+                })
+            };
+            yield_now();
+            let reader = {
+                let lock = lock.clone();
+                spawn(move || {
+                    lock.lock_shared();
+                    lock.unlock_shared();
+                })
+            };
+            yield_now();
+            lock.unlock_exclusive();
+            writer.join().unwrap();
+            reader.join().unwrap();
+            assert!(!lock.is_locked());
+        });
     }
 }

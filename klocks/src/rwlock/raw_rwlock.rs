@@ -1,6 +1,6 @@
 //! The default reader-writer lock: the default mutex's design on a write bit, a
-//! count of readers and of queued writers beside it, and timed reader turns, so
-//! that neither side can shut the other out for good.
+//! count of readers beside it, writers first while writers sleep, and timed reader
+//! turns, so that neither side can shut the other out for good.
 //!
 //! # The algorithm
 //!
@@ -10,61 +10,70 @@
 //!
 //! - **Writers take `WRITER` as the default mutex takes its lock**
 //!   ([`RawMutex`](crate::RawMutex)): barging, one spinner that spins while the
-//!   writer holding the lock runs ([`owner`](crate::owner)), the others yielding and
-//!   then sleeping on the futex (by priority, then arrival), an unlock that wakes one
-//!   sleeper unless the spinner is about to take over. A writer in its slow path
-//!   counts itself in the word, which holds new readers back (writers first); once it
-//!   has `WRITER` it waits for the readers inside to leave (spinning, then sleeping
-//!   until the last one wakes it).
-//! - **Readers** enter with one cmpxchg while no writer holds `WRITER` and none is
-//!   queued. Otherwise they spin while the writer holds the lock past its drain (no
-//!   reader inside), runs, and has no writer queued behind it (its unlock, a critical
-//!   section away, lets them in), within the spin budget; then they sleep. Behind
-//!   queued writers, whose unlocks pass the lock from writer to writer, or while a
-//!   writer drains the readers inside, they spin only briefly: with more threads than
-//!   CPUs, readers spinning there took the CPUs from the threads they waited for
-//!   (measured in `docs/results/rw-mix-2026-11-25.txt`).
+//!   writer holding the lock runs ([`owner`](crate::owner)), the others spinning
+//!   briefly, yielding and then sleeping on the futex (by priority, then arrival), an
+//!   unlock that wakes one sleeper unless the spinner is about to take over. A writer
+//!   takes `WRITER` even with readers inside, which holds new readers back, and then
+//!   waits for the readers inside to leave (spinning, then sleeping until the last
+//!   one wakes it): readers cannot starve a writer.
+//! - **Readers** enter with one cmpxchg while no writer holds `WRITER` and none
+//!   sleeps (`WRITERS_WAITING`, as std's rwlock: writers first). Otherwise they spin
+//!   while the writer holds the lock past its drain (no reader inside), runs, and has
+//!   no writer spinning or sleeping behind it (its unlock, a critical section away,
+//!   lets them in), within the spin budget; then they sleep. Behind waiting writers,
+//!   whose unlocks pass the lock from writer to writer, or while a writer drains the
+//!   readers inside, they spin only briefly: with more threads than CPUs, readers
+//!   spinning there took the CPUs from the threads they waited for (measured in
+//!   `docs/results/rw-mix-2026-11-25.txt`).
 //! - **Timed reader turns.** A write unlock wakes the sleeping readers when no writer
-//!   is queued; while writers are queued, it wakes them once they have slept
-//!   [`READER_TURN_AFTER_US`], and sets `READER_TURN`: for [`TURN_GRACE_US`] readers
-//!   enter although writers are queued, and no writer takes `WRITER`. So writers and
-//!   readers alternate in phases of about half a millisecond, and a reader waits for
-//!   at most about one writer phase.
+//!   sleeps; while writers sleep, it wakes them once they have slept
+//!   [`READER_TURN_AFTER_US`], and sets `READER_TURN`: readers enter although
+//!   `WRITERS_WAITING` is set, and no writer takes `WRITER` until the first of them
+//!   has entered (its entry clears the bit) or [`TURN_GRACE_US`] passed. So a reader
+//!   waits for at most about one writer phase.
+//!
+//! Only *sleeping* writers hold readers back, not spinning or yielding ones. A
+//! writer that counted itself in the word from the start of its slow path, as this
+//! lock once did, held every reader back while it was preempted in its spin or
+//! woken but not yet running; with more threads than CPUs, readers then slept
+//! behind writers that were not running, and the lock became a convoy (rw-mix,
+//! 50% reads, 32 threads on 2 CPUs: 1.8 s against std's 0.54, and 1.4M context
+//! switches against 6k).
 //!
 //! Writers among themselves barge (as the default mutex does between its handoffs):
 //! a writer's wait is bounded by the scheduler and the futex's FIFO order of
-//! sleepers, not by a handoff. Queued writers are counted up to
-//! [`MAX_COUNTED_WRITERS`]; more wait uncounted (the counted ones hold the readers
-//! back already). The writing thread's id is kept beside the word, for the owner
-//! probe and to catch misuse, and so is the time of the last reader event (the
-//! first sleep, or the turn).
+//! sleepers, not by a handoff. The writing thread's id is kept beside the word, for
+//! the owner probe and to catch misuse, and so is the time of the last reader event
+//! (the first sleep, or the turn).
 //!
 //! # The word
 //!
 //! ```text
-//!     31       30       29        28        27       26     25    19 18        0
-//! +--------+--------+---------+---------+---------+--------+--------+-----------+
-//! | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER | queued |  readers  |
-//! |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        | writers|           |
-//! +--------+--------+---------+---------+---------+--------+--------+-----------+
+//!     31       30       29        28        27       26     25                 0
+//! +--------+--------+---------+---------+---------+--------+--------------------+
+//! | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER |      readers       |
+//! |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        |                    |
+//! +--------+--------+---------+---------+---------+--------+--------------------+
 //! ```
 //!
-//! Transitions, as `(readers, queued writers, writer, readers waiting, turn)`, with
-//! the writers' `SPINNING`/`WRITERS_WAITING` as in the default mutex and
-//! `DRAIN_SLEEPS` with the draining writer's sleep:
+//! Transitions, as `(readers, writer, writers waiting, readers waiting, turn)`, with
+//! the writers' `SPINNING` as in the default mutex and `DRAIN_SLEEPS` with the
+//! draining writer's sleep:
 //!
 //! ```text
-//! read lock:       (r,0,0,*,*) or (r,q,0,*,1) -> r+1                 cmpxchg
+//! read lock:       (r,0,0,*,*) or (r,0,*,*,1) -> (r+1,0,*,*,0)        cmpxchg
 //! read unlock:     r -> r-1                                           cmpxchg; the last reader
 //!                                                                     wakes a sleeping drainer
-//! reader sleeps:   (r,q,w,0,t) -> (r,q,w,1,t), futex_wait(READER)     w, or q > 0 and t = 0
-//! write lock:      (0,0,0,0,0) -> (0,0,1,0,0)                         cmpxchg
-//! writer queues:   q -> q+1
-//! writer takes:    (r,q,0,rw,t) -> (r,q-1,1,rw,0)                     t = 0 or the turn is over;
+//! reader sleeps:   (r,w,ww,0,t) -> (r,w,ww,1,t), futex_wait(READER)   w, or ww and t = 0
+//! write lock:      (0,0,0,0,0) -> (0,1,0,0,0)                         cmpxchg
+//! writer takes:    (r,0,ww,rw,t) -> (r,1,ww|slept,rw,0)               t = 0 or the turn is over;
 //!                                                                     then it drains the r readers
-//! write unlock:    (0,q,1,0,0) -> (0,q,0,0,0)                         cmpxchg; wakes a writer
-//! ... readers wait:(0,0,1,1,0) -> (0,0,0,0,0), futex_wake(READER, all)
-//! ... and waited:  (0,q,1,1,0) -> (0,q,0,0,1), futex_wake(READER, all)   q > 0
+//! writer sleeps:   (r,1,*,*,*) -> (r,1,1,*,*), futex_wait(WRITER)
+//! write unlock:    (0,1,0,0,0) -> (0,0,0,0,0)                         cmpxchg
+//! ... a writer slept: (0,1,1,rw,0) -> (0,0,0,rw,0), futex_wake(WRITER, one);
+//!                     if it woke nobody and rw, futex_wake(READER, all)
+//! ... readers slept:  (0,1,0,1,0) -> (0,0,0,0,0), futex_wake(READER, all)
+//! ... both, due:      (0,1,1,1,0) -> (0,0,0,0,1), futex_wake(READER, all), futex_wake(WRITER, one)
 //! ```
 //!
 //! `slept`: a writer that has slept takes `WRITER` with `WRITERS_WAITING` set
@@ -75,26 +84,30 @@
 //! # No lost wake-ups
 //!
 //! Readers sleep only on a value with `READERS_WAITING` that keeps them out (a
-//! writer holds `WRITER`, or writers are queued outside a turn); `READERS_WAITING`
-//! is cleared only by a write unlock that then wakes every sleeping reader, and a
-//! write unlock that leaves it set (its readers have not waited long enough) has a
-//! queued writer behind it, whose own unlock decides again; a queued timed writer
-//! that gives up uncounts itself only while a writer holds `WRITER`, whose unlock
-//! then decides. Writers sleep only on a value with `WRITER` and `WRITERS_WAITING`;
-//! the duty to wake one passes from writer to writer as in the default mutex. The
-//! draining writer sleeps only on a value with `DRAIN_SLEEPS` and readers inside;
-//! the last read unlock clears it in its releasing cmpxchg and wakes it. The futex
-//! compares the value atomically with queueing a sleeper, so a change between the
-//! decision to sleep and the sleep returns at once.
+//! writer holds `WRITER`, or `WRITERS_WAITING` is set outside a turn);
+//! `READERS_WAITING` is cleared only by a write unlock that then wakes every
+//! sleeping reader. A write unlock that leaves it set (its readers have not waited
+//! long enough) wakes a writer, whose own unlock decides again; if that wake finds no
+//! writer (`WRITERS_WAITING` outlives the sleepers it stood for), the unlock wakes
+//! the readers after all, leaving the bit for a later unlock to clear. An unlock that
+//! leaves `WRITERS_WAITING` on a free word for the spinner leaves it to a writer that
+//! will take `WRITER`: the spinner takes the free word, and a timed writer that gives
+//! up takes a free word before it leaves. Writers sleep only on a value with
+//! `WRITER` and `WRITERS_WAITING`; the duty to wake one passes from writer to writer
+//! as in the default mutex. The draining writer sleeps only on a value with
+//! `DRAIN_SLEEPS` and readers inside; the last read unlock clears it in its
+//! releasing cmpxchg and wakes it. The futex compares the value atomically with
+//! queueing a sleeper, so a change between the decision to sleep and the sleep
+//! returns at once.
 //!
 //! # Misuse
 //!
 //! Releasing a write lock the thread does not hold, or a read lock when no reader
 //! holds the lock, panics and leaves the lock as it was; taking a write lock (or a
 //! read lock) while holding the write lock panics instead of deadlocking. A read lock
-//! taken again by its holder while a writer is queued deadlocks, as with every rwlock
-//! that prefers writers (std's included). More than [`MAX_READERS`] readers at once
-//! panic.
+//! taken again by its holder while a writer sleeps for the lock or drains it
+//! deadlocks, as with every rwlock that prefers writers (std's included). More than
+//! [`MAX_READERS`] readers at once panic.
 
 use crate::budget::SpinBudget;
 use crate::catalog::RwLockKind;
@@ -110,28 +123,23 @@ const STATS: Lock = Lock::RwLock(RwLockKind::Default);
 /// One reader.
 const READER: u32 = 1;
 /// The most readers at once.
-pub const MAX_READERS: u32 = (1 << 19) - 1;
+pub const MAX_READERS: u32 = (1 << 26) - 1;
 /// The count of readers inside.
 const READERS_MASK: u32 = MAX_READERS;
-/// One writer in the slow path.
-const QUEUED_WRITER: u32 = 1 << 19;
-/// The most writers counted in the slow path (more wait uncounted: the counted ones
-/// hold readers back already).
-pub const MAX_COUNTED_WRITERS: u32 = (1 << 7) - 1;
-/// The count of writers in the slow path: while it is not 0, new readers wait.
-const QUEUED_MASK: u32 = MAX_COUNTED_WRITERS << 19;
 /// A writer holds the lock (or holds it and waits for the readers inside to leave).
 const WRITER: u32 = 1 << 26;
 /// One writer spins on the writer that holds the lock.
 const WRITER_SPINNING: u32 = 1 << 27;
-/// Writers may sleep on the word: the write unlock wakes one.
+/// Writers may sleep on the word: the write unlock wakes one. New readers wait while
+/// it is set (writers first), unless a turn is on.
 const WRITERS_WAITING: u32 = 1 << 28;
 /// Readers may sleep on the word: the write unlock wakes them all.
 const READERS_WAITING: u32 = 1 << 29;
 /// The writer that holds `WRITER` sleeps until the last reader leaves.
 const DRAIN_SLEEPS: u32 = 1 << 30;
-/// Readers were woken by a write unlock: they enter though writers wait, and no
-/// writer takes `WRITER` until one of them entered.
+/// Readers were woken by a write unlock while writers slept: they enter though
+/// `WRITERS_WAITING` is set, and no writer takes `WRITER` until one of them entered
+/// (its entry clears the bit) or [`TURN_GRACE_US`] passed.
 const READER_TURN: u32 = 1 << 31;
 
 /// The futex class of sleeping readers.
@@ -162,14 +170,19 @@ const YIELDS_BEFORE_SLEEP: u32 = 1;
 /// The spin budget shared by every `RawRwLock`.
 static BUDGET: SpinBudget = SpinBudget::new();
 
-/// A spinner's pause between two looks at the word, in `cpu_relax`es (as the default
-/// mutex's spinner: see its `FIRST_BACKOFF`).
-const BACKOFF: u32 = 64;
+/// A waiter's pause between two looks at the word, in `cpu_relax`es (~140 ns at 8.5
+/// ns per pause). What a waiter waits for is one short section away, and a look
+/// that comes late leaves the lock idle or a reader outside it: with 64 pauses (the
+/// default mutex spinner's longest first pause) rw-mix at 50% reads ran 0.70× std's
+/// at 2, 8 and 32 threads, with 16 0.86–0.94×; rwsem's tight loops, where each look
+/// takes the line from a writer that re-takes the lock, did not tell 16 from 64.
+const BACKOFF: u32 = 16;
 
-/// How long a reader spins behind queued writers or a drain, in `cpu_relax`es: long
-/// enough for a running writer to take the lock and release it (threads ≤ CPUs),
-/// short enough not to matter when the writers are not running.
-const BRIEF_READER_SPIN: u32 = 4 * BACKOFF;
+/// How long a waiter spins behind waiting writers or a drain, or without the
+/// writers' spinner claim, in `cpu_relax`es: long enough for a running writer to
+/// take the lock and release it (threads ≤ CPUs), short enough not to matter when
+/// the writers are not running.
+const BRIEF_SPIN: u32 = 256;
 
 /// The default reader-writer lock. See the module doc; [`RwLock`](crate::RwLock) is
 /// `RwLock<T>` on it.
@@ -187,20 +200,21 @@ fn readers(val: u32) -> u32 {
 
 /// Whether a reader that cannot enter may go on spinning, having spun `spent`
 /// pauses: the whole budget while a writer holds the lock past its drain (no reader
-/// inside) with no writer queued behind it, so that its unlock, a critical section
-/// away, lets the reader in; only [`BRIEF_READER_SPIN`] behind queued writers or a
-/// drain, where the lock passes from writer to writer or waits for the readers
-/// inside, and with more threads than CPUs a spinning reader takes a CPU from the
-/// threads it waits for.
+/// inside) with no writer spinning or sleeping behind it, so that its unlock, a
+/// critical section away, lets the reader in; only [`BRIEF_SPIN`] behind
+/// waiting writers or a drain, where the lock passes from writer to writer or waits
+/// for the readers inside, and with more threads than CPUs a spinning reader takes a
+/// CPU from the threads it waits for.
 fn reader_may_spin(val: u32, spent: u32) -> bool {
-    let clear_run = val & WRITER != 0 && val & QUEUED_MASK == 0 && readers(val) == 0;
-    clear_run || spent < BRIEF_READER_SPIN
+    let clear_run =
+        val & (WRITER | WRITER_SPINNING | WRITERS_WAITING) == WRITER && readers(val) == 0;
+    clear_run || spent < BRIEF_SPIN
 }
 
-/// Whether a reader may enter: no writer holds the lock, and none waits for it or it
+/// Whether a reader may enter: no writer holds the lock, and none sleeps for it or it
 /// is the readers' turn.
 fn readers_may_enter(val: u32) -> bool {
-    val & WRITER == 0 && (val & QUEUED_MASK == 0 || val & READER_TURN != 0)
+    val & WRITER == 0 && (val & WRITERS_WAITING == 0 || val & READER_TURN != 0)
 }
 
 /// The `WRITERS_WAITING` bit a writer taking `WRITER` writes: kept, and set if it
@@ -297,7 +311,7 @@ impl RawRwLock {
     #[inline]
     pub fn lock_exclusive(&self) {
         let me = owner::current_tid();
-        // (0,0,0,0,0,0) -> (0,1,0,0,0,0). Acquire: pairs with the Release of the
+        // (0,0,0,0,0) -> (0,1,0,0,0). Acquire: pairs with the Release of the
         // unlocks.
         if self
             .word
@@ -355,7 +369,7 @@ impl RawRwLock {
     #[inline]
     pub fn unlock_exclusive(&self) {
         self.disown_write();
-        // (0,1,0,0,0,0) -> 0. Release: pairs with the Acquire of the next acquisition.
+        // (0,1,0,0,0) -> 0. Release: pairs with the Acquire of the next acquisition.
         if self
             .word
             .compare_exchange(WRITER, 0, Release, Relaxed)
@@ -438,8 +452,9 @@ impl RawRwLock {
     }
 
     /// The releasing cmpxchg of a write lock that others may wait for: clears
-    /// `WRITER` (adds `readers` for a downgrade), gives sleeping readers their turn
-    /// and wakes them, and wakes one sleeping writer unless a spinner takes over.
+    /// `WRITER` (adds `readers` for a downgrade), wakes one sleeping writer unless a
+    /// spinner takes over, and wakes the sleeping readers when no writer sleeps, when
+    /// they have waited for their turn, or when the writer's wake found nobody.
     #[cold]
     fn release_write(&self, readers: u32) {
         // Relaxed: picks the transition; the cmpxchg decides.
@@ -448,14 +463,14 @@ impl RawRwLock {
         let mut readers_due = None;
         loop {
             let mut new = (val & !WRITER) + readers;
-            // Sleeping readers are woken when no writer waits (they enter at once),
+            let writers_sleep = val & WRITERS_WAITING != 0;
+            // Sleeping readers are woken when no writer sleeps (they enter at once),
             // or with a turn once they have waited READER_TURN_AFTER_US.
             let wake_readers = val & READERS_WAITING != 0
-                && (val & QUEUED_MASK == 0
-                    || *readers_due.get_or_insert_with(|| self.readers_due()));
+                && (!writers_sleep || *readers_due.get_or_insert_with(|| self.readers_due()));
             if wake_readers {
                 new &= !READERS_WAITING;
-                if val & QUEUED_MASK != 0 {
+                if writers_sleep {
                     new |= READER_TURN;
                     // Relaxed: a hint for the writers that wait out the turn; stored
                     // before the release, the last access but the wakes.
@@ -479,13 +494,20 @@ impl RawRwLock {
                     crate::fault::after_release();
                     let word: *const AtomicU32 = &self.word;
                     if wake_readers {
-                        if val & QUEUED_MASK != 0 {
+                        if writers_sleep {
                             stats::count(STATS, Event::ReaderTurn);
                         }
                         stats::woke(STATS, park::wake_all_of_at(word, READER_CLASS));
                     }
                     if wake_writer {
-                        stats::woke(STATS, park::wake_one_of_at(word, WRITER_CLASS));
+                        let woken = park::wake_one_of_at(word, WRITER_CLASS);
+                        stats::woke(STATS, woken);
+                        // `WRITERS_WAITING` is kept by every writer that has slept,
+                        // so no writer may sleep after all: then no later write
+                        // unlock may come to wake the readers it held back.
+                        if woken == 0 && new & READERS_WAITING != 0 {
+                            stats::woke(STATS, park::wake_all_of_at(word, READER_CLASS));
+                        }
                     } else if val & (WRITER_SPINNING | WRITERS_WAITING)
                         == WRITER_SPINNING | WRITERS_WAITING
                     {
@@ -522,12 +544,18 @@ impl RawRwLock {
             let since = self.readers_since.load(Relaxed);
             now_us().wrapping_sub(since) >= READER_TURN_AFTER_US
         }
-        // Time is not modelled: every write unlock gives sleeping readers a turn.
+        // Time is not modelled: sleeping readers are passed over by the first write
+        // unlock that asks (`now_us` is 0 under loom, so each sleep and each turn
+        // restarts the count) and due at the second, so the models reach both.
         #[cfg(loom)]
-        true
+        {
+            // Relaxed: a counter of the asks, in place of the clock.
+            self.readers_since.fetch_add(1, Relaxed) % 2 == 1
+        }
     }
 
-    /// `(r,0,...) -> (r+1,0,...)` while no writer holds the lock.
+    /// `(r,0,0,*,*) or (r,0,*,*,1) -> (r+1,0,*,*,0)` while no writer holds the lock and
+    /// none sleeps, or a turn is on.
     #[inline]
     fn try_enter_reader(&self) -> bool {
         // Relaxed: picks the transition; the cmpxchg decides.
@@ -537,10 +565,12 @@ impl RawRwLock {
                 too_many_readers();
             }
             // Acquire: pairs with the Release of the write unlock.
-            match self
-                .word
-                .compare_exchange_weak(val, val + READER, Acquire, Relaxed)
-            {
+            match self.word.compare_exchange_weak(
+                val,
+                (val + READER) & !READER_TURN,
+                Acquire,
+                Relaxed,
+            ) {
                 Ok(_) => return true,
                 Err(now) => val = now,
             }
@@ -648,11 +678,10 @@ impl RawRwLock {
             panic!("klocks: thread {me} write-locked a klocks::RwLock it already holds (it is not recursive)");
         }
         stats::count(STATS, Event::LockSlowpath);
-        let queued = self.count_queued_writer();
         let mut slept = false;
         let mut yields = 0;
         loop {
-            match self.try_take_writer(queued, slept, patience) {
+            match self.try_take_writer(slept, patience) {
                 Some(true) => return self.drain_readers(patience),
                 // A turn is on and no reader came yet: let them run.
                 None => {
@@ -666,7 +695,7 @@ impl RawRwLock {
                 continue;
             }
             if patience.expired() {
-                return self.give_up_waiting(queued, slept, patience);
+                return self.give_up_waiting(slept, patience);
             }
             if yields < YIELDS_BEFORE_SLEEP {
                 yields += 1;
@@ -680,29 +709,16 @@ impl RawRwLock {
         }
     }
 
-    /// Counts a writer in the slow path unless the count is full; whether it did.
-    fn count_queued_writer(&self) -> bool {
-        // Relaxed: the count holds readers back (they re-check in their own RMW); it
-        // publishes nothing.
-        self.word
-            .fetch_update(Relaxed, Relaxed, |val| {
-                (val & QUEUED_MASK != QUEUED_MASK).then_some(val + QUEUED_WRITER)
-            })
-            .is_ok()
-    }
-
-    /// Takes `WRITER` if no writer holds it, uncounting a `queued` writer in the same
-    /// cmpxchg: `Some(true)` if taken, `Some(false)` if a writer holds it, `None`
-    /// while a turn waits for its readers to come.
-    fn try_take_writer(&self, queued: bool, slept: bool, patience: Patience) -> Option<bool> {
+    /// Takes `WRITER` if no writer holds it: `Some(true)` if taken, `Some(false)` if a
+    /// writer holds it, `None` while a turn waits for its readers to come.
+    fn try_take_writer(&self, slept: bool, patience: Patience) -> Option<bool> {
         // Relaxed: picks the transition; the cmpxchg is the Acquire.
         let mut val = self.word.load(Relaxed);
         while val & WRITER == 0 {
             if val & READER_TURN != 0 && !patience.expired() && self.turn_is_on() {
                 return None;
             }
-            let uncount = if queued { QUEUED_WRITER } else { 0 };
-            let new = ((val - uncount) & !(READER_TURN | WRITERS_WAITING))
+            let new = (val & !(READER_TURN | WRITERS_WAITING))
                 | writers_waiting_after(val, slept)
                 | WRITER;
             // Acquire: pairs with the Release of the unlocks (the readers' too, seen
@@ -765,6 +781,9 @@ impl RawRwLock {
 
     /// Become the one writer that spins, and spin while the writer holding the lock
     /// runs; whether `WRITER` came free meanwhile (the caller then tries to take it).
+    /// A writer that finds another spinner spins only [`BRIEF_SPIN`]: the spinner
+    /// may be preempted mid-spin, and the writers behind it would otherwise yield at
+    /// once, a context switch each.
     fn spin_for_writer(&self) -> bool {
         // Relaxed: the claim protects no data.
         let claimed = self
@@ -774,7 +793,7 @@ impl RawRwLock {
             })
             .is_ok();
         if !claimed {
-            return false;
+            return self.spin_on_writer(|val| val & WRITER == 0, |_, spent| spent < BRIEF_SPIN);
         }
         let free = self.spin_on_writer(|val| val & WRITER == 0, |_, _| true);
         stats::count(
@@ -791,7 +810,7 @@ impl RawRwLock {
         free
     }
 
-    /// Sleep while a writer holds the lock: `(*,1,*,*,*,*) -> (*,1,*,1,*,*)`, then
+    /// Sleep while a writer holds the lock: `(r,1,*,*,*) -> (r,1,1,*,*)`, then
     /// sleep as a `WRITER` on that value.
     fn sleep_as_writer(&self, patience: Patience) {
         // Relaxed: the value to sleep on; the futex re-reads it atomically.
@@ -814,28 +833,22 @@ impl RawRwLock {
         }
     }
 
-    /// A timed writer whose deadline passed before it took `WRITER`: if it slept, it
+    /// A timed writer whose deadline passed before it took `WRITER`. It leaves only
+    /// from a held lock: a free one may carry `WRITERS_WAITING` that an unlock left
+    /// for a spinner (this thread, perhaps), so it takes a free one. If it slept, it
     /// may have eaten the wake meant for the next sleeping writer, so it leaves
-    /// `WRITERS_WAITING` set on a held lock (or takes a free one). Whether it took the
-    /// lock.
-    fn give_up_waiting(&self, queued: bool, slept: bool, patience: Patience) -> bool {
-        let uncount = if queued { QUEUED_WRITER } else { 0 };
+    /// `WRITERS_WAITING` set. Whether it took the lock.
+    fn give_up_waiting(&self, slept: bool, patience: Patience) -> bool {
         loop {
-            if let Some(true) = self.try_take_writer(queued, slept, patience) {
+            if let Some(true) = self.try_take_writer(slept, patience) {
                 return self.drain_readers(patience);
             }
-            // Relaxed: the flags are read by the unlocks' RMWs on this word; the
-            // readers re-check in their own RMW after the wake below.
+            // Relaxed: the flag is read by the unlocks' RMWs on this word.
             let val = self.word.load(Relaxed);
             if val & WRITER == 0 {
                 continue;
             }
-            // Uncount; keep the duty to wake a writer if we slept (we may have eaten
-            // the wake meant for the next one).
-            let mut new = val - uncount;
-            if slept {
-                new |= WRITERS_WAITING;
-            }
+            let new = if slept { val | WRITERS_WAITING } else { val };
             if self
                 .word
                 .compare_exchange(val, new, Relaxed, Relaxed)
@@ -880,9 +893,10 @@ impl Default for RawRwLock {
 }
 
 // SAFETY: a writer enters only from a word with no writer and no reader (the fast
-// path's 0, or the head's cmpxchg on `(0,0,*,*,*)`), and readers only while no writer
-// holds it (`try_enter_reader`); writers and readers leave by clearing exactly what
-// they entered with. Write guards are not `Send`: the unlock checks the writer's id.
+// path's 0, or a cmpxchg that sets `WRITER` on a word without it, then the drain until
+// no reader is inside), and readers only while no writer holds `WRITER`
+// (`try_enter_reader`); writers and readers leave by clearing exactly what they
+// entered with. Write guards are not `Send`: the unlock checks the writer's id.
 #[cfg(not(loom))]
 unsafe impl lock_api::RawRwLock for RawRwLock {
     #[allow(clippy::declare_interior_mutable_const)]

@@ -4,7 +4,7 @@ use super::*;
 use crate::stats::testing::*;
 
 /// A reader behind a writer that is not running spins once in vain and sleeps once;
-/// the write unlock wakes the readers once (no writer queued: no reader turn).
+/// the write unlock wakes the readers once (no writer sleeps: no reader turn).
 #[test]
 fn stats_a_reader_behind_a_writer_sleeps_once_and_is_woken_once() {
     let lock: &'static RawRwLock = Box::leak(Box::new(RawRwLock::new()));

@@ -193,48 +193,11 @@ fn stress_oversubscribed() {
 }
 
 #[test]
-fn dbg_fair() {
-    let lock = Arc::new(RawRwLock::new());
-    let stop = Arc::new(AtomicBool::new(false));
-    let counts: Arc<Vec<std::sync::atomic::AtomicU64>> = Arc::new(
-        (0..16)
-            .map(|_| std::sync::atomic::AtomicU64::new(0))
-            .collect(),
-    );
-    let hs: Vec<_> = (0..16)
-        .map(|i| {
-            let (lock, stop, counts) = (lock.clone(), stop.clone(), counts.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Relaxed) {
-                    if i < 8 {
-                        lock.lock_shared();
-                        std::hint::spin_loop();
-                        lock.unlock_shared();
-                    } else {
-                        lock.lock_exclusive();
-                        std::hint::spin_loop();
-                        lock.unlock_exclusive();
-                    }
-                    counts[i].fetch_add(1, Relaxed);
-                }
-            })
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(1000));
-    stop.store(true, Relaxed);
-    hs.into_iter().for_each(|h| h.join().unwrap());
-    eprintln!(
-        "counts {:?}",
-        counts.iter().map(|c| c.load(Relaxed)).collect::<Vec<_>>()
-    );
-}
-
-#[test]
 fn a_fork_child_forgets_a_draining_writer_but_keeps_a_holder() {
     let lock = RawRwLock::new();
     // Read-held, a writer draining (WRITER, no id yet), readers and writers asleep.
     lock.word.store(
-        (2 * READER) | WRITER | READERS_WAITING | WRITERS_WAITING | QUEUED_WRITER,
+        (2 * READER) | WRITER | READERS_WAITING | WRITERS_WAITING | DRAIN_SLEEPS,
         Relaxed,
     );
     // SAFETY: no other thread uses `lock`.
