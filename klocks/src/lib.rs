@@ -22,7 +22,7 @@
 //! | lock | design | use it when | avoid it when |
 //! |---|---|---|---|
 //! | [`RawMutex`] ([`Mutex`]) | futex mutex: one spinner while the owner runs, barging, a handoff to a waiter that waited 1 ms | the default, any section length, any number of threads | never measured far behind a peer (`docs/results/README.md` in the repository) |
-//! | [`RawRwLock`] ([`RwLock`]) | futex rwlock: writers as the default mutex, sleeping writers hold readers back, timed reader turns | the default for reader-writer data | writers that must not barge each other (a writer's wait is not bounded by a handoff) |
+//! | [`RawRwLock`] ([`RwLock`]) | futex rwlock: writers as the default mutex, sleeping writers hold readers back, timed reader turns | the default for reader-writer data | many more writers than CPUs that must each progress (writers barge each other; a writer's wait is not bounded by a handoff) |
 //! | [`PvQSpinLock`] | kernel pv queued spinlock: spin, then sleep until kicked | short sections, survives any number of threads | sections that block; back-to-back re-takes with no work between them and more threads than CPUs (a barging lock keeps the lock on one CPU there) |
 //! | [`QSpinLock`] | kernel queued spinlock (seed 000) | short sections, threads ≤ CPUs, fairness matters | threads can outnumber CPUs |
 //! | [`QSpinLockCmpxchgHandoff`] | the same before seed 000 | re-running seed 000's "before" | production: prefer `QSpinLock` |
