@@ -118,6 +118,7 @@ macro_rules! raw_mutex {
 #[macro_use]
 pub mod testing;
 
+mod backoff;
 mod barrier;
 pub mod budget;
 pub mod catalog;

@@ -549,6 +549,32 @@ pub(crate) mod testing {
         (unlock, waited)
     }
 
+    /// The counts of a waiter behind an owner that is not running, for the futex
+    /// mutexes with one spinner (`one_waiter`'s two snapshots): it becomes the
+    /// spinner and gives up, yields, tries again, and sleeps after its last of
+    /// `yields` yields: one spin per try, one sleep. The owner's unlock wakes it once;
+    /// the woken thread took the lock with its waiters bit, so its unlock's wake finds
+    /// nobody.
+    #[track_caller]
+    pub(crate) fn expect_spins_yields_then_sleeps_once(
+        (unlock, waited): (Snapshot, Snapshot),
+        lock: Lock,
+        yields: u32,
+    ) {
+        let tries = u64::from(yields) + 1;
+        expect(&waited, lock)
+            .exactly(Event::LockSlowpath, 1)
+            .exactly(Event::SpinFailed, tries)
+            .maybe(Event::OwnerOffCpu)
+            .exactly(Event::Yield, tries - 1)
+            .exactly(Event::Sleep, 1)
+            .exactly(Event::Wake, 1)
+            .exactly(Event::WakeNoSleeper, 1)
+            .nothing_else();
+        assert!(waited.get(lock, Event::OwnerOffCpu) <= tries);
+        expect(&unlock, lock).exactly(Event::Wake, 1).nothing_else();
+    }
+
     /// What the calling thread counts while it runs `run`.
     pub(crate) fn counted<T>(run: impl FnOnce() -> T) -> (T, Snapshot) {
         let before = this_thread();

@@ -110,6 +110,7 @@
 //! holding the mutex leaves it locked forever: its waiters sleep (the probe reports an
 //! exited owner as not running).
 
+use crate::backoff;
 use crate::budget::SpinBudget;
 use crate::catalog::MutexKind;
 use crate::owner::{self, Watch};
@@ -156,19 +157,13 @@ const YIELDS_BEFORE_SLEEP: u32 = 4;
 #[cfg(loom)]
 const YIELDS_BEFORE_SLEEP: u32 = 1;
 
-/// The spinner's first pause between two looks at the word adapts, per thread,
-/// between these (in `cpu_relax`es). Each look takes the line from an owner that
-/// re-takes the lock at once: a spinner that looked after 1, 2, 4, ... pauses cost the
-/// owner of a tight loop several misses per handoff (lockbench `loop`, 8 threads: 89
-/// ms with a first pause of 1, 66 to 70 with 64; parking_lot 55 to 58), while with
-/// short sections and work outside the lock a late first look leaves the lock idle
-/// (`overcommit`, 64 threads, short: 2.2M ops/s with 64, 2.8M with 1). So a spin that
-/// took the lock at its first or second look halves the thread's next first pause,
-/// and one that needed more looks doubles it.
-const MIN_FIRST_BACKOFF: u32 = 1;
-const MAX_FIRST_BACKOFF: u32 = 64;
-/// Looks after which a spin counts as long (doubling the next first pause).
-const QUICK_LOOKS: u32 = 2;
+// The spinner's first pause between two looks at the word adapts, per thread
+// ([`backoff`](crate::backoff)). Each look takes the line from an owner that re-takes
+// the lock at once: a spinner that looked after 1, 2, 4, ... pauses cost the owner
+// of a tight loop several misses per handoff (lockbench `loop`, 8 threads: 89 ms with
+// a first pause of 1, 66 to 70 with 64; parking_lot 55 to 58), while with short
+// sections and work outside the lock a late first look leaves the lock idle
+// (`overcommit`, 64 threads, short: 2.2M ops/s with 64, 2.8M with 1).
 
 /// The spinner's longest pause between two looks at the word, in `cpu_relax`es.
 const MAX_BACKOFF: u32 = 128;
@@ -184,8 +179,8 @@ const STATS: Lock = Lock::Mutex(MutexKind::Default);
 // interrupted code must read it again after the handler, not a copy in a register.
 #[cfg(not(loom))]
 std::thread_local! {
-    /// This thread's first pause as the spinner (see `MIN_FIRST_BACKOFF`).
-    static FIRST_BACKOFF: Cell<u32> = const { Cell::new(MIN_FIRST_BACKOFF) };
+    /// This thread's first pause as the spinner (see `crate::backoff`).
+    static FIRST_BACKOFF: Cell<u32> = const { Cell::new(backoff::MIN_FIRST) };
     /// Unlocks of this thread that left sleepers to a spinner (mod `FAIR_SKIPS`).
     static SKIPPED_WAKES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     /// The address of the mutex this thread claimed a handoff of, 0 if none.
@@ -194,7 +189,7 @@ std::thread_local! {
 }
 #[cfg(loom)]
 loom::thread_local! {
-    static FIRST_BACKOFF: Cell<u32> = Cell::new(MIN_FIRST_BACKOFF);
+    static FIRST_BACKOFF: Cell<u32> = Cell::new(backoff::MIN_FIRST);
     static SKIPPED_WAKES: std::cell::Cell<u32> = std::cell::Cell::new(0);
     static CLAIMING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 }
@@ -544,12 +539,7 @@ impl RawMutex {
                     .compare_exchange(val, new, Acquire, Relaxed)
                     .is_ok()
                 {
-                    let next = if looks <= QUICK_LOOKS {
-                        (first / 2).max(MIN_FIRST_BACKOFF)
-                    } else {
-                        (first * 2).min(MAX_FIRST_BACKOFF)
-                    };
-                    FIRST_BACKOFF.with(|f| f.set(next));
+                    FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
                     return true;
                 }
             } else {

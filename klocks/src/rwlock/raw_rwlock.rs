@@ -118,6 +118,7 @@
 //! deadlocks, as with every rwlock that prefers writers (std's included). More than
 //! [`MAX_READERS`] readers at once panic.
 
+use crate::backoff;
 use crate::budget::SpinBudget;
 use crate::catalog::RwLockKind;
 use crate::mutex::raw_mutex::{count_skipped_wake, now_us, Patience};
@@ -185,41 +186,27 @@ static BUDGET: SpinBudget = SpinBudget::new();
 /// short section away.
 const DRAIN_BACKOFF: u32 = 16;
 
-/// A spinning waiter's first pause between two looks at the word adapts, per
-/// thread, between these (in `cpu_relax`es), as the default mutex spinner's does;
-/// each later pause doubles, up to [`MAX_BACKOFF`]. A wait that ended at the first
-/// or second look halves the thread's next first pause, a longer one doubles it.
-/// With short sections and work outside the lock a late look leaves the lock idle or
-/// a reader outside it (`rw-mix` at 50% reads: 0.70× std's with a fixed 64 pauses,
-/// 0.86–0.94× with 16), while against a writer that re-takes the lock at once each
-/// look takes the line from it (`rwsem`, one reader and one writer, load 1: 16.1M
-/// ops/s with a fixed 16, 29.6M with 64). Adapting, both: `rw-mix` 0.91–1.05× at
-/// 50% and 90% reads in two runs, `rwsem` 29.1M.
-const MIN_FIRST_BACKOFF: u32 = 1;
-const MAX_FIRST_BACKOFF: u32 = 64;
 /// A spinning waiter's longest pause between two looks, in `cpu_relax`es.
 const MAX_BACKOFF: u32 = 64;
-/// Looks after which a wait counts as long (doubling the next first pause).
-const QUICK_LOOKS: u32 = 2;
 
+// A spinning waiter's first pause between two looks at the word adapts per thread
+// ([`backoff`](crate::backoff)), as the default mutex spinner's does; each later
+// pause doubles, up to `MAX_BACKOFF`. With short sections and work outside the lock
+// a late look leaves the lock idle or a reader outside it (`rw-mix` at 50% reads:
+// 0.70× std's with a fixed 64 pauses, 0.86–0.94× with 16), while against a writer
+// that re-takes the lock at once each look takes the line from it (`rwsem`, one
+// reader and one writer, load 1: 16.1M ops/s with a fixed 16, 29.6M with 64).
+// Adapting, both: `rw-mix` 0.91–1.05× at 50% and 90% reads in two runs, `rwsem`
+// 29.1M.
 #[cfg(not(loom))]
 std::thread_local! {
     /// This thread's first pause as a waiter on a `RawRwLock` (no destructor: it
     /// can be read during thread exit too).
-    static FIRST_BACKOFF: Cell<u32> = const { Cell::new(MIN_FIRST_BACKOFF) };
+    static FIRST_BACKOFF: Cell<u32> = const { Cell::new(backoff::MIN_FIRST) };
 }
 #[cfg(loom)]
 loom::thread_local! {
-    static FIRST_BACKOFF: Cell<u32> = Cell::new(MIN_FIRST_BACKOFF);
-}
-
-/// The next first pause after a wait that came true at its `looks`-th look.
-fn adapted_first_backoff(first: u32, looks: u32) -> u32 {
-    if looks <= QUICK_LOOKS {
-        (first / 2).max(MIN_FIRST_BACKOFF)
-    } else {
-        (first * 2).min(MAX_FIRST_BACKOFF)
-    }
+    static FIRST_BACKOFF: Cell<u32> = Cell::new(backoff::MIN_FIRST);
 }
 
 /// How long a waiter spins behind waiting writers or a drain, or without the
@@ -691,7 +678,7 @@ impl RawRwLock {
             // Relaxed: only watches; the caller's cmpxchg is the Acquire.
             let val = self.word.load(Relaxed);
             if done(val) {
-                FIRST_BACKOFF.with(|f| f.set(adapted_first_backoff(first, looks)));
+                FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
                 return true;
             }
             if !worth(val, spent) {

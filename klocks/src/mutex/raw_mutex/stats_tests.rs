@@ -4,28 +4,15 @@ use super::*;
 use crate::stats::testing::*;
 use std::time::{Duration, Instant};
 
-/// Behind an owner that is not running, a waiter becomes the spinner and gives up,
-/// yields, tries again, and sleeps after its last yield: one spin per try, one
-/// sleep. The owner's unlock wakes it once; the woken thread took the lock with
-/// WAITERS, so its unlock's wake finds nobody.
+/// Behind an owner that is not running, a waiter spins, yields and sleeps once, and
+/// is woken once (`expect_spins_yields_then_sleeps_once`).
 #[test]
 fn stats_spins_yields_then_sleeps_once() {
     let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
-    let (unlock, waited) = one_waiter(lock, STATS, |waiter| {
+    let counts = one_waiter(lock, STATS, |waiter| {
         lock.word.load(Relaxed) & WAITERS != 0 && waiter.asleep()
     });
-    let tries = u64::from(YIELDS_BEFORE_SLEEP) + 1;
-    expect(&waited, STATS)
-        .exactly(LockSlowpath, 1)
-        .exactly(SpinFailed, tries)
-        .maybe(OwnerOffCpu)
-        .exactly(Yield, tries - 1)
-        .exactly(Sleep, 1)
-        .exactly(Wake, 1)
-        .exactly(WakeNoSleeper, 1)
-        .nothing_else();
-    assert!(waited.get(STATS, OwnerOffCpu) <= tries);
-    expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
+    expect_spins_yields_then_sleeps_once(counts, STATS, YIELDS_BEFORE_SLEEP);
 }
 
 /// A sleeper starved by an owner that re-takes the lock claims a handoff, and the

@@ -211,18 +211,3 @@ fn a_fork_child_forgets_a_draining_writer_but_keeps_a_holder() {
     assert_eq!(lock.word.load(Relaxed), WRITER);
     assert_eq!(lock.exclusive_owner(), Some(7));
 }
-
-#[test]
-fn a_waiters_first_pause_halves_after_quick_waits_and_doubles_after_long_ones() {
-    assert_eq!(adapted_first_backoff(16, 1), 8);
-    assert_eq!(adapted_first_backoff(16, QUICK_LOOKS), 8);
-    assert_eq!(adapted_first_backoff(16, QUICK_LOOKS + 1), 32);
-    assert_eq!(
-        adapted_first_backoff(MIN_FIRST_BACKOFF, 1),
-        MIN_FIRST_BACKOFF
-    );
-    assert_eq!(
-        adapted_first_backoff(MAX_FIRST_BACKOFF, 50),
-        MAX_FIRST_BACKOFF
-    );
-}
