@@ -42,14 +42,26 @@
 //!
 //! Writers among themselves barge (as the default mutex does between its handoffs):
 //! a writer's wait is bounded by the scheduler and the futex's FIFO order of
-//! sleepers, not by a handoff. With many more writers than CPUs that bound is loose:
-//! a write unlock wakes one sleeping writer, and the next wake waits until that one
-//! has run (`rw-fair`, 40 readers and 40 writers on 2 CPUs: 36 writers asleep at a
-//! time, about a hundred writer wakes a second, and some writer without a turn in 3
-//! s). The default mutex's handoff, claimed by a woken waiter that still finds the
-//! lock taken, was tried here and changed nothing: few woken writers lose (3 to 5
-//! claims a second), the sleepers are the ones that wait; neither did waking two
-//! writers per unlock, nor waking one even when a spinner would take over.
+//! sleepers, not by a handoff. With many more writers than CPUs that bound is
+//! loose: a write unlock wakes one sleeping writer, and the next wake waits until
+//! that one has run (`rw-fair`, 40 readers and 40 writers on 2 CPUs: 36 writers
+//! asleep at a time, about a hundred writer wakes a second, and some writer without
+//! a turn in 3 s). The default mutex's handoff, claimed by a woken waiter that
+//! still finds the lock taken, was tried here and changed nothing: few woken
+//! writers lose (3 to 5 claims a second), the sleepers are the ones that wait;
+//! neither did waking two writers per unlock, nor waking one even when a spinner
+//! would take over. What "until that one has run" costs there: a woken writer
+//! returned from its futex wait 28 to 33 ms (mean, three runs) after the wake, and
+//! no unlock wakes another meanwhile, as `WRITERS_WAITING` went with the wake
+//! (`docs/results/rw-writer-nudge-2026-11-26.txt`). A timed nudge was tried for
+//! that: a bit kept after such a wake sent write unlocks to the slow path, where
+//! one every 200 µs woke a further sleeping writer before releasing, until one of
+//! those wakes found nobody (a fourth word for the time, a loom model). It gave
+//! every writer some turns (the slowest of 40 writers: 0 sections in 3 s in every
+//! cell before, 37 to 469 in four cells after; the writers' mean 1.5×), but tipped
+//! 8 readers and 8 writers toward the writers (the readers' mean fell from 3.9–4.0M
+//! to 1.5–3.1M sections, under half of parking_lot's 4.0–4.5M in two of three
+//! cells), so it did not land.
 //!
 //! The writing thread's id is kept beside the word, for the owner probe and to catch
 //! misuse, and so is the time of the last reader event (the first sleep, or the
