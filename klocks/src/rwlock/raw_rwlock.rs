@@ -323,7 +323,11 @@ impl RawRwLock {
     /// If no reader holds the lock (the word is left untouched).
     #[inline]
     pub fn unlock_shared(&self) {
-        // Relaxed: picks the transition; the cmpxchg decides.
+        // A load and a cmpxchg, not std's one fetch_sub: the check comes before the
+        // word changes, and a fetch_sub (with the count moved above the flags and an
+        // unheld unlock undone) measured no faster in `rw-mix`
+        // (`docs/results/rw-unlock-shared-2026-11-26.txt`). Relaxed: picks the
+        // transition; the cmpxchg decides.
         let mut val = self.word.load(Relaxed);
         loop {
             if readers(val) == 0 {

@@ -42,6 +42,73 @@ fn unlock_of_an_unheld_read_lock_panics() {
 }
 
 #[test]
+fn an_unheld_read_unlock_leaves_the_word_as_it_was() {
+    let lock = RawRwLock::new();
+    lock.lock_exclusive();
+    let before = lock.word.load(Relaxed);
+    let err = std::panic::catch_unwind(|| lock.unlock_shared()).expect_err("no panic");
+    let msg = err.downcast_ref::<String>().unwrap();
+    assert!(msg.contains("not read-locked"), "{msg}");
+    assert_eq!(lock.word.load(Relaxed), before);
+    lock.unlock_exclusive();
+    assert_eq!(lock.word.load(Relaxed), 0);
+}
+
+/// Read unlocks of an unheld lock, racing with writers (which keep the count at 0):
+/// every one panics, no writer section overlaps another, and the lock ends free with
+/// an exact count.
+#[test]
+fn unheld_read_unlocks_racing_with_writers_panic_and_leave_the_lock_exact() {
+    let lock = Arc::new(RawRwLock::new());
+    let pair = Arc::new((AtomicU32::new(0), AtomicU32::new(0)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..3)
+        .map(|_| {
+            let (lock, pair, stop) = (Arc::clone(&lock), Arc::clone(&pair), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut sections = 0u32;
+                while !stop.load(Relaxed) {
+                    // Timed, so that a lock left broken fails the test instead of
+                    // hanging it.
+                    let deadline = Instant::now() + Duration::from_secs(5);
+                    assert!(
+                        lock.try_lock_exclusive_until(deadline),
+                        "a writer waited 5 s"
+                    );
+                    // Relaxed: the lock orders these; a torn pair is an overlap.
+                    assert_eq!(pair.0.load(Relaxed), pair.1.load(Relaxed));
+                    pair.0.fetch_add(1, Relaxed);
+                    std::hint::spin_loop();
+                    pair.1.fetch_add(1, Relaxed);
+                    lock.unlock_exclusive();
+                    sections += 1;
+                }
+                sections
+            })
+        })
+        .collect();
+    let mut panics = 0;
+    while panics < 500 {
+        let err = std::panic::catch_unwind(|| lock.unlock_shared()).expect_err("no panic");
+        assert!(err
+            .downcast_ref::<String>()
+            .unwrap()
+            .contains("not read-locked"));
+        panics += 1;
+    }
+    stop.store(true, Relaxed);
+    let sections: u32 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert!(sections > 0, "no writer section");
+    assert_eq!(pair.0.load(Relaxed), sections);
+    assert_eq!(
+        lock.word.load(Relaxed) & !(WRITERS_WAITING | READERS_WAITING),
+        0
+    );
+    assert!(lock.try_lock_exclusive());
+    lock.unlock_exclusive();
+}
+
+#[test]
 #[should_panic(expected = "write unlock of a klocks::RwLock that is not write-locked")]
 fn unlock_of_an_unheld_write_lock_panics() {
     RawRwLock::new().unlock_exclusive();
