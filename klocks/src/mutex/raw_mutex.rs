@@ -7,16 +7,16 @@
 //! lock to pick without reading a table, with two changes that come from what the
 //! anchors do and from what lockbench measured:
 //!
-//! - **Fast paths as short as std's futex mutex's**: a load and one cmpxchg to lock,
-//!   one cmpxchg to unlock (a load before it cost the uncontended pair ~0.6 ns). The
-//!   spinner's flag keeps both inline (an owner that re-takes the lock while a
-//!   waiter spins is the common contended case); sleepers or a handoff send the
-//!   thread to the slow path. The load before the lock's cmpxchg is what the
-//!   uncontended pair pays over std's (14.3 against 10.6 ns on an Intel Xeon VM,
-//!   11.3 without it), and what keeps a waiter off a held lock's line: without it
-//!   back-to-back re-takes lost a quarter to a third (`loop`, 4 threads: 120 ms
-//!   became 155–185 ms), and remembering per thread whether its locks were contended
-//!   brought the pair back to only 13.2 ns.
+//! - **Fast paths as short as std's futex mutex's**: one cmpxchg to lock, expecting
+//!   the free word 0 without reading it first, and one to unlock (a load before
+//!   either costs the uncontended pair: 14.1 against std's 10.7 ns on an Intel Xeon
+//!   VM with a load before the lock's, 11.3 without). An unlock without sleepers
+//!   clears the spinner's flag along with the owner, so that an owner that re-takes
+//!   the lock while a waiter spins, the common contended case, finds 0 too; the
+//!   spinner sets its flag again at its next look if the lock is held then. Keeping
+//!   the flag cost every such re-take a load or a second RMW: `loop` with 2–8
+//!   threads ran 20–27% faster without it. Sleepers or a handoff send the thread to
+//!   the slow path.
 //! - **A patient spinner.** The spinner's first look at the word comes after ~1.5 µs
 //!   of `pause`s, not at once: each look takes the line from an owner that re-takes
 //!   the lock at once, and a spinner that looked after 1, 2, 4, ... pauses cost the
@@ -57,15 +57,16 @@
 //! Transitions, as `(owner, spinning, waiters, handoff)`:
 //!
 //! ```text
-//! fast path:       (0,s,0,0) -> (me,s,0,0)                    cmpxchg
+//! fast path:       (0,s,0,0) -> (me,s,0,0)                    cmpxchg (s = 0, then 1)
 //! barge:           (0,s,w,0) -> (me,s,w|slept,0)              cmpxchg
 //! start spin:      (o,0,w,h) -> (o,1,w,h)                     cmpxchg, o != 0, h = 0
-//! spinner takes:   (0,1,w,0) -> (me,0,w|slept,0)              cmpxchg
+//! spin again:      (o,0,w,0) -> (o,1,w,0)                     cmpxchg by a spinner
+//! spinner takes:   (0,s,w,0) -> (me,0,w|slept,0)              cmpxchg
 //! stop spin:       (*,1,*,*) -> (*,0,*,*)                     fetch_and
 //! sleep:           (o,s,*,h) -> (o,s,1,h), futex_wait(SLEEPER) o != 0 or h = 1
 //! claim:           (o,s,1,0) -> (o,s,1,1)                     cmpxchg, o != 0
 //! claimant takes:  (0,s,1,1) -> (me,s,1,0)                    cmpxchg
-//! unlock:          (me,s,0,0) -> (0,s,0,0)                    cmpxchg
+//! unlock:          (me,s,0,0) -> (0,0,0,0)                    cmpxchg
 //! unlock, wake:    (me,0,1,0) -> (0,0,0,0), futex_wake(SLEEPER)
 //! unlock, spin:    (me,1,1,0) -> (0,1,1,0); every FAIR_SKIPS-th futex_wake(SLEEPER)
 //! unlock, handoff: (me,s,w,1) -> (0,s,w,1), futex_wake(CLAIMANT)
@@ -87,12 +88,16 @@
 //! the lock after sleeping sets it again, so the duty to wake passes from owner to
 //! owner while anyone sleeps. An unlock that finds `SPINNING` leaves the duty to the
 //! spinner, which either takes the lock with `WAITERS` or stops with an RMW that
-//! shows it the free word. A handoff unlock keeps `WAITERS` and wakes the claimant,
-//! which takes the lock with `WAITERS` and so inherits the duty. A claimant sleeps
-//! only on a held word with `HANDOFF`, which only its own take clears, so the unlock
-//! that frees that word is the one that wakes it. A timed waiter that gives up after
-//! sleeping may have eaten a wake: it leaves `WAITERS` set on a held or reserved word
-//! (or takes a free one), so the duty is not lost with it.
+//! shows it the free word. Because unlocks clear the flag, two waiters may each
+//! believe themselves the spinner for a while (one set the flag after an unlock
+//! cleared the other's). That is harmless: while the flag stands, its last setter
+//! still spins, because the take or stop that ends a spin clears the flag. A
+//! handoff unlock keeps `WAITERS` and wakes the claimant, which takes the lock with
+//! `WAITERS` and so inherits the duty. A claimant sleeps only on a held word with
+//! `HANDOFF`, which only its own take clears, so the unlock that frees that word is
+//! the one that wakes it. A timed waiter that gives up after sleeping may have eaten
+//! a wake: it leaves `WAITERS` set on a held or reserved word (or takes a free one),
+//! so the duty is not lost with it.
 //!
 //! # Signals
 //!
@@ -282,18 +287,21 @@ impl RawMutex {
     #[inline]
     pub fn lock(&self) {
         let me = owner::current_tid();
-        // Relaxed: only picks the transition to try; the cmpxchg decides.
-        let val = self.word.load(Relaxed);
-        // (0,s,0,0) -> (me,s,0,0): a spinner's flag alone does not send us down the
-        // slow path (an owner that re-takes the lock while someone spins is the
-        // common case, and the spinner would take the lock while we took the long
-        // way). Acquire: pairs with the Release in `unlock`.
-        if val & !SPINNING != 0
-            || self
+        // (0,0,0,0) -> (me,0,0,0), expecting the free word without a load first (an
+        // unlock clears the spinner's flag, so a free lock reads 0 almost always).
+        // Acquire: pairs with the Release in `unlock`.
+        let taken = match self.word.compare_exchange(0, me, Acquire, Relaxed) {
+            Ok(_) => true,
+            // (0,1,0,0) -> (me,1,0,0): a spinner set its flag again after the last
+            // unlock; the flag alone does not send us down the slow path. Acquire: as
+            // above.
+            Err(SPINNING) => self
                 .word
-                .compare_exchange(val, val | me, Acquire, Relaxed)
-                .is_err()
-        {
+                .compare_exchange(SPINNING, SPINNING | me, Acquire, Relaxed)
+                .is_ok(),
+            Err(_) => false,
+        };
+        if !taken {
             self.lock_contended(me, Patience::Forever);
         }
     }
@@ -321,19 +329,19 @@ impl RawMutex {
     #[inline]
     pub fn unlock(&self) {
         let me = owner::current_tid();
-        // (me,0,0,0) -> (0,0,0,0), or (me,1,0,0) -> (0,1,0,0) when a spinner waits.
-        // Release: pairs with the Acquire of the next acquisition. Nobody sleeps, so
-        // there is nobody to wake. (No load first: it costs the uncontended pair
-        // ~0.6 ns, more than the second cmpxchg costs an unlock that finds a spinner.)
+        // (me,s,0,0) -> (0,0,0,0). Release: pairs with the Acquire of the next
+        // acquisition. Nobody sleeps, so there is nobody to wake. (No load first: it
+        // costs the uncontended pair ~0.6 ns, more than the second cmpxchg costs an
+        // unlock that finds a spinner.)
         let released = match self.word.compare_exchange(me, 0, Release, Relaxed) {
             Ok(_) => true,
             Err(val) if val == me | SPINNING => {
                 // The spinner watches us (a thread-local check after the first time).
                 owner::watch_current();
-                // Release: as above.
-                self.word
-                    .compare_exchange(val, SPINNING, Release, Relaxed)
-                    .is_ok()
+                // The spinner's flag goes too: the spinner sets it again at its next
+                // look if the lock is held then, and meanwhile our next `lock` finds
+                // the word it expects. Release: as above.
+                self.word.compare_exchange(val, 0, Release, Relaxed).is_ok()
             }
             Err(_) => false,
         };
@@ -507,15 +515,18 @@ impl RawMutex {
             return true;
         }
         stats::count(STATS, Event::SpinFailed);
-        // (*,1,*,*) -> (*,0,*,*). Relaxed: as above. An unlock that skipped its wake
-        // for us left WAITERS set on a free word: the caller's next `try_acquire` or
-        // `sleep` sees that (module doc, "No lost wake-ups").
+        // (*,1,*,*) -> (*,0,*,*), even if a newer waiter set the flag after an unlock
+        // cleared ours (it sets it again at its next look). Relaxed: as above. An
+        // unlock that skipped its wake for us left WAITERS set on a free word: the
+        // caller's next `try_acquire` or `sleep` sees that (module doc, "No lost
+        // wake-ups").
         self.word.fetch_and(!SPINNING, Relaxed);
         false
     }
 
     /// Spin while the owner runs, within the budget; take the lock when it is free,
-    /// `(0,1,w,0) -> (me,0,w|slept,0)`. Stops at a handoff claim.
+    /// `(0,s,w,0) -> (me,0,w|slept,0)`, and set the flag again on a held lock whose
+    /// unlock cleared it, `(o,0,w,0) -> (o,1,w,0)`. Stops at a handoff claim.
     fn spin_on_owner(&self, me: u32, slept: bool, patience: Patience) -> bool {
         let budget = BUDGET.spins();
         let mut spent = 0;
@@ -543,6 +554,14 @@ impl RawMutex {
                     return true;
                 }
             } else {
+                if val & SPINNING == 0 {
+                    // An unlock without sleepers cleared the flag. This fails if the
+                    // word moved or a newer waiter set the flag first; either way the
+                    // next look sees the word as it is then. Relaxed: as in `spin`.
+                    let _ = self
+                        .word
+                        .compare_exchange(val, val | SPINNING, Relaxed, Relaxed);
+                }
                 // The kernel's rule: keep spinning on a new owner while it runs too.
                 let (_, watch) = match &mut watch {
                     Some(w) if w.0 == owner => w,
