@@ -35,7 +35,7 @@ fn locks_help() -> String {
     for lock in LockName::defaults() {
         help += &help_entry(lock.name(), lock.about());
     }
-    help += "\nReader-writer locks (--rwlocks, for rwsem, rw-fair and rw-mix):\n";
+    help += "\nReader-writer locks (--rwlocks, for rwsem, rw-fair, rw-mix and uncontended):\n";
     for lock in RwLockName::defaults() {
         help += &help_entry(lock.name(), lock.about());
     }
@@ -119,7 +119,7 @@ struct GlobalArgs {
     locks: Vec<LockName>,
 
     /// Reader-writer locks for rwsem, rw-fair and rw-mix, comma-separated [default: all
-    /// the possible values]
+    /// the possible values]; uncontended measures them beside its mutexes when given
     #[arg(
         long,
         global = true,
@@ -326,8 +326,9 @@ fn check_lock_kinds(cli: &Cli) {
     } else if reader_writer && !cli.global.locks.is_empty() {
         "--locks names mutexes; rwsem, rw-fair and rw-mix measure reader-writer locks: choose \
          them with --rwlocks (see --help)"
-    } else if !reader_writer && !app && !cli.global.rwlocks.is_empty() {
-        "--rwlocks applies to rwsem, rw-fair and rw-mix only; the other scenarios take --locks"
+    } else if takes == Takes::Mutexes && !app && !cli.global.rwlocks.is_empty() {
+        "--rwlocks applies to uncontended, rwsem, rw-fair and rw-mix only; the other scenarios \
+         take --locks"
     } else {
         return;
     };

@@ -60,6 +60,36 @@ fn a_bad_klocks_setting_is_a_usage_error() {
     }
 }
 
+/// `uncontended` measures reader-writer locks beside its mutexes when given
+/// `--rwlocks`: both sides of each, in their own table.
+#[test]
+fn uncontended_measures_rwlocks_when_named() {
+    let out = measure(&[
+        "uncontended",
+        "--locks",
+        "std",
+        "--rwlocks",
+        "default-rw,std-rw",
+        "--iterations",
+        "10000",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let table = text
+        .split("uncontended, reader-writer locks")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no reader-writer table: {text}"));
+    for lock in ["default-rw", "std-rw"] {
+        let row = table
+            .lines()
+            .find(|line| line.starts_with(lock))
+            .unwrap_or_else(|| panic!("no {lock} row: {table}"));
+        assert_eq!(row.matches('×').count(), 2, "{row}");
+    }
+}
+
 #[test]
 fn zero_threads_is_a_usage_error() {
     let out = lockbench(&["loop", "--threads", "0"]);

@@ -326,9 +326,11 @@ impl RawRwLock {
         // A load and a cmpxchg, not std's one fetch_sub: the check comes before the
         // word changes, and a fetch_sub (with the count moved above the flags and an
         // unheld unlock undone) measured no faster in `rw-mix`
-        // (`docs/results/rw-unlock-shared-2026-11-26.txt`). Relaxed: picks the
-        // transition; the cmpxchg decides.
-        let mut val = self.word.load(Relaxed);
+        // (`docs/results/rw-unlock-shared-2026-11-26.txt`). The first cmpxchg
+        // expects the sole reader with no flags instead of loading the word: a load
+        // first cost the uncontended pair ~3 ns, and a wrong guess returns the word
+        // for the next try.
+        let mut val = READER;
         loop {
             if readers(val) == 0 {
                 unlock_of_unheld("read");
@@ -482,16 +484,14 @@ impl RawRwLock {
     }
 
     /// Checks that the calling thread writes, and forgets it as the writer.
+    #[inline]
     fn disown_write(&self) {
         // Relaxed: only this thread stores its own id there, so "is it me?" needs no
         // ordering.
         let holder = self.writer.load(Relaxed);
         let me = owner::current_tid();
-        if holder != me || self.word.load(Relaxed) & WRITER == 0 {
-            if holder == 0 {
-                unlock_of_unheld("write");
-            }
-            panic!("klocks: write unlock of a klocks::RwLock held by thread {holder} from thread {me}, which does not hold it");
+        if holder != me {
+            write_unlock_by_non_writer(holder, me);
         }
         // Relaxed: cleared before the releasing cmpxchg, which orders it before the
         // next writer's store.
@@ -605,8 +605,9 @@ impl RawRwLock {
     /// none sleeps, or a turn is on.
     #[inline]
     fn try_enter_reader(&self) -> bool {
-        // Relaxed: picks the transition; the cmpxchg decides.
-        let mut val = self.word.load(Relaxed);
+        // The first cmpxchg expects the free word instead of loading it (as
+        // `unlock_shared`'s expects the sole reader); a wrong guess returns the word.
+        let mut val = 0;
         while readers_may_enter(val) {
             if readers(val) == READERS_MASK {
                 too_many_readers();
@@ -918,6 +919,15 @@ impl RawRwLock {
 #[inline(never)]
 fn unlock_of_unheld(what: &str) -> ! {
     panic!("klocks: {what} unlock of a klocks::RwLock that is not {what}-locked");
+}
+
+#[cold]
+#[inline(never)]
+fn write_unlock_by_non_writer(holder: u32, me: u32) -> ! {
+    if holder == 0 {
+        unlock_of_unheld("write");
+    }
+    panic!("klocks: write unlock of a klocks::RwLock held by thread {holder} from thread {me}, which does not hold it");
 }
 
 #[cold]

@@ -77,9 +77,13 @@ pub fn panel(cell: &CellData, pause_ns: f64) -> Option<(String, String)> {
             String::new(),
             "loop: N threads × L lock/unlock pairs".to_owned(),
         ),
-        "uncontended" => (
+        "uncontended" if layout.is_empty() => (
             String::new(),
             "uncontended: one thread, lock + unlock".to_owned(),
+        ),
+        "uncontended" => (
+            slug(&layout),
+            format!("uncontended: one thread, reader-writer locks, {layout} pairs"),
         ),
         "false-sharing" => (
             layout.clone(),

@@ -38,6 +38,8 @@ pub enum Takes {
     Mutexes,
     /// `--rwlocks`.
     RwLocks,
+    /// `--locks`, and `--rwlocks` beside them.
+    Both,
     /// Neither (the scenario measures no lock, or chooses locks its own way).
     Neither,
 }

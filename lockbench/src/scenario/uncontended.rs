@@ -2,10 +2,12 @@
 
 use std::time::Instant;
 
+use crate::harness::rw::{self, RwGuarded};
 use crate::harness::stats::Counting;
 use crate::harness::{verify_count, Common, Error, Guarded};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::report::{num, Cell, Progress, Run, Table};
+use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
 
 /// One thread, no contention: ns per lock + increment + unlock
 ///
@@ -13,6 +15,11 @@ use crate::report::{num, Cell, Progress, Run, Table};
 /// inside. Measures the bare cost of an uncontended acquisition and release
 /// (atomic RMWs, fences, function calls), in ns per pair, with the ratio to
 /// std::sync::Mutex. Verified: the counter must equal the iterations.
+///
+/// With --rwlocks, each reader-writer lock named is measured too, as a read pair
+/// (read lock, read two counters, unlock) and a write pair (write lock, increment
+/// both, unlock), with the ratios to std::sync::RwLock. Verified: no read saw the
+/// counters differ, and both equal the write pairs.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Lock/unlock pairs per run [default: 2000000; 5000000 with --seed-scale]
@@ -28,6 +35,8 @@ const SEED_ITERATIONS: u64 = 5_000_000;
 #[derive(Debug, Clone)]
 pub struct Config {
     locks: Vec<LockName>,
+    /// `--rwlocks`, if given: none by default.
+    rwlocks: Vec<RwLockName>,
     iterations: u64,
     runs: u32,
     stats: bool,
@@ -43,6 +52,7 @@ impl Config {
         };
         Self {
             locks: common.locks(),
+            rwlocks: common.rwlocks.clone().unwrap_or_default(),
             iterations: args.iterations.unwrap_or(default),
             runs: common.runs,
             stats: common.stats,
@@ -51,24 +61,61 @@ impl Config {
 
     /// Cells this config measures.
     pub fn cells(&self) -> u64 {
-        self.locks.len() as u64
+        (self.locks.len() + Side::BOTH.len() * self.rwlocks.len()) as u64
     }
 }
 
-/// Measures every lock.
+/// Which side of a reader-writer lock a cell takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Read,
+    Write,
+}
+
+impl Side {
+    const BOTH: [Side; 2] = [Side::Read, Side::Write];
+
+    /// The cell's layout label.
+    fn label(self) -> &'static str {
+        match self {
+            Side::Read => "read",
+            Side::Write => "write",
+        }
+    }
+}
+
+/// Measures every lock, then every reader-writer lock's two sides.
 pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
-    config
-        .locks
-        .iter()
-        .map(|lock| {
-            progress.start(format!("uncontended {}", lock.name()));
-            let counting = Counting::start(config.stats);
-            let mut cell = lock.visit(Measure(config))?;
-            counting.attach(&mut cell);
-            progress.done();
-            Ok(cell)
+    let mutexes = config.locks.iter().map(|lock| {
+        measured(config, progress, lock.name(), None, || {
+            lock.visit(Measure(config))
         })
-        .collect()
+    });
+    let rwlocks = config.rwlocks.iter().flat_map(|lock| {
+        Side::BOTH.map(|side| {
+            measured(config, progress, lock.name(), Some(side), || {
+                lock.visit(MeasureRw(config, side))
+            })
+        })
+    });
+    mutexes.chain(rwlocks).collect()
+}
+
+/// One cell, with its progress line and slow-path counts.
+fn measured(
+    config: &Config,
+    progress: &Progress,
+    name: &str,
+    side: Option<Side>,
+    measure: impl FnOnce() -> Result<Cell, Error>,
+) -> Result<Cell, Error> {
+    let side = side.map_or(String::new(), |side| format!(" {}", side.label()));
+    progress.start(format!("uncontended {name}{side}"));
+    let counting = Counting::start(config.stats);
+    let mut cell = measure()?;
+    counting.attach(&mut cell);
+    progress.done();
+    Ok(cell)
 }
 
 /// Measures one lock's cell.
@@ -96,6 +143,68 @@ impl LockVisitor for Measure<'_> {
     }
 }
 
+/// Measures one side of one reader-writer lock.
+struct MeasureRw<'a>(&'a Config, Side);
+
+impl RwLockVisitor for MeasureRw<'_> {
+    type Output = Result<Cell, Error>;
+
+    fn visit<L: BenchRwLock>(self) -> Result<Cell, Error> {
+        let MeasureRw(config, side) = self;
+        let runs = (1..=config.runs)
+            .map(|run| {
+                rw_pairs::<L>(config.iterations, side, || {
+                    format!("uncontended: {} {}, run {run}", L::NAME, side.label())
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(Cell::of_runs(
+            "uncontended",
+            L::NAME,
+            1,
+            Some(side.label()),
+            "ns/pair",
+            runs,
+        ))
+    }
+}
+
+/// One timed run of `iterations` read or write sections, verified as the
+/// reader-writer scenarios verify theirs.
+fn rw_pairs<L: BenchRwLock>(
+    iterations: u64,
+    side: Side,
+    context: impl FnOnce() -> String,
+) -> Result<Run, Error> {
+    let guarded = RwGuarded::<L>::unlocked();
+    // Hide from the optimiser that no other thread can observe the lock or the data.
+    let shared = std::hint::black_box(&guarded);
+    let mut torn = 0;
+    let start = Instant::now();
+    match side {
+        Side::Read => {
+            for _ in 0..iterations {
+                torn += u64::from(!shared.read(0));
+            }
+        }
+        Side::Write => {
+            for _ in 0..iterations {
+                shared.write(0);
+            }
+        }
+    }
+    let wall = start.elapsed();
+    let readers = usize::from(side == Side::Read);
+    let mut counts = guarded.into_counts(readers, &[]);
+    counts.torn_reads = torn;
+    rw::verify(&context(), &counts, &[iterations], wall)?;
+    Ok(Run::timed(
+        wall.as_secs_f64() * 1e9 / iterations as f64,
+        wall,
+        iterations,
+    ))
+}
+
 /// One timed run of `iterations` critical sections, verified.
 fn pairs<L: BenchLock>(iterations: u64, context: impl FnOnce() -> String) -> Result<Run, Error> {
     let guarded = Guarded::<L>::unlocked();
@@ -114,29 +223,76 @@ fn pairs<L: BenchLock>(iterations: u64, context: impl FnOnce() -> String) -> Res
     ))
 }
 
-/// lock | ns/pair | ratio to std.
+/// lock | ns/pair | ratio to std; then, with --rwlocks, rwlock | read | ratio |
+/// write | ratio.
 pub fn tables(cells: &[Cell]) -> Vec<Table> {
-    let std_ns = cells
-        .iter()
-        .find(|cell| cell.lock == <std::sync::Mutex<()> as BenchLock>::NAME)
-        .and_then(|cell| cell.summary)
-        .map(|summary| summary.median);
+    let (mutexes, rwlocks): (Vec<&Cell>, Vec<&Cell>) =
+        cells.iter().partition(|cell| cell.layout.is_none());
     let mut table = Table::new(
         "uncontended: one thread, lock + increment + unlock",
         &["lock", "ns/pair median [min–max]", "vs std"],
     );
-    for cell in cells {
-        let ratio = cell.summary.zip(std_ns).map_or_else(
-            || "-".to_owned(),
-            |(s, std)| format!("{:.2}×", s.median / std),
-        );
-        table.row(vec![cell.lock.to_owned(), cell.long(num), ratio]);
+    let std_ns = median_of(&mutexes, <std::sync::Mutex<()> as BenchLock>::NAME, None);
+    for cell in &mutexes {
+        table.row(vec![cell.lock.to_owned(), cell.long(num), ratio(cell, std_ns)]);
     }
-    vec![table]
+    let mut tables = vec![table];
+    if !rwlocks.is_empty() {
+        tables.push(rw_table(&rwlocks));
+    }
+    tables
+}
+
+/// The reader-writer locks' table: a row per lock, both sides.
+fn rw_table(cells: &[&Cell]) -> Table {
+    let std_rw = <std::sync::RwLock<()> as BenchRwLock>::NAME;
+    let std_ns = Side::BOTH.map(|side| median_of(cells, std_rw, Some(side)));
+    let mut table = Table::new(
+        "uncontended, reader-writer locks: one thread, read pair (lock shared, read two \
+         counters, unlock) and write pair (lock exclusive, increment both, unlock)",
+        &[
+            "rwlock",
+            "read ns/pair median [min–max]",
+            "vs std-rw",
+            "write ns/pair median [min–max]",
+            "vs std-rw",
+        ],
+    );
+    let mut names: Vec<&str> = cells.iter().map(|cell| cell.lock).collect();
+    names.dedup();
+    for name in names {
+        let mut row = vec![name.to_owned()];
+        for (side, std_ns) in Side::BOTH.into_iter().zip(std_ns) {
+            let cell = cells
+                .iter()
+                .find(|cell| cell.lock == name && cell.layout == Some(side.label()));
+            row.push(cell.map_or_else(|| "-".to_owned(), |cell| cell.long(num)));
+            row.push(cell.map_or_else(|| "-".to_owned(), |cell| ratio(cell, std_ns)));
+        }
+        table.row(row);
+    }
+    table
+}
+
+/// The median of the cell of `lock` on `side`, if measured.
+fn median_of(cells: &[&Cell], lock: &str, side: Option<Side>) -> Option<f64> {
+    cells
+        .iter()
+        .find(|cell| cell.lock == lock && cell.layout == side.map(Side::label))
+        .and_then(|cell| cell.summary)
+        .map(|summary| summary.median)
+}
+
+/// A cell's median ÷ the reference's, or "-".
+fn ratio(cell: &Cell, reference: Option<f64>) -> String {
+    cell.summary.zip(reference).map_or_else(
+        || "-".to_owned(),
+        |(s, reference)| format!("{:.2}×", s.median / reference),
+    )
 }
 
 scenario! {
-    takes: Mutexes,
+    takes: Both,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |_, cells, _| tables(cells),
 }
