@@ -504,6 +504,10 @@ impl RawRwLock {
     /// they have waited for their turn, or when the writer's wake found nobody.
     #[cold]
     fn release_write(&self, readers: u32) {
+        // Spinners watch the writer: make this thread observable to the owner probe,
+        // as the default mutex's unlock does when it finds waiters (a thread-local
+        // check after the first time; it touches no lock memory).
+        owner::watch_current();
         // Relaxed: picks the transition; the cmpxchg decides.
         let mut val = self.word.load(Relaxed);
         let mut skip_wake = None;

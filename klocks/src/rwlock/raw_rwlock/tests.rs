@@ -280,3 +280,37 @@ fn a_fork_child_forgets_a_draining_writer_but_keeps_a_holder() {
     assert_eq!(lock.word.load(Relaxed), WRITER);
     assert_eq!(lock.exclusive_owner(), Some(7));
 }
+
+/// A writer whose unlock finds a waiting writer makes itself observable to the
+/// waiters' owner probe, as the default mutex's owner does: otherwise, with the perf
+/// probe, spinners could never see it preempted and spun out their whole budget.
+#[test]
+fn a_writer_that_finds_a_waiter_becomes_observable() {
+    if owner::probe_kind() != owner::ProbeKind::PerfSwitch {
+        eprintln!("skipping: the owner probe is not perf here");
+        return;
+    }
+    let lock = Arc::new(RawRwLock::new());
+    let writer = std::thread::spawn({
+        let lock = Arc::clone(&lock);
+        move || {
+            lock.lock_exclusive();
+            let waiter = std::thread::spawn({
+                let lock = Arc::clone(&lock);
+                move || {
+                    lock.lock_exclusive();
+                    lock.unlock_exclusive();
+                }
+            });
+            // Relaxed: a test's look at the flags the waiter sets.
+            let waits = || lock.word.load(Relaxed) & (WRITER_SPINNING | WRITERS_WAITING) != 0;
+            assert!(eventually(waits), "the waiter never waited");
+            let before = owner::current_is_watched();
+            lock.unlock_exclusive();
+            let after = owner::current_is_watched();
+            waiter.join().unwrap();
+            (before, after)
+        }
+    });
+    assert_eq!(writer.join().unwrap(), (false, true));
+}
