@@ -323,8 +323,8 @@ impl RawRwLock {
     /// If no reader holds the lock (the word is left untouched).
     #[inline]
     pub fn unlock_shared(&self) {
-        // A load and a cmpxchg, not std's one fetch_sub: the check comes before the
-        // word changes, and a fetch_sub (with the count moved above the flags and an
+        // A cmpxchg, not std's one fetch_sub: the check comes before the word
+        // changes, and a fetch_sub (with the count moved above the flags and an
         // unheld unlock undone) measured no faster in `rw-mix`
         // (`docs/results/rw-unlock-shared-2026-11-26.txt`). The first cmpxchg
         // expects the sole reader with no flags instead of loading the word: a load
