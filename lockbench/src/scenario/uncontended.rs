@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use crate::harness::rw::{self, RwGuarded};
+use crate::harness::rw::{self, Role, RwGuarded};
 use crate::harness::stats::Counting;
 use crate::harness::{verify_count, Common, Error, Guarded};
 use crate::locks::{BenchLock, LockName, LockVisitor};
@@ -61,26 +61,18 @@ impl Config {
 
     /// Cells this config measures.
     pub fn cells(&self) -> u64 {
-        (self.locks.len() + Side::BOTH.len() * self.rwlocks.len()) as u64
+        (self.locks.len() + SIDES.len() * self.rwlocks.len()) as u64
     }
 }
 
-/// Which side of a reader-writer lock a cell takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
-    Read,
-    Write,
-}
+/// The sides of a reader-writer lock a cell can take, in table order.
+const SIDES: [Role; 2] = [Role::Reader, Role::Writer];
 
-impl Side {
-    const BOTH: [Side; 2] = [Side::Read, Side::Write];
-
-    /// The cell's layout label.
-    fn label(self) -> &'static str {
-        match self {
-            Side::Read => "read",
-            Side::Write => "write",
-        }
+/// The layout label of a reader-writer cell: which side it took.
+fn label(side: Role) -> &'static str {
+    match side {
+        Role::Reader => "read",
+        Role::Writer => "write",
     }
 }
 
@@ -92,7 +84,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         })
     });
     let rwlocks = config.rwlocks.iter().flat_map(|lock| {
-        Side::BOTH.map(|side| {
+        SIDES.map(|side| {
             measured(config, progress, lock.name(), Some(side), || {
                 lock.visit(MeasureRw(config, side))
             })
@@ -106,10 +98,10 @@ fn measured(
     config: &Config,
     progress: &Progress,
     name: &str,
-    side: Option<Side>,
+    side: Option<Role>,
     measure: impl FnOnce() -> Result<Cell, Error>,
 ) -> Result<Cell, Error> {
-    let side = side.map_or(String::new(), |side| format!(" {}", side.label()));
+    let side = side.map_or(String::new(), |side| format!(" {}", label(side)));
     progress.start(format!("uncontended {name}{side}"));
     let counting = Counting::start(config.stats);
     let mut cell = measure()?;
@@ -144,7 +136,7 @@ impl LockVisitor for Measure<'_> {
 }
 
 /// Measures one side of one reader-writer lock.
-struct MeasureRw<'a>(&'a Config, Side);
+struct MeasureRw<'a>(&'a Config, Role);
 
 impl RwLockVisitor for MeasureRw<'_> {
     type Output = Result<Cell, Error>;
@@ -154,7 +146,7 @@ impl RwLockVisitor for MeasureRw<'_> {
         let runs = (1..=config.runs)
             .map(|run| {
                 rw_pairs::<L>(config.iterations, side, || {
-                    format!("uncontended: {} {}, run {run}", L::NAME, side.label())
+                    format!("uncontended: {} {}, run {run}", L::NAME, label(side))
                 })
             })
             .collect::<Result<Vec<_>, Error>>()?;
@@ -162,7 +154,7 @@ impl RwLockVisitor for MeasureRw<'_> {
             "uncontended",
             L::NAME,
             1,
-            Some(side.label()),
+            Some(label(side)),
             "ns/pair",
             runs,
         ))
@@ -173,7 +165,7 @@ impl RwLockVisitor for MeasureRw<'_> {
 /// reader-writer scenarios verify theirs.
 fn rw_pairs<L: BenchRwLock>(
     iterations: u64,
-    side: Side,
+    side: Role,
     context: impl FnOnce() -> String,
 ) -> Result<Run, Error> {
     let guarded = RwGuarded::<L>::unlocked();
@@ -182,19 +174,19 @@ fn rw_pairs<L: BenchRwLock>(
     let mut torn = 0;
     let start = Instant::now();
     match side {
-        Side::Read => {
+        Role::Reader => {
             for _ in 0..iterations {
                 torn += u64::from(!shared.read(0));
             }
         }
-        Side::Write => {
+        Role::Writer => {
             for _ in 0..iterations {
                 shared.write(0);
             }
         }
     }
     let wall = start.elapsed();
-    let readers = usize::from(side == Side::Read);
+    let readers = usize::from(side == Role::Reader);
     let mut counts = guarded.into_counts(readers, &[]);
     counts.torn_reads = torn;
     rw::verify(&context(), &counts, &[iterations], wall)?;
@@ -246,7 +238,7 @@ pub fn tables(cells: &[Cell]) -> Vec<Table> {
 /// The reader-writer locks' table: a row per lock, both sides.
 fn rw_table(cells: &[&Cell]) -> Table {
     let std_rw = <std::sync::RwLock<()> as BenchRwLock>::NAME;
-    let std_ns = Side::BOTH.map(|side| median_of(cells, std_rw, Some(side)));
+    let std_ns = SIDES.map(|side| median_of(cells, std_rw, Some(side)));
     let mut table = Table::new(
         "uncontended, reader-writer locks: one thread, read pair (lock shared, read two \
          counters, unlock) and write pair (lock exclusive, increment both, unlock)",
@@ -262,10 +254,10 @@ fn rw_table(cells: &[&Cell]) -> Table {
     names.dedup();
     for name in names {
         let mut row = vec![name.to_owned()];
-        for (side, std_ns) in Side::BOTH.into_iter().zip(std_ns) {
+        for (side, std_ns) in SIDES.into_iter().zip(std_ns) {
             let cell = cells
                 .iter()
-                .find(|cell| cell.lock == name && cell.layout == Some(side.label()));
+                .find(|cell| cell.lock == name && cell.layout == Some(label(side)));
             row.push(cell.map_or_else(|| "-".to_owned(), |cell| cell.long(num)));
             row.push(cell.map_or_else(|| "-".to_owned(), |cell| ratio(cell, std_ns)));
         }
@@ -275,10 +267,10 @@ fn rw_table(cells: &[&Cell]) -> Table {
 }
 
 /// The median of the cell of `lock` on `side`, if measured.
-fn median_of(cells: &[&Cell], lock: &str, side: Option<Side>) -> Option<f64> {
+fn median_of(cells: &[&Cell], lock: &str, side: Option<Role>) -> Option<f64> {
     cells
         .iter()
-        .find(|cell| cell.lock == lock && cell.layout == side.map(Side::label))
+        .find(|cell| cell.lock == lock && cell.layout == side.map(label))
         .and_then(|cell| cell.summary)
         .map(|summary| summary.median)
 }
