@@ -186,6 +186,8 @@ fn rw_pairs<L: BenchRwLock>(
         }
     }
     let wall = start.elapsed();
+    // One thread and no window: no per-thread tallies, so the counts take this
+    // thread's torn reads directly, and every section counts.
     let readers = usize::from(side == Role::Reader);
     let mut counts = guarded.into_counts(readers, &[]);
     counts.torn_reads = torn;
