@@ -101,6 +101,31 @@ fn raw_mutex_owner_then_two_waiters() {
     owner_then_two_waiters::<RawMutex>();
 }
 
+/// As above, with the handoff claim off: a woken waiter that finds the lock taken
+/// sleeps again as a plain sleeper, and the unlock that frees the lock must still
+/// wake it. With claims at once, as in the other models, no woken waiter ever sleeps
+/// as a plain sleeper again: an unlock that woke a sleeper before its release and
+/// then kept `WAITERS` without waking after it (a lost wake-up) passed them all, and
+/// this model finds it.
+#[test]
+fn raw_mutex_owner_then_two_waiters_without_claims() {
+    without_claims(owner_then_two_waiters::<RawMutex>);
+}
+
+/// Runs `model` with the default mutex's handoff claims off (see
+/// `raw_mutex::CLAIMS_IN_MODELS`), turning them on again however it ends.
+fn without_claims(model: impl FnOnce()) {
+    struct On;
+    impl Drop for On {
+        fn drop(&mut self) {
+            super::raw_mutex::CLAIMS_IN_MODELS.with(|claims| claims.set(true));
+        }
+    }
+    super::raw_mutex::CLAIMS_IN_MODELS.with(|claims| claims.set(false));
+    let _on = On;
+    model();
+}
+
 /// An owner re-takes the lock at once after waking the sleeper, which then finds it
 /// taken, claims a handoff (at once under loom) and sleeps as the claimant: the
 /// owner's next unlock must reserve the lock for it and wake it, and nobody else may

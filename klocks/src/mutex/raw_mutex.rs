@@ -753,8 +753,18 @@ fn claim_is_due(since: u32, claimed_at: &AtomicU32) -> bool {
     #[cfg(loom)]
     {
         let _ = (since, claimed_at);
-        true
+        CLAIMS_IN_MODELS.with(Cell::get)
     }
+}
+
+#[cfg(loom)]
+std::thread_local! {
+    /// Whether a waiter that slept claims a handoff under loom, at once (time is not
+    /// modelled). A model that turns it off explores the woken waiter that finds the
+    /// lock taken and sleeps again as a plain sleeper, which the claim otherwise
+    /// pre-empts. A std thread-local: loom runs a model's threads on the thread that
+    /// called `check`.
+    pub(crate) static CLAIMS_IN_MODELS: Cell<bool> = const { Cell::new(true) };
 }
 
 /// The monotonic clock in microseconds, wrapping at 2³² (71 minutes: differences of
