@@ -8,40 +8,66 @@
 //! tests it runs the calling thread's hook, if one is set, which the "destroy right
 //! after the last unlock" tests use to stall an unlocker there while the other
 //! threads finish and the lock's page is made inaccessible (`tests` below).
+//! [`after_early_wake`] marks the default rwlock's wake of a writer before its
+//! release, where a test stalls the unlocker while a woken writer could give up.
 
 /// An unlock has released the lock (or let a waiter go): from here the lock's memory
 /// may be freed by the thread that takes it next.
 #[inline(always)]
 pub(crate) fn after_release() {
     #[cfg(all(test, not(loom)))]
-    hook::fire();
+    hook::fire(hook::Point::AfterRelease);
+}
+
+/// A write unlock of the default rwlock has woken a sleeping writer before its
+/// releasing cmpxchg, and still holds the lock. The test of a writer that gives up
+/// meanwhile stalls the unlocker here.
+#[inline(always)]
+pub(crate) fn after_early_wake() {
+    #[cfg(all(test, not(loom)))]
+    hook::fire(hook::Point::AfterEarlyWake);
 }
 
 #[cfg(all(test, not(loom)))]
 pub(crate) mod hook {
     use std::cell::RefCell;
 
-    std::thread_local! {
-        static HOOK: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
+    /// Where a hook fires.
+    #[derive(Clone, Copy)]
+    pub(crate) enum Point {
+        /// [`after_release`](super::after_release).
+        AfterRelease,
+        /// [`after_early_wake`](super::after_early_wake).
+        AfterEarlyWake,
     }
 
-    /// Runs the calling thread's hook (not re-entrantly: a hook that unlocks a lock
-    /// does not fire itself).
-    pub(crate) fn fire() {
-        let _ = HOOK.try_with(|hook| {
-            if let Ok(mut hook) = hook.try_borrow_mut() {
-                if let Some(hook) = hook.as_mut() {
+    type Hooks = [Option<Box<dyn FnMut()>>; 2];
+
+    std::thread_local! {
+        static HOOKS: RefCell<Hooks> = const { RefCell::new([None, None]) };
+    }
+
+    /// Runs the calling thread's hook for `point` (not re-entrantly: a hook that
+    /// unlocks a lock fires no hook).
+    pub(crate) fn fire(point: Point) {
+        let _ = HOOKS.try_with(|hooks| {
+            if let Ok(mut hooks) = hooks.try_borrow_mut() {
+                if let Some(hook) = hooks[point as usize].as_mut() {
                     hook();
                 }
             }
         });
     }
 
-    /// Runs `body` with `hook` set on the calling thread.
-    pub(crate) fn with<R>(hook: impl FnMut() + 'static, body: impl FnOnce() -> R) -> R {
-        HOOK.with(|h| *h.borrow_mut() = Some(Box::new(hook)));
+    /// Runs `body` with `hook` set for `point` on the calling thread.
+    pub(crate) fn with<R>(
+        point: Point,
+        hook: impl FnMut() + 'static,
+        body: impl FnOnce() -> R,
+    ) -> R {
+        HOOKS.with(|h| h.borrow_mut()[point as usize] = Some(Box::new(hook)));
         let result = body();
-        HOOK.with(|h| *h.borrow_mut() = None);
+        HOOKS.with(|h| h.borrow_mut()[point as usize] = None);
         result
     }
 }

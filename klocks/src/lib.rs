@@ -2,7 +2,7 @@
 //!
 //! Pick [`Mutex`] and [`RwLock`] (with [`Condvar`]) unless you know why not: they
 //! spin while the owner runs on a CPU and sleep otherwise, barge for throughput and
-//! bound every wait, and they are 8 and 12 bytes with `const fn new()`:
+//! bound every wait, and they are 8 and 16 bytes with `const fn new()`:
 //!
 //! ```
 //! let counter = klocks::Mutex::new(0u64);

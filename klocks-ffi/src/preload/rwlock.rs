@@ -7,7 +7,7 @@
 //!
 //! | bytes | glibc's field | here |
 //! |---|---|---|
-//! | 0..48 | the lock's words | `RawRwLock` (12 bytes) or `RwSem<P>`, as the process chose (all zero: unlocked) |
+//! | 0..48 | the lock's words | `RawRwLock` (16 bytes) or `RwSem<P>`, as the process chose (all zero: unlocked) |
 //! | 48..52 | `__flags` | glibc's preference flag, kept but not used: the rwsem is FIFO with handoff, the default rwlock prefers writers with timed reader turns |
 //! | 52..56 | padding | the fork generation last used in, or [`GLIBC_OWNED`] |
 //!

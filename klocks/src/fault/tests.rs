@@ -147,6 +147,7 @@ fn unlock_then_protect<L: Sync + 'static>(
                 }
             }
             hook::with(
+                hook::Point::AfterRelease,
                 move || {
                     let _ = fired_tx.send(());
                     let _ = resume_rx.recv();

@@ -177,6 +177,34 @@ mod default_rwlock {
         explore_rw::<RawRwLock>(1, 2, 1);
     }
 
+    /// The lock is write-held while two writers arrive and sleep, then released: the
+    /// unlock wakes one before its release and keeps `WRITERS_WAITING` for it, and
+    /// wakes once more after it, for a woken writer that slept again on the held word
+    /// in between. Both must get the lock.
+    #[test]
+    fn write_held_then_two_writers() {
+        super::builder(1).check(|| {
+            let lock = Arc::new(RawRwLock::new());
+            lock.lock_exclusive();
+            let writers: Vec<_> = (0..2)
+                .map(|_| {
+                    let lock = lock.clone();
+                    spawn(move || {
+                        lock.lock_exclusive();
+                        lock.unlock_exclusive();
+                    })
+                })
+                .collect();
+            yield_now();
+            yield_now();
+            lock.unlock_exclusive();
+            for writer in writers {
+                writer.join().unwrap();
+            }
+            assert!(!lock.is_locked());
+        });
+    }
+
     /// The lock is write-held while a writer and then a reader arrive, then released:
     /// the writer sleeps and is woken, takes the lock with `WRITERS_WAITING` kept,
     /// and the reader sleeps behind it, passed over by the unlock for the writers'

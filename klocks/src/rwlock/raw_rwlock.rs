@@ -5,14 +5,15 @@
 //! # The algorithm
 //!
 //! [`RawRwLock`] keeps the fast paths of std's futex rwlock (one cmpxchg to take or
-//! release a read or write lock, 12 bytes) and bounds the readers' wait, which std's
+//! release a read or write lock, 16 bytes) and bounds the readers' wait, which std's
 //! (readers can starve) and glibc's default (writers starve) do not:
 //!
 //! - **Writers take `WRITER` as the default mutex takes its lock**
 //!   ([`RawMutex`](crate::RawMutex)): barging, one spinner that spins while the
 //!   writer holding the lock runs ([`owner`](crate::owner)), the others spinning
-//!   briefly, yielding and then sleeping on the futex (by priority, then arrival), an
-//!   unlock that wakes one sleeper unless the spinner is about to take over. A writer
+//!   briefly, yielding (before their first sleep only) and then sleeping on the futex
+//!   (by priority, then arrival), an unlock that wakes one sleeper unless the spinner
+//!   is about to take over, and wakes it before its release (below). A writer
 //!   takes `WRITER` even with readers inside, which holds new readers back, and then
 //!   waits for the readers inside to leave (spinning, then sleeping until the last
 //!   one wakes it): readers cannot starve a writer.
@@ -32,7 +33,8 @@
 //!   has entered (its entry clears the bit) or [`TURN_GRACE_US`] passed. So a reader
 //!   waits for at most about one writer phase.
 //!
-//! Only *sleeping* writers hold readers back, not spinning or yielding ones. A
+//! Only *sleeping* writers hold readers back (and the one woken in turn for them,
+//! below), not spinning or yielding ones. A
 //! writer that counted itself in the word from the start of its slow path, as this
 //! lock once did, held every reader back while it was preempted in its spin or
 //! woken but not yet running; with more threads than CPUs, readers then slept
@@ -40,32 +42,35 @@
 //! 50% reads, 32 threads on 2 CPUs: 1.8 s against std's 0.54, and 1.4M context
 //! switches against 6k).
 //!
-//! Writers among themselves barge (as the default mutex does between its handoffs):
-//! a writer's wait is bounded by the scheduler and the futex's FIFO order of
-//! sleepers, not by a handoff. With many more writers than CPUs that bound is
-//! loose: a write unlock wakes one sleeping writer, and the next wake waits until
-//! that one has run (`rw-fair`, 40 readers and 40 writers on 2 CPUs: 36 writers
-//! asleep at a time, about a hundred writer wakes a second, and some writer without
-//! a turn in 3 s). The default mutex's handoff, claimed by a woken waiter that
-//! still finds the lock taken, was tried here and changed nothing: few woken
-//! writers lose (3 to 5 claims a second), the sleepers are the ones that wait;
-//! neither did waking two writers per unlock, nor waking one even when a spinner
-//! would take over. What "until that one has run" costs there: a woken writer
-//! returned from its futex wait 28 to 33 ms (mean, three runs) after the wake, and
-//! no unlock wakes another meanwhile, as `WRITERS_WAITING` went with the wake
-//! (`docs/results/rw-writer-nudge-2026-11-26.txt`). A timed nudge was tried for
-//! that: a bit kept after such a wake sent write unlocks to the slow path, where
-//! one every 200 µs woke a further sleeping writer before releasing, until one of
-//! those wakes found nobody (a fourth word for the time, a loom model). It gave
-//! every writer some turns (the slowest of 40 writers: 0 sections in 3 s in every
-//! cell before, 37 to 469 in four cells after; the writers' mean 1.5×), but tipped
-//! 8 readers and 8 writers toward the writers (the readers' mean fell from 3.9–4.0M
-//! to 1.5–3.1M sections, under half of parking_lot's 4.0–4.5M in two of three
-//! cells), so it did not land.
+//! Writers among themselves barge (as the default mutex does between its handoffs);
+//! what bounds a writer's wait is the futex's FIFO order of sleepers, so sleeping
+//! writers must be woken in turn, and quickly. While two or more writers sleep (a
+//! count beside the word), a write unlock wakes one *before* its releasing cmpxchg,
+//! and if that wake found one it keeps `WRITERS_WAITING`: the woken writer will take
+//! `WRITER` (setting the flag again, as every writer that has slept), so the next
+//! write unlock wakes the next sleeper. Otherwise, as before, the unlock clears the
+//! flag and wakes one writer after its release, and no unlock wakes another until
+//! that one has run: with more threads than CPUs, tens of milliseconds (`rw-fair`, 40
+//! readers and 40 writers on 2 CPUs: the readers filled the run queue, a scheduling
+//! round took 60–80 ms at the 4 ms tick, and in 3 s some writers got no section at
+//! all; now the slowest of the 40 gets 9–21% of the writers' mean, and their mean is
+//! 4×, `docs/results/rw-writer-rotation-2026-11-26.txt`). For the same reason a
+//! writer that has slept does not yield again before its next sleep: in such a run
+//! queue each yield cost it a round, and a woken writer that lost the race yielded 8
+//! rounds away before it queued again. The price is fewer and shorter reader batches
+//! where writers queue: `rw-fair` readers' mean 13–23% lower; `rwsem` (half readers,
+//! half writers, no work outside) at 32–64 threads and sections of 170–870 ns
+//! 11–22% fewer sections in all, as writes rose 5–7× (64 threads, 870 ns: 217k
+//! writes/s against 31k; std's writers did 191 to 8k); `rw-mix` within its noise.
+//! Tried and not kept: the default mutex's handoff claim (few woken writers lose, the
+//! sleepers are the ones that wait), waking two writers per unlock, a timed nudge of
+//! one more sleeping writer every 200 µs
+//! (`docs/results/rw-writer-nudge-2026-11-26.txt`), and writers that never yield
+//! (`rw-mix` 0.90× where it was 0.96×).
 //!
 //! The writing thread's id is kept beside the word, for the owner probe and to catch
-//! misuse, and so is the time of the last reader event (the first sleep, or the
-//! turn).
+//! misuse, and so are the time of the last reader event (the first sleep, or the
+//! turn) and the count of sleeping writers.
 //!
 //! # The word
 //!
@@ -91,8 +96,10 @@
 //!                                                                     then it drains the r readers
 //! writer sleeps:   (r,1,*,*,*) -> (r,1,1,*,*), futex_wait(WRITER)
 //! write unlock:    (0,1,0,0,0) -> (0,0,0,0,0)                         cmpxchg
-//! ... a writer slept: (0,1,1,rw,0) -> (0,0,0,rw,0), futex_wake(WRITER, one);
-//!                     if it woke nobody and rw, futex_wake(READER, all)
+//! ... a writer slept: with two or more asleep, futex_wake(UNTIMED WRITER, one)
+//!                     first; then (0,1,1,rw,0) -> (0,0,e,rw,0),
+//!                     futex_wake(WRITER, one), e = whether the first wake found
+//!                     one; if neither woke anyone and rw, futex_wake(READER, all)
 //! ... readers slept:  (0,1,0,1,0) -> (0,0,0,0,0), futex_wake(READER, all)
 //! ... both, due:      (0,1,1,1,0) -> (0,0,0,0,1), futex_wake(READER, all), futex_wake(WRITER, one)
 //! ```
@@ -100,7 +107,8 @@
 //! `slept`: a writer that has slept takes `WRITER` with `WRITERS_WAITING` set
 //! (Drepper's rule, as in the default mutex). Every unlock is one releasing cmpxchg
 //! followed by futex wakes on the word's address only: the next holder may free the
-//! lock as soon as it has it.
+//! lock as soon as it has it. The early wake comes before that cmpxchg, while the
+//! lock is still held.
 //!
 //! # No lost wake-ups
 //!
@@ -115,7 +123,13 @@
 //! will take `WRITER`: the spinner takes the free word, and a timed writer that gives
 //! up takes a free word before it leaves. Writers sleep only on a value with
 //! `WRITER` and `WRITERS_WAITING`; the duty to wake one passes from writer to writer
-//! as in the default mutex. The draining writer sleeps only on a value with
+//! as in the default mutex. A write unlock whose early wake found a writer keeps
+//! `WRITERS_WAITING`, on a word that may be free: that writer waited without a
+//! deadline (the early wake wakes no timed writer, which could give up before the
+//! release), so it will take `WRITER`, or sleep again on a held word with the flag,
+//! whose unlock decides in turn; and if it slept again on the held word before this
+//! release, the wake after the release finds it (or another writer, which comes in
+//! its place). The draining writer sleeps only on a value with
 //! `DRAIN_SLEEPS` and readers inside; the last read unlock clears it in its
 //! releasing cmpxchg and wakes it. The futex compares the value atomically with
 //! queueing a sleeper, so a change between the decision to sleep and the sleep
@@ -169,6 +183,10 @@ const READER_TURN: u32 = 1 << 31;
 const READER_CLASS: u32 = 1;
 /// The futex class of writers that sleep until a write unlock.
 const WRITER_CLASS: u32 = 2;
+/// Sleeping writers without a deadline are also of this class: the only writers a
+/// write unlock wakes before its release (a timed one might give up before that
+/// release and not come back).
+const UNTIMED_WRITER_CLASS: u32 = 8;
 /// The futex class of the writer that waits for the readers to leave.
 const DRAIN_CLASS: u32 = 4;
 
@@ -183,7 +201,8 @@ pub const READER_TURN_AFTER_US: u32 = 500;
 #[cfg_attr(loom, allow(dead_code))]
 pub const TURN_GRACE_US: u32 = 500;
 
-/// A writer that cannot spin gives its CPU away this many times before it sleeps.
+/// A writer that cannot spin gives its CPU away this many times before its first
+/// sleep; one that has slept sleeps again at once (module doc).
 #[cfg(not(loom))]
 const YIELDS_BEFORE_SLEEP: u32 = 8;
 /// No yield under loom: loom runs another thread at a yield, so a woken writer that
@@ -239,6 +258,9 @@ pub struct RawRwLock {
     writer: AtomicU32,
     /// The microsecond clock (wrapping) when readers began to sleep.
     readers_since: AtomicU32,
+    /// How many writers sleep in `sleep_as_writer`: a hint that decides whether a
+    /// write unlock wakes a writer early.
+    writers_asleep: AtomicU32,
 }
 
 fn readers(val: u32) -> u32 {
@@ -282,6 +304,7 @@ impl RawRwLock {
             word: AtomicU32::new(0),
             writer: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
+            writers_asleep: AtomicU32::new(0),
         }
     }
 
@@ -292,6 +315,7 @@ impl RawRwLock {
             word: AtomicU32::new(0),
             writer: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
+            writers_asleep: AtomicU32::new(0),
         }
     }
 
@@ -485,6 +509,7 @@ impl RawRwLock {
             READERS_MASK | WRITER
         };
         self.word.store(val & keep, Relaxed);
+        self.writers_asleep.store(0, Relaxed);
     }
 
     /// Checks that the calling thread writes, and forgets it as the writer.
@@ -516,6 +541,7 @@ impl RawRwLock {
         let mut val = self.word.load(Relaxed);
         let mut skip_wake = None;
         let mut readers_due = None;
+        let mut woke_early = None;
         loop {
             let mut new = (val & !WRITER) + readers;
             let writers_sleep = val & WRITERS_WAITING != 0;
@@ -534,8 +560,14 @@ impl RawRwLock {
             }
             let wake_writer = match val & (WRITER_SPINNING | WRITERS_WAITING) {
                 WRITERS_WAITING => {
-                    // The duty passes to the writer we wake.
-                    new &= !WRITERS_WAITING;
+                    // Wake the next sleeping writer while we still hold the lock. If
+                    // that found one, it will take WRITER and set the flag again, so
+                    // the flag stays and the next write unlock wakes the next sleeper;
+                    // otherwise the duty passes to the writer that the wake after the
+                    // release finds.
+                    if !*woke_early.get_or_insert_with(|| self.wake_writer_early()) {
+                        new &= !WRITERS_WAITING;
+                    }
                     true
                 }
                 both if both == WRITER_SPINNING | WRITERS_WAITING => {
@@ -555,12 +587,15 @@ impl RawRwLock {
                         stats::woke(STATS, park::wake_all_of_at(word, READER_CLASS));
                     }
                     if wake_writer {
+                        // Also after an early wake: for a writer that slept again on
+                        // the held word in between.
                         let woken = park::wake_one_of_at(word, WRITER_CLASS);
                         stats::woke(STATS, woken);
                         // `WRITERS_WAITING` is kept by every writer that has slept,
-                        // so no writer may sleep after all: then no later write
-                        // unlock may come to wake the readers it held back.
-                        if woken == 0 && new & READERS_WAITING != 0 {
+                        // so no writer may sleep after all: then, unless the early
+                        // wake found one, no later write unlock may come to wake the
+                        // readers it held back.
+                        if woken == 0 && woke_early != Some(true) && new & READERS_WAITING != 0 {
                             stats::woke(STATS, park::wake_all_of_at(word, READER_CLASS));
                         }
                     } else if val & (WRITER_SPINNING | WRITERS_WAITING)
@@ -573,6 +608,23 @@ impl RawRwLock {
                 Err(now) => val = now,
             }
         }
+    }
+
+    /// Wakes one sleeping writer without a deadline before the releasing cmpxchg
+    /// (the lock is still held, so its memory is too); whether it found one. That
+    /// writer returns to `lock_exclusive_slow` and cannot give up, so it will take
+    /// `WRITER` (or sleep again on a held word, with `WRITERS_WAITING`).
+    fn wake_writer_early(&self) -> bool {
+        // With one writer asleep the wake after the release finds it in time: the
+        // early wake pays off with a queue of them. Relaxed: a hint; a stale count
+        // only picks the other of two correct paths.
+        if self.writers_asleep.load(Relaxed) < 2 {
+            return false;
+        }
+        let woken = park::wake_one_of_at(&self.word, UNTIMED_WRITER_CLASS);
+        stats::woke(STATS, woken);
+        crate::fault::after_early_wake();
+        woken == 1
     }
 
     /// Whether the readers' turn, granted at `readers_since`, still runs.
@@ -759,9 +811,11 @@ impl RawRwLock {
             if patience.expired() {
                 return self.give_up_waiting(slept, patience);
             }
-            // Never under loom (YIELDS_BEFORE_SLEEP is 0 there).
+            // A writer that has slept goes back to the queue at once: with more
+            // threads than CPUs a yield costs a round of the run queue. Never under
+            // loom (YIELDS_BEFORE_SLEEP is 0 there).
             #[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))]
-            if yields < YIELDS_BEFORE_SLEEP {
+            if !slept && yields < YIELDS_BEFORE_SLEEP {
                 yields += 1;
                 stats::count(STATS, Event::Yield);
                 crate::sync::yield_now();
@@ -769,7 +823,6 @@ impl RawRwLock {
             }
             self.sleep_as_writer(patience);
             slept = true;
-            yields = 0;
         }
     }
 
@@ -891,8 +944,17 @@ impl RawRwLock {
                 }
                 val |= WRITERS_WAITING;
             }
+            let class = match patience {
+                Patience::Forever => WRITER_CLASS | UNTIMED_WRITER_CLASS,
+                #[cfg(not(loom))]
+                Patience::Until(_) => WRITER_CLASS,
+            };
             stats::count(STATS, Event::Sleep);
-            park::wait_as(&self.word, val, WRITER_CLASS, patience.deadline());
+            // Relaxed: a hint for the write unlocks (`wake_writer_early`).
+            self.writers_asleep.fetch_add(1, Relaxed);
+            park::wait_as(&self.word, val, class, patience.deadline());
+            // Relaxed: as above.
+            self.writers_asleep.fetch_sub(1, Relaxed);
             return;
         }
     }

@@ -17,7 +17,7 @@ fn eventually(done: impl Fn() -> bool) -> bool {
 
 #[test]
 fn layout_is_as_documented() {
-    assert_eq!(std::mem::size_of::<RawRwLock>(), 12);
+    assert_eq!(std::mem::size_of::<RawRwLock>(), 16);
 }
 
 #[test]
@@ -264,14 +264,17 @@ fn stress_oversubscribed() {
 #[test]
 fn a_fork_child_forgets_a_draining_writer_but_keeps_a_holder() {
     let lock = RawRwLock::new();
-    // Read-held, a writer draining (WRITER, no id yet), readers and writers asleep.
+    // Read-held, a writer draining (WRITER, no id yet), readers and writers asleep
+    // (three writers counted).
     lock.word.store(
         (2 * READER) | WRITER | READERS_WAITING | WRITERS_WAITING | DRAIN_SLEEPS,
         Relaxed,
     );
+    lock.writers_asleep.store(3, Relaxed);
     // SAFETY: no other thread uses `lock`.
     unsafe { lock.forget_waiters() };
     assert_eq!(lock.word.load(Relaxed), 2 * READER);
+    assert_eq!(lock.writers_asleep.load(Relaxed), 0);
     // Write-held by a writer whose id is recorded: still held.
     lock.word.store(WRITER | READERS_WAITING, Relaxed);
     lock.writer.store(7, Relaxed);
@@ -313,4 +316,67 @@ fn a_writer_that_finds_a_waiter_becomes_observable() {
         }
     });
     assert_eq!(writer.join().unwrap(), (false, true));
+}
+
+/// Two timed writers sleep behind the write lock. The write unlock wakes a writer
+/// before its release (with two asleep) and keeps `WRITERS_WAITING` for it; were that
+/// a timed writer, which gives up while the unlocker still holds the lock (stalled at
+/// `after_early_wake`), the flag would stay on the freed word with no writer to come,
+/// and a reader that arrived meanwhile (not yet due for a turn) would sleep for good.
+/// The early wake takes only writers without a deadline, so the reader gets in.
+#[test]
+fn a_timed_writer_giving_up_during_a_write_unlock_strands_no_reader() {
+    use crate::fault::hook::{self, Point};
+    use lock_api::RawRwLockTimed;
+    use std::sync::atomic::AtomicUsize;
+    let lock = Arc::new(RawRwLock::new());
+    lock.lock_exclusive();
+    let gave_up = Arc::new(AtomicUsize::new(0));
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let (lock, gave_up) = (Arc::clone(&lock), Arc::clone(&gave_up));
+            std::thread::spawn(move || {
+                let took = lock.try_lock_exclusive_for(Duration::from_millis(20));
+                gave_up.fetch_add(1, Relaxed);
+                took
+            })
+        })
+        .collect();
+    assert!(eventually(|| lock.writers_asleep.load(Relaxed) == 2));
+    let reader_in = Arc::new(AtomicBool::new(false));
+    let reader = Arc::new(std::sync::Mutex::new(None));
+    let stall = {
+        let (lock, reader_in, reader) = (
+            Arc::clone(&lock),
+            Arc::clone(&reader_in),
+            Arc::clone(&reader),
+        );
+        move || {
+            assert!(
+                eventually(|| gave_up.load(Relaxed) == 2),
+                "the timed writers never gave up"
+            );
+            let (lock2, reader_in) = (Arc::clone(&lock), Arc::clone(&reader_in));
+            *reader.lock().unwrap() = Some(std::thread::spawn(move || {
+                lock2.lock_shared();
+                reader_in.store(true, Relaxed);
+                lock2.unlock_shared();
+            }));
+            assert!(eventually(|| lock.word.load(Relaxed) & READERS_WAITING != 0));
+        }
+    };
+    hook::with(Point::AfterEarlyWake, stall, || lock.unlock_exclusive());
+    for writer in writers {
+        assert!(!writer.join().unwrap());
+    }
+    assert!(
+        eventually(|| reader_in.load(Relaxed)),
+        "the reader was stranded: {lock:?}"
+    );
+    let reader = reader
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the unlock never reached its early wake");
+    reader.join().unwrap();
 }
