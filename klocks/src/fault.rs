@@ -19,9 +19,9 @@ pub(crate) fn after_release() {
     hook::fire(hook::Point::AfterRelease);
 }
 
-/// A write unlock of the default rwlock has woken a sleeping writer before its
-/// releasing cmpxchg, and still holds the lock. The test of a writer that gives up
-/// meanwhile stalls the unlocker here.
+/// A write unlock of the default rwlock has made its early wake of a sleeping writer
+/// (whether or not it found one) and still holds the lock: its releasing cmpxchg
+/// comes next. The test of a writer that gives up meanwhile stalls the unlocker here.
 #[inline(always)]
 pub(crate) fn after_early_wake() {
     #[cfg(all(test, not(loom)))]

@@ -529,8 +529,9 @@ impl RawRwLock {
 
     /// The releasing cmpxchg of a write lock that others may wait for: clears
     /// `WRITER` (adds `readers` for a downgrade), wakes one sleeping writer unless a
-    /// spinner takes over, and wakes the sleeping readers when no writer sleeps, when
-    /// they have waited for their turn, or when the writer's wake found nobody.
+    /// spinner takes over (with two or more asleep, one before the release too), and
+    /// wakes the sleeping readers when no writer sleeps, when they have waited for
+    /// their turn, or when the writers' wakes found nobody.
     #[cold]
     fn release_write(&self, readers: u32) {
         // Spinners watch the writer: make this thread observable to the owner probe,
