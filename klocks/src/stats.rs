@@ -133,6 +133,8 @@ events! {
         "A waiter that waited too long reserved the lock's next release for itself (default's claim, the rwsem's HANDOFF).";
     Handoff => "handoff",
         "default: an unlock released the lock reserved for its claimant and woke it.";
+    TurnOver => "turn_over",
+        "default: a thread whose turn was over found the mutex held and slept at once, behind the sleepers (also counted as a sleep).";
     ReaderTurn => "reader_turn",
         "default-rw: a write unlock let sleeping readers in ahead of sleeping writers (a timed reader turn).";
     Drain => "drain",

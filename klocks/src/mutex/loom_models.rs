@@ -45,6 +45,15 @@ fn raw_mutex_two_threads_twice() {
     explore::<RawMutex>(2, 2);
 }
 
+/// As above, with every thread's turn over: a contended lock that finds the mutex
+/// held sleeps before it tries anything else.
+#[test]
+fn raw_mutex_two_threads_twice_whose_turns_are_over() {
+    with_switch(&super::raw_mutex::TURNS_OVER_IN_MODELS, true, || {
+        explore::<RawMutex>(2, 2);
+    });
+}
+
 /// A spinner or claimant and a sleeper at once: the unlock that skips its wake for
 /// the spinner, the handoff unlock that wakes the claimant alone, and the sleeper
 /// that must still be woken after it.
@@ -109,20 +118,39 @@ fn raw_mutex_owner_then_two_waiters() {
 /// this model finds it.
 #[test]
 fn raw_mutex_owner_then_two_waiters_without_claims() {
-    without_claims(owner_then_two_waiters::<RawMutex>);
+    with_switch(
+        &super::raw_mutex::CLAIMS_IN_MODELS,
+        false,
+        owner_then_two_waiters::<RawMutex>,
+    );
 }
 
-/// Runs `model` with the default mutex's handoff claims off (see
-/// `raw_mutex::CLAIMS_IN_MODELS`), turning them on again however it ends.
-fn without_claims(model: impl FnOnce()) {
-    struct On;
-    impl Drop for On {
+/// As above, with every thread's turn over: each contended lock that finds the mutex
+/// held sleeps at once, before any spin, so sleepers queue up behind an owner and
+/// each other, and the unlocks must wake every one of them.
+#[test]
+fn raw_mutex_owner_then_two_waiters_whose_turns_are_over() {
+    with_switch(
+        &super::raw_mutex::TURNS_OVER_IN_MODELS,
+        true,
+        owner_then_two_waiters::<RawMutex>,
+    );
+}
+
+/// Runs `model` with one of the default mutex's model switches (see
+/// `raw_mutex::CLAIMS_IN_MODELS`) set to `value`, restoring it however it ends.
+fn with_switch(
+    switch: &'static std::thread::LocalKey<std::cell::Cell<bool>>,
+    value: bool,
+    model: impl FnOnce(),
+) {
+    struct Restore(&'static std::thread::LocalKey<std::cell::Cell<bool>>, bool);
+    impl Drop for Restore {
         fn drop(&mut self) {
-            super::raw_mutex::CLAIMS_IN_MODELS.with(|claims| claims.set(true));
+            self.0.with(|switch| switch.set(self.1));
         }
     }
-    super::raw_mutex::CLAIMS_IN_MODELS.with(|claims| claims.set(false));
-    let _on = On;
+    let _restore = Restore(switch, switch.with(|switch| switch.replace(value)));
     model();
 }
 

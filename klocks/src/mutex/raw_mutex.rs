@@ -33,13 +33,27 @@
 //!   throughput between them (parking_lot forces a fair unlock every 0.5 ms on
 //!   average for the same reason); a waiter's wait is bounded by the queue of
 //!   sleepers before it times the claim interval, not by luck.
+//! - **Turns** (after u-SCL's lock slices, EuroSys 2020). A thread that sleeps on a
+//!   `RawMutex` begins a turn when it wakes; once the turn is [`TURN_US`] old, the
+//!   next time the thread finds a mutex held it sleeps at once, behind the sleepers
+//!   already there, instead of spinning or yielding. With more runnable threads than
+//!   CPUs, the lock otherwise goes for a whole scheduler slice (~3 ms) to whichever
+//!   two threads the scheduler happens to run while the lock is free, and a window of
+//!   a few seconds holds too few slices per thread for luck to even out. A thread
+//!   that has not slept for [`TURNS_LAPSE_US`] takes no turns: where spinning
+//!   serves every waiter, nobody sleeps for fairness' sake alone.
 //!
 //! The rest is seed 004's design: the owner's thread id in the word, one spinner that
 //! spins while the owner runs on a CPU ([`owner`](crate::owner)) within the spin
-//! budget ([`budget`](crate::budget)), other waiters that yield a few times and then
-//! sleep on the futex (ordered by priority, then arrival), a woken waiter that may
-//! spin again, and an unlock that wakes nobody when a spinner is about to take the
-//! lock (every [`FAIR_SKIPS`]-th such unlock of a thread wakes a sleeper anyway).
+//! budget ([`budget`](crate::budget)), other waiters that sleep on the futex (ordered
+//! by priority, then arrival), a woken waiter that may spin again, and an unlock that
+//! wakes nobody when a spinner is about to take the lock (every [`FAIR_SKIPS`]-th
+//! such unlock of a thread wakes a sleeper anyway). A spinner whose budget ran out
+//! while the owner kept running yields a few times before it sleeps (the owner is
+//! about to release, or re-takes the lock at once); a waiter that could not spin, or
+//! saw the owner leave its CPU, sleeps at once: its yield would only hand the CPU to
+//! a thread that finds the same, and under EEVDF a yield also moves the yielder's
+//! deadline a whole slice back.
 //!
 //! Sleepers and the claimant sleep on the same word in two classes of the futex
 //! (`FUTEX_WAIT_BITSET`), so that an unlock can wake the claimant and nobody else.
@@ -64,6 +78,7 @@
 //! spinner takes:   (0,s,w,0) -> (me,0,w|slept,0)              cmpxchg
 //! stop spin:       (*,1,*,*) -> (*,0,*,*)                     fetch_and
 //! sleep:           (o,s,*,h) -> (o,s,1,h), futex_wait(SLEEPER) o != 0 or h = 1
+//!                  (also at once, before any spin, when the thread's turn is over)
 //! claim:           (o,s,1,0) -> (o,s,1,1)                     cmpxchg, o != 0
 //! claimant takes:  (0,s,1,1) -> (me,s,1,0)                    cmpxchg
 //! unlock:          (me,s,0,0) -> (0,0,0,0)                    cmpxchg
@@ -148,14 +163,35 @@ pub const FAIR_WAIT_US: u32 = 1_000;
 #[cfg_attr(loom, allow(dead_code))]
 pub const FAIR_INTERVAL_US: u32 = 1_000;
 
+/// A thread that has not slept on a `RawMutex` for this long (µs) has had its turn:
+/// the next mutex it finds held, it sleeps on at once. Prototype runs of `overcommit`
+/// with 64 threads: 2 and 4 ms turns were no fairer than 1 ms (slowest ÷ mean
+/// 0.67–0.77 against 0.71–0.79), nor were 200 and 500 µs turns (0.41–0.58 against
+/// 0.54–0.64 for 1 ms in that build), and shorter turns sleep more often
+/// (docs/results/mutex-turns-2026-11-26.txt).
+// Used by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
+pub const TURN_US: u32 = 1_000;
+
+/// A thread that has not slept on a `RawMutex` for this long (µs) takes no turns until
+/// it sleeps again: where spinning serves every waiter (threads ≤ CPUs), a thread
+/// should never sleep on a lock only because its turn is over. (`overcommit`, 64 and
+/// 128 threads: fairness as without the lapse; `sharded` with 2 threads: within
+/// noise, at most one turn per millisecond either way.)
+// Used by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
+pub const TURNS_LAPSE_US: u32 = 50_000;
+
 /// Every this many unlocks of a thread that leave sleepers to a spinner, one wakes a
 /// sleeper anyway, so that sleepers rejoin the running threads and can claim.
 const FAIR_SKIPS: u32 = 256;
 
-/// A waiter that cannot spin gives its CPU away this many times before it sleeps
-/// (lockbench `loop`, 3 to 8 threads: 4, 8 and 16 within noise; `sharded` with one
-/// lock and 8 threads: 338 ms with 8, 252 with 4, each yield being a context switch
-/// when threads outnumber CPUs).
+/// A spinner whose budget ran out while the owner kept running gives its CPU away
+/// this many times before it sleeps (lockbench `loop`, 3 to 8 threads: 4, 8 and 16
+/// within noise; `sharded` with one lock and 8 threads: 338 ms with 8, 252 with 4,
+/// each yield being a context switch when threads outnumber CPUs; `mutex-load`, 2 to
+/// 64 threads and no work outside the lock: 17–23% more throughput than sleeping at
+/// once).
 #[cfg(not(loom))]
 const YIELDS_BEFORE_SLEEP: u32 = 4;
 /// One yield under loom: more only repeats the same states.
@@ -191,6 +227,9 @@ std::thread_local! {
     /// The address of the mutex this thread claimed a handoff of, 0 if none.
     static CLAIMING: std::sync::atomic::AtomicUsize =
         const { std::sync::atomic::AtomicUsize::new(0) };
+    /// When this thread's turn began (µs, wrapping): the end of its last sleep on a
+    /// `RawMutex`; 0 if it takes no turns (it has not slept lately).
+    static TURN_BEGAN: Cell<u32> = const { Cell::new(0) };
 }
 #[cfg(loom)]
 loom::thread_local! {
@@ -228,6 +267,19 @@ fn waiters_after(val: u32, slept: bool) -> u32 {
     } else {
         val & WAITERS
     }
+}
+
+/// How a spin ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Spin {
+    /// The spinner took the lock.
+    Took,
+    /// The budget ran out while the owner kept running: it is about to release, or
+    /// re-takes the lock at once; a yield may find it free.
+    OwnerKeptRunning,
+    /// No spin (another thread spins, or a handoff is due), or the owner left its
+    /// CPU, or the deadline came.
+    Stopped,
 }
 
 /// How a waiting thread ends its wait when it has a deadline.
@@ -425,9 +477,21 @@ impl RawMutex {
         stats::count(STATS, Event::LockSlowpath);
         let mut slept_since = None;
         let mut yields = 0;
+        // Relaxed: picks the path; `sleep` reads the word again.
+        if owner_of(self.word.load(Relaxed)) != 0 && turn_is_over() {
+            stats::count(STATS, Event::TurnOver);
+            self.sleep(patience);
+            slept_since = Some(now_us());
+            begin_turn();
+        }
         loop {
             let slept = slept_since.is_some();
-            if self.try_acquire(me, slept) || self.spin(me, slept, patience) {
+            let spun = if self.try_acquire(me, slept) {
+                Spin::Took
+            } else {
+                self.spin(me, slept, patience)
+            };
+            if spun == Spin::Took {
                 return true;
             }
             if patience.expired() {
@@ -437,7 +501,7 @@ impl RawMutex {
                 }
                 return took;
             }
-            if yields < YIELDS_BEFORE_SLEEP {
+            if spun == Spin::OwnerKeptRunning && yields < YIELDS_BEFORE_SLEEP {
                 yields += 1;
                 stats::count(STATS, Event::Yield);
                 crate::sync::yield_now();
@@ -460,6 +524,7 @@ impl RawMutex {
             }
             self.sleep(patience);
             slept_since.get_or_insert_with(now_us);
+            begin_turn();
             yields = 0;
         }
     }
@@ -493,13 +558,13 @@ impl RawMutex {
     }
 
     /// Become the one spinner, `(o,0,w,0) -> (o,1,w,0)`, and spin on the owner.
-    /// Returns whether we took the lock; otherwise we are no longer the spinner.
-    fn spin(&self, me: u32, slept: bool, patience: Patience) -> bool {
+    /// Unless we took the lock, we are no longer the spinner when this returns.
+    fn spin(&self, me: u32, slept: bool, patience: Patience) -> Spin {
         // Relaxed: the expected value for the claim below.
         let mut val = self.word.load(Relaxed);
         loop {
             if val & (SPINNING | HANDOFF) != 0 {
-                return false;
+                return Spin::Stopped;
             }
             // Relaxed: SPINNING is a claim on the same word; it protects no data.
             match self
@@ -510,9 +575,10 @@ impl RawMutex {
                 Err(now) => val = now,
             }
         }
-        if self.spin_on_owner(me, slept, patience) {
+        let spun = self.spin_on_owner(me, slept, patience);
+        if spun == Spin::Took {
             stats::count(STATS, Event::SpinAcquired);
-            return true;
+            return spun;
         }
         stats::count(STATS, Event::SpinFailed);
         // (*,1,*,*) -> (*,0,*,*), even if a newer waiter set the flag after an unlock
@@ -521,13 +587,13 @@ impl RawMutex {
         // caller's next `try_acquire` or `sleep` sees that (module doc, "No lost
         // wake-ups").
         self.word.fetch_and(!SPINNING, Relaxed);
-        false
+        spun
     }
 
     /// Spin while the owner runs, within the budget; take the lock when it is free,
     /// `(0,s,w,0) -> (me,0,w|slept,0)`, and set the flag again on a held lock whose
     /// unlock cleared it, `(o,0,w,0) -> (o,1,w,0)`. Stops at a handoff claim.
-    fn spin_on_owner(&self, me: u32, slept: bool, patience: Patience) -> bool {
+    fn spin_on_owner(&self, me: u32, slept: bool, patience: Patience) -> Spin {
         let budget = BUDGET.spins();
         let mut spent = 0;
         let first = FIRST_BACKOFF.with(Cell::get);
@@ -539,7 +605,7 @@ impl RawMutex {
             // Relaxed: we only watch; the taking cmpxchg below is the Acquire.
             let val = self.word.load(Relaxed);
             if val & HANDOFF != 0 {
-                return false;
+                return Spin::Stopped;
             }
             let owner = owner_of(val);
             if owner == 0 {
@@ -551,7 +617,7 @@ impl RawMutex {
                     .is_ok()
                 {
                     FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
-                    return true;
+                    return Spin::Took;
                 }
             } else {
                 if val & SPINNING == 0 {
@@ -569,11 +635,14 @@ impl RawMutex {
                 };
                 if watch.owner_running() == Some(false) {
                     stats::count(STATS, Event::OwnerOffCpu);
-                    return false;
+                    return Spin::Stopped;
                 }
             }
-            if spent >= budget || patience.expired() {
-                return false;
+            if patience.expired() {
+                return Spin::Stopped;
+            }
+            if spent >= budget {
+                return Spin::OwnerKeptRunning;
             }
             // Back off: an owner that re-takes the lock at once keeps the line in its
             // cache for a run of critical sections instead of losing it to our loads
@@ -729,6 +798,36 @@ impl RawMutex {
     }
 }
 
+/// Whether this thread's turn is over: it last slept on a `RawMutex` at least
+/// [`TURN_US`] and less than [`TURNS_LAPSE_US`] ago. Under loom, whatever the model
+/// asks for (time is not modelled).
+fn turn_is_over() -> bool {
+    #[cfg(not(loom))]
+    {
+        let began = TURN_BEGAN.with(Cell::get);
+        if began == 0 {
+            return false;
+        }
+        let since = now_us().wrapping_sub(began);
+        if since >= TURNS_LAPSE_US {
+            // Spinning has served this thread for a while: it takes no more turns
+            // until it sleeps again.
+            TURN_BEGAN.with(|t| t.set(0));
+            return false;
+        }
+        since >= TURN_US
+    }
+    #[cfg(loom)]
+    TURNS_OVER_IN_MODELS.with(Cell::get)
+}
+
+/// This thread's turn begins now (it has just slept). A clock that reads 0 skips one
+/// turn (0 means none).
+fn begin_turn() {
+    #[cfg(not(loom))]
+    TURN_BEGAN.with(|t| t.set(now_us()));
+}
+
 /// Counts an unlock of this thread that leaves sleepers to a spinner; whether this
 /// one must wake a sleeper anyway (every [`FAIR_SKIPS`]-th).
 pub(crate) fn count_skipped_wake() -> bool {
@@ -765,6 +864,10 @@ std::thread_local! {
     /// pre-empts. A std thread-local: loom runs a model's threads on the thread that
     /// called `check`.
     pub(crate) static CLAIMS_IN_MODELS: Cell<bool> = const { Cell::new(true) };
+    /// Whether every thread's turn is over under loom, so that each contended lock
+    /// that finds the mutex held sleeps at once. Off but in the model that turns it
+    /// on; a std thread-local, as above.
+    pub(crate) static TURNS_OVER_IN_MODELS: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The monotonic clock in microseconds, wrapping at 2³² (71 minutes: differences of

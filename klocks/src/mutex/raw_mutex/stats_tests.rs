@@ -4,15 +4,57 @@ use super::*;
 use crate::stats::testing::*;
 use std::time::{Duration, Instant};
 
-/// Behind an owner that is not running, a waiter spins, yields and sleeps once, and
-/// is woken once (`expect_spins_yields_then_sleeps_once`).
+/// Behind an owner that is not running, a waiter spins and sleeps once, and is woken
+/// once. It yields only after a spin whose budget ran out while the owner ran (the
+/// owner here runs only to check on the waiter), never after one that saw the owner
+/// off its CPU, so every failed spin but the last one ended with the budget spent.
 #[test]
-fn stats_spins_yields_then_sleeps_once() {
+fn stats_spins_then_sleeps_once() {
     let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
-    let counts = one_waiter(lock, STATS, |waiter| {
+    let (unlock, waited) = one_waiter(lock, STATS, |waiter| {
         lock.word.load(Relaxed) & WAITERS != 0 && waiter.asleep()
     });
-    expect_spins_yields_then_sleeps_once(counts, STATS, YIELDS_BEFORE_SLEEP);
+    let spins = waited.get(STATS, SpinFailed);
+    assert!(spins >= 1, "{waited:?}");
+    assert_eq!(waited.get(STATS, Yield), spins - 1, "{waited:?}");
+    assert!(spins - 1 <= u64::from(YIELDS_BEFORE_SLEEP), "{waited:?}");
+    assert!(waited.get(STATS, OwnerOffCpu) <= 1, "{waited:?}");
+    expect(&waited, STATS)
+        .exactly(LockSlowpath, 1)
+        .maybe(SpinFailed)
+        .maybe(Yield)
+        .maybe(OwnerOffCpu)
+        .exactly(Sleep, 1)
+        .exactly(Wake, 1)
+        .exactly(WakeNoSleeper, 1)
+        .nothing_else();
+    expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
+}
+
+/// A thread whose turn is over sleeps at once on a held mutex, without spinning or
+/// yielding first; the owner's unlock wakes it.
+#[test]
+fn stats_a_thread_whose_turn_is_over_sleeps_at_once() {
+    let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
+    lock.lock();
+    let waiter = Contender::spawn(move || {
+        begin_turn();
+        std::thread::sleep(Duration::from_micros(2 * u64::from(TURN_US)));
+        lock.lock();
+        lock.unlock();
+    });
+    eventually("the waiter asleep", || {
+        lock.word.load(Relaxed) & WAITERS != 0 && waiter.asleep()
+    });
+    lock.unlock();
+    let ((), waited) = waiter.join();
+    expect(&waited, STATS)
+        .exactly(LockSlowpath, 1)
+        .exactly(TurnOver, 1)
+        .exactly(Sleep, 1)
+        .maybe(Wake)
+        .maybe(WakeNoSleeper)
+        .nothing_else();
 }
 
 /// A sleeper starved by an owner that re-takes the lock claims a handoff, and the
