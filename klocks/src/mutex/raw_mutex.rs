@@ -865,8 +865,8 @@ std::thread_local! {
     /// called `check`.
     pub(crate) static CLAIMS_IN_MODELS: Cell<bool> = const { Cell::new(true) };
     /// Whether every thread's turn is over under loom, so that each contended lock
-    /// that finds the mutex held sleeps at once. Off but in the model that turns it
-    /// on; a std thread-local, as above.
+    /// that finds the mutex held sleeps at once. Off except in the models that turn
+    /// it on; a std thread-local, as above.
     pub(crate) static TURNS_OVER_IN_MODELS: Cell<bool> = const { Cell::new(false) };
 }
 
