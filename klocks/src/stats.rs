@@ -102,7 +102,7 @@ events! {
     HeadSleep => "head_sleep",
         "pvqspinlock: of the sleeps, those of the queue head on the lock word (the rest sleep on their node).";
     Yield => "yield",
-        "A waiter that could not spin gave its CPU away (sched_yield) before sleeping or retrying.";
+        "A waiter gave its CPU away (sched_yield) before sleeping or retrying (default: only after a spin whose budget ran out while the owner ran).";
     Wake => "wake",
         "An unlock or a waker made a futex wake call (a kick).";
     WakeNoSleeper => "wake_no_sleeper",
@@ -134,7 +134,7 @@ events! {
     Handoff => "handoff",
         "default: an unlock released the lock reserved for its claimant and woke it.";
     TurnOver => "turn_over",
-        "default: a thread whose turn was over found the mutex held and slept at once, behind the sleepers (also counted as a sleep).";
+        "default: a thread whose turn was over found the mutex held and went to sleep at once, behind the sleepers (counted as a sleep too if it parked).";
     ReaderTurn => "reader_turn",
         "default-rw: a write unlock let sleeping readers in ahead of sleeping writers (a timed reader turn).";
     Drain => "drain",

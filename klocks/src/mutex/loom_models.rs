@@ -137,8 +137,9 @@ fn raw_mutex_owner_then_two_waiters_whose_turns_are_over() {
     );
 }
 
-/// Runs `model` with one of the default mutex's model switches (see
-/// `raw_mutex::CLAIMS_IN_MODELS`) set to `value`, restoring it however it ends.
+/// Runs `model` with one of the default mutex's model switches
+/// (`raw_mutex::CLAIMS_IN_MODELS`, `raw_mutex::TURNS_OVER_IN_MODELS`) set to `value`,
+/// restoring it however it ends.
 fn with_switch(
     switch: &'static std::thread::LocalKey<std::cell::Cell<bool>>,
     value: bool,
