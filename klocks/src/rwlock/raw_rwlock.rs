@@ -75,12 +75,17 @@
 //! # The word
 //!
 //! ```text
-//!     31       30       29        28        27       26     25                 0
-//! +--------+--------+---------+---------+---------+--------+--------------------+
-//! | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER |      readers       |
-//! |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        |                    |
-//! +--------+--------+---------+---------+---------+--------+--------------------+
+//!     31                 6      5        4        3         2         1        0
+//! +--------------------+--------+--------+---------+---------+---------+--------+
+//! |      readers       | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER |
+//! |                    |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        |
+//! +--------------------+--------+--------+---------+---------+---------+--------+
 //! ```
+//!
+//! The count sits above the flags so that a read unlock can be one `fetch_sub`
+//! (std's and parking_lot's read unlock) and still check its caller: an unlock
+//! with no reader inside wraps the count alone, leaves every flag as it was, and
+//! is undone at once by a `fetch_add` before it panics.
 //!
 //! Transitions, as `(readers, writer, writers waiting, readers waiting, turn)`, with
 //! the writers' `SPINNING` as in the default mutex and `DRAIN_SLEEPS` with the
@@ -88,8 +93,9 @@
 //!
 //! ```text
 //! read lock:       (r,0,0,*,*) or (r,0,*,*,1) -> (r+1,0,*,*,0)        cmpxchg
-//! read unlock:     r -> r-1                                           cmpxchg; the last reader
-//!                                                                     wakes a sleeping drainer
+//! read unlock:     r -> r-1                                           fetch_sub; the last reader
+//!                                                                     wakes a sleeping drainer,
+//!                                                                     which clears DRAIN_SLEEPS
 //! reader sleeps:   (r,w,ww,0,t) -> (r,w,ww,1,t), futex_wait(READER)   w, or ww and t = 0
 //! write lock:      (0,0,0,0,0) -> (0,1,0,0,0)                         cmpxchg
 //! writer takes:    (r,0,ww,rw,t) -> (r,1,ww|slept,rw,0)               t = 0 or the turn is over;
@@ -130,15 +136,18 @@
 //! whose unlock decides in turn; and if it slept again on the held word before this
 //! release, the wake after the release finds it (or another writer, which comes in
 //! its place). The draining writer sleeps only on a value with
-//! `DRAIN_SLEEPS` and readers inside; the last read unlock clears it in its
-//! releasing cmpxchg and wakes it. The futex compares the value atomically with
-//! queueing a sleeper, so a change between the decision to sleep and the sleep
-//! returns at once.
+//! `DRAIN_SLEEPS` and readers inside; the read unlock that takes the count to 0
+//! finds the bit in the value its `fetch_sub` returns and wakes it (the drainer
+//! clears the bit itself once no reader is inside). The futex compares the value
+//! atomically with queueing a sleeper, so a change between the decision to sleep and
+//! the sleep returns at once.
 //!
 //! # Misuse
 //!
-//! Releasing a write lock the thread does not hold, or a read lock when no reader
-//! holds the lock, panics and leaves the lock as it was; taking a write lock (or a
+//! Releasing a write lock the thread does not hold panics and leaves the lock as it
+//! was. Releasing a read lock when no reader holds the lock panics after it restored
+//! the count its `fetch_sub` wrapped: meanwhile other threads saw [`MAX_READERS`]
+//! readers (writers wait for them, readers for the count to drop). Taking a write lock (or a
 //! read lock) while holding the write lock panics instead of deadlocking. A read lock
 //! taken again by its holder while a writer sleeps for the lock or drains it
 //! deadlocks, as with every rwlock that prefers writers (std's included). More than
@@ -157,27 +166,27 @@ use std::cell::Cell;
 /// Whose counters the `stats` feature bumps.
 const STATS: Lock = Lock::RwLock(RwLockKind::Default);
 
-/// One reader.
-const READER: u32 = 1;
-/// The most readers at once.
-pub const MAX_READERS: u32 = (1 << 26) - 1;
-/// The count of readers inside.
-const READERS_MASK: u32 = MAX_READERS;
 /// A writer holds the lock (or holds it and waits for the readers inside to leave).
-const WRITER: u32 = 1 << 26;
+const WRITER: u32 = 1 << 0;
 /// One writer spins on the writer that holds the lock.
-const WRITER_SPINNING: u32 = 1 << 27;
+const WRITER_SPINNING: u32 = 1 << 1;
 /// Writers may sleep on the word: the write unlock wakes one. New readers wait while
 /// it is set (writers first), unless a turn is on.
-const WRITERS_WAITING: u32 = 1 << 28;
+const WRITERS_WAITING: u32 = 1 << 2;
 /// Readers may sleep on the word: the write unlock wakes them all.
-const READERS_WAITING: u32 = 1 << 29;
+const READERS_WAITING: u32 = 1 << 3;
 /// The writer that holds `WRITER` sleeps until the last reader leaves.
-const DRAIN_SLEEPS: u32 = 1 << 30;
+const DRAIN_SLEEPS: u32 = 1 << 4;
 /// Readers were woken by a write unlock while writers slept: they enter though
 /// `WRITERS_WAITING` is set, and no writer takes `WRITER` until one of them entered
 /// (its entry clears the bit) or [`TURN_GRACE_US`] passed.
-const READER_TURN: u32 = 1 << 31;
+const READER_TURN: u32 = 1 << 5;
+/// One reader: the count is the word's top 26 bits.
+const READER: u32 = 1 << 6;
+/// The most readers at once.
+pub const MAX_READERS: u32 = u32::MAX / READER;
+/// The count of readers inside.
+const READERS_MASK: u32 = MAX_READERS * READER;
 
 /// The futex class of sleeping readers.
 const READER_CLASS: u32 = 1;
@@ -264,7 +273,7 @@ pub struct RawRwLock {
 }
 
 fn readers(val: u32) -> u32 {
-    val & READERS_MASK
+    val / READER
 }
 
 /// Whether a reader that cannot enter may go on spinning, having spun `spent`
@@ -348,40 +357,37 @@ impl RawRwLock {
     /// Releases a read lock.
     ///
     /// # Panics
-    /// If no reader holds the lock (the word is left untouched).
+    /// If no reader holds the lock (the word is restored before the panic).
     #[inline]
     pub fn unlock_shared(&self) {
-        // A cmpxchg, not std's one fetch_sub: the check comes before the word
-        // changes, and a fetch_sub (with the count moved above the flags and an
-        // unheld unlock undone) measured no faster in `rw-mix`
-        // (`docs/results/rw-unlock-shared-2026-11-26.txt`). The first cmpxchg
-        // expects the sole reader with no flags instead of loading the word: a load
-        // first cost the uncontended pair ~3 ns, and a wrong guess returns the word
-        // for the next try.
-        let mut val = READER;
-        loop {
-            if readers(val) == 0 {
-                unlock_of_unheld("read");
-            }
-            // The last reader wakes a draining writer that sleeps.
-            let last = readers(val) == 1;
-            let new = if last {
-                (val - READER) & !DRAIN_SLEEPS
-            } else {
-                val - READER
-            };
-            // Release: pairs with the Acquire of the writer that finds no reader.
-            match self.word.compare_exchange(val, new, Release, Relaxed) {
-                Ok(_) => {
-                    crate::fault::after_release();
-                    if last && val & DRAIN_SLEEPS != 0 {
-                        stats::woke(STATS, park::wake_one_of_at(&self.word, DRAIN_CLASS));
-                    }
-                    return;
-                }
-                Err(now) => val = now,
-            }
+        // One fetch_sub, as std's and parking_lot's: a cmpxchg that guessed the sole
+        // reader failed whenever another reader was inside, and a load before the
+        // cmpxchg took the line twice per unlock; with readers on both CPUs the
+        // fetch_sub gave them ~25% more sections
+        // (`docs/results/rw-read-contention-2026-11-26.txt`).
+        // Release: pairs with the Acquire of the writer that finds no reader.
+        let val = self.word.fetch_sub(READER, Release);
+        if readers(val) == 0 {
+            self.undo_unheld_read_unlock();
         }
+        crate::fault::after_release();
+        // The last reader out wakes a draining writer that sleeps; the writer clears
+        // `DRAIN_SLEEPS` (this thread's access ended with the fetch_sub).
+        if readers(val) == 1 && val & DRAIN_SLEEPS != 0 {
+            stats::woke(STATS, park::wake_one_of_at(&self.word, DRAIN_CLASS));
+        }
+    }
+
+    /// A read unlock found no reader inside: its fetch_sub wrapped the count (and
+    /// nothing else, the count being the word's top bits). Undo it, then panic.
+    #[cold]
+    #[inline(never)]
+    fn undo_unheld_read_unlock(&self) -> ! {
+        // Relaxed: restores the count; the unlock published nothing. Until then other
+        // threads saw `MAX_READERS` readers: writers wait for them to leave, and
+        // readers for the count to drop (`wait_below_max_readers`).
+        self.word.fetch_add(READER, Relaxed);
+        unlock_of_unheld("read");
     }
 
     /// Takes the write lock.
@@ -666,12 +672,15 @@ impl RawRwLock {
     /// none sleeps, or a turn is on.
     #[inline]
     fn try_enter_reader(&self) -> bool {
-        // The first cmpxchg expects the free word instead of loading it (as
-        // `unlock_shared`'s expects the sole reader); a wrong guess returns the word.
-        let mut val = 0;
+        // A load first, as std's: with readers on both CPUs, a cmpxchg that
+        // guessed the free word failed at almost every read and took the line from
+        // the other reader each time (`docs/results/rw-read-contention-2026-11-26.txt`).
+        // Relaxed: picks the transition; the cmpxchg is the Acquire.
+        let mut val = self.word.load(Relaxed);
         while readers_may_enter(val) {
-            if readers(val) == READERS_MASK {
-                too_many_readers();
+            if readers(val) == MAX_READERS {
+                val = self.wait_below_max_readers();
+                continue;
             }
             // Acquire: pairs with the Release of the write unlock.
             match self.word.compare_exchange_weak(
@@ -685,6 +694,23 @@ impl RawRwLock {
             }
         }
         false
+    }
+
+    /// The count is at `MAX_READERS`: wait a moment for an unheld read unlock's undo
+    /// (`undo_unheld_read_unlock`) to bring it down, then panic: that many readers
+    /// are one too many. The word once it is below.
+    #[cold]
+    #[inline(never)]
+    fn wait_below_max_readers(&self) -> u32 {
+        for _ in 0..1000 {
+            // Relaxed: the caller's cmpxchg is the Acquire.
+            let val = self.word.load(Relaxed);
+            if readers(val) != MAX_READERS {
+                return val;
+            }
+            cpu_relax_times(16);
+        }
+        too_many_readers()
     }
 
     /// A reader that found a writer: spin while it runs, then sleep until the write
@@ -859,6 +885,11 @@ impl RawRwLock {
             // Acquire: pairs with the Release of the last read unlock.
             let val = self.word.load(Acquire);
             if readers(val) == 0 {
+                if val & DRAIN_SLEEPS != 0 {
+                    // Relaxed: no reader can enter while this thread holds WRITER,
+                    // and the flag publishes nothing.
+                    self.word.fetch_and(!DRAIN_SLEEPS, Relaxed);
+                }
                 return true;
             }
             if !counted {
@@ -1006,7 +1037,7 @@ fn write_unlock_by_non_writer(holder: u32, me: u32) -> ! {
 #[cold]
 #[inline(never)]
 fn too_many_readers() -> ! {
-    panic!("klocks: more than {READERS_MASK} readers in one klocks::RwLock");
+    panic!("klocks: more than {MAX_READERS} readers in one klocks::RwLock");
 }
 
 impl std::fmt::Debug for RawRwLock {

@@ -54,6 +54,42 @@ fn an_unheld_read_unlock_leaves_the_word_as_it_was() {
     assert_eq!(lock.word.load(Relaxed), 0);
 }
 
+/// A read unlock that finds no reader wraps the count, which a reader entering at
+/// that moment sees as `MAX_READERS`: it waits for the undo, and panics only if the
+/// count stays there (that many readers would be too many).
+#[test]
+#[should_panic(expected = "readers in one klocks::RwLock")]
+fn a_reader_panics_on_a_count_that_stays_at_max_readers() {
+    let lock = RawRwLock::new();
+    lock.word.store(READERS_MASK, Relaxed);
+    lock.lock_shared();
+}
+
+/// A writer that slept while it drained the readers clears `DRAIN_SLEEPS` itself
+/// once the last one left (the read unlock only wakes it): it holds a clean word,
+/// and its unlock leaves a free one.
+#[test]
+fn a_drainer_that_slept_holds_a_clean_word() {
+    let lock = Arc::new(RawRwLock::new());
+    lock.lock_shared();
+    let writer = {
+        let lock = Arc::clone(&lock);
+        std::thread::spawn(move || {
+            lock.lock_exclusive();
+            let held = lock.word.load(Relaxed);
+            lock.unlock_exclusive();
+            held
+        })
+    };
+    assert!(
+        eventually(|| lock.word.load(Relaxed) & DRAIN_SLEEPS != 0),
+        "the writer never slept in its drain"
+    );
+    lock.unlock_shared();
+    assert_eq!(writer.join().unwrap(), WRITER);
+    assert_eq!(lock.word.load(Relaxed), 0);
+}
+
 /// Read unlocks of an unheld lock, racing with writers (which keep the count at 0):
 /// every one panics, no writer section overlaps another, and the lock ends free with
 /// an exact count.
