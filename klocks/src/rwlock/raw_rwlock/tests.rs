@@ -416,3 +416,81 @@ fn a_timed_writer_giving_up_during_a_write_unlock_strands_no_reader() {
         .expect("the unlock never reached its early wake");
     reader.join().unwrap();
 }
+
+/// A signal handler takes the lock, for reading and for writing, while its thread
+/// sleeps on that lock as a reader or as a writer (its futex wait interrupted, its
+/// flags and the count of sleeping writers still naming it): every handler gets the
+/// lock once the holder leaves, and every interrupted thread gets it afterwards.
+#[test]
+fn a_signal_handler_takes_the_lock_its_thread_sleeps_on() {
+    let name = "rwlock::raw_rwlock::tests::a_signal_handler_takes_the_lock_its_thread_sleeps_on";
+    if let Some(status) = crate::testing::isolated(name, handlers_take_the_lock) {
+        assert!(status.success(), "{status:?}");
+    }
+}
+
+fn handlers_take_the_lock() {
+    use std::os::unix::thread::JoinHandleExt;
+    static LOCK: RawRwLock = RawRwLock::new();
+    static HANDLER_WRITES: AtomicBool = AtomicBool::new(false);
+    static HANDLED: AtomicU32 = AtomicU32::new(0);
+    extern "C" fn handler(_: libc::c_int) {
+        if HANDLER_WRITES.load(Relaxed) {
+            LOCK.lock_exclusive();
+            LOCK.unlock_exclusive();
+        } else {
+            LOCK.lock_shared();
+            LOCK.unlock_shared();
+        }
+        HANDLED.fetch_add(1, Relaxed);
+    }
+    // SAFETY: installs a handler for SIGURG (ignored by default, unused by the test
+    // harness) that only touches statics.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler as extern "C" fn(libc::c_int) as usize;
+        libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut());
+    }
+    for (handled, (sleeper_writes, handler_writes)) in
+        [(false, false), (false, true), (true, false), (true, true)]
+            .into_iter()
+            .enumerate()
+    {
+        HANDLER_WRITES.store(handler_writes, Relaxed);
+        LOCK.lock_exclusive();
+        let sleeper = std::thread::spawn(move || {
+            if sleeper_writes {
+                LOCK.lock_exclusive();
+                LOCK.unlock_exclusive();
+            } else {
+                LOCK.lock_shared();
+                LOCK.unlock_shared();
+            }
+        });
+        let asleep = if sleeper_writes {
+            WRITERS_WAITING
+        } else {
+            READERS_WAITING
+        };
+        assert!(
+            eventually(|| LOCK.word.load(Relaxed) & asleep != 0),
+            "the thread never slept on the lock"
+        );
+        // Past its flag, into its futex wait.
+        std::thread::sleep(Duration::from_millis(5));
+        // SAFETY: the sleeper is alive (it waits for the lock we hold).
+        unsafe { libc::pthread_kill(sleeper.as_pthread_t(), libc::SIGURG) };
+        std::thread::sleep(Duration::from_millis(5));
+        LOCK.unlock_exclusive();
+        assert!(
+            eventually(|| HANDLED.load(Relaxed) as usize == handled + 1),
+            "the handler never got the lock (sleeper writes: {sleeper_writes}, handler writes: {handler_writes})"
+        );
+        assert!(
+            eventually(|| sleeper.is_finished()),
+            "the interrupted thread never got the lock (sleeper writes: {sleeper_writes}, handler writes: {handler_writes})"
+        );
+        sleeper.join().unwrap();
+        assert!(!LOCK.is_locked());
+    }
+}
