@@ -134,7 +134,7 @@ events! {
     Handoff => "handoff",
         "default: an unlock released the lock reserved for its claimant and woke it.";
     TurnOver => "turn_over",
-        "default: a thread whose turn was over found the mutex held and went to sleep at once, behind the sleepers (counted as a sleep too if it parked).";
+        "default: a thread whose turn was over found the mutex held and went to sleep at once, behind the sleepers; default-rw: the same for a writer that found the lock write-held while writers slept (counted as a sleep too if it parked).";
     ReaderTurn => "reader_turn",
         "default-rw: a write unlock let sleeping readers in ahead of sleeping writers (a timed reader turn).";
     Drain => "drain",

@@ -506,6 +506,25 @@ pub fn oversubscribed(cpus: usize) -> Vec<(usize, u64)> {
 /// default 3 for two threads; 1 for three, because each spin iteration is a branch
 /// and a bound of 2 already takes longer than CI allows), with every reordering the
 /// memory model allows, of `threads` threads each taking the lock `iterations` times.
+/// Runs `model` with one of the default locks' model switches
+/// (`raw_mutex::CLAIMS_IN_MODELS`, `raw_mutex::TURNS_OVER_IN_MODELS`) set to `value`,
+/// restoring it however it ends.
+#[cfg(all(loom, test))]
+pub(crate) fn with_switch(
+    switch: &'static std::thread::LocalKey<std::cell::Cell<bool>>,
+    value: bool,
+    model: impl FnOnce(),
+) {
+    struct Restore(&'static std::thread::LocalKey<std::cell::Cell<bool>>, bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            self.0.with(|switch| switch.set(self.1));
+        }
+    }
+    let _restore = Restore(switch, switch.with(|switch| switch.replace(value)));
+    model();
+}
+
 #[cfg(all(loom, test))]
 pub(crate) fn explore<L: TestLock>(threads: usize, iterations: u64) {
     let mut model = loom::model::Builder::new();

@@ -49,7 +49,7 @@ fn raw_mutex_two_threads_twice() {
 /// held sleeps before it tries anything else.
 #[test]
 fn raw_mutex_two_threads_twice_whose_turns_are_over() {
-    with_switch(&super::raw_mutex::TURNS_OVER_IN_MODELS, true, || {
+    crate::testing::with_switch(&super::raw_mutex::TURNS_OVER_IN_MODELS, true, || {
         explore::<RawMutex>(2, 2);
     });
 }
@@ -118,7 +118,7 @@ fn raw_mutex_owner_then_two_waiters() {
 /// this model finds it.
 #[test]
 fn raw_mutex_owner_then_two_waiters_without_claims() {
-    with_switch(
+    crate::testing::with_switch(
         &super::raw_mutex::CLAIMS_IN_MODELS,
         false,
         owner_then_two_waiters::<RawMutex>,
@@ -130,29 +130,11 @@ fn raw_mutex_owner_then_two_waiters_without_claims() {
 /// each other, and the unlocks must wake every one of them.
 #[test]
 fn raw_mutex_owner_then_two_waiters_whose_turns_are_over() {
-    with_switch(
+    crate::testing::with_switch(
         &super::raw_mutex::TURNS_OVER_IN_MODELS,
         true,
         owner_then_two_waiters::<RawMutex>,
     );
-}
-
-/// Runs `model` with one of the default mutex's model switches
-/// (`raw_mutex::CLAIMS_IN_MODELS`, `raw_mutex::TURNS_OVER_IN_MODELS`) set to `value`,
-/// restoring it however it ends.
-fn with_switch(
-    switch: &'static std::thread::LocalKey<std::cell::Cell<bool>>,
-    value: bool,
-    model: impl FnOnce(),
-) {
-    struct Restore(&'static std::thread::LocalKey<std::cell::Cell<bool>>, bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            self.0.with(|switch| switch.set(self.1));
-        }
-    }
-    let _restore = Restore(switch, switch.with(|switch| switch.replace(value)));
-    model();
 }
 
 /// An owner re-takes the lock at once after waking the sleeper, which then finds it

@@ -205,6 +205,19 @@ mod default_rwlock {
         });
     }
 
+    /// The lock is write-held while two writers arrive, with every turn over: the
+    /// second finds the first asleep and sleeps behind it at once, before it spins or
+    /// tries (a panic placed in that sleep fails this model). Both must get the lock
+    /// after the release.
+    #[test]
+    fn write_held_then_two_writers_whose_turns_are_over() {
+        crate::testing::with_switch(
+            &crate::mutex::raw_mutex::TURNS_OVER_IN_MODELS,
+            true,
+            write_held_then_two_writers,
+        );
+    }
+
     /// The lock is write-held while a writer and then a reader arrive, then released:
     /// the writer sleeps and is woken, takes the lock with `WRITERS_WAITING` kept,
     /// and the reader sleeps behind it, passed over by the unlock for the writers'

@@ -68,6 +68,16 @@
 //! (`docs/results/rw-writer-nudge-2026-11-26.txt`), and writers that never yield
 //! (`rw-mix` 0.90× where it was 0.96×).
 //!
+//! **Writer turns.** Woken in turn, a sleeper still lost to the writers the scheduler
+//! kept running: two running writers passed the lock between them by spinning (their
+//! unlocks skip the wake while one spins), and a woken writer that found it held
+//! went back to the end of the queue. So a writer that has not slept for
+//! [`WRITER_TURN_US`] (1 ms), or never has, and finds the lock write-held while
+//! writers sleep, sleeps at once behind them instead of spinning: the running writers
+//! join the queue, and the lock goes round it (as the default mutex's turns, but
+//! they never lapse while writers sleep). `rw-fair` 40+40: the slowest writer gets
+//! 0.28–0.29 of the writers' mean (0.06–0.23 without).
+//!
 //! The writing thread's id is kept beside the word, for the owner probe and to catch
 //! misuse, and so are the time of the last reader event (the first sleep, or the
 //! turn) and the count of sleeping writers.
@@ -100,7 +110,9 @@
 //! write lock:      (0,0,0,0,0) -> (0,1,0,0,0)                         cmpxchg
 //! writer takes:    (r,0,ww,rw,t) -> (r,1,ww|slept,rw,0)               t = 0 or the turn is over;
 //!                                                                     then it drains the r readers
-//! writer sleeps:   (r,1,*,*,*) -> (r,1,1,*,*), futex_wait(WRITER)
+//! writer sleeps:   (r,1,*,*,*) -> (r,1,1,*,*), futex_wait(WRITER)    (also at once, before any
+//!                                                                     spin, when its turn is over
+//!                                                                     and writers sleep)
 //! write unlock:    (0,1,0,0,0) -> (0,0,0,0,0)                         cmpxchg
 //! ... a writer slept: with two or more asleep, futex_wake(UNTIMED WRITER, one)
 //!                     first; then (0,1,1,rw,0) -> (0,0,e,rw,0),
@@ -156,6 +168,8 @@
 use crate::backoff;
 use crate::budget::SpinBudget;
 use crate::catalog::RwLockKind;
+#[cfg(loom)]
+use crate::mutex::raw_mutex::TURNS_OVER_IN_MODELS;
 use crate::mutex::raw_mutex::{count_skipped_wake, now_us, Patience};
 use crate::owner::{self, Watch};
 use crate::park;
@@ -221,6 +235,23 @@ const YIELDS_BEFORE_SLEEP: u32 = 8;
 /// with one yield; `two_writers_twice` finds it with none.
 #[cfg(loom)]
 const YIELDS_BEFORE_SLEEP: u32 = 0;
+
+/// A writer that has not slept on a `RawRwLock` for this long (µs), or never has,
+/// and finds the lock write-held while writers sleep, sleeps at once behind them:
+/// its turn is over (module doc). `rw-fair`, 40 readers and 40 writers on 2 CPUs:
+/// with 1 ms the slowest writer got 0.28–0.29 of the writers' mean, with 300 µs
+/// 0.27, without turns 0.06–0.23 (`docs/results/rw-writer-turns-2026-11-26.txt`).
+// Used by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
+pub const WRITER_TURN_US: u32 = 1000;
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// When this thread last woke from a sleep as a writer on a `RawRwLock` (µs,
+    /// wrapping, with the low bit set); 0 if it never slept as one. No destructor:
+    /// it can be read during thread exit too.
+    static WRITER_WOKE_AT: Cell<u32> = const { Cell::new(0) };
+}
 
 /// The spin budget shared by every `RawRwLock`.
 static BUDGET: SpinBudget = SpinBudget::new();
@@ -826,6 +857,10 @@ impl RawRwLock {
         let mut slept = false;
         let mut yields = 0;
         loop {
+            if self.queue_behind_sleepers(patience) {
+                slept = true;
+                continue;
+            }
             match self.try_take_writer(slept, patience) {
                 Some(true) => return self.drain_readers(patience),
                 // A turn is on and no reader came yet: let them run.
@@ -853,8 +888,25 @@ impl RawRwLock {
                 continue;
             }
             self.sleep_as_writer(patience);
+            begin_writer_turn();
             slept = true;
         }
+    }
+
+    /// A writer whose turn is over and that finds the lock write-held while writers
+    /// sleep sleeps at once behind them, so that the lock goes round the sleepers'
+    /// FIFO instead of staying with the writers the scheduler happens to run; whether
+    /// it slept (or tried to: the word may have changed).
+    fn queue_behind_sleepers(&self, patience: Patience) -> bool {
+        // Relaxed: picks the path; `sleep_as_writer` reads the word again.
+        let val = self.word.load(Relaxed);
+        if val & (WRITER | WRITERS_WAITING) != WRITER | WRITERS_WAITING || !writer_turn_is_over() {
+            return false;
+        }
+        stats::count(STATS, Event::TurnOver);
+        self.sleep_as_writer(patience);
+        begin_writer_turn();
+        true
     }
 
     /// Takes `WRITER` if no writer holds it: `Some(true)` if taken, `Some(false)` if a
@@ -1021,6 +1073,25 @@ impl RawRwLock {
             }
         }
     }
+}
+
+/// Whether this thread's turn as a writer is over: it has not slept as a writer on a
+/// `RawRwLock` for [`WRITER_TURN_US`], or never has. Under loom, whatever the model
+/// asks for (time is not modelled).
+fn writer_turn_is_over() -> bool {
+    #[cfg(not(loom))]
+    {
+        let woke = WRITER_WOKE_AT.with(Cell::get);
+        woke == 0 || now_us().wrapping_sub(woke) >= WRITER_TURN_US
+    }
+    #[cfg(loom)]
+    TURNS_OVER_IN_MODELS.with(Cell::get)
+}
+
+/// This thread's turn as a writer begins now (it has just slept).
+fn begin_writer_turn() {
+    #[cfg(not(loom))]
+    WRITER_WOKE_AT.with(|t| t.set(now_us() | 1));
 }
 
 #[cold]

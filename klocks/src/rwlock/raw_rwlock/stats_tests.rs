@@ -58,3 +58,32 @@ fn stats_a_writer_drains_a_reader_and_is_woken_once() {
         .nothing_else();
     expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
 }
+
+/// A writer that never slept finds the lock write-held while another writer sleeps:
+/// its turn is over, so it sleeps at once behind the sleeper, without a yield. The
+/// first writer found no sleeper, so it took no turn.
+#[test]
+fn stats_a_writer_whose_turn_is_over_sleeps_behind_the_sleepers() {
+    let lock: &'static RawRwLock = Box::leak(Box::new(RawRwLock::new()));
+    lock.lock_exclusive();
+    let first = Contender::spawn(move || {
+        lock.lock_exclusive();
+        lock.unlock_exclusive();
+    });
+    eventually("the first writer asleep", || {
+        lock.word.load(Relaxed) & WRITERS_WAITING != 0 && first.asleep()
+    });
+    let second = Contender::spawn(move || {
+        lock.lock_exclusive();
+        lock.unlock_exclusive();
+    });
+    eventually("the second writer asleep", || second.asleep());
+    lock.unlock_exclusive();
+    let ((), first) = first.join();
+    let ((), second) = second.join();
+    assert_eq!(first.get(STATS, TurnOver), 0);
+    assert_eq!(second.get(STATS, LockSlowpath), 1);
+    assert_eq!(second.get(STATS, TurnOver), 1);
+    assert!(second.get(STATS, Sleep) >= 1);
+    assert_eq!(second.get(STATS, Yield), 0);
+}
