@@ -53,8 +53,9 @@
 //! that one has run: with more threads than CPUs, tens of milliseconds (`rw-fair`, 40
 //! readers and 40 writers on 2 CPUs: the readers filled the run queue, a scheduling
 //! round took 60–80 ms at the 4 ms tick, and in 3 s some writers got no section at
-//! all; now the slowest of the 40 gets 9–21% of the writers' mean, and their mean is
-//! 4×, `docs/results/rw-writer-rotation-2026-11-26.txt`). For the same reason a
+//! all; with the wakes in turn the slowest of the 40 got 9–21% of the writers' mean,
+//! and their mean was 4×, `docs/results/rw-writer-rotation-2026-11-26.txt`). For the
+//! same reason a
 //! writer that has slept does not yield again before its next sleep: in such a run
 //! queue each yield cost it a round, and a woken writer that lost the race yielded 8
 //! rounds away before it queued again. The price is fewer and shorter reader batches
@@ -76,7 +77,7 @@
 //! writers sleep, sleeps at once behind them instead of spinning: the running writers
 //! join the queue, and the lock goes round it (as the default mutex's turns, but
 //! they never lapse while writers sleep). `rw-fair` 40+40: the slowest writer gets
-//! 0.28–0.29 of the writers' mean (0.06–0.23 without).
+//! 0.24–0.29 of the writers' mean (0.06–0.23 without).
 //!
 //! The writing thread's id is kept beside the word, for the owner probe and to catch
 //! misuse, and so are the time of the last reader event (the first sleep, or the
@@ -239,7 +240,7 @@ const YIELDS_BEFORE_SLEEP: u32 = 0;
 /// A writer that has not slept on a `RawRwLock` for this long (µs), or never has,
 /// and finds the lock write-held while writers sleep, sleeps at once behind them:
 /// its turn is over (module doc). `rw-fair`, 40 readers and 40 writers on 2 CPUs:
-/// with 1 ms the slowest writer got 0.28–0.29 of the writers' mean, with 300 µs
+/// with 1 ms the slowest writer got 0.24–0.29 of the writers' mean, with 300 µs
 /// 0.27, without turns 0.06–0.23 (`docs/results/rw-writer-turns-2026-11-26.txt`).
 // Used by the native clock only (time is not modelled under loom).
 #[cfg_attr(loom, allow(dead_code))]
