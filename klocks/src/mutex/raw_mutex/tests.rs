@@ -79,12 +79,22 @@ fn a_sleeper_is_woken_by_the_unlock() {
 /// scenario runs again, up to ten times, until one shows the handoff.
 #[test]
 fn a_starving_sleeper_claims_a_handoff() {
-    for _ in 0..10 {
+    for attempt in 0..10 {
+        if attempt > 0 {
+            let_turns_lapse();
+        }
         if a_starving_sleeper_gets_the_lock() == Taken::ByHandoff {
             return;
         }
     }
     panic!("in ten attempts, the waiter never got the lock by a handoff");
+}
+
+/// Waits until this thread takes no turns: an owner that slept on the mutex in one
+/// attempt of a scenario would otherwise sleep at once in the next whenever it found
+/// the mutex held (its turn over), and the attempts would not be independent.
+fn let_turns_lapse() {
+    std::thread::sleep(Duration::from_micros(u64::from(TURNS_LAPSE_US) + 10_000));
 }
 
 #[derive(PartialEq)]
@@ -221,7 +231,12 @@ fn handler_takes_the_claimed_lock() {
     // instead of claiming (no starvation, but no claim to test either): then a new
     // waiter tries, up to ten.
     let claimant = (0..10)
-        .find_map(|_| waiter_that_claims(&LOCK))
+        .find_map(|attempt| {
+            if attempt > 0 {
+                let_turns_lapse();
+            }
+            waiter_that_claims(&LOCK)
+        })
         .expect("in ten attempts, no waiter claimed a handoff");
     // SAFETY: the waiter thread is alive (it waits for the lock we hold).
     unsafe { libc::pthread_kill(claimant.as_pthread_t(), libc::SIGURG) };
