@@ -283,7 +283,9 @@ fn waiter_that_claims(lock: &'static RawMutex) -> Option<std::thread::JoinHandle
         }
         lock.unlock();
         lock.lock();
-        std::thread::sleep(Duration::from_micros(200));
+        // Held, off CPU, long enough for the woken waiter to run meanwhile on a
+        // loaded machine (as in `a_starving_sleeper_gets_the_lock`).
+        std::thread::sleep(Duration::from_millis(2));
     }
     Some(waiter)
 }
