@@ -60,8 +60,7 @@ fn stats_a_writer_drains_a_reader_and_is_woken_once() {
 }
 
 /// A writer that never slept finds the lock write-held while another writer sleeps:
-/// its turn is over, so it sleeps at once behind the sleeper, without a yield. The
-/// first writer found no sleeper, so it took no turn.
+/// its turn is over, so it sleeps at once behind the sleeper, without a yield.
 #[test]
 fn stats_a_writer_whose_turn_is_over_sleeps_behind_the_sleepers() {
     let lock: &'static RawRwLock = Box::leak(Box::new(RawRwLock::new()));
@@ -79,9 +78,10 @@ fn stats_a_writer_whose_turn_is_over_sleeps_behind_the_sleepers() {
     });
     eventually("the second writer asleep", || second.asleep());
     lock.unlock_exclusive();
-    let ((), first) = first.join();
+    // The first writer may take a turn too: on a loaded machine it can run 1 ms
+    // after its wake and find the second holding the lock.
+    let ((), _) = first.join();
     let ((), second) = second.join();
-    assert_eq!(first.get(STATS, TurnOver), 0);
     assert_eq!(second.get(STATS, LockSlowpath), 1);
     assert_eq!(second.get(STATS, TurnOver), 1);
     assert!(second.get(STATS, Sleep) >= 1);
