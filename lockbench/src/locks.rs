@@ -224,6 +224,17 @@ lock_table! {
     Busted => klocks::testing::BustedLock, raw: "the negative control: lets two threads in at once";
 }
 
+/// klocks' default mutex (`klocks::Mutex`), compared with [`ALTERNATIVES`].
+pub const DEFAULT: LockName = LockName::Klocks(MutexKind::Default);
+
+/// The mutexes a user would otherwise pick, which klocks' locks are compared with.
+pub const ALTERNATIVES: [LockName; 4] = [
+    LockName::Std,
+    LockName::ParkingLot,
+    LockName::Pthread,
+    LockName::PthreadAdaptive,
+];
+
 /// Reads a lock's [`BenchLock::NAME`].
 struct NameOf;
 

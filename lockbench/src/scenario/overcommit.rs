@@ -18,7 +18,7 @@ use crate::harness::windowed::{
     self, fairness, or_default, short, show_fairness, Grid, Plan, WindowArgs, Work,
 };
 use crate::harness::{Common, Error};
-use crate::locks::LockName;
+use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
 use crate::machine;
 use crate::report::{num, si, Cell, Overcommit, Progress, Table};
 
@@ -67,7 +67,9 @@ impl Cs {
 /// verified: the counter must equal every operation, counted or late. Tables: the
 /// seed-003 comparison (base = ticket, patched = pvticket), all locks, the
 /// pvqspinlock bars (vs the better of parking_lot and pthread, short cs, 16–128
-/// threads) and per-cell detail. Default locks: default, ticket, pvticket, qspinlock,
+/// threads), default (`klocks::Mutex`) against the best of std, parking_lot, pthread
+/// and pthread-adaptive (throughput ratio and fairness, cell by cell, with their
+/// geometric means) and per-cell detail. Default locks: default, ticket, pvticket, qspinlock,
 /// pvqspinlock, std, parking_lot, pthread, pthread-adaptive, spin. The full default
 /// grid takes several minutes; with --seed-scale (3 s windows) over an hour.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -255,7 +257,8 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     windowed::run(config, progress)
 }
 
-/// The seed-003 table, all locks, the pvqspinlock bars and the per-cell detail.
+/// The seed-003 table, all locks, the pvqspinlock bars, default against the peers and
+/// the per-cell detail.
 pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
     let lengths: Vec<String> = config
         .cs
@@ -276,6 +279,7 @@ pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
         seed_table(config, cells, &scale),
         Some(matrix(config, cells, &scale)),
         bars(config, cells),
+        default_versus_peers(config, cells, &scale),
         Some(windowed::detail(
             "overcommit",
             &["threads", "cs", "overcommit"],
@@ -347,6 +351,22 @@ fn matrix(config: &Config, cells: &[Cell], scale: &str) -> Table {
         format!("overcommit, all locks: {scale}"),
         &["threads", "cs", "overcommit"],
         &config.plan.locks,
+        rows,
+        si,
+    )
+}
+
+/// default (`klocks::Mutex`) against the best of the peers that ran, cell by cell.
+fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
+    let rows = config.rows().into_iter().filter_map(|row| {
+        let ours = find(cells, DEFAULT, &row)?;
+        let peers = ALTERNATIVES.iter().filter_map(|&p| find(cells, p, &row)).collect();
+        Some((row.labels().to_vec(), ours, peers))
+    });
+    windowed::versus_peers(
+        format!("overcommit, default against the best of the peers that ran: {scale}"),
+        &["threads", "cs", "overcommit"],
+        DEFAULT.name(),
         rows,
         si,
     )

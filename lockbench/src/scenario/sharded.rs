@@ -16,7 +16,7 @@ use klocks::catalog::MutexKind;
 use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
-use crate::locks::{BenchLock, LockName, LockVisitor};
+use crate::locks::{BenchLock, LockName, LockVisitor, ALTERNATIVES, DEFAULT};
 use crate::report::{num, Cell, Progress, Run, Table};
 
 /// A hash map of mutexes: T threads × random operations on K locks, wall ms
@@ -67,15 +67,6 @@ pub struct Config {
     stats: bool,
 }
 
-/// The peers a klocks lock is compared with.
-const PEERS: [LockName; 4] = [
-    LockName::Std,
-    LockName::ParkingLot,
-    LockName::Pthread,
-    LockName::PthreadAdaptive,
-];
-/// The default mutex, compared with the peers.
-const OURS: LockName = LockName::Klocks(MutexKind::Default);
 
 impl Config {
     /// From the command line.
@@ -96,7 +87,7 @@ impl Config {
                 ]
                 .map(LockName::Klocks)
                 .into_iter()
-                .chain(PEERS)
+                .chain(ALTERNATIVES)
                 .collect()
             }),
             threads: or(&args.threads, &[2, 8, 32]),
@@ -228,8 +219,8 @@ fn ms(wall: Duration) -> f64 {
 pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     let mut versus = config
         .locks
-        .contains(&OURS)
-        .then(|| Versus::new(OURS.name(), PEERS.map(LockName::name).to_vec()));
+        .contains(&DEFAULT)
+        .then(|| Versus::new(DEFAULT.name(), ALTERNATIVES.map(LockName::name).to_vec()));
     let mut headers: Vec<String> = vec!["locks".to_owned(), "threads".to_owned()];
     headers.extend(config.locks.iter().map(|l| l.name().to_owned()));
     if let Some(versus) = &versus {
@@ -296,7 +287,7 @@ mod tests {
             stats: false,
         };
         let config = Config::new(&args, &common);
-        for lock in [OURS, LockName::Std] {
+        for lock in [DEFAULT, LockName::Std] {
             let measure = Measure {
                 config: &config,
                 threads: 3,

@@ -35,9 +35,11 @@
 mod cell;
 mod child;
 mod tables;
+mod versus;
 
 pub use cell::{cell, CellArgs};
 pub use tables::*;
+pub use versus::versus_peers;
 
 use std::fmt;
 use std::time::Duration;

@@ -14,7 +14,8 @@ use klocks::catalog::MutexKind;
 use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
-use crate::locks::{BenchLock, LockName, LockVisitor};
+use crate::harness::versus::Versus;
+use crate::locks::{BenchLock, LockName, LockVisitor, ALTERNATIVES, DEFAULT};
 use crate::report::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
 
 mod tables;
@@ -34,7 +35,8 @@ use tables::tables;
 /// iterations the threads completed. Tables: the seed-000 comparison (before =
 /// qspinlock-cmpxchg, after = qspinlock), the seed-003 one (base = ticket,
 /// patched = pvticket; %gain = base ÷ patched wall - 1) and the same for
-/// qspinlock → pvqspinlock, all locks, and per-cell detail.
+/// qspinlock → pvqspinlock, all locks, default (`klocks::Mutex`) against the best of
+/// std, parking_lot, pthread and pthread-adaptive (when both ran), and per-cell detail.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Thread counts, comma-separated [default: 1,2,3,4,8; 1,2,...,8 with --seed-scale]

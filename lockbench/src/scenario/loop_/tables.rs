@@ -1,8 +1,9 @@
-//! loop's tables: the seed-000 and seed-003 comparisons, qspinlock → pvqspinlock, all locks and per-cell detail.
+//! loop's tables: the seed-000 and seed-003 comparisons, qspinlock → pvqspinlock, all locks, default against the peers and per-cell detail.
 
 use super::*;
 
-/// The seed-000 table, the all-locks matrix and the per-cell detail.
+/// The seed tables, the all-locks matrix, default against the peers and the per-cell
+/// detail.
 pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     let scale = format!(
         "N threads × {} lock/unlock pairs each on one lock, wall ms (median of up to {} \
@@ -16,6 +17,7 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         pv_table(config, cells, &scale, &SEED_003),
         pv_table(config, cells, &scale, &PV_QSPINLOCK),
         Some(matrix(config, cells, &scale)),
+        default_versus_peers(config, cells, &scale),
     ]
     .into_iter()
     .flatten()
@@ -161,6 +163,33 @@ pub(super) fn matrix(config: &Config, cells: &[Cell], scale: &str) -> Table {
         table.row(row);
     }
     table
+}
+
+/// default (`klocks::Mutex`) against the best of the peers that ran, per thread
+/// count, when both ran.
+pub(super) fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
+    let ran = |lock: &LockName| config.locks.contains(lock);
+    if !ran(&DEFAULT) || !ALTERNATIVES.iter().any(ran) {
+        return None;
+    }
+    let mut versus = Versus::new(DEFAULT.name(), ALTERNATIVES.map(LockName::name).to_vec());
+    let [best, ratio] = versus.headers();
+    let mut table = Table::new(
+        format!("loop, default against the best of the peers that ran: {scale}"),
+        &["threads", DEFAULT.name(), &best, &ratio],
+    );
+    for &threads in &config.threads {
+        let Some(ours) = find(cells, DEFAULT.name(), threads) else {
+            continue;
+        };
+        let row: Vec<&Cell> = cells.iter().filter(|c| c.threads == threads).collect();
+        let compared = versus.row(&row);
+        table.row([threads.to_string(), ours.short(num)].into_iter().chain(compared).collect());
+    }
+    if let Some(note) = versus.note() {
+        table.note(note);
+    }
+    Some(table)
 }
 
 /// One row per cell: the time with its range, the handoff cost, the conditions.

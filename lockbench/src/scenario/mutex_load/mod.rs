@@ -31,7 +31,7 @@ use crate::harness::windowed::{
     self, fairest, fairness, fastest, or_default, show_fairness, Grid, Plan, WindowArgs, Work,
 };
 use crate::harness::{Common, Error};
-use crate::locks::LockName;
+use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
 use crate::report::{num, Cell, MutexLoad, Progress, Table};
 
 mod tables;
@@ -65,11 +65,13 @@ use tables::tables;
 /// Then spinfutex as a % of the ceiling, the best peer (std, parking_lot, pthread,
 /// pthread-adaptive) and spinfutex ÷ best peer, spinfutex ÷ futex, the fairness of
 /// spinfutex and of the fairest peer, and a count of the cells where spinfutex ≥
-/// the best peer, with the lowest ratio.
+/// the best peer, with the lowest ratio. Then default (`klocks::Mutex`) against the
+/// same peers: its throughput ÷ the best peer's and its fairness against the fairest
+/// peer's, cell by cell, with their geometric means.
 ///
-/// Default locks: futex, spinfutex, pvqspinlock, std, parking_lot, pthread,
-/// pthread-adaptive. The default grid (threads 2,10,64,256 × loads 1,10,50,100 × 7
-/// locks, 1 s windows, 3 runs) takes about six minutes on 2 CPUs; it is not part of
+/// Default locks: default, futex, spinfutex, pvqspinlock, std, parking_lot, pthread,
+/// pthread-adaptive. The default grid (threads 2,10,64,256 × loads 1,10,50,100 × 8
+/// locks, 1 s windows, 3 runs) takes about seven minutes on 2 CPUs; it is not part of
 /// the default suite.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
@@ -100,19 +102,15 @@ const BEFORE: LockName = LockName::Klocks(MutexKind::Futex);
 const AFTER: LockName = LockName::Klocks(MutexKind::SpinFutex);
 
 /// The locks a user would otherwise pick, for the bars.
-const PEERS: &[LockName] = &[
-    LockName::Std,
-    LockName::ParkingLot,
-    LockName::Pthread,
-    LockName::PthreadAdaptive,
-];
+const PEERS: &[LockName] = &ALTERNATIVES;
 
 /// The defaults: the seed's grid plus 64 threads, 1 s windows (the whole default
-/// table, 112 cells × 3 runs, in about six minutes on 2 CPUs); the seed-scale window.
+/// table, 128 cells × 3 runs, in about seven minutes on 2 CPUs); the seed-scale window.
 const THREADS: &[usize] = &[2, 10, 64, 256];
 const LOADS: &[u32] = &[1, 10, 50, 100];
 const WINDOW: Duration = Duration::from_millis(1000);
 const LOCKS: &[LockName] = &[
+    DEFAULT,
     BEFORE,
     AFTER,
     LockName::Klocks(MutexKind::PvQSpinLock),

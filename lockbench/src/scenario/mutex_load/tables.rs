@@ -1,4 +1,4 @@
-//! mutex-load's tables: the seed-004 comparison, all locks, the spinfutex bars against the ceiling and the best peer.
+//! mutex-load's tables: the seed-004 comparison, all locks, the spinfutex bars against the ceiling and the best peer, default against the peers.
 
 use super::*;
 
@@ -7,7 +7,8 @@ pub(super) fn kops(ops_per_sec: f64) -> String {
     num(ops_per_sec / 1e3)
 }
 
-/// The seed-004 table, all locks, the spinfutex bars and the per-cell detail.
+/// The seed-004 table, all locks, the spinfutex bars, default against the peers and
+/// the per-cell detail.
 pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
     let outside = match config.outside {
         0 => "no work outside the lock".to_owned(),
@@ -22,6 +23,7 @@ pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
         seed_table(config, cells, pause_ns, &scale),
         Some(matrix(config, cells, pause_ns, &scale)),
         bars(config, cells, pause_ns),
+        default_versus_peers(config, cells, pause_ns, &scale),
         Some(windowed::detail(
             "mutex-load",
             &["threads", "load"],
@@ -114,6 +116,27 @@ pub(super) fn overhead_bound(load_ns: f64, cell: &Cell) -> bool {
         .and_then(|c| c.c2c_ns())
         .unwrap_or(crate::harness::watch::NEAR_MAX_NS);
     load_ns < 2.0 * c2c
+}
+
+/// default (`klocks::Mutex`) against the best of the peers that ran, cell by cell.
+pub(super) fn default_versus_peers(
+    config: &Config,
+    cells: &[Cell],
+    pause_ns: f64,
+    scale: &str,
+) -> Option<Table> {
+    let rows = config.rows().into_iter().filter_map(|row| {
+        let ours = find(cells, DEFAULT, &row)?;
+        let peers = PEERS.iter().filter_map(|&p| find(cells, p, &row)).collect();
+        Some((row.labels(pause_ns), ours, peers))
+    });
+    windowed::versus_peers(
+        format!("mutex-load, default against the best of the peers that ran: {scale}"),
+        &["threads", "load", "cs"],
+        DEFAULT.name(),
+        rows,
+        kops,
+    )
 }
 
 /// spinfutex per cell against the ceiling, the best peer and futex, with fairness.
