@@ -702,3 +702,92 @@ misuse_mid_protocol! {
     misuse_rwsem_adaptive => RwSem<Adaptive>, write_ops, owned_rwlock;
     misuse_rwsem_never => RwSem<Never>, write_ops, owned_rwlock;
 }
+
+/// Whether the calling thread was observable to the owner probe at its unlock's
+/// release point and right after the unlock: the owner takes `lock`, a waiter arrives
+/// and spins, then sleeps, on it, and the owner, a thread that never unlocked with
+/// waiters before, unlocks.
+fn registered_at_release_and_after<L: Send + Sync + 'static>(
+    lock: L,
+    take: fn(&L),
+    release: fn(&L),
+) -> (bool, bool) {
+    let lock = Arc::new(lock);
+    thread::spawn(move || {
+        take(&lock);
+        let waiter = thread::spawn({
+            let lock = Arc::clone(&lock);
+            move || {
+                take(&lock);
+                release(&lock);
+            }
+        });
+        // Long enough for the waiter to spin out its budget and go to sleep.
+        thread::sleep(Duration::from_millis(20));
+        let at_release = Arc::new(AtomicBool::new(true));
+        let seen = Arc::clone(&at_release);
+        hook::with(
+            hook::Point::AfterRelease,
+            move || seen.store(crate::owner::current_is_watched(), SeqCst),
+            || release(&lock),
+        );
+        let after = crate::owner::current_is_watched();
+        waiter.join().expect("the waiter");
+        (at_release.load(SeqCst), after)
+    })
+    .join()
+    .expect("the owner")
+}
+
+/// An owner whose unlock finds waiters makes itself observable to their owner probe
+/// (with the perf probe, a `perf_event_open` the first time, which can sleep for
+/// milliseconds) only after its release, never while they wait for it. (`RwSem`
+/// registers only when its unlock finds a spinner, which a sleeping waiter is not;
+/// it registers after its release too.)
+#[test]
+fn an_owner_registers_with_the_probe_after_its_release() {
+    if crate::owner::probe_kind() != crate::owner::ProbeKind::PerfSwitch {
+        eprintln!("skipping: the owner probe is not perf here");
+        return;
+    }
+    // A child of its own: the registrations of the other tests' threads must not take
+    // the probe's places (`MAX_WATCHED_THREADS`).
+    survives(
+        "an_owner_registers_with_the_probe_after_its_release",
+        || {
+            let checks: [(&str, (bool, bool)); 3] = [
+                (
+                    "RawMutex",
+                    registered_at_release_and_after(
+                        crate::RawMutex::new(),
+                        |l| l.lock(),
+                        |l| l.unlock(),
+                    ),
+                ),
+                (
+                    "SpinFutexMutex",
+                    registered_at_release_and_after(
+                        SpinFutexMutex::new(),
+                        |l| l.lock(),
+                        |l| l.unlock(),
+                    ),
+                ),
+                (
+                    "RawRwLock",
+                    registered_at_release_and_after(
+                        crate::RawRwLock::new(),
+                        |l| l.lock_exclusive(),
+                        |l| l.unlock_exclusive(),
+                    ),
+                ),
+            ];
+            for (name, seen) in checks {
+                assert_eq!(
+                    seen,
+                    (false, true),
+                    "{name}: (observable at the release, after the unlock)"
+                );
+            }
+        },
+    );
+}

@@ -388,12 +388,17 @@ impl RawMutex {
         let released = match self.word.compare_exchange(me, 0, Release, Relaxed) {
             Ok(_) => true,
             Err(val) if val == me | SPINNING => {
-                // The spinner watches us (a thread-local check after the first time).
-                owner::watch_current();
                 // The spinner's flag goes too: the spinner sets it again at its next
                 // look if the lock is held then, and meanwhile our next `lock` finds
                 // the word it expects. Release: as above.
-                self.word.compare_exchange(val, 0, Release, Relaxed).is_ok()
+                let released = self.word.compare_exchange(val, 0, Release, Relaxed).is_ok();
+                if released {
+                    crate::fault::after_release();
+                    // Spinners watch us.
+                    owner::watch_current();
+                    return;
+                }
+                false
             }
             Err(_) => false,
         };
@@ -425,9 +430,6 @@ impl RawMutex {
         if owner_of(val) != me {
             unlock_by_non_owner(owner_of(val), me);
         }
-        // Spinners watch us; registering touches no lock memory, and is done before
-        // the release all the same, so nothing fallible follows it.
-        owner::watch_current();
         let word: *const AtomicU32 = &self.word;
         let mut skip_wake = None;
         loop {
@@ -459,6 +461,8 @@ impl RawMutex {
                     } else if val & (HANDOFF | SPINNING | WAITERS) == SPINNING | WAITERS {
                         stats::count(STATS, Event::WakeSkipped);
                     }
+                    // Spinners watch us.
+                    owner::watch_current();
                     return;
                 }
                 Err(now) => val = now,

@@ -216,11 +216,6 @@ impl SpinFutexMutex {
         // add or remove flags meanwhile); the cmpxchg decides.
         let val = self.word.load(Relaxed);
         if val & (OWNER_MASK | WAITERS) == me {
-            if val != me {
-                // Someone spins on us: be observable (a thread-local check after the
-                // first time).
-                owner::watch_current();
-            }
             // (me,s,0) -> (0,s,0). Release: pairs with the Acquire of the next
             // acquisition. Nobody sleeps, so there is nobody to wake.
             if self
@@ -229,6 +224,10 @@ impl SpinFutexMutex {
                 .is_ok()
             {
                 crate::fault::after_release();
+                if val != me {
+                    // Someone spun on us.
+                    owner::watch_current();
+                }
                 return;
             }
         }
@@ -259,9 +258,6 @@ impl SpinFutexMutex {
         if owner_of(val) != me {
             unlock_by_non_owner(owner_of(val), me);
         }
-        // Future spinners watch us; registering touches no lock memory, but it is done
-        // before the release all the same, so nothing fallible follows it.
-        owner::watch_current();
         let word: *const AtomicU32 = &self.word;
         let mut fair_wake = None;
         loop {
@@ -285,6 +281,8 @@ impl SpinFutexMutex {
                     } else if val & (SPINNING | WAITERS) == SPINNING | WAITERS {
                         stats::count(STATS, Event::WakeSkipped);
                     }
+                    // Future spinners watch us.
+                    owner::watch_current();
                     return;
                 }
                 Err(now) => val = now,

@@ -144,7 +144,11 @@ extern "C" fn forget_parent_in_child() {
 /// Makes the calling thread observable by [`Watch`]: with `PerfSwitch`, opens and
 /// maps its perf ring the first time (a `perf_event_open` and an `mmap`), nothing
 /// for the others. Later calls are a thread-local check. Called by a lock owner
-/// that learns it has waiters; the registration ends when the thread exits. A
+/// that found waiters, *after* its release: `perf_event_open` can sleep for
+/// milliseconds (6–13 ms measured on the development VM, under `strace -T`), and an
+/// owner that did so while holding the lock stalled every waiter with it (`rw-mix`
+/// with 2 threads: two runs in five took 1.5–2× as long). The registration ends when
+/// the thread exits. A
 /// thread the system refuses (fd or locked-memory limits, a full registry, or
 /// [`MAX_WATCHED_THREADS`](super::MAX_WATCHED_THREADS) registered already) stays
 /// unobservable.

@@ -572,10 +572,6 @@ impl RawRwLock {
     /// their turn, or when the writers' wakes found nobody.
     #[cold]
     fn release_write(&self, readers: u32) {
-        // Spinners watch the writer: make this thread observable to the owner probe,
-        // as the default mutex's unlock does when it finds waiters (a thread-local
-        // check after the first time; it touches no lock memory).
-        owner::watch_current();
         // Relaxed: picks the transition; the cmpxchg decides.
         let mut val = self.word.load(Relaxed);
         let mut skip_wake = None;
@@ -642,6 +638,8 @@ impl RawRwLock {
                     {
                         stats::count(STATS, Event::WakeSkipped);
                     }
+                    // Spinners watch the writer, as the default mutex's owner.
+                    owner::watch_current();
                     return;
                 }
                 Err(now) => val = now,

@@ -477,10 +477,19 @@ impl<P: ReaderSpin> RwSem<P> {
     pub fn unlock_exclusive(&self) {
         let me = owner::current_tid();
         self.check_write_held(me, "unlock_exclusive");
-        // Relaxed: a hint that someone spins on us, so be observable to the probe.
-        if self.spinner.load(Relaxed) != 0 {
+        // Relaxed: a hint that someone spins on us, so be observable to the probe
+        // (after the release: `owner::watch_current`).
+        let spun_on = self.spinner.load(Relaxed) != 0;
+        self.release_exclusive();
+        if spun_on {
             owner::watch_current();
         }
+    }
+
+    /// The write unlock's release: `(0,1,w,h) -> (0,0,w,h)`, through the wait queue
+    /// when threads sleep.
+    #[inline]
+    fn release_exclusive(&self) {
         // Relaxed: ordered before the count's Release below; spinners read it racily.
         self.owner.store(0, Relaxed);
         // Relaxed: the expected value; the cmpxchg decides.
