@@ -394,7 +394,7 @@ impl RawMutex {
                 let released = self.word.compare_exchange(val, 0, Release, Relaxed).is_ok();
                 if released {
                     crate::fault::after_release();
-                    // Spinners watch us.
+                    // Spinners watch us (after the release: `owner::watch_current`).
                     owner::watch_current();
                     return;
                 }
@@ -461,7 +461,7 @@ impl RawMutex {
                     } else if val & (HANDOFF | SPINNING | WAITERS) == SPINNING | WAITERS {
                         stats::count(STATS, Event::WakeSkipped);
                     }
-                    // Spinners watch us.
+                    // Spinners watch us (after the release: `owner::watch_current`).
                     owner::watch_current();
                     return;
                 }

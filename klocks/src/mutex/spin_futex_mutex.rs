@@ -225,7 +225,7 @@ impl SpinFutexMutex {
             {
                 crate::fault::after_release();
                 if val != me {
-                    // Someone spun on us.
+                    // Someone spun on us (after the release: `owner::watch_current`).
                     owner::watch_current();
                 }
                 return;
@@ -281,7 +281,7 @@ impl SpinFutexMutex {
                     } else if val & (SPINNING | WAITERS) == SPINNING | WAITERS {
                         stats::count(STATS, Event::WakeSkipped);
                     }
-                    // Future spinners watch us.
+                    // Future spinners watch us (after the release: `owner::watch_current`).
                     owner::watch_current();
                     return;
                 }

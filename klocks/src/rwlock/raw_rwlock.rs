@@ -638,7 +638,7 @@ impl RawRwLock {
                     {
                         stats::count(STATS, Event::WakeSkipped);
                     }
-                    // Spinners watch the writer, as the default mutex's owner.
+                    // Spinners watch the writer (after the release: `owner::watch_current`).
                     owner::watch_current();
                     return;
                 }
