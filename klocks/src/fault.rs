@@ -9,7 +9,9 @@
 //! after the last unlock" tests use to stall an unlocker there while the other
 //! threads finish and the lock's page is made inaccessible (`tests` below).
 //! [`after_early_wake`] marks the default rwlock's wake of a writer before its
-//! release, where a test stalls the unlocker while a woken writer could give up.
+//! release, where a test stalls the unlocker while a woken writer could give up;
+//! [`unheld_read_unlock_wrapped`] the moment a misused read unlock of the default
+//! rwlock has wrapped the count, where a test stalls it while readers wait.
 
 /// An unlock has released the lock (or let a waiter go): from here the lock's memory
 /// may be freed by the thread that takes it next.
@@ -28,6 +30,15 @@ pub(crate) fn after_early_wake() {
     hook::fire(hook::Point::AfterEarlyWake);
 }
 
+/// A read unlock of the default rwlock found no reader inside: its `fetch_sub` has
+/// wrapped the count, and its undo comes next. The test of readers waiting meanwhile
+/// stalls the misusing thread here.
+#[inline(always)]
+pub(crate) fn unheld_read_unlock_wrapped() {
+    #[cfg(all(test, not(loom)))]
+    hook::fire(hook::Point::UnheldReadUnlockWrapped);
+}
+
 #[cfg(all(test, not(loom)))]
 pub(crate) mod hook {
     use std::cell::RefCell;
@@ -39,12 +50,14 @@ pub(crate) mod hook {
         AfterRelease,
         /// [`after_early_wake`](super::after_early_wake).
         AfterEarlyWake,
+        /// [`unheld_read_unlock_wrapped`](super::unheld_read_unlock_wrapped).
+        UnheldReadUnlockWrapped,
     }
 
-    type Hooks = [Option<Box<dyn FnMut()>>; 2];
+    type Hooks = [Option<Box<dyn FnMut()>>; 3];
 
     std::thread_local! {
-        static HOOKS: RefCell<Hooks> = const { RefCell::new([None, None]) };
+        static HOOKS: RefCell<Hooks> = const { RefCell::new([None, None, None]) };
     }
 
     /// Runs the calling thread's hook for `point` (not re-entrantly: a hook that

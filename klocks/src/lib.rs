@@ -129,6 +129,7 @@ mod mutex;
 pub mod owner;
 mod padded;
 mod park;
+mod role;
 mod rwlock;
 mod spin;
 pub mod stamp;

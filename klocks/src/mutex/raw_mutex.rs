@@ -116,11 +116,26 @@
 //!
 //! # Signals
 //!
-//! A signal handler that interrupts a claimant and locks the same mutex would wait
-//! forever for a handoff to the thread it interrupted. The claim is also recorded in
-//! a thread-local, so that a handler on the claimant's thread takes the reserved lock
-//! itself and consumes the claim; the interrupted claimant sees that and waits again
-//! like any other waiter.
+//! Two waiting roles are delegations that other threads rely on: the spinner (an
+//! unlock that finds `SPINNING` leaves the sleepers' wake to it) and the claimant (the
+//! lock is reserved for it). A signal handler that interrupts either and locks the
+//! same mutex would wait for the thread it interrupted. So both roles are recorded
+//! per thread ([`role`](crate::role)) before the word shows them, and no thread ever
+//! waits behind a role its own thread holds:
+//!
+//! - a handler whose thread is the spinner clears `SPINNING` before it sleeps, so the
+//!   unlock wakes a sleeper (the handler, or one that passes the duty on); the
+//!   interrupted spinner sets the flag again at its next look, as after any unlock
+//!   that cleared it;
+//! - a handler whose thread is the claimant takes the reserved lock itself and
+//!   consumes the claim; the interrupted claimant sees that and waits again like any
+//!   other waiter.
+//!
+//! The claim record is written before the claiming cmpxchg, so a handler that lands
+//! between the two while another thread claims takes that thread's reservation. That
+//! claimant then finds its lock held without `HANDOFF` and becomes a plain waiter
+//! again: it sleeps as a `SLEEPER` too while it awaits the handoff, so the wakes that
+//! pass the sleepers' duty on still reach it. An unfair turn, never a lost one.
 //!
 //! # Misuse
 //!
@@ -135,6 +150,7 @@ use crate::budget::SpinBudget;
 use crate::catalog::MutexKind;
 use crate::owner::{self, Watch};
 use crate::park;
+use crate::role::Role;
 use crate::stats::{self, Event, Lock};
 use std::cell::Cell;
 
@@ -215,18 +231,13 @@ static BUDGET: SpinBudget = SpinBudget::new();
 /// Whose counters the `stats` feature bumps.
 const STATS: Lock = Lock::Mutex(MutexKind::Default);
 
-// Neither has a destructor, so both can be read at any time, also during thread exit.
-// `CLAIMING` is an atomic because a signal handler on the same thread writes it: the
-// interrupted code must read it again after the handler, not a copy in a register.
+// None has a destructor, so each can be read at any time, also during thread exit.
 #[cfg(not(loom))]
 std::thread_local! {
     /// This thread's first pause as the spinner (see `crate::backoff`).
     static FIRST_BACKOFF: Cell<u32> = const { Cell::new(backoff::MIN_FIRST) };
     /// Unlocks of this thread that left sleepers to a spinner (mod `FAIR_SKIPS`).
     static SKIPPED_WAKES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-    /// The address of the mutex this thread claimed a handoff of, 0 if none.
-    static CLAIMING: std::sync::atomic::AtomicUsize =
-        const { std::sync::atomic::AtomicUsize::new(0) };
     /// When this thread's turn began (µs, wrapping): the end of its last sleep on a
     /// `RawMutex`; 0 if it takes no turns (it has not slept lately).
     static TURN_BEGAN: Cell<u32> = const { Cell::new(0) };
@@ -235,18 +246,6 @@ std::thread_local! {
 loom::thread_local! {
     static FIRST_BACKOFF: Cell<u32> = Cell::new(backoff::MIN_FIRST);
     static SKIPPED_WAKES: std::cell::Cell<u32> = std::cell::Cell::new(0);
-    static CLAIMING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-}
-
-/// The mutex this thread claims a handoff of (its address), 0 if none.
-fn claiming() -> usize {
-    // Relaxed: a thread-local, shared only with signal handlers on its own thread.
-    CLAIMING.with(|c| c.load(std::sync::atomic::Ordering::Relaxed))
-}
-
-fn set_claiming(mutex: usize) {
-    // Relaxed: as in `claiming`.
-    CLAIMING.with(|c| c.store(mutex, std::sync::atomic::Ordering::Relaxed));
 }
 
 /// The default mutex. See the module doc; [`Mutex`](crate::Mutex) is `Mutex<T>` on it.
@@ -512,17 +511,18 @@ impl RawMutex {
                 continue;
             }
             if let (Patience::Forever, Some(since)) = (patience, slept_since) {
-                // A signal handler that claims on another mutex keeps the claim of the
-                // code it interrupted.
-                let outer = claiming();
-                if self.claim(since) {
+                // A signal handler that claims keeps the claim of the code it
+                // interrupted.
+                let outer = Role::Claimant.lock();
+                if self.claim(since, outer) {
                     stats::count(STATS, Event::HandoffClaim);
                     let took = self.await_handoff(me);
-                    set_claiming(outer);
+                    Role::Claimant.restore(outer);
                     if took {
                         return true;
                     }
-                    // A signal handler on this thread took the lock and the claim.
+                    // A signal handler on this thread took the lock and the claim, or
+                    // another thread's did (module doc, "Signals").
                     continue;
                 }
             }
@@ -551,7 +551,7 @@ impl RawMutex {
                     if mine {
                         // Consumed: the interrupted claimant will see that it is not
                         // its claim any more.
-                        set_claiming(0);
+                        Role::Claimant.restore(0);
                     }
                     return true;
                 }
@@ -562,8 +562,17 @@ impl RawMutex {
     }
 
     /// Become the one spinner, `(o,0,w,0) -> (o,1,w,0)`, and spin on the owner.
-    /// Unless we took the lock, we are no longer the spinner when this returns.
+    /// Unless we took the lock, we are no longer the spinner when this returns. The
+    /// role is recorded for the whole spin ([`Role::Spinner`]): a signal handler on
+    /// this thread that sleeps on this mutex clears the flag first.
     fn spin(&self, me: u32, slept: bool, patience: Patience) -> Spin {
+        let outer = Role::Spinner.enter(self.address());
+        let spun = self.spin_as_spinner(me, slept, patience);
+        Role::Spinner.restore(outer);
+        spun
+    }
+
+    fn spin_as_spinner(&self, me: u32, slept: bool, patience: Patience) -> Spin {
         // Relaxed: the expected value for the claim below.
         let mut val = self.word.load(Relaxed);
         loop {
@@ -660,7 +669,16 @@ impl RawMutex {
     /// Sleep on a held or reserved lock: `(o,s,*,h) -> (o,s,1,h)`, then sleep as a
     /// `SLEEPER` on exactly that value. Returns when woken, at the deadline, or at
     /// once if the lock came free or the word changed.
+    ///
+    /// A signal handler whose thread is this mutex's spinner first clears the flag,
+    /// `(o,1,*,h) -> (o,0,*,h)`: the unlock would otherwise leave the wake to the
+    /// spinner, which cannot run until the handler returns.
     fn sleep(&self, patience: Patience) {
+        if Role::Spinner.held_on(self.address()) {
+            // Relaxed: as every change of the flag; the unlock reads it through its
+            // RMW on this same word.
+            self.word.fetch_and(!SPINNING, Relaxed);
+        }
         // Relaxed: the value to sleep on; the kernel re-reads it atomically with
         // queueing us, so a stale value only returns at once.
         let mut val = self.word.load(Relaxed);
@@ -691,8 +709,9 @@ impl RawMutex {
 
     /// A waiter that slept at `since` (µs) and still waits: claim a handoff,
     /// `(o,s,1,0) -> (o,s,1,1)`, if it has waited [`FAIR_WAIT_US`] and the last claim
-    /// on this mutex is [`FAIR_INTERVAL_US`] old. Whether it claimed.
-    fn claim(&self, since: u32) -> bool {
+    /// on this mutex is [`FAIR_INTERVAL_US`] old. Whether it claimed; if it did not,
+    /// the thread's claim record is `outer` again.
+    fn claim(&self, since: u32, outer: usize) -> bool {
         if !claim_is_due(since, &self.claimed_at) {
             return false;
         }
@@ -705,7 +724,7 @@ impl RawMutex {
             }
             // Recorded before the word says so: a signal handler that sees HANDOFF on
             // this thread must know the claim is its thread's.
-            set_claiming(self.address());
+            Role::Claimant.enter(self.address());
             // Relaxed: as above. WAITERS: a claimant has slept, and takes with it.
             match self
                 .word
@@ -717,7 +736,7 @@ impl RawMutex {
                     return true;
                 }
                 Err(now) => {
-                    set_claiming(0);
+                    Role::Claimant.restore(outer);
                     val = now;
                 }
             }
@@ -726,8 +745,11 @@ impl RawMutex {
 
     /// The claimant waits for the unlock that reserves the lock for it, then takes
     /// it: `(0,s,1,1) -> (me,s,1,0)`. Spins while the owner runs, sleeps as the
-    /// `CLAIMANT` otherwise. `false` if a signal handler on this thread consumed the
-    /// claim (then the lock is not ours). The caller restores the thread's claim.
+    /// `CLAIMANT` otherwise (and as a `SLEEPER`: should another thread's handler
+    /// consume the claim, the wakes that pass the sleepers' duty on reach us). `false`
+    /// if the claim was consumed (then the lock is not ours): by a signal handler on
+    /// this thread, or by one on another thread that interrupted a claim in the making
+    /// (module doc, "Signals"). The caller restores the thread's claim record.
     fn await_handoff(&self, me: u32) -> bool {
         let mut watch: Option<(u32, Watch)> = None;
         let budget = BUDGET.spins();
@@ -740,8 +762,9 @@ impl RawMutex {
             let val = self.word.load(Relaxed);
             let owner = owner_of(val);
             if owner == 0 {
-                // Only our take clears HANDOFF, so nobody else can take it meanwhile
-                // (but a handler on this thread, which clears CLAIMING first).
+                // Only a claimant's take clears HANDOFF: nobody else can take it
+                // meanwhile (but a handler on this thread, which consumes the claim
+                // record first). Without HANDOFF the lock is simply free: we barge.
                 // Acquire: pairs with the Release of the handoff unlock.
                 if self
                     .word
@@ -751,6 +774,10 @@ impl RawMutex {
                     return true;
                 }
                 continue;
+            }
+            if val & HANDOFF == 0 {
+                // Held, and no longer reserved: someone consumed the claim.
+                return false;
             }
             let (_, watch) = match &mut watch {
                 Some(w) if w.0 == owner => w,
@@ -762,13 +789,13 @@ impl RawMutex {
                 continue;
             }
             stats::count(STATS, Event::Sleep);
-            park::wait_as(&self.word, val, CLAIMANT, None);
+            park::wait_as(&self.word, val, CLAIMANT | SLEEPER, None);
         }
     }
 
     /// Whether this thread's recorded claim is on this mutex.
     fn claimed_by_this_thread(&self) -> bool {
-        claiming() == self.address()
+        Role::Claimant.held_on(self.address())
     }
 
     fn address(&self) -> usize {

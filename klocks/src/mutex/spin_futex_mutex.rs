@@ -87,6 +87,14 @@
 //! and its duty, or stops spinning with an RMW that shows it the free word, and then
 //! takes the lock or sleeps on a held one, whose owner will wake it.
 //!
+//! # Signals
+//!
+//! The spinner is a delegate: an unlock that finds `SPINNING` leaves the sleepers'
+//! wake to it. A signal handler that interrupts the spinner and sleeps on the same
+//! mutex would wait for its own thread; so the role is recorded per thread
+//! ([`role`](crate::role)) before the flag is set, and such a handler clears the flag
+//! before it sleeps (the interrupted spinner sets it again at its next look).
+//!
 //! # Misuse
 //!
 //! Unlocking a mutex the calling thread does not hold panics (the owner is in the
@@ -105,6 +113,7 @@ use crate::budget::SpinBudget;
 use crate::catalog::MutexKind;
 use crate::owner::{self, Watch};
 use crate::park;
+use crate::role::Role;
 use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
 
@@ -302,6 +311,10 @@ impl SpinFutexMutex {
         skipped.is_multiple_of(FAIR_SKIPS)
     }
 
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
     #[cold]
     fn lock_slow(&self, me: u32) {
         // Relaxed: our own earlier acquisition's write, if we hold the lock.
@@ -343,8 +356,17 @@ impl SpinFutexMutex {
     }
 
     /// Become the one spinner, `(o,0,w) -> (o,1,w)`, and spin on the owner. Returns
-    /// whether we took the lock; otherwise we are no longer the spinner.
+    /// whether we took the lock; otherwise we are no longer the spinner. The role is
+    /// recorded for the whole spin ([`Role::Spinner`]): a signal handler on this
+    /// thread that sleeps on this mutex clears the flag first.
     fn spin(&self, me: u32, slept: bool) -> bool {
+        let outer = Role::Spinner.enter(self.address());
+        let took = self.spin_as_spinner(me, slept);
+        Role::Spinner.restore(outer);
+        took
+    }
+
+    fn spin_as_spinner(&self, me: u32, slept: bool) -> bool {
         // Relaxed: the expected value for the claim below.
         let mut val = self.word.load(Relaxed);
         loop {
@@ -418,7 +440,16 @@ impl SpinFutexMutex {
 
     /// Sleep on a held lock: `(o,s,*) -> (o,s,1)`, then `futex_wait` on exactly that
     /// value. Returns when woken, or at once if the lock came free or the word changed.
+    ///
+    /// A signal handler whose thread is this mutex's spinner first clears the flag,
+    /// `(o,1,*) -> (o,0,*)`: the unlock would otherwise leave the wake to the spinner,
+    /// which cannot run until the handler returns.
     fn sleep(&self) {
+        if Role::Spinner.held_on(self.address()) {
+            // Relaxed: as every change of the flag; the unlock reads it through its
+            // RMW on this same word.
+            self.word.fetch_and(!SPINNING, Relaxed);
+        }
         // Relaxed: the value to sleep on; the kernel re-reads it atomically with
         // queueing us, so a stale value only returns at once.
         let mut val = self.word.load(Relaxed);

@@ -155,16 +155,32 @@
 //! atomically with queueing a sleeper, so a change between the decision to sleep and
 //! the sleep returns at once.
 //!
+//! # Signals
+//!
+//! Three waiting roles are delegations: the writer spinner (an unlock that finds
+//! `WRITER_SPINNING` leaves the sleeping writers' wake to it), a writer woken before
+//! the release or relied on by a skipped wake (the unlock leaves `WRITERS_WAITING` on
+//! a free word for it to take, which holds readers back), and the draining writer
+//! (it holds `WRITER` while the readers inside leave). Each is recorded per thread
+//! ([`role`](crate::role)), and a signal handler on that thread that takes the same
+//! lock never waits for its own thread: as the spinner's handler it clears
+//! `WRITER_SPINNING` before it sleeps; as a reader it enters past `WRITERS_WAITING`
+//! on a free lock, and alongside its own thread's `WRITER` while that thread drains
+//! (its section ends before the drain goes on). A handler that write-locks the lock
+//! its own thread drains waits for itself, as one that takes a lock its thread holds.
+//!
 //! # Misuse
 //!
 //! Releasing a write lock the thread does not hold panics and leaves the lock as it
 //! was. Releasing a read lock when no reader holds the lock panics after it restored
-//! the count its `fetch_sub` wrapped: meanwhile other threads saw [`MAX_READERS`]
-//! readers (writers wait for them, readers for the count to drop). Taking a write lock (or a
+//! the count its `fetch_sub` wrapped: meanwhile other threads saw more than
+//! [`MAX_READERS`] readers, which no acquisition can make, so they know it for the
+//! transient it is and wait for the undo, however long the misusing thread is kept
+//! from running (writers wait for the count to come back to 0). Taking a write lock (or a
 //! read lock) while holding the write lock panics instead of deadlocking. A read lock
 //! taken again by its holder while a writer sleeps for the lock or drains it
 //! deadlocks, as with every rwlock that prefers writers (std's included). More than
-//! [`MAX_READERS`] readers at once panic.
+//! [`MAX_READERS`] readers at once panic, at once.
 
 use crate::backoff;
 use crate::budget::SpinBudget;
@@ -174,6 +190,7 @@ use crate::mutex::raw_mutex::TURNS_OVER_IN_MODELS;
 use crate::mutex::raw_mutex::{count_skipped_wake, now_us, Patience};
 use crate::owner::{self, Watch};
 use crate::park;
+use crate::role::Role;
 use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
 use std::cell::Cell;
@@ -198,10 +215,13 @@ const DRAIN_SLEEPS: u32 = 1 << 4;
 const READER_TURN: u32 = 1 << 5;
 /// One reader: the count is the word's top 26 bits.
 const READER: u32 = 1 << 6;
-/// The most readers at once.
-pub const MAX_READERS: u32 = u32::MAX / READER;
 /// The count of readers inside.
-const READERS_MASK: u32 = MAX_READERS * READER;
+const READERS_MASK: u32 = (u32::MAX / READER) * READER;
+/// The most readers at once: half of what the count holds. The upper half is left to
+/// the wrap of an unheld read unlock (an empty count minus one, and one more per
+/// concurrent misuse), so that a reader tells a transient wrap from a real overflow by
+/// the count alone, never by how long it waited.
+pub const MAX_READERS: u32 = (u32::MAX / READER) / 2;
 
 /// The futex class of sleeping readers.
 const READER_CLASS: u32 = 1;
@@ -415,9 +435,10 @@ impl RawRwLock {
     #[cold]
     #[inline(never)]
     fn undo_unheld_read_unlock(&self) -> ! {
+        crate::fault::unheld_read_unlock_wrapped();
         // Relaxed: restores the count; the unlock published nothing. Until then other
-        // threads saw `MAX_READERS` readers: writers wait for them to leave, and
-        // readers for the count to drop (`wait_below_max_readers`).
+        // threads saw more than `MAX_READERS` readers: writers wait for them to
+        // leave, and readers for the count to come back (`wait_below_max_readers`).
         self.word.fetch_add(READER, Relaxed);
         unlock_of_unheld("read");
     }
@@ -709,11 +730,17 @@ impl RawRwLock {
         // itself out again, and a signal handler that write-locks in that moment
         // waits for the interrupted code, or a fork leaves the child a reader that
         // does not exist (`docs/results/rw-read-contention-2026-11-26.txt`).
+        self.enter_reader_while(readers_may_enter)
+    }
+
+    /// `(r,*,*,*,t) -> (r+1,*,*,*,0)` while `may_enter(word)`.
+    #[inline]
+    fn enter_reader_while(&self, may_enter: impl Fn(u32) -> bool) -> bool {
         // Relaxed: picks the transition; the cmpxchg is the Acquire.
         let mut val = self.word.load(Relaxed);
-        while readers_may_enter(val) {
-            if readers(val) == MAX_READERS {
-                val = self.wait_below_max_readers();
+        while may_enter(val) {
+            if readers(val) >= MAX_READERS {
+                val = self.wait_below_max_readers(val);
                 continue;
             }
             // Acquire: pairs with the Release of the write unlock.
@@ -730,21 +757,31 @@ impl RawRwLock {
         false
     }
 
-    /// The count is at `MAX_READERS`: wait a moment for an unheld read unlock's undo
-    /// (`undo_unheld_read_unlock`) to bring it down, then panic: that many readers
-    /// are one too many. The word once it is below.
+    /// The count is at or above [`MAX_READERS`]. Entries stop at `MAX_READERS`, so
+    /// a count above it can only be an unheld read unlock's wrap of an empty count,
+    /// which that unlock undoes before its panic (`undo_unheld_read_unlock`): wait
+    /// until it has, however long its thread is kept from running; the word once it
+    /// is back. A count at `MAX_READERS` is that many readers inside: one more panics.
     #[cold]
     #[inline(never)]
-    fn wait_below_max_readers(&self) -> u32 {
-        for _ in 0..1000 {
-            // Relaxed: the caller's cmpxchg is the Acquire.
-            let val = self.word.load(Relaxed);
-            if readers(val) != MAX_READERS {
-                return val;
+    fn wait_below_max_readers(&self, mut val: u32) -> u32 {
+        let mut looks = 0u32;
+        while readers(val) > MAX_READERS {
+            // The undo is one instruction away unless its thread is preempted: spin
+            // briefly, then give the CPU away.
+            looks += 1;
+            if looks < 64 {
+                cpu_relax_times(16);
+            } else {
+                crate::sync::yield_now();
             }
-            cpu_relax_times(16);
+            // Relaxed: the caller's cmpxchg is the Acquire.
+            val = self.word.load(Relaxed);
         }
-        too_many_readers()
+        if readers(val) == MAX_READERS {
+            too_many_readers();
+        }
+        val
     }
 
     /// A reader that found a writer: spin while it runs, then sleep until the write
@@ -758,12 +795,13 @@ impl RawRwLock {
             panic!("klocks: thread {me} read-locked a klocks::RwLock it holds for writing");
         }
         stats::count(STATS, Event::ReadSlowpath);
+        let may_enter = |val| self.reader_may_enter(val);
         loop {
-            if self.try_enter_reader() {
+            if self.enter_reader_while(may_enter) {
                 return true;
             }
-            let entered =
-                self.spin_on_writer(readers_may_enter, reader_may_spin) && self.try_enter_reader();
+            let entered = self.spin_on_writer(may_enter, reader_may_spin)
+                && self.enter_reader_while(may_enter);
             if entered {
                 stats::count(STATS, Event::ReaderSpinAcquired);
                 return true;
@@ -773,9 +811,10 @@ impl RawRwLock {
                 stats::count(STATS, Event::Timeout);
                 return false;
             }
+            self.stop_own_thread_spinning();
             // Relaxed: the value to sleep on; the futex re-reads it atomically.
             let val = self.word.load(Relaxed);
-            if readers_may_enter(val) {
+            if self.reader_may_enter(val) {
                 continue;
             }
             if val & READERS_WAITING == 0 {
@@ -853,6 +892,17 @@ impl RawRwLock {
             panic!("klocks: thread {me} write-locked a klocks::RwLock it already holds (it is not recursive)");
         }
         stats::count(STATS, Event::LockSlowpath);
+        // A signal handler on this thread may find WRITERS_WAITING left on a free word
+        // for this thread (the spinner, or a writer woken before the release): as a
+        // reader it enters past it (`nested_reader_may_enter`).
+        let outer = Role::Writer.enter(self.address());
+        let took = self.take_write_lock(patience);
+        Role::Writer.restore(outer);
+        took
+    }
+
+    /// Takes `WRITER` as the default mutex takes its lock, then drains the readers.
+    fn take_write_lock(&self, patience: Patience) -> bool {
         let mut slept = false;
         let mut yields = 0;
         loop {
@@ -890,6 +940,35 @@ impl RawRwLock {
             begin_writer_turn();
             slept = true;
         }
+    }
+
+    /// Whether a reader in the slow path may enter: as any reader
+    /// ([`readers_may_enter`]), or, in a signal handler on a thread that is in this
+    /// lock's write slow path, past what that thread holds or left behind
+    /// ([`Role::Writer`], [`Role::Drainer`]): its thread's `WRITER` while that thread
+    /// drains the readers (the handler's section ends before the drain goes on), and
+    /// `WRITERS_WAITING` on a free lock, which an unlock left for that thread to take.
+    fn reader_may_enter(&self, val: u32) -> bool {
+        let lock = self.address();
+        readers_may_enter(val)
+            || Role::Drainer.held_on(lock)
+            || (val & WRITER == 0 && Role::Writer.held_on(lock))
+    }
+
+    /// A signal handler whose thread is this lock's writer spinner clears
+    /// `WRITER_SPINNING` before it sleeps: the write unlock would otherwise leave the
+    /// wake to the spinner, which cannot run until the handler returns (the
+    /// interrupted spinner's own `fetch_and` clears it later anyway).
+    fn stop_own_thread_spinning(&self) {
+        if Role::Spinner.held_on(self.address()) {
+            // Relaxed: as every change of the flag; the unlocks read it through their
+            // RMW on this same word.
+            self.word.fetch_and(!WRITER_SPINNING, Relaxed);
+        }
+    }
+
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self) as usize
     }
 
     /// A writer whose turn is over and that finds the lock write-held while writers
@@ -932,7 +1011,23 @@ impl RawRwLock {
 
     /// Holding `WRITER`: wait until no reader is inside. A timed writer that runs out
     /// of patience releases `WRITER` again. Whether it holds the lock.
+    ///
+    /// The drain is recorded ([`Role::Drainer`]) from here until no reader is inside,
+    /// or until just before a timed writer releases `WRITER`: a signal handler on this
+    /// thread enters as a reader alongside, its section done before the interrupted
+    /// drain goes on.
     fn drain_readers(&self, patience: Patience) -> bool {
+        let outer = Role::Drainer.enter(self.address());
+        let held = self.drain_as_drainer(patience, outer);
+        if held {
+            Role::Drainer.restore(outer);
+        }
+        held
+    }
+
+    /// `drain_readers`, with the role recorded; a timed writer that gives up restores
+    /// the record to `outer` before it releases `WRITER`.
+    fn drain_as_drainer(&self, patience: Patience, outer: usize) -> bool {
         let mut spent = 0;
         let budget = BUDGET.spins();
         let mut counted = false;
@@ -952,6 +1047,8 @@ impl RawRwLock {
                 counted = true;
             }
             if patience.expired() {
+                // No longer this thread's WRITER from the release on.
+                Role::Drainer.restore(outer);
                 // Relaxed: only this thread sets it.
                 self.word.fetch_and(!DRAIN_SLEEPS, Relaxed);
                 self.release_write(0);
@@ -989,6 +1086,15 @@ impl RawRwLock {
     /// may be preempted mid-spin, and the writers behind it would otherwise yield at
     /// once, a context switch each.
     fn spin_for_writer(&self) -> bool {
+        let outer = Role::Spinner.enter(self.address());
+        let free = self.spin_as_writer_spinner();
+        Role::Spinner.restore(outer);
+        free
+    }
+
+    /// `spin_for_writer` with the role recorded ([`Role::Spinner`]): a signal
+    /// handler on this thread that sleeps on this lock clears `WRITER_SPINNING` first.
+    fn spin_as_writer_spinner(&self) -> bool {
         // Relaxed: the claim protects no data.
         let claimed = self
             .word
@@ -1017,6 +1123,7 @@ impl RawRwLock {
     /// Sleep while a writer holds the lock: `(r,1,*,*,*) -> (r,1,1,*,*)`, then
     /// sleep as a `WRITER` on that value.
     fn sleep_as_writer(&self, patience: Patience) {
+        self.stop_own_thread_spinning();
         // Relaxed: the value to sleep on; the futex re-reads it atomically.
         let mut val = self.word.load(Relaxed);
         while val & WRITER != 0 {
@@ -1119,7 +1226,9 @@ impl std::fmt::Debug for RawRwLock {
         let val = self.word.load(Relaxed);
         f.debug_struct("RawRwLock")
             .field("readers", &readers(val))
+            .field("writer_locked", &(val & WRITER != 0))
             .field("writer", &self.writer.load(Relaxed))
+            .field("writer_spinning", &(val & WRITER_SPINNING != 0))
             .field("writers_waiting", &(val & WRITERS_WAITING != 0))
             .field("readers_waiting", &(val & READERS_WAITING != 0))
             .field("reader_turn", &(val & READER_TURN != 0))

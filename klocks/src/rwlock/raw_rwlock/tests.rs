@@ -1,4 +1,5 @@
 use super::*;
+use crate::fault::hook::{self, Point};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,15 +55,55 @@ fn an_unheld_read_unlock_leaves_the_word_as_it_was() {
     assert_eq!(lock.word.load(Relaxed), 0);
 }
 
-/// A read unlock that finds no reader wraps the count, which a reader entering at
-/// that moment sees as `MAX_READERS`: it waits for the undo, and panics only if the
-/// count stays there (that many readers would be too many).
+/// `MAX_READERS` readers inside are that many: one more panics at once.
 #[test]
 #[should_panic(expected = "readers in one klocks::RwLock")]
-fn a_reader_panics_on_a_count_that_stays_at_max_readers() {
+fn a_reader_past_max_readers_panics() {
     let lock = RawRwLock::new();
-    lock.word.store(READERS_MASK, Relaxed);
+    lock.word.store(MAX_READERS * READER, Relaxed);
     lock.lock_shared();
+}
+
+/// A read unlock that finds no reader wraps the count above `MAX_READERS` and undoes
+/// it before its panic. However long the misusing thread is stalled between the two
+/// (here 300 ms, longer than any spin or pause budget), readers that arrive meanwhile
+/// wait for the undo and enter, and none of them panics: the misuse panics in the
+/// misusing thread alone.
+#[test]
+fn readers_wait_out_a_stalled_unheld_read_unlock() {
+    let lock = Arc::new(RawRwLock::new());
+    let wrapped = Arc::new(AtomicBool::new(false));
+    let misuser = {
+        let (lock, wrapped) = (Arc::clone(&lock), Arc::clone(&wrapped));
+        std::thread::spawn(move || {
+            let stall = move || {
+                wrapped.store(true, Relaxed);
+                std::thread::sleep(Duration::from_millis(300));
+            };
+            hook::with(Point::UnheldReadUnlockWrapped, stall, || {
+                std::panic::catch_unwind(|| lock.unlock_shared()).is_err()
+            })
+        })
+    };
+    assert!(
+        eventually(|| wrapped.load(Relaxed)),
+        "the misuse never wrapped"
+    );
+    assert!(readers(lock.word.load(Relaxed)) > MAX_READERS);
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let lock = Arc::clone(&lock);
+            std::thread::spawn(move || {
+                lock.lock_shared();
+                lock.unlock_shared();
+            })
+        })
+        .collect();
+    for reader in readers {
+        reader.join().expect("a reader panicked behind the misuse");
+    }
+    assert!(misuser.join().unwrap(), "the misusing unlock did not panic");
+    assert_eq!(lock.word.load(Relaxed), 0);
 }
 
 /// A writer that slept while it drained the readers clears `DRAIN_SLEEPS` itself

@@ -1,0 +1,358 @@
+//! The signal-handler matrix: for each lock kind and each waiting role a thread can
+//! hold on it, a signal handler on that thread takes the same lock (for reading and
+//! for writing, for the reader-writer locks) while the test's main thread holds it.
+//! The role is reached deterministically: the lock's word shows it and `/proc` shows
+//! the thread running (a spinner) or asleep (a sleeper) before the signal is sent;
+//! the handler is seen blocked (or done) before the main thread releases the lock;
+//! then the handler must get the lock within a bound, and the interrupted waiter must
+//! finish its own acquisition. A role that is not reached in a few tries fails the
+//! test, naming it, instead of passing unchecked.
+//!
+//! Not in the matrix, by design: the FIFO spinlocks (`TicketLock`, `PvTicketLock`,
+//! `QSpinLock`), whose waiter holds a place in line that cannot be lent to a handler,
+//! so a handler that takes the lock its own thread queues for waits behind itself (as
+//! the kernel forbids an interrupt to take a spinlock its CPU waits for); and `RwSem`,
+//! seed 001's design, whose queued waiters' wakes are not delegated by role (see
+//! `docs/misuse.md`). `PvQSpinLock`'s queue head with `pending` set has its own test
+//! (`spin::pv_qspinlock`), as has the default mutex's handoff claimant
+//! (`mutex::raw_mutex`).
+
+use crate::{FutexMutex, RawMutex, RawRwLock, SpinFutexMutex};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the SIGURG handler runs (a leaked closure per case), and whether it finished.
+static HANDLER: AtomicPtr<Box<dyn Fn() + Send + Sync>> = AtomicPtr::new(std::ptr::null_mut());
+static HANDLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    let body = HANDLER.load(SeqCst);
+    if !body.is_null() {
+        // SAFETY: `HANDLER` holds a leaked box, set before the signal is sent.
+        unsafe { (*body)() };
+        HANDLED.store(true, SeqCst);
+    }
+}
+
+/// The scheduler state of thread `tid` of this process (`R`, `S`, ...).
+fn thread_state(tid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // "tid (comm) S ...": the state follows the last ')'.
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// Polls `done` for up to `within`, busy (the main thread holds the lock and must look
+/// as if it runs, so that spinners keep spinning).
+fn busy_until(within: Duration, done: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+    done()
+}
+
+/// One row of the matrix.
+struct Case {
+    /// `lock kind / role / what the handler takes`.
+    name: String,
+    /// The main thread takes the lock.
+    hold: Box<dyn Fn()>,
+    /// The main thread releases it.
+    release: Box<dyn Fn()>,
+    /// The waiter thread's acquisition and release, whose role the signal lands in.
+    wait: Arc<dyn Fn() + Send + Sync>,
+    /// Whether the role is reached, given the waiter's scheduler state (the closure
+    /// reads the lock's word through its `Debug`).
+    reached: Box<dyn Fn(char) -> bool>,
+    /// What the handler does on the waiter's thread: take the same lock and release.
+    handler: Box<dyn Fn() + Send + Sync>,
+}
+
+/// How long a handler may take to get the lock once the main thread released it.
+const BOUND: Duration = Duration::from_secs(5);
+
+/// Runs one case; `Err` with what went wrong.
+fn run(case: Case) -> Result<(), String> {
+    use std::os::unix::thread::JoinHandleExt;
+    HANDLED.store(false, SeqCst);
+    HANDLER.store(Box::into_raw(Box::new(case.handler)), SeqCst);
+    for attempt in 0..5 {
+        (case.hold)();
+        let tid = Arc::new(AtomicU32::new(0));
+        let waiter = {
+            let (tid, wait) = (Arc::clone(&tid), Arc::clone(&case.wait));
+            std::thread::spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                tid.store(unsafe { libc::gettid() } as u32, SeqCst);
+                wait();
+            })
+        };
+        let reached = busy_until(Duration::from_secs(2), || {
+            let tid = tid.load(SeqCst);
+            tid != 0 && thread_state(tid).is_some_and(&case.reached)
+        });
+        if !reached {
+            (case.release)();
+            waiter
+                .join()
+                .map_err(|_| format!("{}: the waiter panicked", case.name))?;
+            eprintln!(
+                "{}: role not reached in attempt {attempt} (waiter {:?})",
+                case.name,
+                thread_state(tid.load(SeqCst))
+            );
+            continue;
+        }
+        // SAFETY: the waiter is alive: it waits for the lock the main thread holds.
+        unsafe { libc::pthread_kill(waiter.as_pthread_t(), libc::SIGURG) };
+        // The handler gets the lock at once, or blocks: seen asleep (or, on a broken
+        // lock, spinning for good).
+        let tid = tid.load(SeqCst);
+        busy_until(Duration::from_millis(50), || {
+            HANDLED.load(SeqCst) || thread_state(tid) == Some('S')
+        });
+        (case.release)();
+        let deadline = Instant::now() + BOUND;
+        while !HANDLED.load(SeqCst) {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{}: the handler did not get the lock within {BOUND:?} of its release",
+                    case.name
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        while !waiter.is_finished() {
+            if Instant::now() > deadline + BOUND {
+                return Err(format!(
+                    "{}: the interrupted waiter never finished",
+                    case.name
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        waiter
+            .join()
+            .map_err(|_| format!("{}: the waiter panicked", case.name))?;
+        return Ok(());
+    }
+    Err(format!(
+        "{}: the role was not reached in 5 attempts",
+        case.name
+    ))
+}
+
+fn leak<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}
+
+/// The handler's access to a reader-writer lock.
+#[derive(Clone, Copy, Debug)]
+enum Access {
+    Read,
+    Write,
+}
+
+/// A mutex's cases: its spinner (if it has one) and a sleeper.
+fn mutex_cases<L: lock_api::RawMutex + std::fmt::Debug + Sync + 'static>(
+    kind: &str,
+    spinner: bool,
+) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let roles: &[(&str, &str, char)] = if spinner {
+        &[
+            ("spinner", "spinning: true", 'R'),
+            ("sleeper", "waiters: true", 'S'),
+        ]
+    } else {
+        &[("sleeper", "contended: true", 'S')]
+    };
+    for &(role, shows, state) in roles {
+        let lock: &'static L = leak(L::INIT);
+        cases.push(Case {
+            name: format!("{kind} / {role} / lock"),
+            hold: Box::new(move || lock.lock()),
+            // SAFETY: the main thread took it in `hold`.
+            release: Box::new(move || unsafe { lock.unlock() }),
+            wait: Arc::new(move || {
+                lock.lock();
+                // SAFETY: taken just above.
+                unsafe { lock.unlock() };
+            }),
+            reached: Box::new(move |now| {
+                let word = format!("{lock:?}");
+                now == state
+                    && word.contains(shows)
+                    && (state != 'S' || !word.contains("spinning: true"))
+            }),
+            handler: Box::new(move || {
+                lock.lock();
+                // SAFETY: taken just above.
+                unsafe { lock.unlock() };
+            }),
+        });
+    }
+    cases
+}
+
+/// The default rwlock's cases: each role, with the handler reading and writing.
+fn rwlock_cases() -> Vec<Case> {
+    // (role, the main thread reads instead of writing, a second writer sleeps first,
+    // the waiter reads, what the word shows, the waiter's state)
+    let roles: [(&str, bool, bool, bool, &str, char); 5] = [
+        (
+            "writer spinner",
+            false,
+            false,
+            false,
+            "writer_spinning: true",
+            'R',
+        ),
+        (
+            "writer sleeper",
+            false,
+            false,
+            false,
+            "writers_waiting: true",
+            'S',
+        ),
+        (
+            "reader sleeper",
+            false,
+            false,
+            true,
+            "readers_waiting: true",
+            'S',
+        ),
+        (
+            "reader behind sleeping writers",
+            false,
+            true,
+            true,
+            "readers_waiting: true",
+            'S',
+        ),
+        (
+            "draining writer",
+            true,
+            false,
+            false,
+            "readers: 1, writer_locked: true",
+            '*',
+        ),
+    ];
+    let mut cases = Vec::new();
+    for (role, main_reads, writer_first, waiter_reads, shows, state) in roles {
+        for access in [Access::Read, Access::Write] {
+            if role == "draining writer" && matches!(access, Access::Write) {
+                // The handler would wait for the readers its own thread's WRITER
+                // holds out and then for that WRITER: not lent (module doc).
+                continue;
+            }
+            let lock: &'static RawRwLock = leak(RawRwLock::new());
+            let second: &'static std::sync::Mutex<Option<std::thread::JoinHandle<()>>> =
+                leak(std::sync::Mutex::new(None));
+            cases.push(Case {
+                name: format!("RawRwLock / {role} / {access:?}"),
+                hold: Box::new(move || {
+                    if main_reads {
+                        lock.lock_shared();
+                    } else {
+                        lock.lock_exclusive();
+                    }
+                    if writer_first {
+                        *second.lock().unwrap() = Some(std::thread::spawn(move || {
+                            lock.lock_exclusive();
+                            lock.unlock_exclusive();
+                        }));
+                        assert!(busy_until(Duration::from_secs(2), || format!("{lock:?}")
+                            .contains("writers_waiting: true")));
+                    }
+                }),
+                release: Box::new(move || {
+                    if main_reads {
+                        lock.unlock_shared();
+                    } else {
+                        lock.unlock_exclusive();
+                    }
+                    if let Some(second) = second.lock().unwrap().take() {
+                        second.join().unwrap();
+                    }
+                }),
+                wait: Arc::new(move || {
+                    if waiter_reads {
+                        lock.lock_shared();
+                        lock.unlock_shared();
+                    } else {
+                        lock.lock_exclusive();
+                        lock.unlock_exclusive();
+                    }
+                }),
+                reached: Box::new(move |now| {
+                    (state == '*' || now == state) && format!("{lock:?}").contains(shows)
+                }),
+                handler: Box::new(move || match access {
+                    Access::Read => {
+                        lock.lock_shared();
+                        lock.unlock_shared();
+                    }
+                    Access::Write => {
+                        lock.lock_exclusive();
+                        lock.unlock_exclusive();
+                    }
+                }),
+            });
+        }
+    }
+    cases
+}
+
+fn every_role_of_every_lock() {
+    // SAFETY: installs a handler for SIGURG (ignored by default, unused by the test
+    // harness) that runs the current case's closure; this process runs only this test.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut());
+    }
+    // Spinners spin for 10 ms whether or not the holder runs (no owner probe: on a
+    // loaded machine the main thread is preempted at times, and a spinner that saw
+    // that would sleep instead), so that the signal lands in the spin. The probe is
+    // chosen at its first use, in this process after this line.
+    std::env::set_var("KLOCKS_OWNER_PROBE", "budget");
+    RawMutex::set_spin_ns(10_000_000);
+    SpinFutexMutex::set_spin_ns(10_000_000);
+    RawRwLock::set_spin_ns(10_000_000);
+    let cases = mutex_cases::<RawMutex>("RawMutex", true)
+        .into_iter()
+        .chain(mutex_cases::<SpinFutexMutex>("SpinFutexMutex", true))
+        .chain(mutex_cases::<FutexMutex>("FutexMutex", false))
+        .chain(rwlock_cases());
+    let mut failures = Vec::new();
+    for case in cases {
+        let name = case.name.clone();
+        match run(case) {
+            Ok(()) => eprintln!("{name}: the handler got the lock"),
+            Err(failure) => {
+                // Its threads stay asleep for good; the other cases use other locks.
+                eprintln!("{failure}");
+                failures.push(failure);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Every case, in a process of its own (a signal handler, process-wide spin budgets).
+#[test]
+fn a_signal_handler_gets_the_lock_its_thread_waits_for_in_every_role() {
+    let name = "role::matrix::a_signal_handler_gets_the_lock_its_thread_waits_for_in_every_role";
+    if let Some(status) = crate::testing::isolated(name, every_role_of_every_lock) {
+        assert!(status.success(), "{status:?}");
+    }
+}
