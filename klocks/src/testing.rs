@@ -252,6 +252,143 @@ unsafe impl lock_api::RawMutex for BustedLock {
     }
 }
 
+/// The negative control of handlers that take the lock their own thread waits for:
+/// a futex mutex whose one spinner is relied on to pass the sleepers' wake on (its
+/// unlock wakes nobody while `SPINNING` is set), as the default mutex's spinner is,
+/// but which does not record the role. A signal handler that interrupts the spinner
+/// and locks the same mutex sleeps behind its own thread, and so does every later
+/// sleeper while the flag stands: `lockbench torture --signals same` must catch it.
+/// It excludes correctly otherwise.
+pub struct BustedDelegation(AtomicU32);
+
+#[cfg(not(loom))]
+impl BustedDelegation {
+    const LOCKED: u32 = 1;
+    const SPINNING: u32 = 2;
+    const WAITERS: u32 = 4;
+
+    /// An unlocked lock.
+    pub const fn new() -> Self {
+        Self(AtomicU32::new(0))
+    }
+
+    fn lock_slow(&self) {
+        let mut slept = false;
+        loop {
+            // Relaxed: picks the transition; the cmpxchg below is the Acquire.
+            let val = self.0.load(Relaxed);
+            if val & Self::LOCKED == 0 {
+                let waiters = if slept { Self::WAITERS } else { 0 };
+                // Acquire: pairs with the Release in `unlock`.
+                if self
+                    .0
+                    .compare_exchange(
+                        val,
+                        val | Self::LOCKED | waiters,
+                        crate::sync::Ordering::Acquire,
+                        Relaxed,
+                    )
+                    .is_ok()
+                {
+                    return;
+                }
+                continue;
+            }
+            // Become the spinner (Relaxed: the flag protects no data) and spin for
+            // ~50 µs; the take inside clears the flag.
+            if val & Self::SPINNING == 0
+                && self
+                    .0
+                    .compare_exchange(val, val | Self::SPINNING, Relaxed, Relaxed)
+                    .is_ok()
+            {
+                for _ in 0..2_000 {
+                    let now = self.0.load(Relaxed);
+                    let waiters = if slept { Self::WAITERS } else { 0 };
+                    let new = ((now | waiters) & !Self::SPINNING) | Self::LOCKED;
+                    // Acquire: as above.
+                    if now & Self::LOCKED == 0
+                        && self
+                            .0
+                            .compare_exchange(now, new, crate::sync::Ordering::Acquire, Relaxed)
+                            .is_ok()
+                    {
+                        return;
+                    }
+                    std::hint::spin_loop();
+                }
+                // Relaxed: as above.
+                self.0.fetch_and(!Self::SPINNING, Relaxed);
+                continue;
+            }
+            // Sleep on a held lock (Relaxed: the unlock reads WAITERS by its RMW).
+            if val & Self::WAITERS == 0
+                && self
+                    .0
+                    .compare_exchange(val, val | Self::WAITERS, Relaxed, Relaxed)
+                    .is_err()
+            {
+                continue;
+            }
+            crate::park::wait(&self.0, val | Self::WAITERS);
+            slept = true;
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl Default for BustedDelegation {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: it excludes (one cmpxchg sets LOCKED on a word without it, and only the
+// holder clears it); what is broken is a wake left to a spinner that cannot run.
+unsafe impl lock_api::RawMutex for BustedDelegation {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    type GuardMarker = lock_api::GuardSend;
+
+    fn lock(&self) {
+        // Acquire: pairs with the Release in `unlock`.
+        if self
+            .0
+            .compare_exchange(0, Self::LOCKED, crate::sync::Ordering::Acquire, Relaxed)
+            .is_err()
+        {
+            self.lock_slow();
+        }
+    }
+
+    fn try_lock(&self) -> bool {
+        // Acquire: as in `lock`.
+        self.0
+            .fetch_update(crate::sync::Ordering::Acquire, Relaxed, |val| {
+                (val & Self::LOCKED == 0).then_some(val | Self::LOCKED)
+            })
+            .is_ok()
+    }
+
+    unsafe fn unlock(&self) {
+        // Release: pairs with the Acquire of the next acquisition. While a spinner
+        // spins, the sleepers' wake is left to it: the delegation under test.
+        let before = self
+            .0
+            .fetch_update(crate::sync::Ordering::Release, Relaxed, |val| {
+                Some(match val & (Self::SPINNING | Self::WAITERS) {
+                    Self::WAITERS => 0,
+                    flags => flags,
+                })
+            })
+            .unwrap_or_else(|val| val);
+        if before & (Self::SPINNING | Self::WAITERS) == Self::WAITERS {
+            crate::park::wake_one_at(&self.0);
+        }
+    }
+}
+
 /// The busted lock's window between "saw it free" and "took it": wide enough (~1.5 µs)
 /// that a preemption tick lands in it even when the scheduler packs every contending
 /// thread onto one CPU (then only a preemption there lets two threads in).

@@ -85,6 +85,9 @@ raw_bench_lock! {
     parking_lot::RawMutex => "parking_lot",
     // The negative control: a test-then-set lock that lets two threads in at once.
     klocks::testing::BustedLock => "busted",
+    // The negative control of `torture --signals same`: a wake left to a spinner
+    // that a signal handler on its own thread waits behind.
+    klocks::testing::BustedDelegation => "busted-delegation",
 }
 
 impl BenchLock for std::sync::Mutex<()> {
@@ -222,6 +225,8 @@ lock_table! {
     PthreadAdaptive => PthreadAdaptive:
         "glibc PTHREAD_MUTEX_ADAPTIVE_NP: bounded spin, then futex";
     Busted => klocks::testing::BustedLock, raw: "the negative control: lets two threads in at once";
+    BustedDelegation => klocks::testing::BustedDelegation, raw:
+        "the negative control of torture --signals same: leaves a wake to a spinner that a handler on its thread waits behind";
 }
 
 /// klocks' default mutex (`klocks::Mutex`), compared with [`ALTERNATIVES`].
@@ -271,7 +276,7 @@ impl LockName {
 
     /// The negative control: accepted by `--locks`, never listed or run by default.
     pub fn is_hidden(self) -> bool {
-        self == LockName::Busted
+        matches!(self, LockName::Busted | LockName::BustedDelegation)
     }
 
     /// The locks a scenario runs when `--locks` is not given.

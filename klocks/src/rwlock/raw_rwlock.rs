@@ -504,7 +504,7 @@ impl RawRwLock {
     /// was).
     #[inline]
     pub fn unlock_exclusive(&self) {
-        self.disown_write();
+        let me = self.disown_write();
         // (0,1,0,0,0) -> 0. Release: pairs with the Acquire of the next acquisition.
         if self
             .word
@@ -513,7 +513,7 @@ impl RawRwLock {
         {
             crate::fault::after_release();
         } else {
-            self.release_write(0);
+            self.release_write(me, 0);
         }
     }
 
@@ -523,8 +523,8 @@ impl RawRwLock {
     /// # Panics
     /// If the calling thread does not hold the write lock.
     pub fn downgrade(&self) {
-        self.disown_write();
-        self.release_write(READER);
+        let me = self.disown_write();
+        self.release_write(me, READER);
     }
 
     /// Whether a writer holds the lock or any reader does.
@@ -554,26 +554,31 @@ impl RawRwLock {
     /// Forgets every waiter, keeping the lock held as it is (readers, or a writer).
     /// For a fork child, whose copy of the lock names waiters that do not exist in it.
     /// A writer that still waits for readers to leave is a waiter too: `WRITER` with
-    /// readers inside and no writer's id is forgotten.
+    /// readers inside is forgotten, with its writer's id.
     ///
     /// # Safety
     /// No other thread uses the lock during the call.
     pub unsafe fn forget_waiters(&self) {
         // Relaxed (all): the caller excludes every other thread.
         let val = self.word.load(Relaxed);
-        let draining = readers(val) != 0 && self.writer.load(Relaxed) == 0;
+        // A writer in its section has no reader inside: with readers, `WRITER` is a
+        // drain's.
+        let draining = readers(val) != 0;
         let keep = if draining {
             READERS_MASK
         } else {
             READERS_MASK | WRITER
         };
         self.word.store(val & keep, Relaxed);
+        if draining {
+            self.writer.store(0, Relaxed);
+        }
         self.writers_asleep.store(0, Relaxed);
     }
 
     /// Checks that the calling thread writes, and forgets it as the writer.
     #[inline]
-    fn disown_write(&self) {
+    fn disown_write(&self) -> u32 {
         // Relaxed: only this thread stores its own id there, so "is it me?" needs no
         // ordering.
         let holder = self.writer.load(Relaxed);
@@ -584,6 +589,7 @@ impl RawRwLock {
         // Relaxed: cleared before the releasing cmpxchg, which orders it before the
         // next writer's store.
         self.writer.store(0, Relaxed);
+        me
     }
 
     /// The releasing cmpxchg of a write lock that others may wait for: clears
@@ -591,8 +597,13 @@ impl RawRwLock {
     /// spinner takes over (with two or more asleep, one before the release too), and
     /// wakes the sleeping readers when no writer sleeps, when they have waited for
     /// their turn, or when the writers' wakes found nobody.
+    ///
+    /// The writer's id (`me`, cleared by `disown_write`) is put back while this
+    /// unlock wakes a writer early, a futex call with the lock held: a signal handler
+    /// that lands there finds its thread's id on the lock it holds (and panics as
+    /// any relock does) instead of waiting for its own thread.
     #[cold]
-    fn release_write(&self, readers: u32) {
+    fn release_write(&self, me: u32, readers: u32) {
         // Relaxed: picks the transition; the cmpxchg decides.
         let mut val = self.word.load(Relaxed);
         let mut skip_wake = None;
@@ -621,7 +632,7 @@ impl RawRwLock {
                     // the flag stays and the next write unlock wakes the next sleeper;
                     // otherwise the duty passes to the writer that the wake after the
                     // release finds.
-                    if !*woke_early.get_or_insert_with(|| self.wake_writer_early()) {
+                    if !*woke_early.get_or_insert_with(|| self.wake_writer_early(me)) {
                         new &= !WRITERS_WAITING;
                     }
                     true
@@ -672,14 +683,18 @@ impl RawRwLock {
     /// (the lock is still held, so its memory is too); whether it found one. That
     /// writer returns to `lock_exclusive_slow` and cannot give up, so it will take
     /// `WRITER` (or sleep again on a held word, with `WRITERS_WAITING`).
-    fn wake_writer_early(&self) -> bool {
+    fn wake_writer_early(&self, me: u32) -> bool {
         // With one writer asleep the wake after the release finds it in time: the
         // early wake pays off with a queue of them. Relaxed: a hint; a stale count
         // only picks the other of two correct paths.
         if self.writers_asleep.load(Relaxed) < 2 {
             return false;
         }
+        // Relaxed (both): "is it me?" for a handler on this thread (`release_write`);
+        // cleared again before the releasing cmpxchg, as in `disown_write`.
+        self.writer.store(me, Relaxed);
         let woken = park::wake_one_of_at(&self.word, UNTIMED_WRITER_CLASS);
+        self.writer.store(0, Relaxed);
         stats::woke(STATS, woken);
         crate::fault::after_early_wake();
         woken == 1
@@ -790,8 +805,9 @@ impl RawRwLock {
     #[cold]
     fn lock_shared_slow(&self, patience: Patience) -> bool {
         let me = owner::current_tid();
-        // Relaxed: only this thread stores its own id there.
-        if self.writer.load(Relaxed) == me {
+        // Relaxed: only this thread stores its own id there. A signal handler whose
+        // thread drains the readers enters alongside (`reader_may_enter`).
+        if self.writer.load(Relaxed) == me && !Role::Drainer.held_on(self.address()) {
             panic!("klocks: thread {me} read-locked a klocks::RwLock it holds for writing");
         }
         stats::count(STATS, Event::ReadSlowpath);
@@ -896,13 +912,16 @@ impl RawRwLock {
         // for this thread (the spinner, or a writer woken before the release): as a
         // reader it enters past it (`nested_reader_may_enter`).
         let outer = Role::Writer.enter(self.address());
-        let took = self.take_write_lock(patience);
+        let took = self.take_write_lock(me, patience);
         Role::Writer.restore(outer);
         took
     }
 
     /// Takes `WRITER` as the default mutex takes its lock, then drains the readers.
-    fn take_write_lock(&self, patience: Patience) -> bool {
+    /// The writer's id is stored as soon as `WRITER` is taken, so that a signal
+    /// handler on this thread knows whose `WRITER` it is (its thread's drain, or its
+    /// thread's write lock).
+    fn take_write_lock(&self, me: u32, patience: Patience) -> bool {
         let mut slept = false;
         let mut yields = 0;
         loop {
@@ -911,7 +930,11 @@ impl RawRwLock {
                 continue;
             }
             match self.try_take_writer(slept, patience) {
-                Some(true) => return self.drain_readers(patience),
+                Some(true) => {
+                    // Relaxed: as in `lock_exclusive`.
+                    self.writer.store(me, Relaxed);
+                    return self.drain_readers(patience);
+                }
                 // A turn is on and no reader came yet: let them run.
                 None => {
                     stats::count(STATS, Event::Yield);
@@ -1048,10 +1071,12 @@ impl RawRwLock {
             }
             if patience.expired() {
                 // No longer this thread's WRITER from the release on.
+                // Relaxed: cleared before the releasing cmpxchg, as in `disown_write`.
+                self.writer.store(0, Relaxed);
                 Role::Drainer.restore(outer);
                 // Relaxed: only this thread sets it.
                 self.word.fetch_and(!DRAIN_SLEEPS, Relaxed);
-                self.release_write(0);
+                self.release_write(owner::current_tid(), 0);
                 stats::count(STATS, Event::Timeout);
                 return false;
             }
@@ -1161,6 +1186,8 @@ impl RawRwLock {
     fn give_up_waiting(&self, slept: bool, patience: Patience) -> bool {
         loop {
             if let Some(true) = self.try_take_writer(slept, patience) {
+                // Relaxed: as in `lock_exclusive`.
+                self.writer.store(owner::current_tid(), Relaxed);
                 return self.drain_readers(patience);
             }
             // Relaxed: the flag is read by the unlocks' RMWs on this word.

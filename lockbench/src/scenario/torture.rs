@@ -16,7 +16,14 @@
 //! - **thread churn**: each thread exits after a random 1,000–20,000 acquisitions and
 //!   a new one takes its place;
 //! - **signals**: a thread sends `SIGURG` to a random worker about every millisecond
-//!   (the handler counts it): futex waits return early, spins are interrupted.
+//!   (the handler counts it): futex waits return early, spins are interrupted. With
+//!   `--signals same` the handler takes the lock under test itself (on a writer
+//!   thread, for reading, for reader-writer locks), on a thread that may be spinning,
+//!   sleeping, claiming or draining on that very lock: a lock that leaves a wake or a
+//!   reservation to a role the interrupted thread holds hangs, and the run reports the
+//!   hang. By default that mode runs the klocks locks that lend their waiting roles to
+//!   signal handlers (`docs/misuse.md`); the hidden `busted-delegation` lock is its
+//!   negative control.
 //!
 //! A lock fails the run on any violation, on lost updates (the counters against the
 //! acquisitions counted), or when one acquisition waited longer than
@@ -30,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
+use klocks::catalog::{MutexKind, RwLockKind};
 
 /// Torture: the kernel's locktorture in userspace
 ///
@@ -74,8 +82,22 @@ pub struct Args {
     #[arg(long)]
     no_churn: bool,
     /// No signals.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "signals")]
     no_signals: bool,
+    /// What the signal handler does: count the signal, or take the lock under test
+    /// (`same`: by default on the klocks locks that lend their waiting roles to
+    /// handlers).
+    #[arg(long, value_enum, default_value_t = Signals::Counted)]
+    signals: Signals,
+}
+
+/// What the torture's signal handler does.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signals {
+    /// Counts the signal.
+    Counted,
+    /// Takes the lock under test (for reading, on a reader-writer lock's writers).
+    Same,
 }
 
 /// The data only the lock protects, and the occupancy check around it.
@@ -215,7 +237,24 @@ struct Outcome {
     lost: u64,
     max_wait: Duration,
     signals: u64,
+    /// Threads still waiting when the run ended (a lost wake-up or a deadlock).
+    hung: usize,
 }
+
+/// What a `--signals same` handler runs: the lock under test's section, on its data.
+struct HandlerTarget {
+    section: Section,
+    guarded: Arc<Guarded>,
+    /// No faults: a handler's section is short.
+    faults: Faults,
+    readers: bool,
+    /// Write sections the handlers made, for the lost-update check.
+    writes: AtomicU64,
+}
+
+/// The current lock's [`HandlerTarget`] (leaked per lock), or null.
+static TARGET: std::sync::atomic::AtomicPtr<HandlerTarget> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 
 /// What a worker does with the lock: `true` for a write (or mutex) section.
 type Section = Arc<dyn Fn(&Guarded, &Faults, u64, bool) + Send + Sync>;
@@ -273,6 +312,7 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
                         // SAFETY: pthread_self has no preconditions.
                         let me = unsafe { libc::pthread_self() };
                         live.lock().unwrap_or_else(|e| e.into_inner()).push(me);
+                        IS_READER.with(|r| r.set(!writer));
                         let (mut rng, mut last_shuffle) = (seed | 1, Instant::now());
                         let mut i = 0;
                         while i < life && !stop.load(Relaxed) {
@@ -296,6 +336,24 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
             })
         })
         .collect();
+    let target: &'static HandlerTarget = Box::leak(Box::new(HandlerTarget {
+        section: Arc::clone(&section),
+        guarded: Arc::clone(&guarded),
+        faults: Faults {
+            long_holds: false,
+            preemption: false,
+            stutter: AtomicBool::new(false),
+            shuffle: false,
+            churn: false,
+            cpus: Vec::new(),
+        },
+        readers,
+        writes: AtomicU64::new(0),
+    }));
+    if args.signals == Signals::Same {
+        // SeqCst: published before any signal is sent for this lock.
+        TARGET.store(std::ptr::from_ref(target).cast_mut(), SeqCst);
+    }
     let signals = AtomicU64::new(0);
     let start = Instant::now();
     let mut rng = 0x1234_5678_9ABC_DEF1_u64;
@@ -321,12 +379,34 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
     }
     stop.store(true, Relaxed);
     faults.stutter.store(false, Relaxed);
+    // A worker that waits past the starvation limit after the stop never comes back:
+    // report it instead of waiting for it for good.
+    let deadline = Instant::now() + Duration::from_millis(args.starvation_ms) * 2;
+    while slots.iter().any(|slot| !slot.is_finished()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let hung = slots.iter().filter(|slot| !slot.is_finished()).count();
+    // SeqCst: no new handler finds the target; one still running keeps it (leaked).
+    TARGET.store(std::ptr::null_mut(), SeqCst);
+    if hung > 0 {
+        // Their threads stay asleep; the counts below are not final.
+        return Outcome {
+            name,
+            threads,
+            acquisitions: acquisitions.load(Relaxed),
+            violations: guarded.violations.load(Relaxed),
+            lost: 0,
+            max_wait: Duration::from_nanos(max_wait_ns.load(Relaxed)),
+            signals: signals.load(Relaxed),
+            hung,
+        };
+    }
     for slot in slots {
         let _ = slot.join();
     }
     // SAFETY: every worker has been joined.
     let count = unsafe { *guarded.count.get() };
-    let writes = writes.load(Relaxed);
+    let writes = writes.load(Relaxed) + target.writes.load(Relaxed);
     Outcome {
         name,
         threads,
@@ -335,13 +415,41 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
         lost: writes.saturating_sub(count),
         max_wait: Duration::from_nanos(max_wait_ns.load(Relaxed)),
         signals: signals.load(Relaxed),
+        hung: 0,
     }
 }
 
-/// Counts `SIGURG`s; installed once.
+/// Counts `SIGURG`s and, with `--signals same`, takes the lock under test; installed
+/// once.
 fn install_signal_handler() {
     extern "C" fn handled(_: libc::c_int) {
-        HANDLED.fetch_add(1, Relaxed);
+        let nth = HANDLED.fetch_add(1, Relaxed);
+        // SeqCst: pairs with the store that publishes the target.
+        let target = TARGET.load(SeqCst);
+        // A reader thread may hold a read lock, which a handler's section would wait
+        // behind (a recursive read behind a waiting writer): only writer threads.
+        if target.is_null() || IS_READER.with(std::cell::Cell::get) {
+            return;
+        }
+        // SAFETY: a leaked `HandlerTarget`, never freed.
+        let target = unsafe { &*target };
+        // For a reader-writer lock the handler reads: one that write-locks while its
+        // own thread drains the readers would wait for itself (`docs/misuse.md`).
+        let _ = nth;
+        let writer = !target.readers;
+        let section = std::panic::AssertUnwindSafe(|| {
+            (target.section)(&target.guarded, &target.faults, 0, writer)
+        });
+        // The interrupted thread may hold the lock (the signal landed inside its
+        // section, or between its lock's atomic and the section): the relock panics
+        // (the locks run in this mode know their owner), and the handler leaves it.
+        // No allocation is in progress on this thread there: it is inside a lock call
+        // or a section, so the panic may allocate.
+        if std::panic::catch_unwind(section).is_err() {
+            SKIPPED.fetch_add(1, Relaxed);
+        } else if writer {
+            target.writes.fetch_add(1, Relaxed);
+        }
     }
     // SAFETY: a handler that touches one atomic; SA_RESTART keeps the harness's own
     // blocking calls going.
@@ -354,6 +462,28 @@ fn install_signal_handler() {
 }
 
 static HANDLED: AtomicU64 = AtomicU64::new(0);
+/// `--signals same` handlers that found their own thread holding the lock.
+static SKIPPED: AtomicU64 = AtomicU64::new(0);
+
+std::thread_local! {
+    /// Whether this worker is a reader of a reader-writer lock.
+    static IS_READER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Keeps the relock panics of `--signals same` (a handler that interrupted its
+/// thread's own section: expected, and counted) off stderr.
+fn quiet_relock_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map_or("", String::as_str);
+        if !(message.contains("already holds") || message.contains("holds for writing")) {
+            default(info);
+        }
+    }));
+}
 
 struct MutexSection;
 
@@ -388,21 +518,39 @@ impl RwLockVisitor for RwSection {
 /// The mutexes tortured when `--locks` is not given: every lock that sleeps or
 /// yields (the pure spinlocks collapse with more threads than CPUs; name them with
 /// `--locks` and `--threads` at most the CPUs).
-fn default_locks() -> Vec<LockName> {
-    LockName::defaults()
-        .into_iter()
-        .filter(|l| l.sleeps())
-        .collect()
+fn default_locks(signals: Signals) -> Vec<LockName> {
+    match signals {
+        Signals::Counted => LockName::defaults()
+            .into_iter()
+            .filter(|l| l.sleeps())
+            .collect(),
+        Signals::Same => HANDLER_SAFE
+            .iter()
+            .map(|&kind| LockName::Klocks(kind))
+            .collect(),
+    }
 }
+
+/// The mutexes run by default with `--signals same`: they lend every waiting role to
+/// a signal handler on the waiter's own thread (`docs/misuse.md`), and they know
+/// their owner, so a handler that interrupts its thread's own section panics (and is
+/// counted) instead of deadlocking. The default rwlock is the reader-writer one.
+const HANDLER_SAFE: [MutexKind; 2] = [MutexKind::Default, MutexKind::SpinFutex];
 
 /// Runs the torture of every chosen lock, prints the table; whether all passed.
 pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLockName>>) -> bool {
-    let locks = locks.unwrap_or_else(default_locks);
-    let rwlocks = rwlocks.unwrap_or_else(RwLockName::defaults);
+    let locks = locks.unwrap_or_else(|| default_locks(args.signals));
+    let rwlocks = rwlocks.unwrap_or_else(|| match args.signals {
+        Signals::Counted => RwLockName::defaults(),
+        Signals::Same => vec![RwLockName::Klocks(RwLockKind::Default)],
+    });
     let total = (locks.len() + rwlocks.len()).max(1) as u64;
     let secs = args.minutes.map_or(args.secs, |m| (m * 60 / total).max(1));
     if !args.no_signals {
         install_signal_handler();
+        if args.signals == Signals::Same {
+            quiet_relock_panics();
+        }
     }
     let mut outcomes = Vec::new();
     for lock in locks {
@@ -429,7 +577,11 @@ pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLock
         if args.no_stutter { "" } else { " stutter" },
         if args.no_shuffle { "" } else { " shuffle" },
         if args.no_churn { "" } else { " churn" },
-        if args.no_signals { "" } else { " signals" },
+        match (args.no_signals, args.signals) {
+            (true, _) => "",
+            (false, Signals::Counted) => " signals",
+            (false, Signals::Same) => " signals (the handler takes the lock)",
+        },
         args.starvation_ms
     );
     println!(
@@ -440,6 +592,8 @@ pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLock
     for o in &outcomes {
         let verdict = if o.violations > 0 || o.lost > 0 {
             "FAIL: mutual exclusion"
+        } else if o.hung > 0 {
+            "FAIL: hang (threads never got the lock)"
         } else if o.max_wait > limit {
             "FAIL: starvation"
         } else if o.acquisitions == 0 {
