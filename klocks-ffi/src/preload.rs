@@ -20,9 +20,12 @@
 //! everything is glibc's: linking klocks never changes a program's pthread locks by
 //! surprise. The first interposed call
 //! reads the environment and fixes the choice for the life of the process, since the
-//! bytes of every lock object are interpreted by it. `help` lists the names; an
+//! bytes of every lock object are interpreted by it (names ignore case; empty is
+//! unset). `help` lists the names; an
 //! unknown name, or an invalid `KLOCKS_SPIN_NS`/`KLOCKS_OWNER_PROBE`, prints one line
-//! on stderr and leaves that family to glibc: the program runs on, nothing is lost.
+//! on stderr (with the nearest name, if one is close) and leaves that family to
+//! glibc: the program runs on, nothing is lost. `KLOCKS_VERBOSE=1` names the choice
+//! in one line at start.
 //!
 //! # State lives in the pthread objects
 //!
@@ -96,14 +99,16 @@ mod time;
 
 /// Makes the choice when the library is loaded, so that `KLOCKS_LOCK=help` and a bad
 /// name are answered even by a program that never takes a lock (the first interposed
-/// call makes it if another library's constructor comes first), and readies the spin
-/// budget and owner probe of a klocks choice (see `config::warm_up`).
+/// call makes it if another library's constructor comes first), readies the spin
+/// budget and owner probe of a klocks choice (see `config::warm_up`), and prints the
+/// `KLOCKS_VERBOSE` line.
 #[used]
 #[link_section = ".init_array"]
 static CHOOSE_AT_LOAD: extern "C" fn() = {
     extern "C" fn choose() {
         config::warm_up();
         profile::start();
+        config::announce(profile::on());
     }
     choose
 };
