@@ -43,10 +43,12 @@
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod condwait;
 pub mod mutex;
 mod object;
 pub mod preload;
 pub mod rwsem;
+mod time;
 
 /// The upper 24 bits of a valid tag ("KLK"); the low byte is the kind or policy.
 pub const TAG_MAGIC: u32 = 0x4B4C_4B00;

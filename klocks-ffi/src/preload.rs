@@ -95,7 +95,9 @@ mod glibc;
 mod mutex;
 mod profile;
 mod rwlock;
-mod time;
+
+use crate::time;
+use crate::time::nap_for as nap;
 
 /// Makes the choice when the library is loaded, so that `KLOCKS_LOCK=help` and a bad
 /// name are answered even by a program that never takes a lock (the first interposed
@@ -133,21 +135,4 @@ fn say(line: &str) {
     // SAFETY: writes `text`'s bytes, which live for the call, to fd 2. A short or
     // failed write loses (part of) a diagnostic, nothing else.
     unsafe { libc::syscall(libc::SYS_write, 2, text.as_ptr(), text.len()) };
-}
-
-/// Sleeps for `duration` with the raw `nanosleep` system call (not a cancellation
-/// point, unlike glibc's; see [`say`]). A signal may cut it short.
-fn nap(duration: std::time::Duration) {
-    let time = libc::timespec {
-        tv_sec: duration.as_secs() as libc::time_t,
-        tv_nsec: duration.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: `time` is a valid timespec that lives for the call; no remainder wanted.
-    unsafe {
-        libc::syscall(
-            libc::SYS_nanosleep,
-            &time,
-            std::ptr::null::<libc::timespec>(),
-        )
-    };
 }
