@@ -2,7 +2,7 @@
 //! the C API and of the interposed pthread functions alike.
 
 use std::ffi::c_int;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use libc::{clockid_t, timespec, CLOCK_MONOTONIC, CLOCK_REALTIME, EINVAL, ETIMEDOUT};
 
@@ -56,6 +56,16 @@ impl Deadline {
     /// otherwise, but only once it would have to wait.
     pub(crate) fn is_valid(&self) -> bool {
         (0..1_000_000_000).contains(&self.at.tv_nsec)
+    }
+
+    /// The deadline as an `Instant` (on the monotonic clock, which is what the Rust
+    /// locks' timed waits take): now plus the time left. A `CLOCK_REALTIME` deadline
+    /// thus follows the wall clock as it stands at the call, not later jumps of it.
+    pub(crate) fn instant(&self) -> Instant {
+        let now = Instant::now();
+        self.left()
+            .and_then(|left| now.checked_add(left))
+            .unwrap_or(now)
     }
 
     /// How long until the deadline; `None` once it passed.
@@ -175,6 +185,16 @@ mod tests {
         assert_eq!((done, tries), (0, 3));
         // A past deadline still gets one attempt, and a free lock is taken.
         assert_eq!(in_ms(CLOCK_REALTIME, -5).poll(|| true), 0);
+    }
+
+    #[test]
+    fn an_instant_is_the_time_left_from_now() {
+        let start = Instant::now();
+        let instant = in_ms(CLOCK_REALTIME, 500).instant();
+        let ahead = instant - start;
+        assert!(ahead > Duration::from_millis(400) && ahead <= Duration::from_millis(501));
+        // A past deadline is now: a timed wait then tries once.
+        assert!(in_ms(CLOCK_MONOTONIC, -500).instant() <= Instant::now());
     }
 
     #[test]
