@@ -1,6 +1,8 @@
 /*
- * klocks.h - the C API of klocks (libklocks.so, built by
- * `cargo build --release -p klocks-ffi` into target/release/libklocks.so).
+ * klocks.h - the C API of klocks (libklocks.so.0 and libklocks.a, built by
+ * `cargo build --release -p klocks-ffi` into target/release/, and installed with
+ * this header and klocks.pc by `scripts/install-c PREFIX`; then
+ * `cc app.c $(pkg-config --cflags --libs klocks)`).
  *
  * klocks brings the Linux kernel's lock designs to userspace. This header exposes
  * its mutexes (klocks_mutex_t, seven kinds), its default reader-writer lock
