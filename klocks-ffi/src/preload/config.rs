@@ -55,7 +55,7 @@ impl RwPolicy {
     /// What to pick it for, in a few words (README's "Which lock").
     fn use_it_for(self) -> &'static str {
         match self {
-            RwPolicy::Default => "data that is read and written: the one to pick",
+            RwPolicy::Default => "data that is read and written",
             RwPolicy::Adaptive => "FIFO among readers and writers",
             RwPolicy::Always => "re-running seed 001's \"before\"",
             RwPolicy::Never => "FIFO, with readers that sleep at once (Linux 5.11+)",
@@ -90,11 +90,11 @@ fn mutex_named(name: &str) -> Option<Kind> {
 /// What to pick a mutex kind for, in a few words (README's "Which lock").
 fn mutex_use(kind: Kind) -> &'static str {
     match kind {
-        Kind::Default => "any section, any threads: the one to pick",
+        Kind::Default => "any section, any threads",
         Kind::PvQSpin => "short sections, any number of threads",
-        Kind::QSpin => "short sections, FIFO, threads never more than CPUs (never sleeps)",
+        Kind::QSpin => "short sections, FIFO, no more threads than CPUs (never sleeps)",
         Kind::Ticket => "tiny sections on very few CPUs (never sleeps)",
-        Kind::PvTicket => "strict FIFO, threads may outnumber CPUs",
+        Kind::PvTicket => "strict FIFO with threads that may outnumber CPUs",
         Kind::Futex => "re-running seed 004's \"before\"",
         Kind::SpinFutex => "re-running seed 004's \"after\"",
     }
@@ -346,31 +346,38 @@ impl Complaint<'_> {
     }
 }
 
-/// `help`'s answer: every name of both variables, what to pick it for and what it is.
+/// `help`'s answer: every name of both variables (the default first), what to pick
+/// it for and what it is.
 fn help_lines() -> Vec<String> {
     let entry = |name: &str, use_it_for: &str, about: &str| {
-        format!("  {name:<15} for {use_it_for}: {about}")
+        format!("  {name:<15} use for {use_it_for}. {about}")
     };
     let glibc = entry(
         GLIBC,
-        "what the program would run anyway",
+        "what the program runs without klocks",
         "glibc's own locks (as unset)",
     );
     let mut lines = vec![format!(
         "{LOCK}=<name> runs the program's mutexes and condvars on a klocks lock (`default`: its rwlocks too, unless {RWLOCK} is set); names ignore case:"
     )];
+    let others = Kind::ALL.into_iter().filter(|&kind| kind != Kind::Default);
     lines.extend(
-        Kind::ALL
+        [Kind::Default]
             .into_iter()
+            .chain(others)
             .map(|kind| entry(kind.name(), mutex_use(kind), kind.catalog().about())),
     );
     lines.push(glibc.clone());
     lines.push(format!(
         "{RWLOCK}=<name> runs the program's rwlocks on a klocks rwlock (`default` is default-rw); names ignore case:"
     ));
+    let others = RwPolicy::ALL
+        .into_iter()
+        .filter(|&policy| policy != RwPolicy::Default);
     lines.extend(
-        RwPolicy::ALL
+        [RwPolicy::Default]
             .into_iter()
+            .chain(others)
             .map(|policy| entry(policy.name(), policy.use_it_for(), policy.catalog().about())),
     );
     lines.push(glibc);
