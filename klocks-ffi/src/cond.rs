@@ -238,8 +238,8 @@ pub unsafe extern "C-unwind" fn klocks_cond_timedwait(
 /// `c` is null or points to a live `klocks_cond_t`.
 #[no_mangle]
 pub unsafe extern "C" fn klocks_cond_signal(c: *mut klocks_cond_t) -> c_int {
-    // SAFETY: caller's contract; `call` checked the tag.
     let op = |_: Clock| {
+        // SAFETY: caller's contract; `call` checked the tag.
         condwait::notify(unsafe { words_of(c) }, 1);
         0
     };
@@ -253,8 +253,8 @@ pub unsafe extern "C" fn klocks_cond_signal(c: *mut klocks_cond_t) -> c_int {
 /// `c` is null or points to a live `klocks_cond_t`.
 #[no_mangle]
 pub unsafe extern "C" fn klocks_cond_broadcast(c: *mut klocks_cond_t) -> c_int {
-    // SAFETY: caller's contract; `call` checked the tag.
     let op = |_: Clock| {
+        // SAFETY: caller's contract; `call` checked the tag.
         condwait::notify(unsafe { words_of(c) }, i32::MAX);
         0
     };

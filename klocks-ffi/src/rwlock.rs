@@ -117,8 +117,10 @@ pub unsafe extern "C" fn klocks_rwlock_init(r: *mut klocks_rwlock_t) -> c_int {
 /// `r` is null or points to a `klocks_rwlock_t`-sized object.
 #[no_mangle]
 pub unsafe extern "C" fn klocks_rwlock_destroy(r: *mut klocks_rwlock_t) -> c_int {
-    // SAFETY: `kind` is the valid tag of `*r` (`destroy` checked it).
-    let locked = |_: RwKind| unsafe { lock_of(r) }.is_locked();
+    let locked = |_: RwKind| {
+        // SAFETY: `destroy` checked the tag of `*r`.
+        unsafe { lock_of(r) }.is_locked()
+    };
     // SAFETY: caller's contract.
     unsafe { klocks_rwlock_t::destroy(r, locked) }
 }
