@@ -1,9 +1,11 @@
 //! The C ABI of klocks: `libklocks.so` behind `include/klocks.h`.
 //!
-//! C programs get klocks' mutexes ([`mutex`]) and its rwsem ([`rwsem`]) as
-//! caller-owned objects, in the manner of `pthread_mutex_t`: the caller provides the
-//! storage (no allocation here), calls `init` with a kind, then lock/unlock, then
-//! `destroy`. Every function returns 0 or an errno value, as pthread does.
+//! C programs get klocks' mutexes ([`mutex`]), its default rwlock ([`rwlock`]), its
+//! rwsem ([`rwsem`]) and a condition variable ([`cond`]) as caller-owned objects, in
+//! the manner of `pthread_mutex_t`: the caller provides the storage (no allocation
+//! here), calls `init` with a kind (or uses a static initialiser), then
+//! lock/unlock, then `destroy`. Every function returns 0 or an errno value, as
+//! pthread does.
 //!
 //! Which kind: `KLOCKS_DEFAULT` (`klocks::Mutex`: spins while the owner runs, sleeps
 //! otherwise, every wait bounded) unless you need strict FIFO (`KLOCKS_PVTICKET`) or
@@ -14,20 +16,32 @@
 //!
 //! # The object layout
 //!
-//! C sees `klocks_mutex_t` and `klocks_rwsem_t` as opaque byte arrays aligned to 8;
-//! here the same bytes are a header and the Rust lock:
+//! C sees `klocks_mutex_t`, `klocks_rwlock_t`, `klocks_rwsem_t` and `klocks_cond_t`
+//! as opaque byte arrays aligned to 8; here the same bytes are a header and the Rust
+//! lock:
 //!
 //! | bytes | field | written by |
 //! |---|---|---|
-//! | 0..4 | `tag`: [`TAG_MAGIC`] `|` kind while initialised, anything else otherwise | `init`, `destroy` |
+//! | 0..4 | `tag`: [`TAG_MAGIC`] `|` kind while initialised; 0 for the default kind (below); [`TAG_DESTROYED`] after `destroy`; anything else is not an object | `init`, `destroy` |
 //! | 4..8 | `owner`: the holder's thread id, where the C layer keeps one (below) | the holder only |
 //! | 8.. | the Rust lock of that kind (`PvQSpinLock`, `RwSem<Adaptive>`, ...) | the lock |
 //!
-//! The tag is checked by every call, so a zero-filled, uninitialised or destroyed
-//! object is refused with `EINVAL` instead of being taken for a lock of some kind (a
-//! magic in the upper bits makes garbage unlikely to pass). Which lock type lives in
-//! the body is decided by the tag alone, so a valid tag is what makes the cast in
-//! [`mutex`] and [`rwsem`] sound.
+//! The tag is checked by every call, so an uninitialised or destroyed object is
+//! refused with `EINVAL` instead of being taken for a lock of some kind (a magic in
+//! the upper bits makes garbage unlikely to pass). Which lock type lives in the body
+//! is decided by the tag alone, so a valid tag is what makes the casts in [`mutex`],
+//! [`rwlock`], [`rwsem`] and [`cond`] sound.
+//!
+//! # All-zero is the default object
+//!
+//! A zero tag names the type's default kind (`KLOCKS_DEFAULT` mutex, the rwlock, a
+//! `CLOCK_REALTIME` condvar; the rwsem has none and refuses zero), whose unlocked
+//! lock is zero bytes, with a zero owner meaning nobody: so the static initialisers
+//! (`KLOCKS_MUTEX_INITIALIZER`, ...) are all-zero and zero-filled memory is a usable
+//! object. Nothing is initialised lazily, so any number of threads may make the
+//! first call at once: each reads a zero tag nobody writes and takes the lock as
+//! any contended lock. `destroy` writes [`TAG_DESTROYED`], not zero, so a destroyed
+//! object is still refused.
 //!
 //! # Misuse is answered before Rust is called
 //!
@@ -43,10 +57,14 @@
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+pub mod cond;
+mod condwait;
 pub mod mutex;
 mod object;
 pub mod preload;
+pub mod rwlock;
 pub mod rwsem;
+mod time;
 
 /// The upper 24 bits of a valid tag ("KLK"); the low byte is the kind or policy.
 pub const TAG_MAGIC: u32 = 0x4B4C_4B00;
@@ -110,6 +128,8 @@ mod tests {
         };
         assert_eq!(define("KLOCKS_MUTEX_SIZE"), super::mutex::MUTEX_SIZE);
         assert_eq!(define("KLOCKS_RWSEM_SIZE"), super::rwsem::RWSEM_SIZE);
+        assert_eq!(define("KLOCKS_RWLOCK_SIZE"), super::rwlock::RWLOCK_SIZE);
+        assert_eq!(define("KLOCKS_COND_SIZE"), super::cond::COND_SIZE);
         assert_eq!(
             std::mem::size_of::<super::mutex::klocks_mutex_t>(),
             super::mutex::MUTEX_SIZE

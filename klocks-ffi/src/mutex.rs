@@ -33,9 +33,10 @@ use klocks_core::owner::current_tid;
 use klocks_core::{
     FutexMutex, PvQSpinLock, PvTicketLock, QSpinLock, RawMutex, SpinFutexMutex, TicketLock,
 };
-use libc::{EBUSY, EDEADLK, EPERM};
+use libc::{timespec, CLOCK_REALTIME, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
 
 use crate::object::{Object, Tag};
+use crate::time::Deadline;
 
 /// `sizeof(klocks_mutex_t)`: 8 bytes of header and 24 for the lock: the largest (8
 /// bytes today: `SpinFutexMutex`) with room to grow without changing the ABI.
@@ -78,6 +79,10 @@ pub(crate) enum Kind {
 }
 
 impl Tag for Kind {
+    /// `KLOCKS_MUTEX_INITIALIZER`: a zero-filled mutex is an unlocked `KLOCKS_DEFAULT`
+    /// (`RawMutex` is all-zero when unlocked, and a zero owner is nobody).
+    const ZEROED: Option<Kind> = Some(Kind::Default);
+
     fn from_raw(raw: u32) -> Option<Kind> {
         Kind::from_raw(raw)
     }
@@ -295,6 +300,70 @@ pub unsafe extern "C" fn klocks_mutex_trylock(m: *mut klocks_mutex_t) -> c_int {
     unsafe { klocks_mutex_t::call(m, op) }
 }
 
+/// Locks the mutex unless the `CLOCK_REALTIME` time `*abstime` passes first
+/// (`ETIMEDOUT`), as `pthread_mutex_timedlock`. See `include/klocks.h`.
+///
+/// `KLOCKS_DEFAULT` sleeps until the lock is handed over or the deadline comes
+/// (`RawMutex::try_lock_until`). The other kinds cannot leave a queue once in it
+/// (a queue slot is handed the lock), so their timed waiter tries the lock with a
+/// doubling sleep in between ([`Deadline::poll`]), as the interposer's timed calls
+/// do: under steady contention it may time out however long its deadline.
+///
+/// # Safety
+/// As for [`klocks_mutex_lock`]; `abstime` is null or points to a readable
+/// `timespec`.
+#[no_mangle]
+pub unsafe extern "C" fn klocks_mutex_timedlock(
+    m: *mut klocks_mutex_t,
+    abstime: *const timespec,
+) -> c_int {
+    let op = |kind: Kind| {
+        // SAFETY: `abstime` is null or readable (caller's contract).
+        let deadline = match unsafe { Deadline::new(CLOCK_REALTIME, abstime) } {
+            Ok(deadline) => deadline,
+            Err(error) => return error,
+        };
+        let me = current_tid();
+        // SAFETY: `*m` is an initialised mutex.
+        let owner = unsafe { klocks_mutex_t::holder(m) };
+        // Relaxed: "is it me?" (module doc).
+        if kind.tracks_owner() && owner.load(Relaxed) == me {
+            return EDEADLK;
+        }
+        let took = match kind {
+            Kind::Default => {
+                // SAFETY: the tag names `Default`, so a `RawMutex` lives in the body.
+                let lock = unsafe { &*klocks_mutex_t::body(m).cast::<RawMutex>() };
+                timed_default(lock, &deadline)
+            }
+            // `kind` is the valid tag of `*m`.
+            _ => deadline.poll(|| with_lock!(m, kind, lock => lock.try_lock())),
+        };
+        if took == 0 && kind.tracks_owner() {
+            // Relaxed: read only by ourselves (module doc).
+            owner.store(me, Relaxed);
+        }
+        took
+    };
+    // SAFETY: caller's contract.
+    unsafe { klocks_mutex_t::call(m, op) }
+}
+
+/// `RawMutex`'s timed lock with pthread's answers: 0, `ETIMEDOUT`, or `EINVAL` for
+/// malformed nanoseconds when the lock is not free at once (POSIX checks them only
+/// when the call would block).
+fn timed_default(lock: &RawMutex, deadline: &Deadline) -> c_int {
+    if lock.try_lock() {
+        0
+    } else if !deadline.is_valid() {
+        EINVAL
+    } else if lock.try_lock_until(deadline.instant()) {
+        0
+    } else {
+        ETIMEDOUT
+    }
+}
+
 /// Unlocks the mutex: `EPERM` if it is not locked (or, for DEFAULT and SPINFUTEX,
 /// not held by the caller). See `include/klocks.h`.
 ///
@@ -340,7 +409,8 @@ mod tests {
     }
 
     /// The pthread interposer relies on this: a zero-filled `pthread_mutex_t`
-    /// (`PTHREAD_MUTEX_INITIALIZER`) holds an unlocked lock of every kind.
+    /// (`PTHREAD_MUTEX_INITIALIZER`) holds an unlocked lock of every kind; and so does
+    /// `KLOCKS_MUTEX_INITIALIZER`, an unlocked `KLOCKS_DEFAULT`.
     #[test]
     fn every_kind_is_eight_zero_bytes() {
         macro_rules! check {
@@ -356,7 +426,8 @@ mod tests {
             TicketLock,
             PvTicketLock,
             FutexMutex,
-            SpinFutexMutex
+            SpinFutexMutex,
+            RawMutex
         );
     }
 

@@ -1,6 +1,7 @@
 //! The C lock objects' layout and what every entry point does before it reaches the
 //! Rust lock: the crate doc's header (tag, holder) and body, the tag check, and the
-//! `init` and `destroy` protocols, shared by `klocks_mutex_t` and `klocks_rwsem_t`.
+//! `init` and `destroy` protocols, shared by `klocks_mutex_t`, `klocks_rwlock_t`,
+//! `klocks_rwsem_t` and `klocks_cond_t`.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
@@ -24,6 +25,11 @@ pub struct Object<const WORDS: usize> {
 
 /// What a valid tag's low byte names: a C kind or policy value (1..=255).
 pub(crate) trait Tag: Copy {
+    /// What an all-zero object is: the default kind, unlocked, for the types whose
+    /// static initialiser is zero bytes (`KLOCKS_MUTEX_INITIALIZER`, ...); `None` for
+    /// a type that must be initialised.
+    const ZEROED: Option<Self>;
+
     /// The value the C caller passed, if it names one.
     fn from_raw(raw: u32) -> Option<Self>;
     /// The C value.
@@ -36,21 +42,26 @@ impl<const WORDS: usize> Object<WORDS> {
         size_of::<T>() <= WORDS * 8 && align_of::<T>() <= 8
     }
 
-    /// The kind of an initialised object, or `None` for a null, misaligned, never
-    /// initialised or destroyed one.
+    /// The kind of an initialised object (a zero tag: [`Tag::ZEROED`]), or `None` for
+    /// a null, misaligned, never initialised or destroyed one.
     ///
     /// # Safety
     /// `obj` is null or points to `size_of::<Self>()` readable bytes.
-    unsafe fn kind<K: Tag>(obj: *const Self) -> Option<K> {
+    pub(crate) unsafe fn kind<K: Tag>(obj: *const Self) -> Option<K> {
         if !usable(obj) {
             return None;
         }
         // Relaxed: `init` must happen-before any other call on the object (the header
         // says so; pthread has the same rule), and that happens-before edge, made by
         // whatever published the object to this thread, orders the tag and the lock.
+        // A zero tag needs no write before first use, so threads racing to use a
+        // zero-filled object first all read the same kind from bytes nobody changes.
         // SAFETY: `obj` points to an object (caller's contract).
         let tag = unsafe { &*addr_of!((*obj).tag) }.load(Relaxed);
-        tag_kind(tag).and_then(K::from_raw)
+        match tag {
+            0 => K::ZEROED,
+            tag => tag_kind(tag).and_then(K::from_raw),
+        }
     }
 
     /// The holder field (see the module doc of its user for its protocol).

@@ -20,9 +20,12 @@
 //! everything is glibc's: linking klocks never changes a program's pthread locks by
 //! surprise. The first interposed call
 //! reads the environment and fixes the choice for the life of the process, since the
-//! bytes of every lock object are interpreted by it. `help` lists the names; an
+//! bytes of every lock object are interpreted by it (names ignore case; empty is
+//! unset). `help` lists the names; an
 //! unknown name, or an invalid `KLOCKS_SPIN_NS`/`KLOCKS_OWNER_PROBE`, prints one line
-//! on stderr and leaves that family to glibc: the program runs on, nothing is lost.
+//! on stderr (with the nearest name, if one is close) and leaves that family to
+//! glibc: the program runs on, nothing is lost. `KLOCKS_VERBOSE=1` names the choice
+//! in one line at start.
 //!
 //! # State lives in the pthread objects
 //!
@@ -92,18 +95,22 @@ mod glibc;
 mod mutex;
 mod profile;
 mod rwlock;
-mod time;
+
+use crate::time;
+use crate::time::nap_for as nap;
 
 /// Makes the choice when the library is loaded, so that `KLOCKS_LOCK=help` and a bad
 /// name are answered even by a program that never takes a lock (the first interposed
-/// call makes it if another library's constructor comes first), and readies the spin
-/// budget and owner probe of a klocks choice (see `config::warm_up`).
+/// call makes it if another library's constructor comes first), readies the spin
+/// budget and owner probe of a klocks choice (see `config::warm_up`), and prints the
+/// `KLOCKS_VERBOSE` line.
 #[used]
 #[link_section = ".init_array"]
 static CHOOSE_AT_LOAD: extern "C" fn() = {
     extern "C" fn choose() {
         config::warm_up();
         profile::start();
+        config::announce(profile::on());
     }
     choose
 };
@@ -128,21 +135,4 @@ fn say(line: &str) {
     // SAFETY: writes `text`'s bytes, which live for the call, to fd 2. A short or
     // failed write loses (part of) a diagnostic, nothing else.
     unsafe { libc::syscall(libc::SYS_write, 2, text.as_ptr(), text.len()) };
-}
-
-/// Sleeps for `duration` with the raw `nanosleep` system call (not a cancellation
-/// point, unlike glibc's; see [`say`]). A signal may cut it short.
-fn nap(duration: std::time::Duration) {
-    let time = libc::timespec {
-        tv_sec: duration.as_secs() as libc::time_t,
-        tv_nsec: duration.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: `time` is a valid timespec that lives for the call; no remainder wanted.
-    unsafe {
-        libc::syscall(
-            libc::SYS_nanosleep,
-            &time,
-            std::ptr::null::<libc::timespec>(),
-        )
-    };
 }

@@ -63,6 +63,9 @@ enum Policy {
 }
 
 impl Tag for Policy {
+    /// A `klocks_rwsem_t` must be initialised: it has no static initialiser.
+    const ZEROED: Option<Policy> = None;
+
     fn raw(self) -> u32 {
         self as u32
     }

@@ -15,13 +15,36 @@ fn compile_and_run(name: &str) -> String {
     run.stdout
 }
 
-/// Every mutex kind: errno answers, exact counters with 4 and 32 threads,
-/// the owner checks of DEFAULT and SPINFUTEX.
+/// Every mutex kind: errno answers, timed locks, the static initialiser raced at
+/// first use, exact counters with 4 and 32 threads, the owner checks of DEFAULT
+/// and SPINFUTEX.
 #[test]
 fn c_mutex() {
     let out = compile_and_run("mutex");
+    assert!(out.contains("mutex: timed locks ok"));
+    assert!(out.contains("static initialiser, first use by 16 threads"));
     assert!(out.contains("SPINFUTEX counter 32 threads"));
     assert!(out.contains("DEFAULT counter 32 threads"));
+}
+
+/// The default rwlock: every errno answer, timed locks, the static initialiser
+/// raced at first use by readers and writers.
+#[test]
+fn c_rwlock() {
+    let out = compile_and_run("rwlock");
+    assert!(out.contains("rwlock: errno answers ok"));
+    assert!(out.contains("first use by 4 writers and 8 readers"));
+}
+
+/// The condvar: errno answers, both clocks, every mutex kind, the static
+/// initialisers, cancellation.
+#[test]
+fn c_cond() {
+    let out = compile_and_run("cond");
+    assert!(out.contains("cond: errno answers ok"));
+    assert!(out.contains("cond: DEFAULT broadcast"));
+    assert!(out.contains("cond: TICKET broadcast"));
+    assert!(out.contains("holds the mutex in its cleanup"));
 }
 
 /// Every rwsem policy: errno answers, sharing, exclusion, torture.

@@ -23,6 +23,8 @@ fn preloaded(env: &[(&str, &str)]) -> Command {
         "KLOCKS_RWLOCK",
         "KLOCKS_SPIN_NS",
         "KLOCKS_OWNER_PROBE",
+        "KLOCKS_VERBOSE",
+        "KLOCKS_PROFILE",
     ] {
         command.env_remove(var);
     }
@@ -125,26 +127,133 @@ fn a_bad_spin_budget_falls_back_to_glibc() {
     assert!(run.stderr.contains("KLOCKS_SPIN_NS"), "{}", run.stderr);
 }
 
-/// `help` lists the names, once, even for a program that takes no lock.
+/// `/bin/true`, which takes no lock, under the preload with `env` (and nothing else
+/// of klocks' set): what the library says at load.
+fn at_load(env: &[(&str, &str)]) -> common::Run {
+    let mut command = Command::new("/bin/true");
+    command.env("LD_PRELOAD", common::library());
+    for var in [
+        "KLOCKS_LOCK",
+        "KLOCKS_RWLOCK",
+        "KLOCKS_SPIN_NS",
+        "KLOCKS_OWNER_PROBE",
+        "KLOCKS_VERBOSE",
+        "KLOCKS_PROFILE",
+    ] {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().copied());
+    let run = common::run(command);
+    assert!(run.status.success(), "{}", run.stderr);
+    run
+}
+
+/// `help` lists every name with what it is and what it is for, once, even for a
+/// program that takes no lock.
 #[test]
 fn help_lists_the_names() {
-    let mut command = Command::new("/bin/true");
-    command
-        .env("LD_PRELOAD", common::library())
-        .env("KLOCKS_LOCK", "help");
-    let run = common::run(command);
-    assert!(run.status.success());
-    assert_eq!(run.stderr.lines().count(), 2, "{}", run.stderr);
-    for name in [
-        "default",
-        "default-rw",
-        "pvqspinlock",
-        "spinfutex",
-        "ticket",
-        "rwsem-adaptive",
-        "rwsem-never",
-        "glibc",
+    let run = at_load(&[("KLOCKS_LOCK", "help"), ("KLOCKS_RWLOCK", "Help")]);
+    for (name, about) in [
+        ("default", "klocks::Mutex, the one to pick"),
+        ("default-rw", "klocks::RwLock, the one to pick"),
+        ("pvqspinlock", "paravirt queued spinlock"),
+        ("spinfutex", "spinning futex mutex"),
+        ("ticket", "ticket spinlock"),
+        ("rwsem-adaptive", "rwsem, seed 001's \"after\""),
+        ("rwsem-never", "rwsem as in Linux 5.11+"),
+        ("glibc", "glibc's own locks"),
     ] {
-        assert!(run.stderr.contains(name), "{name} missing: {}", run.stderr);
+        let line = run
+            .stderr
+            .lines()
+            .find(|line| line.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("{name} missing: {}", run.stderr));
+        assert!(line.contains(about), "{line}");
+        assert!(line.contains(" for "), "what it is for: {line}");
     }
+    assert_eq!(
+        run.stderr.matches("=<name>").count(),
+        2,
+        "listed once: {}",
+        run.stderr
+    );
+}
+
+/// `KLOCKS_VERBOSE=1`: exactly one line, naming the mutex, the rwlock, the probe and
+/// the profile; names are taken in any case.
+#[test]
+fn verbose_names_what_is_active() {
+    let run = at_load(&[("KLOCKS_LOCK", "Default"), ("KLOCKS_VERBOSE", "1")]);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    let line = run.stderr.trim_end();
+    assert!(
+        line.starts_with("klocks: active: mutexes default, rwlocks default-rw, owner probe "),
+        "{line}"
+    );
+    let probe = line.split("owner probe ").nth(1).unwrap();
+    assert!(
+        ["perf,", "clock,", "budget,"]
+            .iter()
+            .any(|name| probe.starts_with(name)),
+        "{line}"
+    );
+    assert!(line.ends_with("profile off"), "{line}");
+
+    let run = at_load(&[
+        ("KLOCKS_RWLOCK", "DEFAULT"),
+        ("KLOCKS_PROFILE", "1"),
+        ("KLOCKS_VERBOSE", "1"),
+    ]);
+    let first = run.stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("klocks: active: mutexes glibc, rwlocks default-rw, ")
+            && first.ends_with("profile on"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// An empty value is the variable unset: no complaint, glibc's locks.
+#[test]
+fn an_empty_lock_name_is_unset() {
+    let run = at_load(&[
+        ("KLOCKS_LOCK", ""),
+        ("KLOCKS_RWLOCK", ""),
+        ("KLOCKS_VERBOSE", "1"),
+    ]);
+    assert_eq!(
+        run.stderr,
+        "klocks: active: mutexes glibc, rwlocks glibc, owner probe unused (glibc's locks), profile off\n"
+    );
+    assert_eq!(at_load(&[("KLOCKS_VERBOSE", "")]).stderr, "");
+}
+
+/// A misspelt name gets the nearest one in its single line, and glibc's locks.
+#[test]
+fn a_misspelt_lock_name_gets_a_suggestion() {
+    let run = at_load(&[("KLOCKS_LOCK", "defualt"), ("KLOCKS_VERBOSE", "1")]);
+    let lines: Vec<_> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", run.stderr);
+    assert_eq!(
+        lines[0],
+        "klocks: KLOCKS_LOCK=\"defualt\" is not a lock; did you mean `default`? \
+         (KLOCKS_LOCK=help lists them); using glibc's mutexes"
+    );
+    assert!(lines[1].contains("mutexes glibc"), "{}", run.stderr);
+    let run = at_load(&[("KLOCKS_RWLOCK", "rwsem-adaptiv")]);
+    assert!(
+        run.stderr.contains("did you mean `rwsem-adaptive`?"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A bad `KLOCKS_VERBOSE` is one line, and changes nothing else.
+#[test]
+fn a_bad_verbose_value_is_one_line() {
+    let run = at_load(&[("KLOCKS_LOCK", "futex"), ("KLOCKS_VERBOSE", "yes")]);
+    assert_eq!(
+        run.stderr,
+        "klocks: KLOCKS_VERBOSE=\"yes\" is not a verbosity: use 1 (one line at start naming the locks) or 0; quiet\n"
+    );
 }

@@ -12,19 +12,8 @@
 //!
 //! `pthread_cond_wait`, `timedwait` and `clockwait` are cancellation points, as POSIX
 //! requires: a thread cancelled while it waits (or that waits with a cancellation
-//! pending) re-acquires the mutex, and then its cleanup handlers run. It is done as
-//! glibc's own blocking calls do it (`__pthread_enable_asynccancel`): around the one
-//! futex system call, and nowhere else, the thread's cancel type is asynchronous, so
-//! that `pthread_cancel` signals it and glibc's handler starts the forced unwind from
-//! the system call; a glibc cleanup buffer (`_pthread_cleanup_push`, which glibc's
-//! unwinder runs when it leaves this frame) first leaves the condvar and relocks the
-//! mutex. Unwinding through Rust frames is sound only as glibc's C frames are
-//! unwound: the interposed functions are `extern "C-unwind"`, and no frame between
-//! them and the system call holds a value with a destructor, so none has a landing
-//! pad or a language-specific table (what a forced unwind through a Rust frame may
-//! not meet); the system call itself is inline assembly on x86-64 and AArch64, so
-//! the asynchronous window contains no call a personality routine would have to
-//! know about.
+//! pending) re-acquires the mutex, and then its cleanup handlers run. How, and why it
+//! is sound to unwind through these `extern "C-unwind"` functions: `condwait`.
 //!
 //! # Layout
 //!
@@ -40,10 +29,8 @@
 //!
 //! # The protocol
 //!
-//! `klocks::condvar::SeqCondvar`, whose module doc gives it with its no-lost-wake-up
-//! argument, and whose loom models check it; this layer adds the futex calls, with
-//! `FUTEX_WAIT_BITSET` for an absolute deadline on either clock. Spurious wake-ups (a signal meant for an earlier waiter,
-//! a timeout racing a signal, a Unix signal) return 0, as POSIX allows.
+//! `klocks::condvar::SeqCondvar` with futex calls (`condwait`, shared with the C
+//! API's `klocks_cond_t`). Spurious wake-ups return 0, as POSIX allows.
 
 use std::ffi::c_int;
 use std::mem::size_of;
@@ -60,6 +47,7 @@ use super::mutex::{pthread_mutex_lock, pthread_mutex_unlock};
 use super::profile;
 use super::time::Deadline;
 use super::{config, glibc};
+use crate::condwait::{self, Relock};
 
 /// A klocks-managed `pthread_cond_t`; see the module doc.
 #[repr(C)]
@@ -76,48 +64,6 @@ const _: () = assert!(std::mem::align_of::<Cond>() <= std::mem::align_of::<pthre
 const SHARED: u32 = 1;
 const MONOTONIC: u32 = 2;
 
-/// The futex word operations (private: process-shared condvars are glibc's).
-mod futex {
-    use super::*;
-
-    /// Sleeps while `*word == value`, until woken or `deadline`; whether it timed out.
-    pub(super) fn wait(word: &AtomicU32, value: u32, deadline: Option<&Deadline>) -> bool {
-        let mut op = libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG;
-        if deadline.is_some_and(|d| d.clock == CLOCK_REALTIME) {
-            op |= libc::FUTEX_CLOCK_REALTIME;
-        }
-        let at = deadline.map_or(std::ptr::null(), |d| &d.at as *const timespec);
-        // SAFETY: `word` is a live, aligned u32; FUTEX_WAIT_BITSET reads it and takes
-        // `at` as an absolute time on the chosen clock (null: no timeout).
-        let done = unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                op,
-                value,
-                at,
-                std::ptr::null::<u32>(),
-                libc::FUTEX_BITSET_MATCH_ANY,
-            )
-        };
-        done == -1 && std::io::Error::last_os_error().raw_os_error() == Some(ETIMEDOUT)
-    }
-
-    /// Wakes up to `count` threads sleeping on the word at `word`, which may be gone
-    /// (a private futex wake only hashes the address).
-    pub(super) fn wake(word: *const AtomicU32, count: i32) {
-        // SAFETY: see above; FUTEX_WAKE never dereferences the address in userspace.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.cast::<u32>(),
-                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                count,
-            )
-        };
-    }
-}
-
 impl Cond {
     /// The clock of `timedwait` deadlines: glibc's bit in `__wrefs` (ours keep it).
     fn clock(&self) -> clockid_t {
@@ -129,250 +75,44 @@ impl Cond {
         }
     }
 
-    /// Leaves after waiting: the last one out wakes a waiting `destroy`.
-    fn leave(&self) {
-        // Taken before `leave`: once it returns true the condvar may be freed, and
-        // only this address is used (as `Arc`'s drop, nothing is read through `self`
-        // after the decrement).
-        let waiters: *const AtomicU32 = self.words.waiters_word();
-        if self.words.leave() {
-            futex::wake(waiters, i32::MAX);
-        }
-    }
-
-    /// The wait; no value with a destructor may live in this frame (see the module
-    /// doc, "Cancellation").
+    /// The wait (`condwait::wait`, which is a cancellation point).
     fn wait(&self, m: *mut pthread_mutex_t, deadline: Option<Deadline>) -> c_int {
-        if deadline.is_some_and(|d| !d.is_valid()) {
-            return EINVAL;
-        }
-        // A cancellation already pending is acted on here, with the mutex held.
-        // SAFETY: no preconditions; it may unwind (a forced unwind), which this frame
-        // allows (module doc).
-        unsafe { cancel::pthread_testcancel() };
-        let seq = self.words.register();
-        // SAFETY: `m` is the caller's mutex (POSIX's contract for the wait).
-        let unlocked = unsafe { pthread_mutex_unlock(m) };
-        if unlocked != 0 {
-            self.leave();
-            return unlocked;
-        }
-        let timed_out = deadline.is_some_and(|d| d.at.tv_sec < 0)
-            || cancel::wait(self, m, seq, deadline.as_ref());
-        self.leave();
-        // SAFETY: as above.
-        match unsafe { pthread_mutex_lock(m) } {
-            0 if timed_out => ETIMEDOUT,
-            relocked => relocked,
-        }
-    }
-
-    fn notify(&self, count: i32) {
-        if self.words.notify() {
-            futex::wake(self.words.seq_word(), count);
-        }
-    }
-
-    fn destroy(&self) {
-        self.words.begin_destroy();
-        while let Err(waiting) = self.words.drained() {
-            futex::wait(self.words.waiters_word(), waiting, None);
-        }
+        // SAFETY: `m` is the caller's mutex and the condvar outlives the wait
+        // (POSIX's contract for the wait).
+        unsafe { condwait::wait(&self.words, Pthread(m), deadline) }
     }
 }
 
-/// The cancellable futex wait (module doc, "Cancellation").
-mod cancel {
-    use std::ffi::{c_int, c_void};
+/// The interposed mutex a `pthread_cond_t` wait releases and re-takes: through the
+/// interposed calls, so glibc's passed-through mutexes work too.
+#[derive(Clone, Copy)]
+struct Pthread(*mut pthread_mutex_t);
 
-    use super::{Cond, Deadline, CLOCK_REALTIME, ETIMEDOUT};
-    use crate::preload::mutex::pthread_mutex_lock;
-    use libc::pthread_mutex_t;
-
-    /// glibc's `struct _pthread_cleanup_buffer`.
-    #[repr(C)]
-    struct CleanupBuffer {
-        routine: unsafe extern "C" fn(*mut c_void),
-        arg: *mut c_void,
-        canceltype: c_int,
-        prev: *mut CleanupBuffer,
+impl Relock for Pthread {
+    unsafe fn unlock(self) -> c_int {
+        // SAFETY: caller's contract.
+        unsafe { pthread_mutex_unlock(self.0) }
     }
 
-    /// glibc's values (`<pthread.h>`).
-    const PTHREAD_CANCEL_ASYNCHRONOUS: c_int = 1;
+    unsafe fn lock(self) -> c_int {
+        // SAFETY: caller's contract.
+        unsafe { pthread_mutex_lock(self.0) }
+    }
+}
+
+/// glibc's cancellation state, held off around a wait in glibc's condvar.
+mod cancel {
+    use std::ffi::c_int;
 
     /// glibc's value (`<pthread.h>`).
     pub(super) const PTHREAD_CANCEL_DISABLE: c_int = 1;
 
     extern "C-unwind" {
         pub(super) fn pthread_setcancelstate(state: c_int, old: *mut c_int) -> c_int;
-        // These may start a cancellation's forced unwind (a pending cancellation is
-        // acted on when the type turns asynchronous, or at a test), which passes
-        // through the caller: hence "C-unwind".
+        // May start a pending cancellation's forced unwind, which passes through the
+        // caller: hence "C-unwind".
         pub(super) fn pthread_testcancel();
-        fn pthread_setcanceltype(kind: c_int, old: *mut c_int) -> c_int;
-        fn _pthread_cleanup_push(
-            buffer: *mut CleanupBuffer,
-            routine: unsafe extern "C" fn(*mut c_void),
-            arg: *mut c_void,
-        );
-        fn _pthread_cleanup_pop(buffer: *mut CleanupBuffer, execute: c_int);
     }
-
-    /// What a cancelled waiter must undo before its own cleanup handlers run.
-    struct Waiting {
-        cond: *const Cond,
-        mutex: *mut pthread_mutex_t,
-    }
-
-    /// Run by glibc's unwinder when a cancellation leaves [`wait`]'s frame: leave the
-    /// condvar, relock the mutex (POSIX: the cleanup handlers see it held).
-    unsafe extern "C" fn relock(arg: *mut c_void) {
-        // SAFETY: `arg` is the `Waiting` in `wait`'s frame, which the unwinder has not
-        // popped yet when it calls this; the condvar and mutex outlive the wait.
-        unsafe {
-            let waiting = &*arg.cast::<Waiting>();
-            (*waiting.cond).leave();
-            pthread_mutex_lock(waiting.mutex);
-        }
-    }
-
-    /// Sleeps on the condvar's sequence word while it reads `seq`, until woken,
-    /// `deadline` or a cancellation (which does not return); whether it timed out.
-    pub(super) fn wait(
-        cond: &Cond,
-        mutex: *mut pthread_mutex_t,
-        seq: u32,
-        deadline: Option<&Deadline>,
-    ) -> bool {
-        let waiting = Waiting { cond, mutex };
-        let mut buffer = std::mem::MaybeUninit::<CleanupBuffer>::uninit();
-        let mut kind = 0;
-        let mut op = libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG;
-        if deadline.is_some_and(|d| d.clock == CLOCK_REALTIME) {
-            op |= libc::FUTEX_CLOCK_REALTIME;
-        }
-        let at = deadline.map_or(std::ptr::null(), |d| &d.at as *const libc::timespec);
-        let word = cond.words.seq_word().as_ptr();
-        // SAFETY: glibc's cleanup-buffer protocol: pushed and popped in this frame,
-        // which outlives it; `waiting` lives as long. The type is restored before the
-        // pop. In between, only the system call runs (the asynchronous window).
-        let rc = unsafe {
-            _pthread_cleanup_push(
-                buffer.as_mut_ptr(),
-                relock,
-                std::ptr::addr_of!(waiting).cast_mut().cast(),
-            );
-            if ASYNC_WINDOW {
-                pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &mut kind);
-            }
-            let rc = futex_wait_bitset(word, op, seq, at);
-            if ASYNC_WINDOW {
-                pthread_setcanceltype(kind, &mut kind);
-            }
-            _pthread_cleanup_pop(buffer.as_mut_ptr(), 0);
-            rc
-        };
-        rc == -(ETIMEDOUT as isize)
-    }
-
-    /// `futex(word, op, value, at, NULL, FUTEX_BITSET_MATCH_ANY)` as one instruction:
-    /// returns the kernel's result (a negative errno on failure).
-    ///
-    /// # Safety
-    /// `word` points to a live u32; `at` is null or a live timespec.
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn futex_wait_bitset(
-        word: *mut u32,
-        op: c_int,
-        value: u32,
-        at: *const libc::timespec,
-    ) -> isize {
-        let rc: isize;
-        // SAFETY: the Linux x86-64 system call ABI; the futex call reads `*word` and
-        // `*at` only (caller's contract).
-        unsafe {
-            std::arch::asm!(
-                "syscall",
-                inlateout("rax") libc::SYS_futex as isize => rc,
-                in("rdi") word,
-                in("rsi") op as isize,
-                in("rdx") value as isize,
-                in("r10") at,
-                in("r8") 0isize,
-                in("r9") libc::FUTEX_BITSET_MATCH_ANY as isize,
-                lateout("rcx") _,
-                lateout("r11") _,
-                options(nostack),
-            );
-        }
-        rc
-    }
-
-    /// See the x86-64 version.
-    ///
-    /// # Safety
-    /// As there.
-    #[cfg(target_arch = "aarch64")]
-    unsafe fn futex_wait_bitset(
-        word: *mut u32,
-        op: c_int,
-        value: u32,
-        at: *const libc::timespec,
-    ) -> isize {
-        let rc: isize;
-        // SAFETY: the Linux AArch64 system call ABI, as above.
-        unsafe {
-            std::arch::asm!(
-                "svc 0",
-                in("x8") libc::SYS_futex as isize,
-                inlateout("x0") word as isize => rc,
-                in("x1") op as isize,
-                in("x2") value as isize,
-                in("x3") at,
-                in("x4") 0isize,
-                in("x5") libc::FUTEX_BITSET_MATCH_ANY as isize,
-                options(nostack),
-            );
-        }
-        rc
-    }
-
-    /// Elsewhere through glibc's `syscall`, which (declared `nounwind` by the `libc`
-    /// crate) a cancellation must not unwind through: there the type stays deferred
-    /// and the wait is not a cancellation point ([`ASYNC_WINDOW`]).
-    ///
-    /// # Safety
-    /// As for the x86-64 version.
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    unsafe fn futex_wait_bitset(
-        word: *mut u32,
-        op: c_int,
-        value: u32,
-        at: *const libc::timespec,
-    ) -> isize {
-        // SAFETY: caller's contract.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word,
-                op,
-                value,
-                at,
-                std::ptr::null::<u32>(),
-                libc::FUTEX_BITSET_MATCH_ANY,
-            )
-        };
-        if rc == -1 {
-            // SAFETY: glibc's thread-local errno.
-            -(unsafe { *libc::__errno_location() } as isize)
-        } else {
-            rc as isize
-        }
-    }
-
-    /// Whether the system call above may be the asynchronous window.
-    const ASYNC_WINDOW: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
 }
 
 /// A condvar wait as the caller made it.
@@ -547,7 +287,7 @@ pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
     // SAFETY: caller's contract.
     match unsafe { ours(c) } {
         Some(cond) => {
-            cond.destroy();
+            condwait::destroy(&cond.words);
             0
         }
         // SAFETY: the caller's contract is glibc's.
@@ -639,7 +379,7 @@ pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
     // SAFETY: caller's contract.
     match unsafe { ours(c) } {
         Some(cond) => {
-            cond.notify(1);
+            condwait::notify(&cond.words, 1);
             0
         }
         // SAFETY: the caller's contract is glibc's.
@@ -659,7 +399,7 @@ pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int
     // SAFETY: caller's contract.
     match unsafe { ours(c) } {
         Some(cond) => {
-            cond.notify(i32::MAX);
+            condwait::notify(&cond.words, i32::MAX);
             0
         }
         // SAFETY: the caller's contract is glibc's.

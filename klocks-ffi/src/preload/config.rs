@@ -1,4 +1,10 @@
-//! `KLOCKS_LOCK` and `KLOCKS_RWLOCK`: the process's choice, read once.
+//! `KLOCKS_LOCK` and `KLOCKS_RWLOCK`: the process's choice, read once; and
+//! `KLOCKS_VERBOSE`, the line that names it.
+//!
+//! Names are matched ignoring ASCII case and surrounding blanks, and an empty value
+//! is the variable unset: people type `KLOCKS_LOCK=Default`, and scripts write
+//! `KLOCKS_LOCK=$CHOICE` with `CHOICE` empty. A name that is not a lock is answered
+//! with one line that suggests the nearest name, and that family stays glibc's.
 
 use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
 
@@ -45,6 +51,78 @@ impl RwPolicy {
     fn name(self) -> &'static str {
         self.catalog().name()
     }
+
+    /// What to pick it for, in a few words (README's "Which lock").
+    fn use_it_for(self) -> &'static str {
+        match self {
+            RwPolicy::Default => "data that is read and written",
+            RwPolicy::Adaptive => "FIFO among readers and writers",
+            RwPolicy::Always => "re-running seed 001's \"before\"",
+            RwPolicy::Never => "FIFO, with readers that sleep at once (Linux 5.11+)",
+        }
+    }
+
+    /// The policy `name` names: a catalog name, or `default` for the default rwlock
+    /// (the name `KLOCKS_LOCK` gives the pair), ignoring ASCII case.
+    fn named(name: &str) -> Option<RwPolicy> {
+        if name.eq_ignore_ascii_case(DEFAULT_ALIAS) {
+            return Some(RwPolicy::Default);
+        }
+        RwPolicy::ALL
+            .into_iter()
+            .find(|policy| policy.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// `KLOCKS_RWLOCK=default`: the default rwlock, whose catalog name is `default-rw`.
+const DEFAULT_ALIAS: &str = "default";
+
+/// The value that lists the names instead of choosing one.
+const HELP: &str = "help";
+
+/// The mutex kind `name` names, ignoring ASCII case.
+fn mutex_named(name: &str) -> Option<Kind> {
+    Kind::ALL
+        .into_iter()
+        .find(|kind| kind.name().eq_ignore_ascii_case(name))
+}
+
+/// What to pick a mutex kind for, in a few words (README's "Which lock").
+fn mutex_use(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Default => "any section, any threads",
+        Kind::PvQSpin => "short sections, any number of threads",
+        Kind::QSpin => "short sections, FIFO, no more threads than CPUs (never sleeps)",
+        Kind::Ticket => "tiny sections on very few CPUs (never sleeps)",
+        Kind::PvTicket => "strict FIFO with threads that may outnumber CPUs",
+        Kind::Futex => "re-running seed 004's \"before\"",
+        Kind::SpinFutex => "re-running seed 004's \"after\"",
+    }
+}
+
+/// A variable's value as a choice: blanks around it ignored, empty as unset.
+fn setting(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|value| !value.is_empty())
+}
+
+/// The name among `names` that `typed` most likely misspells, if one is close
+/// enough (Jaro-Winkler similarity, which favours a shared beginning: `pvqspin`
+/// finds `pvqspinlock`, `defualt` finds `default`).
+fn nearest(typed: &str, names: impl IntoIterator<Item = &'static str>) -> Option<&'static str> {
+    /// Below this, the names share too little for the suggestion to help.
+    const CLOSE_ENOUGH: f64 = 0.8;
+    let typed = typed.trim().to_ascii_lowercase();
+    names
+        .into_iter()
+        .map(|name| (strsim::jaro_winkler(&typed, name), name))
+        .filter(|&(similarity, _)| similarity >= CLOSE_ENOUGH)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| name)
+}
+
+/// `; did you mean `name`?`, or nothing when no name is close.
+fn did_you_mean(typed: &str, names: impl IntoIterator<Item = &'static str>) -> String {
+    nearest(typed, names).map_or_else(String::new, |name| format!("; did you mean `{name}`?"))
 }
 
 /// What the process uses: `None` is glibc.
@@ -99,10 +177,15 @@ pub(super) fn choice() -> Choice {
 
 /// An environment variable's value, borrowed from the environment (no allocation).
 pub(super) fn var(var: Var) -> Option<&'static str> {
+    env_value(var.c_name())
+}
+
+/// The value of the environment variable `name` (see [`var`]).
+fn env_value(name: &CStr) -> Option<&'static str> {
     // SAFETY: the name is NUL-terminated. glibc's `getenv` returns null or a pointer
     // into the environment block; nothing in this process is expected to change the
     // variables that configure it while it starts.
-    let value = unsafe { libc::getenv(var.c_name().as_ptr()) };
+    let value = unsafe { libc::getenv(name.as_ptr()) };
     if value.is_null() {
         return None;
     }
@@ -163,6 +246,51 @@ pub(super) fn warm_up() {
     }
 }
 
+/// `KLOCKS_VERBOSE`: `1` prints one line at start naming what is active, `0` (as
+/// unset or empty) nothing.
+const VERBOSE: &CStr = c"KLOCKS_VERBOSE";
+
+/// Whether `KLOCKS_VERBOSE`'s value asks for the line; the complaint for a value
+/// that is neither `0` nor `1`.
+fn verbose(value: Option<&str>) -> Result<bool, String> {
+    match setting(value) {
+        None | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(other) => Err(format!(
+            "{}={other:?} is not a verbosity: use 1 (one line at start naming the locks) or 0; quiet",
+            VERBOSE.to_str().unwrap_or("KLOCKS_VERBOSE")
+        )),
+    }
+}
+
+/// The line `KLOCKS_VERBOSE=1` prints: the mutex and rwlock of `choice`, the owner
+/// probe (`None`: glibc's locks only, which use none) and whether the contention
+/// profile is on.
+fn active_line(choice: Choice, probe: Option<ProbeKind>, profile: bool) -> String {
+    format!(
+        "active: mutexes {}, rwlocks {}, owner probe {}, profile {}",
+        choice.mutex.map_or(GLIBC, Kind::name),
+        choice.rwlock.map_or(GLIBC, RwPolicy::name),
+        probe.map_or("unused (glibc's locks)", ProbeKind::name),
+        if profile { "on" } else { "off" }
+    )
+}
+
+/// Prints what `KLOCKS_VERBOSE` asks for: the active line, or why its value is not
+/// understood. Called from the library's constructor, after [`warm_up`] and the
+/// profile's start, so that the probe is picked and the profile decided.
+pub(super) fn announce(profile: bool) {
+    match verbose(env_value(VERBOSE)) {
+        Ok(false) => {}
+        Ok(true) => {
+            let choice = choice();
+            let probe = (choice != GLIBC_ONLY).then(klocks_core::owner::probe_kind);
+            say(&active_line(choice, probe, profile));
+        }
+        Err(complaint) => say(&complaint),
+    }
+}
+
 const GLIBC_ONLY: Choice = Choice {
     mutex: None,
     rwlock: None,
@@ -190,31 +318,70 @@ impl Complaint<'_> {
     /// The lines to print.
     fn lines(self) -> Vec<String> {
         match self {
-            Complaint::Help => {
-                let mutexes: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
-                let rwlocks: Vec<_> = RwPolicy::ALL.iter().map(|p| p.name()).collect();
-                vec![
-                    format!("{LOCK}=<mutex>: {}, or {GLIBC} (the default)", mutexes.join(", ")),
-                    format!(
-                        "{RWLOCK}=<rwlock>: {}, or {GLIBC} (the default)",
-                        rwlocks.join(", ")
-                    ),
-                ]
+            Complaint::Help => help_lines(),
+            Complaint::UnknownLock(name) => {
+                let names = Kind::ALL.map(Kind::name).into_iter().chain([GLIBC, HELP]);
+                vec![format!(
+                    "{LOCK}={name:?} is not a lock{} ({LOCK}=help lists them); using glibc's mutexes",
+                    did_you_mean(name, names)
+                )]
             }
-            Complaint::UnknownLock(name) => vec![format!(
-                "{LOCK}={name:?} is not a lock ({LOCK}=help lists them); using glibc's mutexes"
-            )],
-            Complaint::UnknownRwLock(name) => vec![format!(
-                "{RWLOCK}={name:?} is not an rwlock ({RWLOCK}=help lists them); using glibc's rwlocks"
-            )],
+            Complaint::UnknownRwLock(name) => {
+                let names = RwPolicy::ALL.map(RwPolicy::name).into_iter();
+                let names = names.chain([DEFAULT_ALIAS, GLIBC, HELP]);
+                vec![format!(
+                    "{RWLOCK}={name:?} is not an rwlock{} ({RWLOCK}=help lists them); using glibc's rwlocks",
+                    did_you_mean(name, names)
+                )]
+            }
             Complaint::BadSetting(bad) => vec![format!("{bad}; using glibc's locks")],
             Complaint::RefusedProbe(kind) => vec![format!(
                 "{OWNER_PROBE}={} is refused here ({}); using glibc's locks",
                 kind.name(),
-                kind.check().err().map_or_else(String::new, |e| e.to_string())
+                kind.check()
+                    .err()
+                    .map_or_else(String::new, |e| e.to_string())
             )],
         }
     }
+}
+
+/// `help`'s answer: every name of both variables (the default first), what to pick
+/// it for and what it is.
+fn help_lines() -> Vec<String> {
+    let entry = |name: &str, use_it_for: &str, about: &str| {
+        format!("  {name:<15} use for {use_it_for}. {about}")
+    };
+    let glibc = entry(
+        GLIBC,
+        "what the program runs without klocks",
+        "glibc's own locks (as unset)",
+    );
+    let mut lines = vec![format!(
+        "{LOCK}=<name> runs the program's mutexes and condvars on a klocks lock (`default`: its rwlocks too, unless {RWLOCK} is set); names ignore case:"
+    )];
+    let others = Kind::ALL.into_iter().filter(|&kind| kind != Kind::Default);
+    lines.extend(
+        [Kind::Default]
+            .into_iter()
+            .chain(others)
+            .map(|kind| entry(kind.name(), mutex_use(kind), kind.catalog().about())),
+    );
+    lines.push(glibc.clone());
+    lines.push(format!(
+        "{RWLOCK}=<name> runs the program's rwlocks on a klocks rwlock (`default` is default-rw); names ignore case:"
+    ));
+    let others = RwPolicy::ALL
+        .into_iter()
+        .filter(|&policy| policy != RwPolicy::Default);
+    lines.extend(
+        [RwPolicy::Default]
+            .into_iter()
+            .chain(others)
+            .map(|policy| entry(policy.name(), policy.use_it_for(), policy.catalog().about())),
+    );
+    lines.push(glibc);
+    lines
 }
 
 /// The choice `env` asks for; what is wrong with it goes to `complain`.
@@ -225,36 +392,32 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
             complain(Complaint::Help);
         }
     };
-    let mutex = match env.lock {
-        None | Some(GLIBC) => None,
-        Some("help") => {
+    let mutex = match setting(env.lock) {
+        None => None,
+        Some(name) if name.eq_ignore_ascii_case(GLIBC) => None,
+        Some(name) if name.eq_ignore_ascii_case(HELP) => {
             help(&mut complain);
             None
         }
-        Some(name) => Kind::ALL
-            .into_iter()
-            .find(|k| k.name() == name)
-            .or_else(|| {
-                complain(Complaint::UnknownLock(name));
-                None
-            }),
+        Some(name) => mutex_named(name).or_else(|| {
+            complain(Complaint::UnknownLock(name));
+            None
+        }),
     };
-    let rwlock = match env.rwlock {
-        None | Some(GLIBC) => None,
-        Some("help") => {
+    let rwlock = match setting(env.rwlock) {
+        None => None,
+        Some(name) if name.eq_ignore_ascii_case(GLIBC) => None,
+        Some(name) if name.eq_ignore_ascii_case(HELP) => {
             help(&mut complain);
             None
         }
-        Some(name) => RwPolicy::ALL
-            .into_iter()
-            .find(|p| p.name() == name)
-            .or_else(|| {
-                complain(Complaint::UnknownRwLock(name));
-                None
-            }),
+        Some(name) => RwPolicy::named(name).or_else(|| {
+            complain(Complaint::UnknownRwLock(name));
+            None
+        }),
     };
     // `default` names the default pair: its rwlock too, unless KLOCKS_RWLOCK is set.
-    let rwlock = match (mutex, env.rwlock) {
+    let rwlock = match (mutex, setting(env.rwlock)) {
         (Some(Kind::Default), None) => Some(RwPolicy::Default),
         _ => rwlock,
     };
@@ -374,16 +537,123 @@ mod tests {
     }
 
     #[test]
-    fn help_lists_every_name_once() {
-        let (choice, lines) = run(Some("help"), Some("help"), None, None);
+    fn help_lists_every_name_once_with_its_description_and_use() {
+        let (choice, lines) = run(Some("help"), Some("HELP"), None, None);
         assert_eq!(choice, GLIBC_ONLY);
-        assert_eq!(lines.len(), 2, "{lines:?}");
+        let text = lines.join("\n");
         for kind in Kind::ALL {
-            assert!(lines[0].contains(kind.name()));
+            let line = lines
+                .iter()
+                .find(|line| line.split_whitespace().next() == Some(kind.name()))
+                .unwrap_or_else(|| panic!("{} not listed: {text}", kind.name()));
+            assert!(line.contains(kind.catalog().about()), "{line}");
+            assert!(line.contains(mutex_use(kind)), "{line}");
         }
         for policy in RwPolicy::ALL {
-            assert!(lines[1].contains(policy.name()));
+            let listed: Vec<_> = lines
+                .iter()
+                .filter(|line| line.split_whitespace().next() == Some(policy.name()))
+                .collect();
+            assert_eq!(listed.len(), 1, "{}: {text}", policy.name());
+            assert!(listed[0].contains(policy.catalog().about()), "{text}");
+            assert!(listed[0].contains(policy.use_it_for()), "{text}");
         }
+        assert_eq!(
+            lines.iter().filter(|line| line.contains("=<name>")).count(),
+            2,
+            "both variables, once: {text}"
+        );
+    }
+
+    #[test]
+    fn names_ignore_case_and_blanks() {
+        assert_eq!(
+            run(Some("Default"), None, None, None).0.mutex,
+            Some(Kind::Default)
+        );
+        assert_eq!(
+            run(Some(" PVTICKET "), None, None, None).0.mutex,
+            Some(Kind::PvTicket)
+        );
+        let (choice, lines) = run(Some("GLIBC"), Some("Rwsem-Never"), None, None);
+        assert_eq!(choice.mutex, None);
+        assert_eq!(choice.rwlock, Some(RwPolicy::Never));
+        assert!(lines.is_empty(), "{lines:?}");
+    }
+
+    #[test]
+    fn an_empty_value_is_unset() {
+        assert_eq!(run(Some(""), Some(" "), None, None), (GLIBC_ONLY, vec![]));
+        // An empty KLOCKS_RWLOCK does not hold `default`'s rwlock back.
+        let (choice, lines) = run(Some("default"), Some(""), None, None);
+        assert_eq!(choice.rwlock, Some(RwPolicy::Default));
+        assert!(lines.is_empty(), "{lines:?}");
+    }
+
+    #[test]
+    fn default_names_the_default_rwlock_too() {
+        for name in ["default", "DEFAULT", "default-rw"] {
+            let (choice, lines) = run(None, Some(name), None, None);
+            assert_eq!(choice.rwlock, Some(RwPolicy::Default), "{name}");
+            assert!(lines.is_empty(), "{lines:?}");
+        }
+    }
+
+    #[test]
+    fn a_misspelling_gets_the_nearest_name() {
+        for (typed, meant) in [
+            ("defualt", "default"),
+            ("pvqspin", "pvqspinlock"),
+            ("Spinfutx", "spinfutex"),
+        ] {
+            let (choice, lines) = run(Some(typed), None, None, None);
+            assert_eq!(choice, GLIBC_ONLY);
+            assert_eq!(lines.len(), 1, "{lines:?}");
+            assert!(
+                lines[0].contains(&format!("is not a lock; did you mean `{meant}`?")),
+                "{typed}: {lines:?}"
+            );
+        }
+        let (_, lines) = run(None, Some("rwsem-nevr"), None, None);
+        assert!(
+            lines[0].contains("did you mean `rwsem-never`?"),
+            "{lines:?}"
+        );
+        let (_, lines) = run(None, Some("defualt"), None, None);
+        assert!(lines[0].contains("did you mean `default`?"), "{lines:?}");
+        // Nothing close: no suggestion.
+        let (_, lines) = run(Some("zzz"), None, None, None);
+        assert!(!lines[0].contains("did you mean"), "{lines:?}");
+    }
+
+    #[test]
+    fn verbose_is_0_or_1_and_anything_else_is_one_complaint() {
+        assert_eq!(verbose(None), Ok(false));
+        assert_eq!(verbose(Some("")), Ok(false));
+        assert_eq!(verbose(Some("0")), Ok(false));
+        assert_eq!(verbose(Some(" 1 ")), Ok(true));
+        let complaint = verbose(Some("yes")).unwrap_err();
+        assert!(
+            complaint.starts_with("KLOCKS_VERBOSE=\"yes\" is not"),
+            "{complaint}"
+        );
+        assert!(!complaint.contains('\n'));
+    }
+
+    #[test]
+    fn the_active_line_names_both_locks_the_probe_and_the_profile() {
+        let choice = Choice {
+            mutex: Some(Kind::PvTicket),
+            rwlock: Some(RwPolicy::Never),
+        };
+        assert_eq!(
+            active_line(choice, Some(ProbeKind::CpuClock), true),
+            "active: mutexes pvticket, rwlocks rwsem-never, owner probe clock, profile on"
+        );
+        assert_eq!(
+            active_line(GLIBC_ONLY, None, false),
+            "active: mutexes glibc, rwlocks glibc, owner probe unused (glibc's locks), profile off"
+        );
     }
 
     #[test]

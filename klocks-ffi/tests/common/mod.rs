@@ -50,9 +50,26 @@ pub fn lib_dir() -> &'static Path {
         assert!(status.success(), "cargo build -p klocks-ffi failed");
         let lib = profile_dir.join("libklocks.so");
         assert!(lib.exists(), "{} not built", lib.display());
+        link_soname(profile_dir);
         profile_dir.to_path_buf()
     })
 }
+
+/// Links `libklocks.so.0` (the library's soname, which programs linked with
+/// `-lklocks` ask the loader for) to `libklocks.so` beside it, as an install does.
+fn link_soname(dir: &Path) {
+    let soname = dir.join(SONAME);
+    // Replaced each time, through a temporary name: test executables may race here.
+    let temporary = dir.join(format!("{SONAME}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&temporary);
+    std::os::unix::fs::symlink("libklocks.so", &temporary)
+        .unwrap_or_else(|e| panic!("link {}: {e}", temporary.display()));
+    std::fs::rename(&temporary, &soname)
+        .unwrap_or_else(|e| panic!("rename to {}: {e}", soname.display()));
+}
+
+/// The soname `klocks-ffi/build.rs` gives the library.
+pub const SONAME: &str = "libklocks.so.0";
 
 /// `libklocks.so`, built.
 pub fn library() -> PathBuf {

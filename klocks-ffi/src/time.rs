@@ -1,16 +1,17 @@
-//! Deadlines of the timed calls (`timedlock`, `clocklock`, `timedwait`, ...).
+//! Deadlines of the timed calls (`timedlock`, `clocklock`, `timedwait`, ...), of
+//! the C API and of the interposed pthread functions alike.
 
 use std::ffi::c_int;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use libc::{clockid_t, timespec, CLOCK_MONOTONIC, CLOCK_REALTIME, EINVAL, ETIMEDOUT};
 
 /// An absolute time on `CLOCK_REALTIME` or `CLOCK_MONOTONIC`, as POSIX's timed calls
 /// take it.
 #[derive(Clone, Copy)]
-pub(super) struct Deadline {
-    pub(super) clock: clockid_t,
-    pub(super) at: timespec,
+pub(crate) struct Deadline {
+    pub(crate) clock: clockid_t,
+    pub(crate) at: timespec,
 }
 
 /// The first sleep of a polling wait, and the longest.
@@ -22,7 +23,7 @@ impl Deadline {
     ///
     /// # Safety
     /// `at` is null or points to a readable `timespec`.
-    pub(super) unsafe fn new(clock: clockid_t, at: *const timespec) -> Result<Deadline, c_int> {
+    pub(crate) unsafe fn new(clock: clockid_t, at: *const timespec) -> Result<Deadline, c_int> {
         if !(clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC) || at.is_null() {
             return Err(EINVAL);
         }
@@ -32,7 +33,7 @@ impl Deadline {
     }
 
     /// `duration` from now, on `CLOCK_MONOTONIC`.
-    pub(super) fn after(duration: Duration) -> Deadline {
+    pub(crate) fn after(duration: Duration) -> Deadline {
         let mut now = timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -53,12 +54,22 @@ impl Deadline {
 
     /// Whether the nanoseconds are in range; POSIX has the call fail with `EINVAL`
     /// otherwise, but only once it would have to wait.
-    pub(super) fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         (0..1_000_000_000).contains(&self.at.tv_nsec)
     }
 
+    /// The deadline as an `Instant` (on the monotonic clock, which is what the Rust
+    /// locks' timed waits take): now plus the time left. A `CLOCK_REALTIME` deadline
+    /// thus follows the wall clock as it stands at the call, not later jumps of it.
+    pub(crate) fn instant(&self) -> Instant {
+        let now = Instant::now();
+        self.left()
+            .and_then(|left| now.checked_add(left))
+            .unwrap_or(now)
+    }
+
     /// How long until the deadline; `None` once it passed.
-    pub(super) fn left(&self) -> Option<Duration> {
+    pub(crate) fn left(&self) -> Option<Duration> {
         let mut now = timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -73,7 +84,7 @@ impl Deadline {
     /// Calls `attempt` until it succeeds (0) or the deadline passes (`ETIMEDOUT`),
     /// sleeping between attempts: 1 µs, doubling up to 1 ms, never past the deadline.
     /// `EINVAL` if the first attempt fails and the deadline is malformed.
-    pub(super) fn poll(&self, mut attempt: impl FnMut() -> bool) -> c_int {
+    pub(crate) fn poll(&self, mut attempt: impl FnMut() -> bool) -> c_int {
         if attempt() {
             return 0;
         }
@@ -85,13 +96,25 @@ impl Deadline {
             let Some(left) = self.left() else {
                 return ETIMEDOUT;
             };
-            super::nap(nap.min(left));
+            nap_for(nap.min(left));
             nap = (nap * 2).min(LONGEST_NAP);
             if attempt() {
                 return 0;
             }
         }
     }
+}
+
+/// Sleeps for `duration` with the raw `nanosleep` system call (not a cancellation
+/// point, unlike glibc's: a cancellation must not unwind out of an interposed call).
+/// A signal may cut it short.
+pub(crate) fn nap_for(duration: Duration) {
+    let time = timespec {
+        tv_sec: duration.as_secs() as libc::time_t,
+        tv_nsec: duration.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `time` is a valid timespec that lives for the call; no remainder wanted.
+    unsafe { libc::syscall(libc::SYS_nanosleep, &time, std::ptr::null::<timespec>()) };
 }
 
 #[cfg(test)]
@@ -162,6 +185,16 @@ mod tests {
         assert_eq!((done, tries), (0, 3));
         // A past deadline still gets one attempt, and a free lock is taken.
         assert_eq!(in_ms(CLOCK_REALTIME, -5).poll(|| true), 0);
+    }
+
+    #[test]
+    fn an_instant_is_the_time_left_from_now() {
+        let start = Instant::now();
+        let instant = in_ms(CLOCK_REALTIME, 500).instant();
+        let ahead = instant - start;
+        assert!(ahead > Duration::from_millis(400) && ahead <= Duration::from_millis(501));
+        // A past deadline is now: a timed wait then tries once.
+        assert!(in_ms(CLOCK_MONOTONIC, -500).instant() <= Instant::now());
     }
 
     #[test]
