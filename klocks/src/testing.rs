@@ -259,6 +259,7 @@ unsafe impl lock_api::RawMutex for BustedLock {
 /// and locks the same mutex sleeps behind its own thread, and so does every later
 /// sleeper while the flag stands: `lockbench torture --signals same` must catch it.
 /// It excludes correctly otherwise.
+#[cfg(not(loom))]
 pub struct BustedDelegation(AtomicU32);
 
 #[cfg(not(loom))]
