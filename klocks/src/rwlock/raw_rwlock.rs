@@ -166,8 +166,9 @@
 //! lock never waits for its own thread: as the spinner's handler it clears
 //! `WRITER_SPINNING` before it sleeps; as a reader it enters past `WRITERS_WAITING`
 //! on a free lock, and alongside its own thread's `WRITER` while that thread drains
-//! (its section ends before the drain goes on). A handler that write-locks the lock
-//! its own thread drains waits for itself, as one that takes a lock its thread holds.
+//! (its section ends before the drain goes on); as a writer it waits, as its thread
+//! does, for the readers to leave, and then borrows its thread's `WRITER` for its
+//! section (marked in the writer's id, so that its unlock gives it back).
 //!
 //! # Misuse
 //!
@@ -217,6 +218,9 @@ const READER_TURN: u32 = 1 << 5;
 const READER: u32 = 1 << 6;
 /// The count of readers inside.
 const READERS_MASK: u32 = (u32::MAX / READER) * READER;
+/// Marks the writer's id of a write lock a signal handler borrowed from its own
+/// thread's drain (thread ids fit in 22 bits).
+const BORROWED: u32 = 1 << 31;
 /// The most readers at once: half of what the count holds. The upper half is left to
 /// the wrap of an unheld read unlock (an empty count minus one, and one more per
 /// concurrent misuse), so that a reader tells a transient wrap from a real overflow by
@@ -452,13 +456,14 @@ impl RawRwLock {
         if self
             .word
             .compare_exchange(0, WRITER, Acquire, Relaxed)
-            .is_err()
+            .is_ok()
         {
+            // Relaxed: read by others as a hint (the probe), and by this thread alone
+            // for "is it me?". (The slow path stores it itself.)
+            self.writer.store(me, Relaxed);
+        } else {
             self.lock_exclusive_slow(me, Patience::Forever);
         }
-        // Relaxed: read by others as a hint (the probe), and by this thread alone
-        // for "is it me?".
-        self.writer.store(me, Relaxed);
     }
 
     /// Takes the write lock if no reader or writer holds it (or a turn is on).
@@ -485,16 +490,16 @@ impl RawRwLock {
     pub fn try_lock_exclusive_until(&self, deadline: std::time::Instant) -> bool {
         let me = owner::current_tid();
         // Acquire: as in `lock_exclusive`.
-        let took = self
+        if self
             .word
             .compare_exchange(0, WRITER, Acquire, Relaxed)
             .is_ok()
-            || self.lock_exclusive_slow(me, Patience::Until(deadline));
-        if took {
+        {
             // Relaxed: as in `lock_exclusive`.
             self.writer.store(me, Relaxed);
+            return true;
         }
-        took
+        self.lock_exclusive_slow(me, Patience::Until(deadline))
     }
 
     /// Releases the write lock.
@@ -504,7 +509,11 @@ impl RawRwLock {
     /// was).
     #[inline]
     pub fn unlock_exclusive(&self) {
-        let me = self.disown_write();
+        let Some(me) = self.disown_write() else {
+            // A signal handler's write lock borrowed from its thread's drain: the
+            // thread's WRITER stays.
+            return;
+        };
         // (0,1,0,0,0) -> 0. Release: pairs with the Acquire of the next acquisition.
         if self
             .word
@@ -523,8 +532,15 @@ impl RawRwLock {
     /// # Panics
     /// If the calling thread does not hold the write lock.
     pub fn downgrade(&self) {
-        let me = self.disown_write();
-        self.release_write(me, READER);
+        match self.disown_write() {
+            Some(me) => self.release_write(me, READER),
+            // A borrowed write lock becomes a read lock beside its thread's WRITER,
+            // as a handler's read would be. Relaxed: this thread's own WRITER holds
+            // every other writer and reader out.
+            None => {
+                self.word.fetch_add(READER, Relaxed);
+            }
+        }
     }
 
     /// Whether a writer holds the lock or any reader does.
@@ -547,7 +563,7 @@ impl RawRwLock {
     /// otherwise.
     pub fn exclusive_owner(&self) -> Option<u32> {
         // Relaxed: see above.
-        let tid = self.writer.load(Relaxed);
+        let tid = self.writer.load(Relaxed) & !BORROWED;
         (tid != 0 && self.word.load(Relaxed) & WRITER != 0).then_some(tid)
     }
 
@@ -576,20 +592,35 @@ impl RawRwLock {
         self.writers_asleep.store(0, Relaxed);
     }
 
-    /// Checks that the calling thread writes, and forgets it as the writer.
+    /// Checks that the calling thread writes, and forgets it as the writer; its id,
+    /// or `None` for a write lock that a signal handler borrowed from its thread's
+    /// drain (`borrow_drain`), which this gives back to the thread.
     #[inline]
-    fn disown_write(&self) -> u32 {
+    fn disown_write(&self) -> Option<u32> {
         // Relaxed: only this thread stores its own id there, so "is it me?" needs no
         // ordering.
         let holder = self.writer.load(Relaxed);
         let me = owner::current_tid();
         if holder != me {
-            write_unlock_by_non_writer(holder, me);
+            return self.disown_borrowed(holder, me);
         }
         // Relaxed: cleared before the releasing cmpxchg, which orders it before the
         // next writer's store.
         self.writer.store(0, Relaxed);
-        me
+        Some(me)
+    }
+
+    /// The unlock of a write lock this thread does not hold as a writer: a borrowed
+    /// one (its thread's id goes back), or misuse (panic).
+    #[cold]
+    #[inline(never)]
+    fn disown_borrowed(&self, holder: u32, me: u32) -> Option<u32> {
+        if holder != me | BORROWED {
+            write_unlock_by_non_writer(holder & !BORROWED, me);
+        }
+        // Relaxed: as in `disown_write`; the drain it belongs to goes on.
+        self.writer.store(me, Relaxed);
+        None
     }
 
     /// The releasing cmpxchg of a write lock that others may wait for: clears
@@ -807,7 +838,8 @@ impl RawRwLock {
         let me = owner::current_tid();
         // Relaxed: only this thread stores its own id there. A signal handler whose
         // thread drains the readers enters alongside (`reader_may_enter`).
-        if self.writer.load(Relaxed) == me && !Role::Drainer.held_on(self.address()) {
+        let writer = self.writer.load(Relaxed);
+        if writer == me | BORROWED || (writer == me && !Role::Drainer.held_on(self.address())) {
             panic!("klocks: thread {me} read-locked a klocks::RwLock it holds for writing");
         }
         stats::count(STATS, Event::ReadSlowpath);
@@ -878,7 +910,7 @@ impl RawRwLock {
                 return false;
             }
             // Relaxed: a hint for the probe.
-            let writer = self.writer.load(Relaxed);
+            let writer = self.writer.load(Relaxed) & !BORROWED;
             if writer != 0 {
                 let (_, watch) = match &mut watch {
                     Some(w) if w.0 == writer => w,
@@ -904,7 +936,11 @@ impl RawRwLock {
     #[cold]
     fn lock_exclusive_slow(&self, me: u32, patience: Patience) -> bool {
         // Relaxed: only this thread stores its own id there.
-        if self.writer.load(Relaxed) == me {
+        let writer = self.writer.load(Relaxed);
+        if writer == me && Role::Drainer.held_on(self.address()) {
+            return self.borrow_drain(me, patience);
+        }
+        if writer & !BORROWED == me {
             panic!("klocks: thread {me} write-locked a klocks::RwLock it already holds (it is not recursive)");
         }
         stats::count(STATS, Event::LockSlowpath);
@@ -976,6 +1012,22 @@ impl RawRwLock {
         readers_may_enter(val)
             || Role::Drainer.held_on(lock)
             || (val & WRITER == 0 && Role::Writer.held_on(lock))
+    }
+
+    /// A signal handler whose thread drains this lock's readers write-locks it: it
+    /// waits, as its thread does, until no reader is inside, and then holds its
+    /// thread's `WRITER` for its section, marked [`BORROWED`] in the writer's id so
+    /// that its unlock gives it back instead of releasing it (`disown_write`). The
+    /// interrupted drain then finds no reader inside and goes on. Whether it holds
+    /// the lock (a timed one gives up at its deadline, leaving its thread's `WRITER`).
+    #[cold]
+    fn borrow_drain(&self, me: u32, patience: Patience) -> bool {
+        if !self.wait_until_no_reader(patience) {
+            return false;
+        }
+        // Relaxed: "is it me?" for this thread alone, as in `lock_exclusive`.
+        self.writer.store(me | BORROWED, Relaxed);
+        true
     }
 
     /// A signal handler whose thread is this lock's writer spinner clears
@@ -1051,6 +1103,22 @@ impl RawRwLock {
     /// `drain_readers`, with the role recorded; a timed writer that gives up restores
     /// the record to `outer` before it releases `WRITER`.
     fn drain_as_drainer(&self, patience: Patience, outer: usize) -> bool {
+        if self.wait_until_no_reader(patience) {
+            return true;
+        }
+        // No longer this thread's WRITER from the release on.
+        // Relaxed: cleared before the releasing cmpxchg, as in `disown_write`.
+        self.writer.store(0, Relaxed);
+        Role::Drainer.restore(outer);
+        // Relaxed: only this thread (or a handler on it) sets it.
+        self.word.fetch_and(!DRAIN_SLEEPS, Relaxed);
+        self.release_write(owner::current_tid(), 0);
+        false
+    }
+
+    /// Holding `WRITER` (this thread's): spin, then sleep, until no reader is inside;
+    /// `false` if `patience` ran out first.
+    fn wait_until_no_reader(&self, patience: Patience) -> bool {
         let mut spent = 0;
         let budget = BUDGET.spins();
         let mut counted = false;
@@ -1070,13 +1138,6 @@ impl RawRwLock {
                 counted = true;
             }
             if patience.expired() {
-                // No longer this thread's WRITER from the release on.
-                // Relaxed: cleared before the releasing cmpxchg, as in `disown_write`.
-                self.writer.store(0, Relaxed);
-                Role::Drainer.restore(outer);
-                // Relaxed: only this thread sets it.
-                self.word.fetch_and(!DRAIN_SLEEPS, Relaxed);
-                self.release_write(owner::current_tid(), 0);
                 stats::count(STATS, Event::Timeout);
                 return false;
             }

@@ -18,7 +18,8 @@
 //! - **signals**: a thread sends `SIGURG` to a random worker about every millisecond
 //!   (the handler counts it): futex waits return early, spins are interrupted. With
 //!   `--signals same` the handler takes the lock under test itself (on a writer
-//!   thread, for reading, for reader-writer locks), on a thread that may be spinning,
+//!   thread, for reading and writing in turn, for reader-writer locks), on a thread
+//!   that may be spinning,
 //!   sleeping, claiming or draining on that very lock: a lock that leaves a wake or a
 //!   reservation to a role the interrupted thread holds hangs, and the run reports the
 //!   hang. By default that mode runs the klocks locks that lend their waiting roles to
@@ -96,7 +97,8 @@ pub struct Args {
 pub enum Signals {
     /// Counts the signal.
     Counted,
-    /// Takes the lock under test (for reading, on a reader-writer lock's writers).
+    /// Takes the lock under test (on a reader-writer lock's writers, for reading and
+    /// writing in turn).
     Same,
 }
 
@@ -433,10 +435,7 @@ fn install_signal_handler() {
         }
         // SAFETY: a leaked `HandlerTarget`, never freed.
         let target = unsafe { &*target };
-        // For a reader-writer lock the handler reads: one that write-locks while its
-        // own thread drains the readers would wait for itself (`docs/misuse.md`).
-        let _ = nth;
-        let writer = !target.readers;
+        let writer = !target.readers || nth.is_multiple_of(2);
         let section = std::panic::AssertUnwindSafe(|| {
             (target.section)(&target.guarded, &target.faults, 0, writer)
         });
