@@ -16,21 +16,11 @@
 #include "klocks.h"
 
 #include "check.h"
+#include "kinds.h"
 
 _Static_assert(sizeof(klocks_cond_t) == KLOCKS_COND_SIZE, "cond size");
 _Static_assert(_Alignof(klocks_cond_t) == 8, "cond alignment");
 
-static const struct {
-    klocks_kind kind;
-    const char *name;
-    int sleeps; /* survives more threads than CPUs */
-} KINDS[] = {
-    {KLOCKS_PVQSPINLOCK, "PVQSPINLOCK", 1}, {KLOCKS_QSPINLOCK, "QSPINLOCK", 0},
-    {KLOCKS_TICKET, "TICKET", 0},           {KLOCKS_PVTICKET, "PVTICKET", 1},
-    {KLOCKS_FUTEX, "FUTEX", 1},             {KLOCKS_SPINFUTEX, "SPINFUTEX", 1},
-    {KLOCKS_DEFAULT, "DEFAULT", 1},
-};
-#define NKINDS (sizeof KINDS / sizeof KINDS[0])
 
 static struct timespec in_ms(clockid_t clock, long ms) {
     struct timespec t;
