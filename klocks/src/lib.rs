@@ -15,9 +15,27 @@
 //! ```
 //!
 //! Every lock here is a raw lock implementing [`lock_api::RawMutex`] (or
-//! `RawRwLock`), so the typed aliases give you guards, `try_lock`, mapped guards and
-//! the rest. The others are the kernel designs of the seeds, each with its measured
-//! trade-off:
+//! `RawRwLock`), so the typed aliases give you guards, `try_lock`, mapped guards,
+//! guards that own an `Arc` of their lock ([`ArcMutexGuard`]) and the rest:
+//!
+//! ```
+//! use std::sync::Arc;
+//! let shared = Arc::new(klocks::Mutex::new(vec![1]));
+//! let mut guard: klocks::ArcMutexGuard<Vec<i32>> = shared.lock_arc();
+//! guard.push(2);
+//! drop(guard);
+//! let readings = Arc::new(klocks::RwLock::new(0u32));
+//! *readings.write_arc() += 1;
+//! assert_eq!(*readings.read_arc() + shared.lock().len() as u32, 3);
+//! ```
+//!
+//! (A guard of `Mutex` and `RwLock` is released on the thread that took it: the
+//! lock records its owner to catch misuse, so the guards are not `Send`.)
+//!
+//! The others are the kernel designs of the seeds (the five kernel changes klocks
+//! re-implements, `000`–`004`: qspinlock, the rwsem's optimistic spinning,
+//! cache-line-isolated locks, the paravirt ticket lock and the spinning futex), each
+//! with its measured trade-off:
 //!
 //! | lock | design | use it when | avoid it when |
 //! |---|---|---|---|
@@ -177,9 +195,21 @@ pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
 /// bound every reader's wait).
 #[cfg(not(loom))]
 pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
+/// A [`Mutex`] guard that owns an `Arc` of its mutex ([`lock_api::Mutex::lock_arc`]),
+/// so it can outlive the borrow it was taken through.
+#[cfg(not(loom))]
+pub type ArcMutexGuard<T> = lock_api::ArcMutexGuard<RawMutex, T>;
 /// Read guard of an [`RwLock`].
 #[cfg(not(loom))]
 pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
+/// An [`RwLock`] read guard that owns an `Arc` of its lock
+/// ([`lock_api::RwLock::read_arc`]).
+#[cfg(not(loom))]
+pub type ArcRwLockReadGuard<T> = lock_api::ArcRwLockReadGuard<RawRwLock, T>;
+/// An [`RwLock`] write guard that owns an `Arc` of its lock
+/// ([`lock_api::RwLock::write_arc`]).
+#[cfg(not(loom))]
+pub type ArcRwLockWriteGuard<T> = lock_api::ArcRwLockWriteGuard<RawRwLock, T>;
 /// Write guard of an [`RwLock`].
 #[cfg(not(loom))]
 pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock, T>;
