@@ -177,6 +177,45 @@ mod default_rwlock {
         explore_rw::<RawRwLock>(1, 2, 1);
     }
 
+    /// An upgradable holder reads, upgrades and writes beside a reader and a writer
+    /// (a loom `UnsafeCell` catches any section that overlaps a write): the reader
+    /// may enter beside the upgradable lock, the writer never, and the upgrade waits
+    /// for the reader inside.
+    #[test]
+    fn upgrade_beside_a_reader_and_a_writer() {
+        use crate::sync::UnsafeCell;
+        super::builder(1).check(|| {
+            let shared = Arc::new((RawRwLock::new(), UnsafeCell::new(0u32)));
+            let reader = {
+                let shared = shared.clone();
+                spawn(move || {
+                    shared.0.lock_shared();
+                    // SAFETY (here and below): loom checks every access to the cell
+                    // against the others; the lock under test must order them.
+                    shared.1.with(|v| unsafe { *v });
+                    shared.0.unlock_shared();
+                })
+            };
+            let writer = {
+                let shared = shared.clone();
+                spawn(move || {
+                    shared.0.lock_exclusive();
+                    shared.1.with_mut(|v| unsafe { *v += 1 });
+                    shared.0.unlock_exclusive();
+                })
+            };
+            shared.0.lock_upgradable();
+            let seen = shared.1.with(|v| unsafe { *v });
+            shared.0.upgrade();
+            shared.1.with_mut(|v| unsafe { *v = seen + 1 });
+            shared.0.unlock_exclusive();
+            reader.join().unwrap();
+            writer.join().unwrap();
+            assert_eq!(shared.1.with(|v| unsafe { *v }), 2);
+            assert!(!shared.0.is_locked());
+        });
+    }
+
     /// The lock is write-held while two writers arrive and sleep, then released: the
     /// unlock wakes one before its release and keeps `WRITERS_WAITING` for it, and
     /// wakes once more after it, for a woken writer that slept again on the held word

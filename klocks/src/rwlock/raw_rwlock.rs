@@ -86,11 +86,11 @@
 //! # The word
 //!
 //! ```text
-//!     31                 6      5        4        3         2         1        0
-//! +--------------------+--------+--------+---------+---------+---------+--------+
-//! |      readers       | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER |
-//! |                    |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        |
-//! +--------------------+--------+--------+---------+---------+---------+--------+
+//!     31          7       6        5        4        3         2         1        0
+//! +-------------+--------+--------+--------+---------+---------+---------+--------+
+//! |   readers   | UPGRA- | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER |
+//! |             | DABLE  |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        |
+//! +-------------+--------+--------+--------+---------+---------+---------+--------+
 //! ```
 //!
 //! The count sits above the flags so that a read unlock can be one `fetch_sub`
@@ -121,6 +121,19 @@
 //!                     one; if neither woke anyone and rw, futex_wake(READER, all)
 //! ... readers slept:  (0,1,0,1,0) -> (0,0,0,0,0), futex_wake(READER, all)
 //! ... both, due:      (0,1,1,1,0) -> (0,0,0,0,1), futex_wake(READER, all), futex_wake(WRITER, one)
+//! ```
+//!
+//! The upgradable lock (`lock_api`'s `upgradable_read`) is `WRITER` taken as a writer
+//! takes it, with `UPGRADABLE` (`1u` below) and without the drain: writers and other
+//! upgradable holders wait as for a writer, readers enter beside it. Upgrading clears
+//! `UPGRADABLE` and drains the readers inside, as a writer that took `WRITER` does;
+//! no writer can come between.
+//!
+//! ```text
+//! upgradable lock: (r,0,ww,rw,t) -> (r,1u,ww|slept,rw,0)              as "writer takes", no drain
+//! read lock:       (r,1u,0,*,*) -> (r+1,1u,0,*,*)                     cmpxchg
+//! upgrade:         (r,1u,*,*,*) -> (r,1,*,*,*), then the drain        fetch_and
+//! unlock:          as the write unlock, clearing WRITER and UPGRADABLE
 //! ```
 //!
 //! `slept`: a writer that has slept takes `WRITER` with `WRITERS_WAITING` set
@@ -214,8 +227,10 @@ const DRAIN_SLEEPS: u32 = 1 << 4;
 /// `WRITERS_WAITING` is set, and no writer takes `WRITER` until one of them entered
 /// (its entry clears the bit) or [`TURN_GRACE_US`] passed.
 const READER_TURN: u32 = 1 << 5;
-/// One reader: the count is the word's top 26 bits.
-const READER: u32 = 1 << 6;
+/// The `WRITER` holder holds it upgradable: readers enter beside it, writers do not.
+const UPGRADABLE: u32 = 1 << 6;
+/// One reader: the count is the word's top 25 bits.
+const READER: u32 = 1 << 7;
 /// The count of readers inside.
 const READERS_MASK: u32 = (u32::MAX / READER) * READER;
 /// Marks the writer's id of a write lock a signal handler borrowed from its own
@@ -345,10 +360,30 @@ fn reader_may_spin(val: u32, spent: u32) -> bool {
     clear_run || spent < BRIEF_SPIN
 }
 
-/// Whether a reader may enter: no writer holds the lock, and none sleeps for it or it
-/// is the readers' turn.
+/// Whether a reader may enter: no writer holds the lock (or it is held upgradable),
+/// and none sleeps for it or it is the readers' turn.
 fn readers_may_enter(val: u32) -> bool {
-    val & WRITER == 0 && (val & WRITERS_WAITING == 0 || val & READER_TURN != 0)
+    val & (WRITER | UPGRADABLE) != WRITER && (val & WRITERS_WAITING == 0 || val & READER_TURN != 0)
+}
+
+/// How a thread takes `WRITER`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Take {
+    /// For writing: it then drains the readers inside.
+    Exclusive,
+    /// Upgradable: readers go on entering beside it; writers and other upgradable
+    /// holders wait. Upgrading clears `UPGRADABLE` and drains the readers.
+    Upgradable,
+}
+
+impl Take {
+    /// The bits the take sets besides `WRITER`.
+    fn extra(self) -> u32 {
+        match self {
+            Take::Exclusive => 0,
+            Take::Upgradable => UPGRADABLE,
+        }
+    }
 }
 
 /// The `WRITERS_WAITING` bit a writer taking `WRITER` writes: kept, and set if it
@@ -462,7 +497,7 @@ impl RawRwLock {
             // for "is it me?". (The slow path stores it itself.)
             self.writer.store(me, Relaxed);
         } else {
-            self.lock_exclusive_slow(me, Patience::Forever);
+            self.lock_exclusive_slow(me, Take::Exclusive, Patience::Forever);
         }
     }
 
@@ -499,7 +534,7 @@ impl RawRwLock {
             self.writer.store(me, Relaxed);
             return true;
         }
-        self.lock_exclusive_slow(me, Patience::Until(deadline))
+        self.lock_exclusive_slow(me, Take::Exclusive, Patience::Until(deadline))
     }
 
     /// Releases the write lock.
@@ -543,6 +578,151 @@ impl RawRwLock {
         }
     }
 
+    /// Takes the lock upgradable: readers go on entering beside it, writers and
+    /// other upgradable holders wait; [`upgrade`](Self::upgrade) then makes it a
+    /// write lock without letting a writer in between. It is taken as the write lock
+    /// is (`WRITER` with `UPGRADABLE`), without the drain.
+    #[inline]
+    pub fn lock_upgradable(&self) {
+        let me = owner::current_tid();
+        // (0,0,0,0,0) -> (0,1u,0,0,0). Acquire: pairs with the Release of the unlocks.
+        if self
+            .word
+            .compare_exchange(0, WRITER | UPGRADABLE, Acquire, Relaxed)
+            .is_ok()
+        {
+            // Relaxed: as in `lock_exclusive`.
+            self.writer.store(me, Relaxed);
+        } else {
+            self.lock_exclusive_slow(me, Take::Upgradable, Patience::Forever);
+        }
+    }
+
+    /// Takes the lock upgradable if no writer or upgradable holder holds it (and no
+    /// reader turn is on), whatever readers are inside.
+    pub fn try_lock_upgradable(&self) -> bool {
+        let me = owner::current_tid();
+        // Relaxed: picks the transition; the cmpxchg decides.
+        let val = self.word.load(Relaxed);
+        // Acquire: as in `lock_exclusive`.
+        let took = val & (WRITER | READER_TURN) == 0
+            && self
+                .word
+                .compare_exchange(val, val | WRITER | UPGRADABLE, Acquire, Relaxed)
+                .is_ok();
+        if took {
+            // Relaxed: as in `lock_exclusive`.
+            self.writer.store(me, Relaxed);
+        }
+        took
+    }
+
+    /// Releases the upgradable lock.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold it (the lock is left as it was).
+    pub fn unlock_upgradable(&self) {
+        let Some(me) = self.disown_write() else {
+            return;
+        };
+        // (r,1u,0,0,0) -> (r,0,0,0,0). Release: pairs with the Acquire of the next
+        // writer's acquisition.
+        let val = self.word.load(Relaxed);
+        let released = val & !(READERS_MASK | WRITER | UPGRADABLE) == 0
+            && self
+                .word
+                .compare_exchange(val, val & READERS_MASK, Release, Relaxed)
+                .is_ok();
+        if released {
+            crate::fault::after_release();
+        } else {
+            self.release_write(me, 0);
+        }
+    }
+
+    /// Makes the upgradable lock the calling thread holds a write lock: no new reader
+    /// enters from here, and it waits for the readers inside to leave (as a writer's
+    /// drain does).
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the lock upgradable.
+    pub fn upgrade(&self) {
+        if self.check_upgradable() {
+            // Relaxed: the flag publishes nothing; the drain's Acquire loads pair
+            // with the readers' Release unlocks.
+            self.word.fetch_and(!UPGRADABLE, Relaxed);
+            self.drain_readers(Patience::Forever);
+        }
+    }
+
+    /// Makes the upgradable lock a write lock if no reader is inside; whether it did.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the lock upgradable.
+    pub fn try_upgrade(&self) -> bool {
+        if !self.check_upgradable() {
+            return true;
+        }
+        // Relaxed: picks the transition; the cmpxchg decides.
+        let mut val = self.word.load(Relaxed);
+        while readers(val) == 0 {
+            // Acquire: pairs with the Release of the last reader's unlock.
+            match self
+                .word
+                .compare_exchange(val, val & !UPGRADABLE, Acquire, Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => val = now,
+            }
+        }
+        false
+    }
+
+    /// Turns the upgradable lock into a read lock.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the lock upgradable.
+    pub fn downgrade_upgradable(&self) {
+        if self.check_upgradable() {
+            if let Some(me) = self.disown_write() {
+                self.release_write(me, READER);
+            }
+        }
+    }
+
+    /// Turns the write lock the calling thread holds into an upgradable lock:
+    /// readers may enter beside it from here (sleeping ones are woken at its unlock).
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the write lock.
+    pub fn downgrade_to_upgradable(&self) {
+        // Relaxed: only this thread stores its own id there.
+        let holder = self.writer.load(Relaxed);
+        let me = owner::current_tid();
+        if holder != me || self.word.load(Relaxed) & (WRITER | UPGRADABLE) != WRITER {
+            write_unlock_by_non_writer(holder & !BORROWED, me);
+        }
+        // Release: pairs with the Acquire of the readers that enter beside it, which
+        // then see the write section's writes.
+        self.word.fetch_or(UPGRADABLE, Release);
+    }
+
+    /// Whether the calling thread holds the lock upgradable (`false` for a write lock
+    /// a signal handler borrowed from its thread's drain: it is exclusive already);
+    /// panics otherwise.
+    fn check_upgradable(&self) -> bool {
+        // Relaxed: only this thread stores its own id there.
+        let holder = self.writer.load(Relaxed);
+        let me = owner::current_tid();
+        if holder == me | BORROWED {
+            return false;
+        }
+        if holder != me || self.word.load(Relaxed) & UPGRADABLE == 0 {
+            panic!("klocks: thread {me} upgraded or downgraded a klocks::RwLock it does not hold upgradable");
+        }
+        true
+    }
+
     /// Whether a writer holds the lock or any reader does.
     pub fn is_locked(&self) -> bool {
         // Relaxed: a snapshot for the caller.
@@ -555,7 +735,7 @@ impl RawRwLock {
     pub fn is_locked_exclusive(&self) -> bool {
         // Relaxed: a snapshot for the caller.
         let val = self.word.load(Relaxed);
-        val & WRITER != 0 && readers(val) == 0
+        val & (WRITER | UPGRADABLE) == WRITER && readers(val) == 0
     }
 
     /// The thread that holds the write lock, if one does. Exact for "is it me?" (only
@@ -564,7 +744,8 @@ impl RawRwLock {
     pub fn exclusive_owner(&self) -> Option<u32> {
         // Relaxed: see above.
         let tid = self.writer.load(Relaxed) & !BORROWED;
-        (tid != 0 && self.word.load(Relaxed) & WRITER != 0).then_some(tid)
+        let val = self.word.load(Relaxed);
+        (tid != 0 && val & (WRITER | UPGRADABLE) == WRITER).then_some(tid)
     }
 
     /// Forgets every waiter, keeping the lock held as it is (readers, or a writer).
@@ -578,12 +759,12 @@ impl RawRwLock {
         // Relaxed (all): the caller excludes every other thread.
         let val = self.word.load(Relaxed);
         // A writer in its section has no reader inside: with readers, `WRITER` is a
-        // drain's.
-        let draining = readers(val) != 0;
+        // drain's (unless it is held upgradable, beside them).
+        let draining = readers(val) != 0 && val & UPGRADABLE == 0;
         let keep = if draining {
             READERS_MASK
         } else {
-            READERS_MASK | WRITER
+            READERS_MASK | WRITER | UPGRADABLE
         };
         self.word.store(val & keep, Relaxed);
         if draining {
@@ -641,7 +822,7 @@ impl RawRwLock {
         let mut readers_due = None;
         let mut woke_early = None;
         loop {
-            let mut new = (val & !WRITER) + readers;
+            let mut new = (val & !(WRITER | UPGRADABLE)) + readers;
             let writers_sleep = val & WRITERS_WAITING != 0;
             // Sleeping readers are woken when no writer sleeps (they enter at once),
             // or with a turn once they have waited READER_TURN_AFTER_US.
@@ -934,7 +1115,7 @@ impl RawRwLock {
     /// its lock, then wait for the readers inside to leave. Whether it took the lock
     /// (always, unless `patience` ran out).
     #[cold]
-    fn lock_exclusive_slow(&self, me: u32, patience: Patience) -> bool {
+    fn lock_exclusive_slow(&self, me: u32, take: Take, patience: Patience) -> bool {
         // Relaxed: only this thread stores its own id there.
         let writer = self.writer.load(Relaxed);
         if writer == me && Role::Drainer.held_on(self.address()) {
@@ -948,7 +1129,7 @@ impl RawRwLock {
         // for this thread (the spinner, or a writer woken before the release): as a
         // reader it enters past it (`nested_reader_may_enter`).
         let outer = Role::Writer.enter(self.address());
-        let took = self.take_write_lock(me, patience);
+        let took = self.take_write_lock(me, take, patience);
         Role::Writer.restore(outer);
         took
     }
@@ -957,7 +1138,7 @@ impl RawRwLock {
     /// The writer's id is stored as soon as `WRITER` is taken, so that a signal
     /// handler on this thread knows whose `WRITER` it is (its thread's drain, or its
     /// thread's write lock).
-    fn take_write_lock(&self, me: u32, patience: Patience) -> bool {
+    fn take_write_lock(&self, me: u32, take: Take, patience: Patience) -> bool {
         let mut slept = false;
         let mut yields = 0;
         loop {
@@ -965,11 +1146,11 @@ impl RawRwLock {
                 slept = true;
                 continue;
             }
-            match self.try_take_writer(slept, patience) {
+            match self.try_take_writer(slept, take, patience) {
                 Some(true) => {
                     // Relaxed: as in `lock_exclusive`.
                     self.writer.store(me, Relaxed);
-                    return self.drain_readers(patience);
+                    return take == Take::Upgradable || self.drain_readers(patience);
                 }
                 // A turn is on and no reader came yet: let them run.
                 None => {
@@ -983,7 +1164,7 @@ impl RawRwLock {
                 continue;
             }
             if patience.expired() {
-                return self.give_up_waiting(slept, patience);
+                return self.give_up_waiting(slept, take, patience);
             }
             // A writer that has slept goes back to the queue at once: with more
             // threads than CPUs a yield costs a round of the run queue. Never under
@@ -1064,7 +1245,7 @@ impl RawRwLock {
 
     /// Takes `WRITER` if no writer holds it: `Some(true)` if taken, `Some(false)` if a
     /// writer holds it, `None` while a turn waits for its readers to come.
-    fn try_take_writer(&self, slept: bool, patience: Patience) -> Option<bool> {
+    fn try_take_writer(&self, slept: bool, take: Take, patience: Patience) -> Option<bool> {
         // Relaxed: picks the transition; the cmpxchg is the Acquire.
         let mut val = self.word.load(Relaxed);
         while val & WRITER == 0 {
@@ -1073,7 +1254,8 @@ impl RawRwLock {
             }
             let new = (val & !(READER_TURN | WRITERS_WAITING))
                 | writers_waiting_after(val, slept)
-                | WRITER;
+                | WRITER
+                | take.extra();
             // Acquire: pairs with the Release of the unlocks (the readers' too, seen
             // in full once the drain finds none).
             match self.word.compare_exchange(val, new, Acquire, Relaxed) {
@@ -1244,12 +1426,12 @@ impl RawRwLock {
     /// for a spinner (this thread, perhaps), so it takes a free one. If it slept, it
     /// may have eaten the wake meant for the next sleeping writer, so it leaves
     /// `WRITERS_WAITING` set. Whether it took the lock.
-    fn give_up_waiting(&self, slept: bool, patience: Patience) -> bool {
+    fn give_up_waiting(&self, slept: bool, take: Take, patience: Patience) -> bool {
         loop {
-            if let Some(true) = self.try_take_writer(slept, patience) {
+            if let Some(true) = self.try_take_writer(slept, take, patience) {
                 // Relaxed: as in `lock_exclusive`.
                 self.writer.store(owner::current_tid(), Relaxed);
-                return self.drain_readers(patience);
+                return take == Take::Upgradable || self.drain_readers(patience);
             }
             // Relaxed: the flag is read by the unlocks' RMWs on this word.
             let val = self.word.load(Relaxed);
@@ -1317,6 +1499,7 @@ impl std::fmt::Debug for RawRwLock {
             .field("writer_locked", &(val & WRITER != 0))
             .field("writer", &self.writer.load(Relaxed))
             .field("writer_spinning", &(val & WRITER_SPINNING != 0))
+            .field("upgradable", &(val & UPGRADABLE != 0))
             .field("writers_waiting", &(val & WRITERS_WAITING != 0))
             .field("readers_waiting", &(val & READERS_WAITING != 0))
             .field("reader_turn", &(val & READER_TURN != 0))
@@ -1388,6 +1571,47 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 unsafe impl lock_api::RawRwLockDowngrade for RawRwLock {
     unsafe fn downgrade(&self) {
         RawRwLock::downgrade(self);
+    }
+}
+
+// SAFETY: the upgradable lock is `WRITER` with `UPGRADABLE`: it excludes writers and
+// other upgradable holders as the write lock does, and readers enter beside it only
+// while `UPGRADABLE` is set; `upgrade` clears it and then drains the readers inside
+// as a writer does, so the upgraded lock excludes every reader and writer.
+#[cfg(not(loom))]
+unsafe impl lock_api::RawRwLockUpgrade for RawRwLock {
+    #[inline]
+    fn lock_upgradable(&self) {
+        RawRwLock::lock_upgradable(self);
+    }
+
+    fn try_lock_upgradable(&self) -> bool {
+        RawRwLock::try_lock_upgradable(self)
+    }
+
+    unsafe fn unlock_upgradable(&self) {
+        RawRwLock::unlock_upgradable(self);
+    }
+
+    unsafe fn upgrade(&self) {
+        RawRwLock::upgrade(self);
+    }
+
+    unsafe fn try_upgrade(&self) -> bool {
+        RawRwLock::try_upgrade(self)
+    }
+}
+
+// SAFETY: each downgrade is one RMW that lets readers in while keeping writers out
+// (a read lock in `release_write`'s cmpxchg; `UPGRADABLE` set on a held `WRITER`).
+#[cfg(not(loom))]
+unsafe impl lock_api::RawRwLockUpgradeDowngrade for RawRwLock {
+    unsafe fn downgrade_upgradable(&self) {
+        RawRwLock::downgrade_upgradable(self);
+    }
+
+    unsafe fn downgrade_to_upgradable(&self) {
+        RawRwLock::downgrade_to_upgradable(self);
     }
 }
 

@@ -535,3 +535,117 @@ fn handlers_take_the_lock() {
         assert!(!LOCK.is_locked());
     }
 }
+
+/// The upgradable lock admits readers beside it and keeps writers and other
+/// upgradable holders out; `try_upgrade` succeeds once no reader is inside, and
+/// the downgrades let readers in.
+#[test]
+fn the_upgradable_lock_admits_readers_only() {
+    let lock = RawRwLock::new();
+    lock.lock_upgradable();
+    assert!(
+        lock.try_lock_shared(),
+        "a reader beside the upgradable lock"
+    );
+    assert!(!lock.try_lock_exclusive());
+    assert!(!lock.try_lock_upgradable());
+    assert!(!lock.is_locked_exclusive());
+    assert_eq!(lock.exclusive_owner(), None);
+    assert!(!lock.try_upgrade(), "a reader is inside");
+    lock.unlock_shared();
+    assert!(lock.try_upgrade());
+    assert!(lock.is_locked_exclusive());
+    assert!(!lock.try_lock_shared());
+    lock.downgrade_to_upgradable();
+    assert!(lock.try_lock_shared());
+    lock.unlock_shared();
+    lock.downgrade_upgradable();
+    assert!(lock.try_lock_shared(), "readers share the downgraded lock");
+    assert!(!lock.try_lock_exclusive());
+    lock.unlock_shared();
+    lock.unlock_shared();
+    assert_eq!(lock.word.load(Relaxed), 0);
+}
+
+/// `upgrade` waits for the readers inside, and no reader enters meanwhile.
+#[test]
+fn an_upgrade_waits_for_the_readers_inside() {
+    let lock = Arc::new(RawRwLock::new());
+    lock.lock_shared();
+    lock.lock_upgradable();
+    let upgraded = Arc::new(AtomicBool::new(false));
+    // A writer never gets in between, before or during the upgrade.
+    let prober = {
+        let (lock, upgraded) = (Arc::clone(&lock), Arc::clone(&upgraded));
+        std::thread::spawn(move || {
+            while !upgraded.load(Relaxed) {
+                assert!(!lock.try_lock_exclusive());
+                std::thread::yield_now();
+            }
+        })
+    };
+    let reader = {
+        let lock = Arc::clone(&lock);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            // A read lock records no owner: the main thread's can be released here.
+            lock.unlock_shared();
+        })
+    };
+    lock.upgrade();
+    upgraded.store(true, Relaxed);
+    assert!(lock.is_locked_exclusive());
+    assert_eq!(readers(lock.word.load(Relaxed)), 0);
+    reader.join().unwrap();
+    prober.join().unwrap();
+    lock.unlock_exclusive();
+    assert_eq!(lock.word.load(Relaxed), 0);
+}
+
+#[test]
+#[should_panic(expected = "does not hold upgradable")]
+fn an_upgrade_without_the_upgradable_lock_panics() {
+    let lock = RawRwLock::new();
+    lock.lock_shared();
+    lock.upgrade();
+}
+
+/// Read-modify-writes through the upgradable lock, beside writers and readers that
+/// check the data, with more threads than CPUs: no update is lost and no reader sees
+/// a half-written pair.
+#[test]
+fn upgradable_read_modify_writes_lose_nothing() {
+    let lock = Arc::new(lock_api::RwLock::<RawRwLock, (u64, u64)>::new((0, 0)));
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let lock = Arc::clone(&lock);
+            std::thread::spawn(move || {
+                for n in 0..2_000u64 {
+                    match (i + n) % 3 {
+                        0 => {
+                            let seen = lock.upgradable_read();
+                            let next = seen.0 + 1;
+                            let mut pair = lock_api::RwLockUpgradableReadGuard::upgrade(seen);
+                            *pair = (next, next);
+                        }
+                        1 => {
+                            let mut pair = lock.write();
+                            pair.0 += 1;
+                            pair.1 += 1;
+                        }
+                        _ => {
+                            let pair = lock.read();
+                            assert_eq!(pair.0, pair.1, "a reader saw a half-written pair");
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut writes = 0;
+    for (i, thread) in threads.into_iter().enumerate() {
+        thread.join().unwrap();
+        writes += (0..2_000u64).filter(|n| (i as u64 + n) % 3 != 2).count() as u64;
+    }
+    assert_eq!(*lock.read(), (writes, writes));
+}
