@@ -12,6 +12,7 @@ mod report;
 mod results;
 mod rwlocks;
 mod scenario;
+mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
