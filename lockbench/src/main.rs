@@ -130,10 +130,12 @@ struct GlobalArgs {
     )]
     rwlocks: Vec<RwLockName>,
 
-    /// Repetitions of each cell; tables show the median with [min–max]. A loop cell
-    /// whose run hits the cap, or a windowed cell (overcommit, mutex-load, rwsem,
-    /// rw-fair) whose run does not drain, is not repeated
-    #[arg(long, global = true, default_value_t = 3, value_name = "N",
+    /// Repetitions of each cell; tables show the median with [min–max], and every
+    /// comparison's verdict needs at least 4 runs a side for its 95% interval (5 give
+    /// a narrower one). A loop cell whose run hits the cap, or a windowed cell
+    /// (overcommit, mutex-load, rwsem, rw-fair) whose run does not drain, is not
+    /// repeated
+    #[arg(long, global = true, default_value_t = 5, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
 

@@ -105,18 +105,6 @@ pub enum Verdict {
     TooFewRuns,
 }
 
-impl Verdict {
-    /// `faster`, `slower`, `no clear difference`, `too few runs`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::NoClearDifference => "no clear difference",
-            Verdict::TooFewRuns => "too few runs",
-        }
-    }
-}
-
 /// X against Y: the throughput ratio X ÷ Y (above 1: X is faster), its interval and
 /// the verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -150,28 +138,72 @@ pub fn log_throughput(value: f64, lower_is_better: bool) -> Option<f64> {
 /// `None` when either side has no run.
 pub fn judge(x: &[f64], y: &[f64], settings: Settings) -> Option<Judgement> {
     let interval = shift_interval(x, y, settings.confidence)?;
-    let verdict = match interval.bounds {
+    Some(verdict_of(
+        interval.estimate,
+        interval.bounds,
+        interval.confidence,
+        settings,
+        (x.len(), y.len()),
+    ))
+}
+
+/// Judges a change of X relative to a reference lock R measured beside it: X's
+/// change from run set A to run set B, divided by R's (`(x_b ÷ x_a) ÷ (r_b ÷ r_a)` as
+/// throughput), so that a machine that became faster or slower between A and B, moving
+/// both, cancels out. Each of the two changes gets its interval at half the error
+/// (1 − α/2); the difference of the two shifts then lies in [low_x − high_r, high_x −
+/// low_r] with confidence at least 1 − α whatever the dependence between them (a
+/// union bound). `None` when a side has no run.
+pub fn judge_relative(
+    x_a: &[f64],
+    x_b: &[f64],
+    r_a: &[f64],
+    r_b: &[f64],
+    settings: Settings,
+) -> Option<Judgement> {
+    let half = 1.0 - (1.0 - settings.confidence) / 2.0;
+    let x = shift_interval(x_b, x_a, half)?;
+    let r = shift_interval(r_b, r_a, half)?;
+    let estimate = x.estimate - r.estimate;
+    let bounds = x
+        .bounds
+        .zip(r.bounds)
+        .map(|((x_low, x_high), (r_low, r_high))| (x_low - r_high, x_high - r_low));
+    let runs = |a: &[f64], b: &[f64]| a.len().min(b.len());
+    Some(verdict_of(
+        estimate,
+        bounds,
+        1.0 - (1.0 - x.confidence) - (1.0 - r.confidence),
+        settings,
+        (runs(x_a, r_a), runs(x_b, r_b)),
+    ))
+}
+
+/// The judgement of a log shift `estimate` with its interval `bounds` (`None`: too
+/// few runs) at the exact `confidence`.
+fn verdict_of(
+    estimate: f64,
+    bounds: Option<(f64, f64)>,
+    confidence: f64,
+    settings: Settings,
+    (runs_x, runs_y): (usize, usize),
+) -> Judgement {
+    let bound = (1.0 + settings.min_effect).ln();
+    let verdict = match bounds {
         None => Verdict::TooFewRuns,
-        Some((low, high)) => {
-            let bound = (1.0 + settings.min_effect).ln();
-            if low > bound {
-                Verdict::Faster
-            } else if high < -bound {
-                Verdict::Slower
-            } else {
-                Verdict::NoClearDifference
-            }
-        }
+        Some((low, _)) if low > bound => Verdict::Faster,
+        Some((_, high)) if high < -bound => Verdict::Slower,
+        Some(_) => Verdict::NoClearDifference,
     };
-    Some(Judgement {
-        ratio: interval.estimate.exp(),
-        low: interval.bounds.map(|(low, _)| low.exp()),
-        high: interval.bounds.map(|(_, high)| high.exp()),
-        confidence: interval.bounds.map(|_| interval.confidence),
+    Judgement {
+        ratio: estimate.exp(),
+        low: bounds.map(|(low, _)| low.exp()),
+        high: bounds.map(|(_, high)| high.exp()),
+        confidence: bounds.map(|_| confidence),
         verdict,
-        runs_x: x.len(),
-        runs_y: y.len(),
-    })
+        runs_x,
+        runs_y,
+    }
 }
 
 /// The Hodges–Lehmann shift of `x` over `y` and its rank interval.
@@ -377,11 +409,12 @@ impl Tally {
         text
     }
 
-    /// The line under a table of verdicts: what they mean and how many could be wrong.
+    /// The line under a table of verdicts: what they mean, their counts and how many
+    /// chance alone could have made wrong.
     pub fn note(&self, settings: Settings) -> String {
         let mut text = format!(
-            "verdicts: faster/slower when the {:.0}% interval of the throughput ratio lies wholly \
-             beyond ±{:.0}%, ≈ (no clear difference) otherwise; {}",
+            "verdicts: faster/slower when the {:.0}% interval lies wholly beyond ±{:.0}%, ≈ (no \
+             clear difference) otherwise\n  {}",
             settings.confidence * 100.0,
             settings.min_effect * 100.0,
             self.counts(),
@@ -418,6 +451,66 @@ pub fn geometric_mean(ratios: impl IntoIterator<Item = f64>) -> Option<f64> {
         .into_iter()
         .fold((0.0, 0usize), |(sum, count), r| (sum + r.ln(), count + 1));
     (count > 0).then(|| (sum / count as f64).exp())
+}
+
+/// A lock's name where a user reads a verdict: lockbench's `default` and `default-rw`
+/// are `klocks::Mutex` and `klocks::RwLock`.
+pub fn label(lock: &str) -> &str {
+    match lock {
+        "default" => "klocks::Mutex",
+        "default-rw" => "klocks::RwLock",
+        other => other,
+    }
+}
+
+/// The verdicts of one table (a lock against the best peer of each row, or B against
+/// A), with the rows they belong to, for the notes under the table and the summary.
+#[derive(Debug, Default, Clone)]
+pub struct Ledger {
+    /// (row, as `threads 4, cs short`; its judgement), in table order.
+    pub entries: Vec<(String, Judgement)>,
+}
+
+impl Ledger {
+    /// Records one row's judgement.
+    pub fn add(&mut self, row: impl Into<String>, judgement: Judgement) {
+        self.entries.push((row.into(), judgement));
+    }
+
+    /// The verdicts' counts.
+    pub fn tally(&self) -> Tally {
+        Tally::of(self.entries.iter().map(|(_, judgement)| judgement))
+    }
+
+    /// The geometric mean of the rows' ratios; `None` without rows.
+    pub fn geometric_mean(&self) -> Option<f64> {
+        geometric_mean(self.entries.iter().map(|(_, judgement)| judgement.ratio))
+    }
+
+    /// The row with the lowest ratio.
+    pub fn worst(&self) -> Option<&(String, Judgement)> {
+        self.entries
+            .iter()
+            .min_by(|a, b| a.1.ratio.total_cmp(&b.1.ratio))
+    }
+
+    /// The notes under a table of `ours` against `against`: what the ratio is, the
+    /// geometric mean and the worst row, then the verdicts' meaning and counts. None
+    /// without rows.
+    pub fn notes(&self, ours: &str, against: &str, settings: Settings) -> Vec<String> {
+        let (Some(mean), Some((row, worst))) = (self.geometric_mean(), self.worst()) else {
+            return Vec::new();
+        };
+        vec![
+            format!(
+                "{ours} ÷ {against} as throughput (above 1: {ours} is faster), with its {:.0}% \
+                 interval: geometric mean {mean:.2}× over {} cells; lowest {worst} ({row})",
+                settings.confidence * 100.0,
+                self.entries.len(),
+            ),
+            self.tally().note(settings),
+        ]
+    }
 }
 
 #[cfg(test)]
@@ -583,6 +676,45 @@ mod tests {
             assert!(level >= 0.95, "{m}+{n}: {level}");
             assert!((rate - level).abs() < 0.015, "{m}+{n}: {rate} vs {level}");
         }
+    }
+
+    #[test]
+    fn a_drift_of_the_machine_cancels_out_relative_to_a_reference() {
+        // Between A and B everything got 30% slower; X also lost 40% of its own.
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let drift = 1.0 / 1.3;
+        let x_a = runs(&mut rng, 1.0, REAL_SIGMA, 5);
+        let r_a = runs(&mut rng, 2.0, REAL_SIGMA, 5);
+        let r_b = runs(&mut rng, 2.0 * drift, REAL_SIGMA, 5);
+        let unchanged = runs(&mut rng, drift, REAL_SIGMA, 5);
+        let worse = runs(&mut rng, 0.6 * drift, REAL_SIGMA, 5);
+        let settings = Settings::default();
+        assert_eq!(
+            judge(&unchanged, &x_a, settings).unwrap().verdict,
+            Verdict::Slower,
+            "the drift alone"
+        );
+        let relative = judge_relative(&x_a, &unchanged, &r_a, &r_b, settings).unwrap();
+        assert_eq!(relative.verdict, Verdict::NoClearDifference, "{relative}");
+        assert!(relative.confidence.unwrap() >= 0.95);
+        let relative = judge_relative(&x_a, &worse, &r_a, &r_b, settings).unwrap();
+        assert_eq!(relative.verdict, Verdict::Slower, "{relative}");
+        assert!((relative.ratio - 0.6).abs() < 0.06, "{relative:?}");
+    }
+
+    #[test]
+    fn relative_a_a_pairs_stay_no_clear_difference() {
+        // Four run sets from one distribution: the relative verdict must stay quiet
+        // in 95% of trials or more (5 runs each, 1000 seeded trials).
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        let trials = 1000;
+        let mut quiet = 0;
+        for _ in 0..trials {
+            let [x_a, x_b, r_a, r_b] = [0; 4].map(|_| runs(&mut rng, 1.0, REAL_SIGMA, 5));
+            let judgement = judge_relative(&x_a, &x_b, &r_a, &r_b, Settings::default());
+            quiet += usize::from(judgement.unwrap().verdict == Verdict::NoClearDifference);
+        }
+        assert!(quiet * 100 >= trials * 95, "{quiet} of {trials}");
     }
 
     #[test]

@@ -73,7 +73,7 @@ fn uncontended_measures_rwlocks_when_named() {
         "--iterations",
         "10000",
         "--runs",
-        "1",
+        "4",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
@@ -81,13 +81,30 @@ fn uncontended_measures_rwlocks_when_named() {
         .split("uncontended, reader-writer locks")
         .nth(1)
         .unwrap_or_else(|| panic!("no reader-writer table: {text}"));
-    for lock in ["default-rw", "std-rw"] {
-        let row = table
+    let row = |lock: &str| {
+        table
             .lines()
             .find(|line| line.starts_with(lock))
-            .unwrap_or_else(|| panic!("no {lock} row: {table}"));
-        assert_eq!(row.matches('×').count(), 2, "{row}");
-    }
+            .unwrap_or_else(|| panic!("no {lock} row: {table}"))
+    };
+    // klocks::RwLock against std-rw on both sides, each a verdict with its interval;
+    // std-rw is the reference.
+    let ours = row("klocks::RwLock");
+    let verdicts: usize = ["faster [", "slower [", "≈ ["]
+        .iter()
+        .map(|verdict| ours.matches(verdict).count())
+        .sum();
+    assert_eq!(verdicts, 2, "{ours}");
+    assert_eq!(
+        ours.matches('[').count(),
+        4,
+        "two ranges, two intervals: {ours}"
+    );
+    assert!(!row("std-rw").contains('×'), "{}", row("std-rw"));
+    assert!(
+        table.contains("verdicts: faster/slower when the 95% interval"),
+        "{table}"
+    );
 }
 
 #[test]
@@ -322,8 +339,11 @@ fn a_tiny_rw_mix_run_compares_default_rw_with_the_best_peer() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let table = stdout(&out);
-    assert!(table.contains("default-rw ÷ best"), "{table}");
+    assert!(table.contains("klocks::RwLock vs best"), "{table}");
     assert!(table.contains("99% reads"), "{table}");
+    // One run a side is too few for a verdict, and the table says so.
+    assert!(table.contains("too few runs (1+1)"), "{table}");
+    assert!(table.contains("needs at least 4 runs a side"), "{table}");
 }
 
 #[test]
@@ -339,12 +359,16 @@ fn a_tiny_sharded_run_compares_default_with_the_best_peer() {
         "--ops",
         "2000",
         "--runs",
-        "1",
+        "4",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let table = stdout(&out);
-    assert!(table.contains("default ÷ best"), "{table}");
+    assert!(table.contains("klocks::Mutex vs best"), "{table}");
     assert!(table.contains("geometric mean"), "{table}");
+    assert!(
+        table.contains("chance alone gives at most 0.1 wrong verdicts in these 2 cells"),
+        "{table}"
+    );
 }
 
 #[test]

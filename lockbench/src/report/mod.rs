@@ -372,6 +372,24 @@ impl Cell {
         Summary::of(self.runs.iter().filter_map(of)).map(|s| s.median)
     }
 
+    /// Whether a smaller value is the better one (wall times and costs).
+    pub fn lower_is_better(&self) -> bool {
+        !self.unit.ends_with("/s")
+    }
+
+    /// Every finished run as a log throughput ([`crate::verdict::log_throughput`]);
+    /// none when the cell did not finish.
+    pub fn log_throughputs(&self) -> Vec<f64> {
+        if self.unfinished.is_some() {
+            return Vec::new();
+        }
+        self.runs
+            .iter()
+            .filter(|run| run.finished)
+            .filter_map(|run| crate::verdict::log_throughput(run.value, self.lower_is_better()))
+            .collect()
+    }
+
     /// The cell's `median [min–max]` with its marks, or the long not-finished text.
     pub fn long(&self, format: fn(f64) -> String) -> String {
         let value = match (&self.summary, &self.unfinished) {

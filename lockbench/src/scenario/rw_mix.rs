@@ -258,12 +258,12 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
                     .map_or_else(|| "-".to_owned(), |c| c.long(num))
             }));
             if let Some(versus) = &mut versus {
-                line.extend(versus.row(&row));
+                line.extend(versus.row(&format!("{label}, threads {threads}"), &row));
             }
             table.row(line);
         }
     }
-    if let Some(note) = versus.as_ref().and_then(Versus::note) {
+    for note in versus.as_ref().map(Versus::notes).unwrap_or_default() {
         table.note(note);
     }
     vec![table]
