@@ -372,9 +372,10 @@ impl Cell {
         Summary::of(self.runs.iter().filter_map(of)).map(|s| s.median)
     }
 
-    /// Whether a smaller value is the better one (wall times and costs).
+    /// Whether a smaller value is the better one (wall times and costs; not rates, nor
+    /// the number `app --metric` reads from a program, a throughput).
     pub fn lower_is_better(&self) -> bool {
-        !self.unit.ends_with("/s")
+        !(self.unit.ends_with("/s") || self.unit == "metric")
     }
 
     /// Every finished run as a log throughput ([`crate::verdict::log_throughput`]);
