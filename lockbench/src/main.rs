@@ -304,6 +304,9 @@ fn run(cli: Cli) -> Result<(), Error> {
     let machine = Machine::probe();
     println!("{}\n", machine.header());
     let cells = measure(&steps, &machine)?;
+    if let Some(summary) = report::summary::table(&cells) {
+        println!("{summary}");
+    }
     println!(
         "{} cells in {:.1} s",
         cells.len(),

@@ -503,8 +503,8 @@ impl Ledger {
         };
         vec![
             format!(
-                "{ours} ÷ {against} as throughput (above 1: {ours} is faster), with its {:.0}% \
-                 interval: geometric mean {mean:.2}× over {} cells; lowest {worst} ({row})",
+                "{ours} ÷ {against} as throughput (above 1: {ours} is faster), {:.0}% interval\n  \
+                 geometric mean {mean:.2}× over {} cells; lowest {worst} ({row})",
                 settings.confidence * 100.0,
                 self.entries.len(),
             ),

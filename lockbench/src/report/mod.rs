@@ -6,6 +6,7 @@
 mod conditions;
 mod output;
 mod progress;
+pub mod summary;
 mod table;
 
 pub use conditions::{Conditions, Placement, NEAR_MAX_NS};
