@@ -35,6 +35,25 @@ pub struct RunFile {
     pub date: Option<String>,
     /// Every cell, in the order measured.
     pub cells: Vec<CellData>,
+    /// `default` and `default-rw` against the best peer of each row, as the run's
+    /// summary judged them (files from before lockbench wrote them have none).
+    #[serde(default)]
+    pub verdicts: Vec<VerdictData>,
+}
+
+/// One verdict of a run's summary.
+#[derive(Debug, Deserialize)]
+pub struct VerdictData {
+    /// The scenario.
+    pub scenario: String,
+    /// Ours, as lockbench names it (`default`, `default-rw`).
+    pub lock: String,
+    /// The row: `threads 4, short cs, 2×`.
+    pub row: String,
+    /// The fastest peer of the row.
+    pub best_peer: String,
+    /// Ours ÷ the best peer, as throughput.
+    pub judgement: crate::verdict::Judgement,
 }
 
 /// The machine metadata of a file.
