@@ -166,6 +166,12 @@ struct GlobalArgs {
     /// locks run in the preloaded library)
     #[arg(long, global = true)]
     stats: bool,
+
+    /// Print every table in full; without it, titles and notes wrap at 120 columns and
+    /// the tables whose columns are wider (every lock side by side, each cell in detail)
+    /// are left out of the printed text (--json, --csv and the report keep every cell)
+    #[arg(long, global = true)]
+    wide: bool,
 }
 
 impl GlobalArgs {
@@ -244,9 +250,51 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Box<dyn Scenario>> {
     }
 }
 
+/// The columns a table may take in the printed text without `--wide`.
+const COLUMNS: usize = 120;
+
+/// How the tables are printed: in full (`--wide`), or wrapped at [`COLUMNS`] with the
+/// wider ones left out and named.
+struct Printing {
+    wide: bool,
+    left_out: std::cell::RefCell<Vec<String>>,
+}
+
+impl Printing {
+    /// `table` as printed, or nothing (and its name remembered) when it is left out.
+    fn show(&self, table: &report::Table) -> String {
+        if self.wide {
+            return format!("{table}\n");
+        }
+        // A one-column table is a text report (app's contention profile): its lines
+        // are the program's, printed whole.
+        if table.width() > COLUMNS && table.columns() > 1 {
+            self.left_out.borrow_mut().push(table.name().to_owned());
+            return String::new();
+        }
+        format!("{}\n", table.wrapped(COLUMNS))
+    }
+
+    /// The line naming the tables left out, if any.
+    fn left_out(&self) -> Option<String> {
+        let left_out = self.left_out.borrow();
+        (!left_out.is_empty()).then(|| {
+            let line = format!(
+                "left out, wider than {COLUMNS} columns (--wide prints them): {}",
+                left_out.join("; ")
+            );
+            report::wrap(&line, COLUMNS)
+        })
+    }
+}
+
 /// Runs every step, printing its tables (and, with `--stats`, its cells' counts) as
 /// soon as it is done.
-fn measure(steps: &[Box<dyn Scenario>], machine: &Machine) -> Result<Vec<Cell>, Error> {
+fn measure(
+    steps: &[Box<dyn Scenario>],
+    machine: &Machine,
+    printing: &Printing,
+) -> Result<Vec<Cell>, Error> {
     let progress = Progress::new(steps.iter().map(|step| step.cells()).sum());
     let mut cells = Vec::new();
     for step in steps {
@@ -254,7 +302,7 @@ fn measure(steps: &[Box<dyn Scenario>], machine: &Machine) -> Result<Vec<Cell>, 
         let mut text: String = step
             .tables(&measured, machine)
             .iter()
-            .map(|table| format!("{table}\n"))
+            .map(|table| printing.show(table))
             .collect();
         let counts = harness::stats::lines(&measured);
         if !counts.is_empty() {
@@ -302,10 +350,20 @@ fn run(cli: Cli) -> Result<(), Error> {
     let steps = plan(cli.command, &cli.global.common());
     let started = Instant::now();
     let machine = Machine::probe();
-    println!("{}\n", machine.header());
-    let cells = measure(&steps, &machine)?;
+    match cli.global.wide {
+        true => println!("{}\n", machine.header()),
+        false => println!("{}", report::wrap(&machine.header(), COLUMNS)),
+    }
+    let printing = Printing {
+        wide: cli.global.wide,
+        left_out: Default::default(),
+    };
+    let cells = measure(&steps, &machine, &printing)?;
     if let Some(summary) = report::summary::table(&cells) {
-        println!("{summary}");
+        print!("{}", printing.show(&summary));
+    }
+    if let Some(left_out) = printing.left_out() {
+        println!("{left_out}");
     }
     println!(
         "{} cells in {:.1} s",

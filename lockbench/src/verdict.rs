@@ -70,7 +70,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The level and the smallest difference worth a verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -92,7 +92,7 @@ impl Default for Settings {
 }
 
 /// What the runs say about X against Y.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// The whole interval lies beyond the minimum effect, above 1.
@@ -107,7 +107,7 @@ pub enum Verdict {
 
 /// X against Y: the throughput ratio X ÷ Y (above 1: X is faster), its interval and
 /// the verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Judgement {
     /// The Hodges–Lehmann estimate of X ÷ Y as throughput.
     pub ratio: f64,
@@ -420,10 +420,13 @@ impl Tally {
             self.counts(),
         );
         if self.judged() > 0 {
+            let cells = match self.judged() {
+                1 => "this cell".to_owned(),
+                n => format!("these {n} cells"),
+            };
             text += &format!(
-                "; chance alone gives at most {:.1} wrong verdicts in these {} cells",
+                "; chance alone gives at most {:.1} wrong verdicts in {cells}",
                 self.expected_wrong,
-                self.judged()
             );
         }
         if self.too_few_runs > 0 {

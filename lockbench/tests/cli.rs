@@ -16,9 +16,13 @@ fn lockbench(args: &[&str]) -> Output {
         .expect("lockbench starts")
 }
 
+/// A measuring run with every table printed in full (`--wide`), as most tests read
+/// the per-cell tables.
 fn measure(args: &[&str]) -> Output {
     let _turn = MACHINE.lock().unwrap_or_else(PoisonError::into_inner);
-    lockbench(args)
+    let mut args = args.to_vec();
+    args.push("--wide");
+    lockbench(&args)
 }
 
 fn stdout(out: &Output) -> String {
@@ -105,6 +109,46 @@ fn uncontended_measures_rwlocks_when_named() {
         table.contains("verdicts: faster/slower when the 95% interval"),
         "{table}"
     );
+}
+
+/// Without `--wide`, the printed text fits in 120 columns: titles and notes wrap, the
+/// tables with wider rows are named instead of printed, and the run ends with the
+/// summary of klocks::Mutex against its peers.
+#[test]
+fn the_default_output_fits_in_120_columns_and_ends_with_a_summary() {
+    let _turn = MACHINE.lock().unwrap_or_else(PoisonError::into_inner);
+    let out = lockbench(&[
+        "loop",
+        "--threads",
+        "1",
+        "--iterations",
+        "20000",
+        "--runs",
+        "4",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in text.lines() {
+        let columns = line.chars().count();
+        assert!(columns <= 120, "{columns} columns: {line}");
+    }
+    // Every lock side by side is wider than 120 columns.
+    assert!(
+        text.contains("left out, wider than 120 columns (--wide prints them): loop, all locks"),
+        "{text}"
+    );
+    assert!(!text.contains("loop, all locks: N threads"), "{text}");
+    let summary = text
+        .split("summary: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    let line = summary
+        .lines()
+        .find(|line| line.starts_with("loop "))
+        .unwrap_or_else(|| panic!("no loop line: {summary}"));
+    assert!(line.contains("klocks::Mutex"), "{line}");
+    assert!(summary.contains("wrong verdicts in this cell"), "{summary}");
+    assert!(summary.contains("machine: "), "{summary}");
 }
 
 #[test]

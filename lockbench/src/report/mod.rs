@@ -12,7 +12,7 @@ mod table;
 pub use conditions::{Conditions, Placement, NEAR_MAX_NS};
 pub use output::{to_json, write_csv, write_json};
 pub use progress::Progress;
-pub use table::{num, percent, si, Table};
+pub use table::{num, percent, si, wrap, Table};
 
 use serde::{Deserialize, Serialize};
 

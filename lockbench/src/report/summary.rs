@@ -188,7 +188,7 @@ fn machine_note(cells: &[Cell]) -> String {
         _ => "noisy: treat the verdicts of marked cells with care",
     };
     format!(
-        "machine {verdict} ({moved} of {} watched cells changed placement *, {noisy} lost CPU \
+        "machine: {verdict} ({moved} of {} watched cells changed placement *, {noisy} lost CPU \
          time to others !)",
         watched.len()
     )
