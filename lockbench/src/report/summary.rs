@@ -26,6 +26,10 @@ pub struct Versus {
     pub judgement: Judgement,
     /// Our fairness (slowest thread ÷ mean) and the fairest peer's, where counted.
     pub fairness: Option<(f64, f64)>,
+    /// Our runs' and the best peer's log throughputs, for the geometric mean's
+    /// interval.
+    #[serde(skip)]
+    pub runs: (Vec<f64>, Vec<f64>),
 }
 
 /// The row a cell belongs to: every parameter but the lock.
@@ -88,6 +92,7 @@ pub fn versus(cells: &[Cell]) -> Vec<Versus> {
             best_peer: best.lock,
             judgement,
             fairness: fairness(ours).zip(fairest),
+            runs: (ours.log_throughputs(), best.log_throughputs()),
         });
     }
     found
@@ -112,7 +117,7 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             "scenario",
             "lock",
             "faster/≈/slower",
-            "geo. mean",
+            "geometric mean",
             "lowest cell",
             "fairness",
         ],
@@ -127,6 +132,7 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
     for (scenario, lock) in groups {
         let mut ledger = Ledger::default();
         let mut fairnesses = Vec::new();
+        let mut runs: Vec<(&[f64], &[f64])> = Vec::new();
         for v in versus
             .iter()
             .filter(|v| v.scenario == scenario && v.lock == lock)
@@ -134,7 +140,9 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             ledger.add(v.row.clone(), v.judgement);
             all.add(v.row.clone(), v.judgement);
             fairnesses.extend(v.fairness);
+            runs.push((&v.runs.0, &v.runs.1));
         }
+        let mean = verdict::geometric_mean_interval(&runs, settings.confidence);
         let tally = ledger.tally();
         let mut counts = format!(
             "{}/{}/{}",
@@ -151,9 +159,11 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             scenario.to_owned(),
             verdict::label(lock).to_owned(),
             counts,
-            ledger
-                .geometric_mean()
-                .map_or("-".to_owned(), |mean| format!("{mean:.2}×")),
+            match (mean, ledger.geometric_mean()) {
+                (Some(mean), _) => mean.to_string(),
+                (None, Some(mean)) => format!("{mean:.2}×, too few runs"),
+                (None, None) => "-".to_owned(),
+            },
             ledger.worst().map_or("-".to_owned(), |(row, judgement)| {
                 format!("{judgement} ({row})")
             }),
@@ -165,9 +175,9 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
     }
     table.note(
         "faster/≈/slower: cells where ours is faster than the fastest peer, not clearly \
-         different, slower\n  geo. mean: of the ratios, as throughput (above 1: ours is \
-         faster); fairness: slowest thread ÷ mean,\n  ours / the fairest peer's (geometric \
-         means)",
+         different, slower\n  geometric mean: of the ratios, as throughput (above 1: ours is \
+         faster), with a bootstrap interval\n  fairness: slowest thread ÷ mean, ours / the \
+         fairest peer's (geometric means)",
     );
     table.note(all.tally().note(settings));
     table.note(machine_note(cells));
@@ -251,6 +261,10 @@ mod tests {
             .expect("a mutex-load line");
         assert!(line.contains("klocks::Mutex"), "{line}");
         assert!(line.contains("1/1/1"), "{line}");
+        // The geometric mean of 1.2, 0.8 and 1.01 (0.99) with its interval, then the
+        // lowest.
+        assert!(line.contains("  0.99× ["), "{line}");
+        assert_eq!(line.matches('[').count(), 2, "{line}");
         assert!(line.contains("1.25× slower ["), "{line}");
         assert!(line.contains("(threads 4)"), "{line}");
         assert!(
