@@ -167,9 +167,10 @@ struct GlobalArgs {
     #[arg(long, global = true)]
     stats: bool,
 
-    /// Print every table in full; without it, titles and notes wrap at 120 columns and
-    /// the tables whose columns are wider (every lock side by side, each cell in detail)
-    /// are left out of the printed text (--json, --csv and the report keep every cell)
+    /// Print every table in full; without it, titles and notes wrap at 120 columns, a
+    /// note already printed under an earlier table is not repeated, and the tables whose
+    /// columns are wider (every lock side by side, each cell in detail) are left out of
+    /// the printed text (--json, --csv and the report keep every cell)
     #[arg(long, global = true)]
     wide: bool,
 }
@@ -254,10 +255,12 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Box<dyn Scenario>> {
 const COLUMNS: usize = 120;
 
 /// How the tables are printed: in full (`--wide`), or wrapped at [`COLUMNS`] with the
-/// wider ones left out and named.
+/// wider ones left out and named, and each note printed once.
 struct Printing {
     wide: bool,
     left_out: std::cell::RefCell<Vec<String>>,
+    /// The notes printed so far: each (the noise marks, DNF, ...) is printed once.
+    explained: std::cell::RefCell<Vec<String>>,
 }
 
 impl Printing {
@@ -272,7 +275,10 @@ impl Printing {
             self.left_out.borrow_mut().push(table.name().to_owned());
             return String::new();
         }
-        format!("{}\n", table.wrapped(COLUMNS))
+        format!(
+            "{}\n",
+            table.wrapped(COLUMNS, &mut self.explained.borrow_mut())
+        )
     }
 
     /// The line naming the tables left out, if any.
@@ -357,6 +363,7 @@ fn run(cli: Cli) -> Result<(), Error> {
     let printing = Printing {
         wide: cli.global.wide,
         left_out: Default::default(),
+        explained: Default::default(),
     };
     let cells = measure(&steps, &machine, &printing)?;
     if let Some(summary) = report::summary::table(&cells) {

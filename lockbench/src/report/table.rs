@@ -80,21 +80,24 @@ impl Table {
     }
 
     /// The table with its title and notes wrapped at `columns` (continuation lines
-    /// indented by two); the rows are never wrapped.
-    pub fn wrapped(&self, columns: usize) -> String {
-        let mut text = String::new();
-        let mut lines = self
-            .to_string()
-            .lines()
-            .map(str::to_owned)
-            .collect::<Vec<_>>();
-        let body = 3 + self.rows.len();
-        let title = lines.remove(0);
-        text += &wrap(&title, columns);
-        for (i, line) in lines.iter().enumerate() {
-            match i < body - 1 {
-                true => text += &format!("{line}\n"),
-                false => text += &wrap(line, columns),
+    /// indented by two), leaving out the notes in `explained` (printed under an earlier
+    /// table) and adding its own; the rows are never wrapped.
+    pub fn wrapped(&self, columns: usize, explained: &mut Vec<String>) -> String {
+        let plain = self.to_string();
+        let mut lines = plain.lines();
+        let mut text = lines
+            .next()
+            .map_or(String::new(), |title| wrap(title, columns));
+        for line in lines.take(2 + self.rows.len()) {
+            text += &format!("{line}\n");
+        }
+        for note in &self.notes {
+            if explained.contains(note) {
+                continue;
+            }
+            explained.push(note.clone());
+            for line in note.lines() {
+                text += &wrap(line, columns);
             }
         }
         text
@@ -198,12 +201,16 @@ mod tests {
         assert_eq!(table.width(), 29);
         let plain = table.to_string();
         let rows: Vec<&str> = plain.lines().skip(1).take(3).collect();
-        let wrapped = table.wrapped(16);
+        let mut explained = Vec::new();
+        let wrapped = table.wrapped(16, &mut explained);
         let lines: Vec<&str> = wrapped.lines().collect();
         assert_eq!(lines[..2], ["wide: a title of", "  several words"]);
         assert_eq!(lines[2..5], rows[..], "rows are never wrapped");
         assert_eq!(lines[5..], ["one note", "  that goes on", "  for a while"]);
-        assert_eq!(table.wrapped(200), table.to_string());
+        // A note printed under an earlier table is not repeated.
+        let again = table.wrapped(200, &mut explained);
+        assert_eq!(again.lines().count(), 4, "{again}");
+        assert_eq!(table.wrapped(200, &mut Vec::new()), table.to_string());
     }
 
     #[test]
