@@ -281,6 +281,14 @@ impl Printing {
         )
     }
 
+    /// The summary, with every note of its own even where a table above had it.
+    fn summary(&self, table: &report::Table) -> String {
+        match self.wide {
+            true => format!("{table}\n"),
+            false => format!("{}\n", table.wrapped(COLUMNS, &mut Vec::new())),
+        }
+    }
+
     /// The line naming the tables left out, if any.
     fn left_out(&self) -> Option<String> {
         let left_out = self.left_out.borrow();
@@ -367,7 +375,7 @@ fn run(cli: Cli) -> Result<(), Error> {
     };
     let cells = measure(&steps, &machine, &printing)?;
     if let Some(summary) = report::summary::table(&cells) {
-        print!("{}", printing.show(&summary));
+        print!("{}", printing.summary(&summary));
     }
     if let Some(left_out) = printing.left_out() {
         println!("{left_out}");
