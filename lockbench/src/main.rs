@@ -85,9 +85,10 @@ be written), 2 usage error.";
 /// Re-runs the kernel seeds' lock experiments on klocks (the Linux kernel's lock
 /// designs in userspace) next to std, parking_lot, glibc and spin.
 ///
-/// Without a subcommand, runs the default suite (about a minute on a 2-CPU machine):
-/// c2c, uncontended, loop (seeds 000 and 003), false-sharing (seed 002) and
-/// overcommit (seed 003), printing every table and writing them as charts to
+/// Without a subcommand, runs the default suite (about a minute and a half on a 2-CPU
+/// machine): c2c, uncontended, loop (seeds 000 and 003), false-sharing (seed 002) and
+/// overcommit (seed 003), printing every table that fits in 120 columns, a summary of
+/// klocks::Mutex against its peers with a verdict per cell, and writing the charts to
 /// lockbench-report/index.html (--report DIR elsewhere). Every cell is repeated --runs times
 /// and reported as the median with [min–max]; a loop cell whose run hits its time
 /// cap, or an overcommit cell whose threads do not drain in time, is reported as not
@@ -206,7 +207,7 @@ enum Command {
     Torture(torture::Args),
 
     /// The default suite: c2c, uncontended, loop, false-sharing, overcommit (about a
-    /// minute)
+    /// minute and a half)
     ///
     /// What lockbench runs without a subcommand: every scenario with its defaults,
     /// except loop with a 1 s cap, false-sharing with 250 ms runs and overcommit on a
