@@ -12,6 +12,7 @@ mod report;
 mod results;
 mod rwlocks;
 mod scenario;
+mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -84,9 +85,10 @@ be written), 2 usage error.";
 /// Re-runs the kernel seeds' lock experiments on klocks (the Linux kernel's lock
 /// designs in userspace) next to std, parking_lot, glibc and spin.
 ///
-/// Without a subcommand, runs the default suite (about a minute on a 2-CPU machine):
-/// c2c, uncontended, loop (seeds 000 and 003), false-sharing (seed 002) and
-/// overcommit (seed 003), printing every table and writing them as charts to
+/// Without a subcommand, runs the default suite (about a minute and a half on a 2-CPU
+/// machine): c2c, uncontended, loop (seeds 000 and 003), false-sharing (seed 002) and
+/// overcommit (seed 003), printing every table that fits in 120 columns, a summary of
+/// klocks::Mutex against its peers with a verdict per cell, and writing the charts to
 /// lockbench-report/index.html (--report DIR elsewhere). Every cell is repeated --runs times
 /// and reported as the median with [min–max]; a loop cell whose run hits its time
 /// cap, or an overcommit cell whose threads do not drain in time, is reported as not
@@ -129,10 +131,12 @@ struct GlobalArgs {
     )]
     rwlocks: Vec<RwLockName>,
 
-    /// Repetitions of each cell; tables show the median with [min–max]. A loop cell
-    /// whose run hits the cap, or a windowed cell (overcommit, mutex-load, rwsem,
-    /// rw-fair) whose run does not drain, is not repeated
-    #[arg(long, global = true, default_value_t = 3, value_name = "N",
+    /// Repetitions of each cell; tables show the median with [min–max], and every
+    /// comparison's verdict needs at least 4 runs a side for its 95% interval (5 give
+    /// a narrower one). A loop cell whose run hits the cap, or a windowed cell
+    /// (overcommit, mutex-load, rwsem, rw-fair) whose run does not drain, is not
+    /// repeated
+    #[arg(long, global = true, default_value_t = 5, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
 
@@ -163,6 +167,13 @@ struct GlobalArgs {
     /// locks run in the preloaded library)
     #[arg(long, global = true)]
     stats: bool,
+
+    /// Print every table in full; without it, titles and notes wrap at 120 columns, a
+    /// note already printed under an earlier table is not repeated, and the tables whose
+    /// columns are wider (every lock side by side, each cell in detail) are left out of
+    /// the printed text (--json, --csv and the report keep every cell)
+    #[arg(long, global = true)]
+    wide: bool,
 }
 
 impl GlobalArgs {
@@ -196,7 +207,7 @@ enum Command {
     Torture(torture::Args),
 
     /// The default suite: c2c, uncontended, loop, false-sharing, overcommit (about a
-    /// minute)
+    /// minute and a half)
     ///
     /// What lockbench runs without a subcommand: every scenario with its defaults,
     /// except loop with a 1 s cap, false-sharing with 250 ms runs and overcommit on a
@@ -241,9 +252,64 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Box<dyn Scenario>> {
     }
 }
 
+/// The columns a table may take in the printed text without `--wide`.
+const COLUMNS: usize = 120;
+
+/// How the tables are printed: in full (`--wide`), or wrapped at [`COLUMNS`] with the
+/// wider ones left out and named, and each note printed once.
+struct Printing {
+    wide: bool,
+    left_out: std::cell::RefCell<Vec<String>>,
+    /// The notes printed so far: each (the noise marks, DNF, ...) is printed once.
+    explained: std::cell::RefCell<Vec<String>>,
+}
+
+impl Printing {
+    /// `table` as printed, or nothing (and its name remembered) when it is left out.
+    fn show(&self, table: &report::Table) -> String {
+        if self.wide {
+            return format!("{table}\n");
+        }
+        // A one-column table is a text report (app's contention profile): its lines
+        // are the program's, printed whole.
+        if table.width() > COLUMNS && table.columns() > 1 {
+            self.left_out.borrow_mut().push(table.name().to_owned());
+            return String::new();
+        }
+        format!(
+            "{}\n",
+            table.wrapped(COLUMNS, &mut self.explained.borrow_mut())
+        )
+    }
+
+    /// The summary, with every note of its own even where a table above had it.
+    fn summary(&self, table: &report::Table) -> String {
+        match self.wide {
+            true => format!("{table}\n"),
+            false => format!("{}\n", table.wrapped(COLUMNS, &mut Vec::new())),
+        }
+    }
+
+    /// The line naming the tables left out, if any.
+    fn left_out(&self) -> Option<String> {
+        let left_out = self.left_out.borrow();
+        (!left_out.is_empty()).then(|| {
+            let line = format!(
+                "left out, wider than {COLUMNS} columns (--wide prints them): {}",
+                left_out.join("; ")
+            );
+            report::wrap(&line, COLUMNS)
+        })
+    }
+}
+
 /// Runs every step, printing its tables (and, with `--stats`, its cells' counts) as
 /// soon as it is done.
-fn measure(steps: &[Box<dyn Scenario>], machine: &Machine) -> Result<Vec<Cell>, Error> {
+fn measure(
+    steps: &[Box<dyn Scenario>],
+    machine: &Machine,
+    printing: &Printing,
+) -> Result<Vec<Cell>, Error> {
     let progress = Progress::new(steps.iter().map(|step| step.cells()).sum());
     let mut cells = Vec::new();
     for step in steps {
@@ -251,7 +317,7 @@ fn measure(steps: &[Box<dyn Scenario>], machine: &Machine) -> Result<Vec<Cell>, 
         let mut text: String = step
             .tables(&measured, machine)
             .iter()
-            .map(|table| format!("{table}\n"))
+            .map(|table| printing.show(table))
             .collect();
         let counts = harness::stats::lines(&measured);
         if !counts.is_empty() {
@@ -299,8 +365,22 @@ fn run(cli: Cli) -> Result<(), Error> {
     let steps = plan(cli.command, &cli.global.common());
     let started = Instant::now();
     let machine = Machine::probe();
-    println!("{}\n", machine.header());
-    let cells = measure(&steps, &machine)?;
+    match cli.global.wide {
+        true => println!("{}\n", machine.header()),
+        false => println!("{}", report::wrap(&machine.header(), COLUMNS)),
+    }
+    let printing = Printing {
+        wide: cli.global.wide,
+        left_out: Default::default(),
+        explained: Default::default(),
+    };
+    let cells = measure(&steps, &machine, &printing)?;
+    if let Some(summary) = report::summary::table(&cells) {
+        print!("{}", printing.summary(&summary));
+    }
+    if let Some(left_out) = printing.left_out() {
+        println!("{left_out}");
+    }
     println!(
         "{} cells in {:.1} s",
         cells.len(),

@@ -302,6 +302,19 @@ rwlock_table! {
     Busted => BustedRwLock: "the negative control: its write side does not wait";
 }
 
+/// klocks' default reader-writer lock (`klocks::RwLock`), compared with
+/// [`RW_ALTERNATIVES`].
+pub const RW_DEFAULT: RwLockName = RwLockName::Klocks(RwLockKind::Default);
+
+/// The reader-writer locks a user would otherwise pick, which klocks' are compared
+/// with.
+pub const RW_ALTERNATIVES: [RwLockName; 4] = [
+    RwLockName::Std,
+    RwLockName::ParkingLot,
+    RwLockName::Pthread,
+    RwLockName::PthreadWriter,
+];
+
 /// Reads a lock's [`BenchRwLock::NAME`].
 struct NameOf;
 

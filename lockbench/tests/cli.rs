@@ -16,9 +16,13 @@ fn lockbench(args: &[&str]) -> Output {
         .expect("lockbench starts")
 }
 
+/// A measuring run with every table printed in full (`--wide`), as most tests read
+/// the per-cell tables.
 fn measure(args: &[&str]) -> Output {
     let _turn = MACHINE.lock().unwrap_or_else(PoisonError::into_inner);
-    lockbench(args)
+    let mut args = args.to_vec();
+    args.push("--wide");
+    lockbench(&args)
 }
 
 fn stdout(out: &Output) -> String {
@@ -73,7 +77,7 @@ fn uncontended_measures_rwlocks_when_named() {
         "--iterations",
         "10000",
         "--runs",
-        "1",
+        "4",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
@@ -81,13 +85,70 @@ fn uncontended_measures_rwlocks_when_named() {
         .split("uncontended, reader-writer locks")
         .nth(1)
         .unwrap_or_else(|| panic!("no reader-writer table: {text}"));
-    for lock in ["default-rw", "std-rw"] {
-        let row = table
+    let row = |lock: &str| {
+        table
             .lines()
             .find(|line| line.starts_with(lock))
-            .unwrap_or_else(|| panic!("no {lock} row: {table}"));
-        assert_eq!(row.matches('×').count(), 2, "{row}");
+            .unwrap_or_else(|| panic!("no {lock} row: {table}"))
+    };
+    // klocks::RwLock against std-rw on both sides, each a verdict with its interval;
+    // std-rw is the reference.
+    let ours = row("klocks::RwLock");
+    let verdicts: usize = ["faster [", "slower [", "≈ ["]
+        .iter()
+        .map(|verdict| ours.matches(verdict).count())
+        .sum();
+    assert_eq!(verdicts, 2, "{ours}");
+    assert_eq!(
+        ours.matches('[').count(),
+        4,
+        "two ranges, two intervals: {ours}"
+    );
+    assert!(!row("std-rw").contains('×'), "{}", row("std-rw"));
+    assert!(
+        table.contains("verdicts: faster/slower when the 95% interval"),
+        "{table}"
+    );
+}
+
+/// Without `--wide`, the printed text fits in 120 columns: titles and notes wrap, the
+/// tables with wider rows are named instead of printed, and the run ends with the
+/// summary of klocks::Mutex against its peers.
+#[test]
+fn the_default_output_fits_in_120_columns_and_ends_with_a_summary() {
+    let _turn = MACHINE.lock().unwrap_or_else(PoisonError::into_inner);
+    let out = lockbench(&[
+        "loop",
+        "--threads",
+        "1",
+        "--iterations",
+        "20000",
+        "--runs",
+        "4",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in text.lines() {
+        let columns = line.chars().count();
+        assert!(columns <= 120, "{columns} columns: {line}");
     }
+    // Every lock side by side is wider than 120 columns.
+    assert!(
+        text.contains("left out, wider than 120 columns (--wide prints them): loop, all locks"),
+        "{text}"
+    );
+    assert!(!text.contains("loop, all locks: N threads"), "{text}");
+    let summary = text
+        .split("summary: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    let line = summary
+        .lines()
+        .find(|line| line.starts_with("loop "))
+        .unwrap_or_else(|| panic!("no loop line: {summary}"));
+    assert!(line.contains("klocks::Mutex"), "{line}");
+    assert!(summary.contains("wrong verdicts in this cell"), "{summary}");
+    assert!(summary.contains("machine: "), "{summary}");
 }
 
 #[test]
@@ -322,8 +383,11 @@ fn a_tiny_rw_mix_run_compares_default_rw_with_the_best_peer() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let table = stdout(&out);
-    assert!(table.contains("default-rw ÷ best"), "{table}");
+    assert!(table.contains("klocks::RwLock vs best"), "{table}");
     assert!(table.contains("99% reads"), "{table}");
+    // One run a side is too few for a verdict, and the table says so.
+    assert!(table.contains("too few runs (1+1)"), "{table}");
+    assert!(table.contains("needs at least 4 runs a side"), "{table}");
 }
 
 #[test]
@@ -339,12 +403,16 @@ fn a_tiny_sharded_run_compares_default_with_the_best_peer() {
         "--ops",
         "2000",
         "--runs",
-        "1",
+        "4",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let table = stdout(&out);
-    assert!(table.contains("default ÷ best"), "{table}");
+    assert!(table.contains("klocks::Mutex vs best"), "{table}");
     assert!(table.contains("geometric mean"), "{table}");
+    assert!(
+        table.contains("chance alone gives at most 0.1 wrong verdicts in these 2 cells"),
+        "{table}"
+    );
 }
 
 #[test]

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use super::{race, Error, Race};
-use crate::report::{Cell, Run};
+use crate::report::{Cell, Run, Summary};
+use crate::verdict::{self, Judgement, Ledger, Settings};
 
 /// Runs `measure(lock, round)` for `rounds` rounds over `locks` locks, each round
 /// starting one lock later: the first lock of a round runs slower (measured: ~5% with
@@ -49,11 +50,36 @@ pub fn pauses(n: u32) {
     }
 }
 
-/// The ratios of one lock's wall time to the best peer's, row by row.
+/// The fastest of `peers` by median throughput, among those that finished.
+pub fn best_peer<'a>(peers: impl IntoIterator<Item = &'a Cell>) -> Option<&'a Cell> {
+    peers
+        .into_iter()
+        .filter_map(|peer| {
+            let median = Summary::of(peer.log_throughputs())?.median;
+            Some((peer, median))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(peer, _)| peer)
+}
+
+/// `ours` against the fastest of `peers` ([`best_peer`]): that peer and the verdict;
+/// `None` when ours or every peer did not finish.
+pub fn against_best<'a>(
+    ours: &Cell,
+    peers: impl IntoIterator<Item = &'a Cell>,
+    settings: Settings,
+) -> Option<(&'a Cell, Judgement)> {
+    let best = best_peer(peers)?;
+    let judgement = verdict::judge(&ours.log_throughputs(), &best.log_throughputs(), settings)?;
+    Some((best, judgement))
+}
+
+/// One lock against the best of its peers, row by row of a table whose cells are
+/// wall times or throughputs.
 pub struct Versus {
     ours: &'static str,
     peers: Vec<&'static str>,
-    ratios: Vec<f64>,
+    ledger: Ledger,
 }
 
 impl Versus {
@@ -62,51 +88,90 @@ impl Versus {
         Self {
             ours,
             peers,
-            ratios: Vec::new(),
+            ledger: Ledger::default(),
         }
     }
 
     /// The headers this comparison adds to a table.
     pub fn headers(&self) -> [String; 2] {
-        ["best peer".to_owned(), format!("{} ÷ best", self.ours)]
+        [
+            "best peer".to_owned(),
+            format!("{} vs best", verdict::label(self.ours)),
+        ]
     }
 
-    /// The best peer's name and the speed ratio (the best peer's wall ÷ ours) for a
-    /// row of cells in wall ms; dashes when either side did not run.
-    pub fn row(&mut self, row: &[&Cell]) -> [String; 2] {
-        let median = |name: &str| {
-            row.iter()
-                .find(|c| c.lock == name)
-                .and_then(|c| c.summary)
-                .map(|s| s.median)
-        };
-        let best = self
-            .peers
+    /// The best peer's name and ours against it for the row `row` of `cells`; dashes
+    /// when either side did not finish.
+    pub fn row(&mut self, row: &str, cells: &[&Cell]) -> [String; 2] {
+        let ours = cells.iter().find(|c| c.lock == self.ours);
+        let peers = cells
             .iter()
-            .filter_map(|&peer| median(peer).map(|ms| (peer, ms)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        match (best, median(self.ours)) {
-            (Some((peer, best_ms)), Some(ms)) => {
-                let ratio = best_ms / ms;
-                self.ratios.push(ratio);
-                [peer.to_owned(), format!("{ratio:.2}×")]
+            .copied()
+            .filter(|c| self.peers.contains(&c.lock));
+        match ours.and_then(|ours| against_best(ours, peers, Settings::default())) {
+            Some((best, judgement)) => {
+                self.ledger.add(row, judgement);
+                [best.lock.to_owned(), judgement.to_string()]
             }
-            _ => ["-".to_owned(), "-".to_owned()],
+            None => ["-".to_owned(), "-".to_owned()],
         }
     }
 
-    /// The note under the table: the geometric mean and the lowest ratio.
-    pub fn note(&self) -> Option<String> {
-        if self.ratios.is_empty() {
-            return None;
-        }
-        let geomean =
-            (self.ratios.iter().map(|r| r.ln()).sum::<f64>() / self.ratios.len() as f64).exp();
-        Some(format!(
-            "{ours} ÷ best peer = the best peer's wall ÷ {ours}'s (above 1: {ours} is faster); geometric mean {geomean:.2}× over {} cells, lowest {:.2}×",
-            self.ratios.len(),
-            self.ratios.iter().copied().fold(f64::INFINITY, f64::min),
-            ours = self.ours,
-        ))
+    /// The notes under the table: the geometric mean, the lowest row and the verdicts.
+    pub fn notes(&self) -> Vec<String> {
+        self.ledger.notes(
+            verdict::label(self.ours),
+            "the best peer",
+            Settings::default(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Run;
+
+    /// A finished cell of `lock` whose runs took `ms` each.
+    fn cell(lock: &'static str, ms: &[f64]) -> Cell {
+        let runs = ms
+            .iter()
+            .map(|&ms| Run::timed(ms, Duration::from_millis(1), 1))
+            .collect();
+        Cell::of_runs("loop", lock, 2, None, "ms", runs)
+    }
+
+    #[test]
+    fn the_best_peer_is_the_fastest_and_ratios_are_throughputs() {
+        let ours = cell("default", &[50.0, 51.0, 49.0, 50.5, 49.5]);
+        let std = cell("std", &[100.0, 101.0, 99.0, 100.5, 99.5]);
+        let slow = cell("pthread", &[200.0, 201.0, 199.0, 200.5, 199.5]);
+        let mut versus = Versus::new("default", vec!["std", "pthread"]);
+        assert_eq!(versus.headers()[1], "klocks::Mutex vs best");
+        let [peer, judged] = versus.row("threads 2", &[&ours, &slow, &std]);
+        assert_eq!(peer, "std");
+        assert!(judged.starts_with("2.00× faster ["), "{judged}");
+        let [peer, judged] = versus.row("threads 4", &[&ours]);
+        assert_eq!([peer, judged], ["-", "-"], "ours is not its own peer");
+        let [_, judged] = versus.row("threads 8", &[&ours, &ours, &std]);
+        assert!(judged.starts_with("2.00× faster"));
+        let [_, slower] = versus.row("threads 16", &[&std, &slow]);
+        assert_eq!(slower, "-", "ours did not run");
+        let notes = versus.notes();
+        assert!(
+            notes[0].contains("geometric mean 2.00× over 2 cells"),
+            "{notes:?}"
+        );
+        assert!(notes[1].contains("2 faster, 0 no clear difference, 0 slower"));
+    }
+
+    #[test]
+    fn a_slower_lock_reads_slower() {
+        let ours = cell("default", &[120.0, 121.0, 119.0, 120.5, 119.5]);
+        let std = cell("std", &[100.0, 101.0, 99.0, 100.5, 99.5]);
+        let (best, judgement) = against_best(&ours, [&std], Settings::default()).unwrap();
+        assert_eq!(best.lock, "std");
+        assert_eq!(judgement.verdict, crate::verdict::Verdict::Slower);
+        assert!(judgement.to_string().starts_with("1.20× slower ["));
     }
 }

@@ -6,12 +6,13 @@
 mod conditions;
 mod output;
 mod progress;
+pub mod summary;
 mod table;
 
 pub use conditions::{Conditions, Placement, NEAR_MAX_NS};
 pub use output::{to_json, write_csv, write_json};
 pub use progress::Progress;
-pub use table::{num, percent, si, Table};
+pub use table::{num, percent, si, wrap, Table};
 
 use serde::{Deserialize, Serialize};
 
@@ -370,6 +371,25 @@ impl Cell {
     /// The median over the runs of something some runs have.
     pub fn median_of(&self, of: impl Fn(&Run) -> Option<f64>) -> Option<f64> {
         Summary::of(self.runs.iter().filter_map(of)).map(|s| s.median)
+    }
+
+    /// Whether a smaller value is the better one (wall times and costs; not rates, nor
+    /// the number `app --metric` reads from a program, a throughput).
+    pub fn lower_is_better(&self) -> bool {
+        !(self.unit.ends_with("/s") || self.unit == "metric")
+    }
+
+    /// Every finished run as a log throughput ([`crate::verdict::log_throughput`]);
+    /// none when the cell did not finish.
+    pub fn log_throughputs(&self) -> Vec<f64> {
+        if self.unfinished.is_some() {
+            return Vec::new();
+        }
+        self.runs
+            .iter()
+            .filter(|run| run.finished)
+            .filter_map(|run| crate::verdict::log_throughput(run.value, self.lower_is_better()))
+            .collect()
     }
 
     /// The cell's `median [min–max]` with its marks, or the long not-finished text.

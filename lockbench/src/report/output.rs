@@ -16,16 +16,20 @@ struct JsonReport<'a> {
     command: Vec<String>,
     date: String,
     cells: &'a [Cell],
+    /// `default` and `default-rw` against the best peer of each row, as the summary
+    /// at the end of the run shows them.
+    verdicts: Vec<super::summary::Versus>,
 }
 
-/// Every cell with all its runs, plus the machine, the command line and the date: what
-/// `--json` writes.
+/// Every cell with all its runs, plus the machine, the command line, the date and the
+/// verdicts of the summary: what `--json` writes.
 pub fn to_json(machine: &Machine, cells: &[Cell]) -> serde_json::Result<serde_json::Value> {
     serde_json::to_value(JsonReport {
         machine,
         command: std::env::args().collect(),
         date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         cells,
+        verdicts: super::summary::versus(cells),
     })
 }
 

@@ -62,13 +62,77 @@ fn write_row(f: &mut fmt::Formatter<'_>, row: &[String], widths: &[usize]) -> fm
     writeln!(f)
 }
 
+impl Table {
+    /// The columns the rows take (the title and the notes aside).
+    pub fn width(&self) -> usize {
+        let widths = self.widths();
+        widths.iter().sum::<usize>() + 2 * (widths.len() - 1)
+    }
+
+    /// How many columns the table has.
+    pub fn columns(&self) -> usize {
+        self.headers.len()
+    }
+
+    /// The first clause of the title (up to its first `:`), to name the table.
+    pub fn name(&self) -> &str {
+        self.title.split(':').next().unwrap_or(&self.title)
+    }
+
+    /// The table with its title and notes wrapped at `columns` (continuation lines
+    /// indented by two), leaving out the notes in `explained` (printed under an earlier
+    /// table) and adding its own; the rows are never wrapped.
+    pub fn wrapped(&self, columns: usize, explained: &mut Vec<String>) -> String {
+        let plain = self.to_string();
+        let mut lines = plain.lines();
+        let mut text = lines
+            .next()
+            .map_or(String::new(), |title| wrap(title, columns));
+        for line in lines.take(2 + self.rows.len()) {
+            text += &format!("{line}\n");
+        }
+        for note in &self.notes {
+            if explained.contains(note) {
+                continue;
+            }
+            explained.push(note.clone());
+            for line in note.lines() {
+                text += &wrap(line, columns);
+            }
+        }
+        text
+    }
+}
+
+/// `line` broken at spaces into lines of at most `columns` characters where it can be,
+/// the continuation lines indented by two spaces.
+pub fn wrap(line: &str, columns: usize) -> String {
+    let indent = line.len() - line.trim_start().len();
+    let mut text = String::new();
+    let mut current = String::new();
+    for word in line.trim_start().split(' ') {
+        let lead = if text.is_empty() { indent } else { 2 };
+        if !current.is_empty()
+            && lead + current.chars().count() + 1 + word.chars().count() > columns
+        {
+            text += &format!("{:lead$}{current}\n", "");
+            current.clear();
+        }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current += word;
+    }
+    let lead = if text.is_empty() { indent } else { 2 };
+    text + &format!("{:lead$}{current}\n", "")
+}
+
 impl fmt::Display for Table {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let widths = self.widths();
         writeln!(f, "{}", self.title)?;
         write_row(f, &self.headers, &widths)?;
-        let rule: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
-        writeln!(f, "{}", "-".repeat(rule))?;
+        writeln!(f, "{}", "-".repeat(self.width()))?;
         for row in &self.rows {
             write_row(f, row, &widths)?;
         }
@@ -123,6 +187,30 @@ mod tests {
         assert_eq!(si(41_234_567.0), "41.2M");
         assert_eq!(percent(0.0312), "3.1%");
         assert_eq!(percent(0.000_12), "0.01%");
+    }
+
+    #[test]
+    fn titles_and_notes_wrap_but_rows_do_not() {
+        let mut table = Table::new("wide: a title of several words", &["lock", "ns"]);
+        table.row(vec![
+            "a-lock-with-a-long-name".to_owned(),
+            "1.00".to_owned(),
+        ]);
+        table.note("one note\n  that goes on for a while");
+        assert_eq!(table.name(), "wide");
+        assert_eq!(table.width(), 29);
+        let plain = table.to_string();
+        let rows: Vec<&str> = plain.lines().skip(1).take(3).collect();
+        let mut explained = Vec::new();
+        let wrapped = table.wrapped(16, &mut explained);
+        let lines: Vec<&str> = wrapped.lines().collect();
+        assert_eq!(lines[..2], ["wide: a title of", "  several words"]);
+        assert_eq!(lines[2..5], rows[..], "rows are never wrapped");
+        assert_eq!(lines[5..], ["one note", "  that goes on", "  for a while"]);
+        // A note printed under an earlier table is not repeated.
+        let again = table.wrapped(200, &mut explained);
+        assert_eq!(again.lines().count(), 4, "{again}");
+        assert_eq!(table.wrapped(200, &mut Vec::new()), table.to_string());
     }
 
     #[test]

@@ -29,13 +29,15 @@ pub struct ReportArgs {
 /// Compares two --json files cell by cell: B against A
 ///
 /// For each cell both files hold (same scenario, setup, lock and threads): both
-/// medians with their [min–max], how much better B is, and whether the change is
-/// real, which it is only when the two min–max ranges do not overlap (or one
-/// file's cell did not finish). With --fail-on-regression PCT, exits with status 1
-/// when a real change makes a cell worse by more than PCT percent, so a lock
-/// change can be guarded in CI. A machine drifts between runs, moving every lock
-/// together: --relative-to std (or any lock that did not change) first divides
-/// each cell by that lock's cell of its own run.
+/// medians with their [min–max], and B ÷ A as throughput (above 1: B is faster) with
+/// its 95% interval from the runs of both files (Hodges–Lehmann with the Mann–Whitney
+/// interval; at least 4 runs a side): "faster" or "slower" when the interval lies
+/// wholly beyond ±5%, "≈" (no clear difference) otherwise. With --fail-on-regression
+/// PCT, exits with status 1 when a cell's interval lies wholly below 1 ÷ (1 + PCT/100)
+/// (or the cell stopped finishing), so a lock change can be guarded in CI. A machine
+/// drifts between runs, moving every lock together: --relative-to std (or any lock
+/// that did not change) divides each cell's change by that lock's change in the same
+/// file pair, with an interval that holds the noise of both.
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
     /// The baseline result file (--json)
@@ -46,7 +48,8 @@ pub struct CompareArgs {
     #[arg(value_name = "B.json")]
     b: PathBuf,
 
-    /// Exit with status 1 if a real change makes a cell worse by more than PCT percent
+    /// Exit with status 1 if a cell is slower by more than PCT percent: the interval of
+    /// B ÷ A (as throughput) lies wholly below 1 ÷ (1 + PCT/100)
     #[arg(long, value_name = "PCT", value_parser = percentage)]
     fail_on_regression: Option<f64>,
 
@@ -112,7 +115,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     eprintln!(
-        "lockbench: {} cell(s) worse by more than {pct}%: {}",
+        "lockbench: {} cell(s) slower by more than {pct}%: {}",
         regressions.len(),
         regressions
             .iter()
@@ -120,7 +123,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
                 .cell
                 .iter()
                 .filter(|part| !part.is_empty())
-                .cloned()
+                .map(|part| crate::verdict::label(part).to_owned())
                 .collect::<Vec<_>>()
                 .join(" "))
             .collect::<Vec<_>>()

@@ -1,30 +1,34 @@
 //! `lockbench compare A.json B.json`: the same cells measured twice (another commit,
 //! another machine), B against A.
 //!
-//! A change counts as real only when the two cells' min–max ranges do not overlap:
-//! with a few runs per cell, anything less is within the noise the runs themselves
-//! show. A cell that finished in one file and not in the other is a real change too.
+//! Each cell's runs in B are judged against its runs in A with [`crate::verdict`]:
+//! B ÷ A as throughput with its 95% interval, and "faster" or "slower" only when that
+//! interval lies wholly beyond ±5%. A cell that finished in one file and not in the
+//! other is a change too.
 //!
 //! A machine drifts between two runs (another tenant's load, a vCPU moved, a warmer
-//! CPU): every lock gets faster or slower together, and the ranges of one run do not
-//! cover that. `--relative-to LOCK` compares each cell as a ratio to LOCK's cell of
-//! the same scenario, setup and threads in the same file, so that a change of the
-//! machine cancels out and a change of the lock under test remains.
+//! CPU): every lock gets faster or slower together, and the runs of one file do not
+//! cover that. `--relative-to LOCK` divides each cell's change by LOCK's change in the
+//! same scenario, setup and threads ([`verdict::judge_relative`]), so that a change of
+//! the machine cancels out and a change of the lock under test remains. Its interval
+//! holds both changes' noise, so it is wider than a direct comparison's: dividing by
+//! a noisy reference cannot invent a difference.
 
 use std::fmt::Write as _;
 
 use super::{CellData, RunFile};
-use crate::report::{num, percent, si, Summary, Table};
+use crate::report::{num, si, Summary, Table};
+use crate::verdict::{self, Judgement, Settings, Tally, Verdict};
 
 /// How B's cell stands against A's.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Verdict {
-    /// The ranges overlap.
-    Noise,
-    /// B is better and the ranges do not overlap (or only B finished).
-    Better,
-    /// B is worse and the ranges do not overlap (or only A finished).
-    Worse,
+pub enum Change {
+    /// Both finished: B against A.
+    Judged(Judgement),
+    /// Only A's cell finished: B stopped finishing.
+    OnlyAFinished,
+    /// Only B's finished.
+    OnlyBFinished,
     /// Neither finished.
     NeitherFinished,
 }
@@ -34,15 +38,12 @@ pub enum Verdict {
 pub struct Row {
     /// Scenario, setup, lock, threads.
     pub cell: [String; 4],
-    /// A's and B's cells.
+    /// A's cell.
     pub a: Option<Summary>,
     /// B's.
     pub b: Option<Summary>,
-    /// B's gain over A, in the direction that is better (negative: B is worse);
-    /// `None` unless both finished.
-    pub gain: Option<f64>,
-    /// Whether the change is real.
-    pub verdict: Verdict,
+    /// B against A.
+    pub change: Change,
 }
 
 /// The comparison of two files.
@@ -87,23 +88,63 @@ fn finished(cell: &CellData) -> Option<Summary> {
     cell.summary.filter(|_| cell.unfinished.is_none())
 }
 
-/// `cell`'s summary ÷ the reference lock's cell of the same scenario, setup and
-/// threads in `file`: median ÷ median, and a range that holds every ratio of a run of
-/// one to a run of the other. `Err` when `file` has no finished reference cell there.
-fn relative(file: &RunFile, cell: &CellData, lock: &str) -> Result<Option<Summary>, ()> {
+/// The finished reference cell of `lock` beside `cell` in `file`.
+fn reference_of<'a>(file: &'a RunFile, cell: &CellData, lock: &str) -> Option<&'a CellData> {
     let mut id = key(cell);
     id[2] = lock.to_owned();
-    let reference = file.cells.iter().find(|c| key(c) == id).and_then(finished);
-    let reference = reference.ok_or(())?;
-    Ok(finished(cell).map(|s| Summary {
-        median: s.median / reference.median,
-        min: s.min / reference.max,
-        max: s.max / reference.min,
-    }))
+    file.cells
+        .iter()
+        .find(|c| key(c) == id)
+        .filter(|c| finished(c).is_some())
 }
 
-/// Compares every cell the two files share, each as a ratio to `reference`'s cell
-/// of its run if one is named.
+/// B's cell against A's, each divided by its file's `reference` cell if one is given;
+/// `Err` when a file has no finished reference cell beside it.
+fn change(
+    files: (&RunFile, &RunFile),
+    cells: (&CellData, &CellData),
+    reference: Option<&str>,
+    settings: Settings,
+) -> Result<Change, ()> {
+    let (a, b) = cells;
+    let (ra, rb) = match reference {
+        None => (None, None),
+        Some(lock) => {
+            let ra = reference_of(files.0, a, lock).ok_or(())?;
+            let rb = reference_of(files.1, b, lock).ok_or(())?;
+            (Some(ra), Some(rb))
+        }
+    };
+    let judged = match (finished(a), finished(b)) {
+        (Some(_), Some(_)) => match ra.zip(rb) {
+            None => verdict::judge(&b.log_throughputs(), &a.log_throughputs(), settings),
+            Some((ra, rb)) => verdict::judge_relative(
+                &a.log_throughputs(),
+                &b.log_throughputs(),
+                &ra.log_throughputs(),
+                &rb.log_throughputs(),
+                settings,
+            ),
+        },
+        (Some(_), None) => return Ok(Change::OnlyAFinished),
+        (None, Some(_)) => return Ok(Change::OnlyBFinished),
+        (None, None) => return Ok(Change::NeitherFinished),
+    };
+    // Files from before lockbench wrote every run hold medians only: no interval.
+    let judged = judged.unwrap_or(Judgement {
+        ratio: f64::NAN,
+        low: None,
+        high: None,
+        confidence: None,
+        verdict: Verdict::TooFewRuns,
+        runs_x: 0,
+        runs_y: 0,
+    });
+    Ok(Change::Judged(judged))
+}
+
+/// Compares every cell the two files share, each divided by `reference`'s cell of
+/// its run if one is named.
 pub fn compare(a: &RunFile, b: &RunFile, reference: Option<&str>) -> Comparison {
     let b_keys: Vec<[String; 4]> = b.cells.iter().map(key).collect();
     let mut rows = Vec::new();
@@ -113,29 +154,20 @@ pub fn compare(a: &RunFile, b: &RunFile, reference: Option<&str>) -> Comparison 
         let Some(other) = b_keys.iter().position(|k| *k == id).map(|i| &b.cells[i]) else {
             continue;
         };
-        let (sa, sb) = match reference {
-            None => (finished(cell), finished(other)),
-            Some(lock) => match (relative(a, cell, lock), relative(b, other, lock)) {
-                (Ok(sa), Ok(sb)) => (sa, sb),
-                _ => {
-                    unreferenced += 1;
-                    continue;
-                }
-            },
-        };
-        let (gain, verdict) = match (sa, sb) {
-            (Some(x), Some(y)) => judge(x, y, cell.lower_is_better()),
-            (Some(_), None) => (None, Verdict::Worse),
-            (None, Some(_)) => (None, Verdict::Better),
-            (None, None) => (None, Verdict::NeitherFinished),
-        };
-        rows.push(Row {
-            cell: id,
-            a: sa,
-            b: sb,
-            gain,
-            verdict,
-        });
+        if reference == Some(cell.lock.as_str()) {
+            // The reference divided by itself: 1 in both files, nothing to judge.
+            unreferenced += 1;
+            continue;
+        }
+        match change((a, b), (cell, other), reference, Settings::default()) {
+            Ok(change) => rows.push(Row {
+                cell: id,
+                a: finished(cell),
+                b: finished(other),
+                change,
+            }),
+            Err(()) => unreferenced += 1,
+        }
     }
     let a_keys: Vec<[String; 4]> = a.cells.iter().map(key).collect();
     let (ma, mb) = (&a.machine, &b.machine);
@@ -155,42 +187,35 @@ pub fn compare(a: &RunFile, b: &RunFile, reference: Option<&str>) -> Comparison 
     }
 }
 
-/// B's gain over A and whether it is real: the ranges must not overlap.
-fn judge(a: Summary, b: Summary, lower_is_better: bool) -> (Option<f64>, Verdict) {
-    let gain = match lower_is_better {
-        true => a.median / b.median - 1.0,
-        false => b.median / a.median - 1.0,
-    };
-    let apart = b.min > a.max || b.max < a.min;
-    let verdict = match (apart, gain > 0.0) {
-        (false, _) => Verdict::Noise,
-        (true, true) => Verdict::Better,
-        (true, false) => Verdict::Worse,
-    };
-    (Some(gain), verdict)
-}
-
 impl Comparison {
-    /// Real changes for the worse by more than `pct` percent (every cell that stopped
-    /// finishing counts).
+    /// The cells B made worse by more than `pct` percent: those whose interval of
+    /// B ÷ A lies wholly below 1 ÷ (1 + pct/100), and those that stopped finishing.
     pub fn regressions(&self, pct: f64) -> Vec<&Row> {
         self.rows
             .iter()
-            .filter(|row| row.verdict == Verdict::Worse)
-            .filter(|row| row.gain.is_none_or(|gain| -gain * 100.0 > pct))
+            .filter(|row| match row.change {
+                Change::Judged(judgement) => judgement.slower_by_more_than(pct),
+                Change::OnlyAFinished => true,
+                Change::OnlyBFinished | Change::NeitherFinished => false,
+            })
             .collect()
+    }
+
+    /// The verdicts of the judged rows.
+    fn tally(&self) -> Tally {
+        Tally::of(self.rows.iter().filter_map(|row| match &row.change {
+            Change::Judged(judgement) => Some(judgement),
+            _ => None,
+        }))
     }
 
     /// The table of every shared cell, then a summary line.
     pub fn render(&self) -> String {
         let title = match &self.reference {
-            None => {
-                "compare: B against A (a change is real when the min–max ranges do not overlap)"
-                    .to_owned()
-            }
+            None => "compare: B against A, cell by cell".to_owned(),
             Some(lock) => format!(
-                "compare: B against A, each cell ÷ {lock}'s cell of its run (a change is real \
-                 when the min–max ranges do not overlap)"
+                "compare: B against A, each cell's change divided by {lock}'s in the same \
+                 scenario, setup and threads (a change of the machine cancels out)"
             ),
         };
         let mut table = Table::new(
@@ -202,43 +227,57 @@ impl Comparison {
                 "threads",
                 "A median [min–max]",
                 "B median [min–max]",
-                "B vs A",
-                "verdict",
+                "B vs A (throughput)",
             ],
         );
-        let format = if self.reference.is_some() { num } else { si };
-        let show = |s: Option<Summary>| s.map_or("DNF".to_owned(), |s| s.show(format));
+        let show = |s: Option<Summary>, unit_format: fn(f64) -> String| {
+            s.map_or("DNF".to_owned(), |s| s.show(unit_format))
+        };
         for row in &self.rows {
-            let gain = row.gain.map_or(String::new(), |g| {
-                format!("{}{}", if g >= 0.0 { "+" } else { "-" }, percent(g.abs()))
-            });
-            let verdict = match row.verdict {
-                Verdict::Noise => "within noise",
-                Verdict::Better => "better",
-                Verdict::Worse => "WORSE",
-                Verdict::NeitherFinished => "neither finished",
+            let format = if row.a.or(row.b).is_some_and(|s| s.median >= 1000.0) {
+                si
+            } else {
+                num
+            };
+            let change = match row.change {
+                Change::Judged(judgement) if judgement.ratio.is_nan() => {
+                    "no runs in a file".to_owned()
+                }
+                Change::Judged(judgement) => judgement.to_string(),
+                Change::OnlyAFinished => "only A finished".to_owned(),
+                Change::OnlyBFinished => "only B finished".to_owned(),
+                Change::NeitherFinished => "neither finished".to_owned(),
             };
             let mut cells: Vec<String> = row.cell.to_vec();
-            cells.extend([show(row.a), show(row.b), gain, verdict.to_owned()]);
+            cells[2] = verdict::label(&cells[2]).to_owned();
+            cells.extend([show(row.a, format), show(row.b, format), change]);
             table.row(cells);
         }
-        table.note("B vs A: how much better B is (negative: worse), for the cell's unit");
+        table.note(self.tally().note(Settings::default()));
         let mut out = table.to_string();
-        let count = |v: Verdict| self.rows.iter().filter(|r| r.verdict == v).count();
+        let count = |change: fn(&Change) -> bool| {
+            self.rows.iter().filter(|row| change(&row.change)).count()
+        };
+        let tally = self.tally();
         let _ = writeln!(
             out,
-            "{} cells in both: {} better, {} worse, {} within noise; {} only in A, {} only in B",
+            "{} cells in both: B {} faster, {} no clear difference, {} slower, {} too few runs; \
+             {} stopped finishing, {} started; {} only in A, {} only in B",
             self.rows.len(),
-            count(Verdict::Better),
-            count(Verdict::Worse),
-            count(Verdict::Noise),
+            tally.faster,
+            tally.no_clear_difference,
+            tally.slower,
+            tally.too_few_runs,
+            count(|c| *c == Change::OnlyAFinished),
+            count(|c| *c == Change::OnlyBFinished),
             self.only_a,
             self.only_b
         );
         if let Some(lock) = self.reference.as_deref().filter(|_| self.unreferenced > 0) {
             let _ = writeln!(
                 out,
-                "{} shared cells left out: a run has no finished {lock} cell beside them",
+                "{} shared cells left out: {lock}'s own, or a run has no finished {lock} cell \
+                 beside them",
                 self.unreferenced
             );
         }
@@ -252,27 +291,78 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::RunFile;
 
-    fn summary(median: f64, min: f64, max: f64) -> Summary {
-        Summary { median, min, max }
+    /// A file of one mutex-load cell per (lock, runs).
+    fn file(cells: &[(&str, &[f64])]) -> RunFile {
+        let machine = serde_json::json!({
+            "cpu_model": "cpu", "online_cpus": 2, "kernel": "6.1", "glibc": "2.36",
+            "rustc": "1.88", "pause_ns": 30.0, "pv_spin_ns": 20000, "owner_probe": "perf",
+        });
+        let cells: Vec<serde_json::Value> = cells
+            .iter()
+            .map(|(lock, runs)| {
+                let summary = Summary::of(runs.iter().copied()).unwrap();
+                serde_json::json!({
+                    "scenario": "mutex-load", "lock": lock, "threads": 2, "unit": "ops/s",
+                    "summary": summary,
+                    "runs": runs.iter().map(|v| serde_json::json!({"value": v})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        RunFile::of_run(serde_json::json!({
+            "machine": machine, "command": ["lockbench"], "cells": cells,
+        }))
+        .unwrap()
+    }
+
+    const RUNS: [f64; 5] = [100.0, 103.0, 97.0, 101.0, 99.0];
+
+    fn scaled(by: f64) -> Vec<f64> {
+        RUNS.iter().map(|v| v * by).collect()
     }
 
     #[test]
-    fn only_ranges_apart_are_real() {
-        let a = summary(100.0, 95.0, 105.0);
-        assert_eq!(
-            judge(a, summary(104.0, 98.0, 110.0), false).1,
-            Verdict::Noise
+    fn only_an_interval_beyond_the_limit_is_a_regression() {
+        let a = file(&[("pthread", &RUNS), ("std", &RUNS)]);
+        let b = file(&[("pthread", &scaled(0.6)), ("std", &scaled(1.02))]);
+        let comparison = compare(&a, &b, None);
+        let verdicts: Vec<Verdict> = comparison
+            .rows
+            .iter()
+            .map(|row| match row.change {
+                Change::Judged(j) => j.verdict,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(verdicts, [Verdict::Slower, Verdict::NoClearDifference]);
+        assert_eq!(comparison.regressions(10.0).len(), 1);
+        assert!(
+            comparison.regressions(100.0).is_empty(),
+            "0.6× is not 2× slower"
         );
-        assert_eq!(
-            judge(a, summary(120.0, 110.0, 125.0), false).1,
-            Verdict::Better
-        );
-        assert_eq!(
-            judge(a, summary(120.0, 110.0, 125.0), true).1,
-            Verdict::Worse
-        );
-        let (gain, verdict) = judge(a, summary(50.0, 45.0, 55.0), false);
-        assert_eq!((gain, verdict), (Some(-0.5), Verdict::Worse));
+    }
+
+    #[test]
+    fn a_reference_cancels_a_drift_but_not_a_change() {
+        let a = file(&[
+            ("pthread", &RUNS),
+            ("default", &RUNS),
+            ("std", &scaled(2.0)),
+        ]);
+        let b = file(&[
+            ("pthread", &scaled(0.5 * 0.7)),
+            ("default", &scaled(0.7)),
+            ("std", &scaled(2.0 * 0.7)),
+        ]);
+        assert_eq!(compare(&a, &b, None).regressions(5.0).len(), 3, "the drift");
+        let relative = compare(&a, &b, Some("std"));
+        assert_eq!(relative.unreferenced, 1, "std against itself");
+        let regressed: Vec<&str> = relative
+            .regressions(5.0)
+            .iter()
+            .map(|row| row.cell[2].as_str())
+            .collect();
+        assert_eq!(regressed, ["pthread"]);
     }
 }

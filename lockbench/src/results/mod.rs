@@ -35,6 +35,25 @@ pub struct RunFile {
     pub date: Option<String>,
     /// Every cell, in the order measured.
     pub cells: Vec<CellData>,
+    /// `default` and `default-rw` against the best peer of each row, as the run's
+    /// summary judged them (files from before lockbench wrote them have none).
+    #[serde(default)]
+    pub verdicts: Vec<VerdictData>,
+}
+
+/// One verdict of a run's summary.
+#[derive(Debug, Deserialize)]
+pub struct VerdictData {
+    /// The scenario.
+    pub scenario: String,
+    /// Ours, as lockbench names it (`default`, `default-rw`).
+    pub lock: String,
+    /// The row: `threads 4, short cs, 2×`.
+    pub row: String,
+    /// The fastest peer of the row.
+    pub best_peer: String,
+    /// Ours ÷ the best peer, as throughput.
+    pub judgement: crate::verdict::Judgement,
 }
 
 /// The machine metadata of a file.
@@ -144,6 +163,13 @@ pub struct RwData {
 /// One repetition.
 #[derive(Debug, Deserialize)]
 pub struct RunData {
+    /// The measurement, in the cell's unit (files from before lockbench wrote every
+    /// run may lack it).
+    #[serde(default)]
+    pub value: Option<f64>,
+    /// Whether the run did all its work before its cap.
+    #[serde(default = "finished_by_default")]
+    pub finished: bool,
     /// Per-thread operations, where the scenario counts them.
     #[serde(default)]
     pub per_thread: Option<PerThread>,
@@ -234,10 +260,30 @@ fn shell_word(arg: &str) -> String {
     }
 }
 
+/// A run without a `finished` field finished (older files wrote only finished runs).
+fn finished_by_default() -> bool {
+    true
+}
+
 impl CellData {
-    /// Whether a smaller value is the better one (wall times and costs).
+    /// Whether a smaller value is the better one (wall times and costs; not rates, nor
+    /// the number `app --metric` reads from a program, a throughput).
     pub fn lower_is_better(&self) -> bool {
-        !self.unit.ends_with("/s")
+        !(self.unit.ends_with("/s") || self.unit == "metric")
+    }
+
+    /// Every finished run as a log throughput ([`crate::verdict::log_throughput`]);
+    /// none when the cell did not finish.
+    pub fn log_throughputs(&self) -> Vec<f64> {
+        if self.unfinished.is_some() || self.summary.is_none() {
+            return Vec::new();
+        }
+        self.runs
+            .iter()
+            .filter(|run| run.finished)
+            .filter_map(|run| run.value)
+            .filter_map(|value| crate::verdict::log_throughput(value, self.lower_is_better()))
+            .collect()
     }
 
     /// The median over runs of the slowest thread's operations ÷ the mean; `None`

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::figures::{self, Colors, Figure};
 use super::{CellData, RunFile};
 use crate::report::{num, si};
+use crate::verdict::{self, Settings, Tally};
 
 /// What was written.
 #[derive(Debug)]
@@ -83,6 +84,7 @@ fn section(html: &mut String, file: &RunFile, figures: &[Figure], prefix: &str) 
             .map(|d| format!(" · measured {}", escape(d)))
             .unwrap_or_default()
     );
+    verdicts(html, file);
     machine(html, file);
     html.push_str("<div class=\"charts\">\n");
     for figure in figures {
@@ -101,6 +103,39 @@ fn section(html: &mut String, file: &RunFile, figures: &[Figure], prefix: &str) 
             cells_table(html, scenario, &file.cells);
         }
     }
+}
+
+/// The run's verdicts (klocks::Mutex and klocks::RwLock against the fastest peer of
+/// each cell), as its summary printed them; nothing for a file without them.
+fn verdicts(html: &mut String, file: &RunFile) {
+    if file.verdicts.is_empty() {
+        return;
+    }
+    let settings = Settings::default();
+    let _ = write!(
+        html,
+        "<h3>klocks::Mutex and klocks::RwLock against the fastest of std, parking_lot and \
+         glibc in each cell</h3>\n<table>\n<tr><th>scenario</th><th>lock</th><th>cell</th>\
+         <th>best peer</th><th>ours ÷ best peer, as throughput ({:.0}% interval)</th></tr>\n",
+        settings.confidence * 100.0
+    );
+    for v in &file.verdicts {
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&v.scenario),
+            escape(verdict::label(&v.lock)),
+            escape(&v.row),
+            escape(&v.best_peer),
+            escape(&v.judgement.to_string())
+        );
+    }
+    let tally = Tally::of(file.verdicts.iter().map(|v| &v.judgement));
+    let _ = writeln!(
+        html,
+        "</table>\n<p>{}</p>",
+        escape(&tally.note(settings)).replace('\n', "<br>")
+    );
 }
 
 /// An SVG document as an element of an HTML page (which needs no namespace).
@@ -208,4 +243,45 @@ fn escape(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verdicts_come_first_when_the_file_has_them() {
+        let machine = serde_json::json!({
+            "cpu_model": "cpu", "online_cpus": 2, "kernel": "6.1", "glibc": "2.36",
+            "rustc": "1.88", "pause_ns": 30.0, "pv_spin_ns": 20000, "owner_probe": "perf",
+        });
+        let judgement = serde_json::json!({
+            "ratio": 0.8, "low": 0.75, "high": 0.86, "confidence": 0.968,
+            "verdict": "slower", "runs_x": 5, "runs_y": 5,
+        });
+        let file = RunFile::of_run(serde_json::json!({
+            "machine": machine.clone(), "command": ["lockbench"], "cells": [],
+            "verdicts": [{
+                "scenario": "loop", "lock": "default", "row": "threads 4",
+                "best_peer": "std", "judgement": judgement,
+            }],
+        }))
+        .expect("a file with verdicts loads");
+        let mut html = String::new();
+        section(&mut html, &file, &[], "");
+        let verdicts = html.find("<td>klocks::Mutex</td><td>threads 4</td><td>std</td>");
+        let row = verdicts.unwrap_or_else(|| panic!("{html}"));
+        assert!(html[row..].contains("1.25× slower [1.16–1.33]"), "{html}");
+        assert!(
+            row < html.find("<th>CPU</th>").expect("the machine"),
+            "{html}"
+        );
+        let mut without = String::new();
+        let file = RunFile::of_run(serde_json::json!({
+            "machine": machine, "command": ["lockbench"], "cells": [],
+        }))
+        .expect("a file without verdicts loads");
+        section(&mut without, &file, &[], "");
+        assert!(!without.contains("klocks::Mutex"), "{without}");
+    }
 }

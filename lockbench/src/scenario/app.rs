@@ -30,6 +30,7 @@ use regex::Regex;
 
 use crate::harness::{Common, Error};
 use crate::report::{num, Cell, Progress, Run, Table};
+use crate::verdict::{self, Ledger, Settings};
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
 /// (condvars follow it).
@@ -429,45 +430,58 @@ fn cell(
     Cell::of_runs("app", lock, 0, layout, unit, runs)
 }
 
-/// lock | wall s | speed vs glibc [| metric | vs glibc].
+/// lock | wall s | against glibc [| metric | against glibc]: each "vs glibc" column is
+/// the lock's throughput (1 ÷ wall time, or the metric) ÷ glibc's, with its interval
+/// and verdict ([`crate::verdict`]).
 pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     let of = |lock: &str, layout: Option<&str>| {
         cells
             .iter()
             .find(|c| c.lock == lock && c.layout == layout)
-            .and_then(|c| c.summary)
     };
     let mut headers = vec!["lock", "wall s median [min–max]", "speed vs glibc"];
     if config.metric.is_some() {
         headers.extend(["metric median [min–max]", "metric vs glibc"]);
     }
     let mut table = Table::new(format!("app: {}", config.shown()), &headers);
-    let glibc_wall = of(GLIBC, None);
-    let glibc_metric = of(GLIBC, Some("metric"));
+    let mut ledger = Ledger::default();
+    let mut against_glibc = |cell: Option<&Cell>, layout: Option<&str>| {
+        let glibc = of(GLIBC, layout);
+        let judged = cell
+            .zip(glibc)
+            .filter(|(cell, glibc)| cell.lock != glibc.lock)
+            .and_then(|(cell, glibc)| {
+                let judged = verdict::judge(
+                    &cell.log_throughputs(),
+                    &glibc.log_throughputs(),
+                    Settings::default(),
+                )?;
+                let what = layout.map_or(String::new(), |layout| format!(" {layout}"));
+                ledger.add(format!("{}{what}", cell.lock), judged);
+                Some(judged)
+            });
+        judged.map_or("-".to_owned(), |judged| judged.to_string())
+    };
+    let show = |cell: Option<&Cell>| cell.and_then(|c| c.summary).map_or("-".to_owned(), |s| s.show(num));
     for variant in &config.variants {
         let name = variant.name();
         let wall = of(name, None);
-        let mut row = vec![
-            name.to_owned(),
-            wall.map_or("-".to_owned(), |s| s.show(num)),
-            ratio(glibc_wall.zip(wall).map(|(g, w)| g.median / w.median)),
-        ];
+        let mut row = vec![name.to_owned(), show(wall), against_glibc(wall, None)];
         if config.metric.is_some() {
             let metric = of(name, Some("metric"));
-            row.push(metric.map_or("-".to_owned(), |s| s.show(num)));
-            row.push(ratio(
-                glibc_metric.zip(metric).map(|(g, m)| m.median / g.median),
-            ));
+            row.push(show(metric));
+            row.push(against_glibc(metric, Some("metric")));
         }
         table.row(row);
     }
     table.note(format!(
-        "{} runs per lock, interleaved; speed = glibc's median wall ÷ the lock's (> 1: faster); \
-         klocks runs: LD_PRELOAD={} KLOCKS_RWLOCK={}",
+        "{} runs per lock, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ glibc's (above \
+         1: faster); klocks runs: LD_PRELOAD={} KLOCKS_RWLOCK={}",
         config.runs,
         config.preload.display(),
         config.rwlock.name()
     ));
+    table.note(ledger.tally().note(Settings::default()));
     table.note(if config.output_varies {
         "output not compared (--output-varies); every run exited 0".to_owned()
     } else {
@@ -491,10 +505,6 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         tables.push(profile);
     }
     tables
-}
-
-fn ratio(value: Option<f64>) -> String {
-    value.map_or("-".to_owned(), |r| format!("{r:.3}×"))
 }
 
 scenario! {

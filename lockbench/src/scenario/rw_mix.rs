@@ -5,13 +5,12 @@
 
 use std::cell::UnsafeCell;
 
-use klocks::catalog::RwLockKind;
 
 use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
 use crate::report::{num, Cell, Progress, Run, Table};
-use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
+use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor, RW_ALTERNATIVES, RW_DEFAULT};
 
 /// A read-mostly table: T threads × operations that read with probability p, wall ms
 ///
@@ -63,14 +62,9 @@ pub struct Config {
 }
 
 /// The peers the default rwlock is compared with.
-const PEERS: [RwLockName; 4] = [
-    RwLockName::Std,
-    RwLockName::ParkingLot,
-    RwLockName::Pthread,
-    RwLockName::PthreadWriter,
-];
+const PEERS: [RwLockName; 4] = RW_ALTERNATIVES;
 /// The default rwlock, compared with the peers.
-const OURS: RwLockName = RwLockName::Klocks(RwLockKind::Default);
+const OURS: RwLockName = RW_DEFAULT;
 
 impl Config {
     /// From the command line.
@@ -258,12 +252,12 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
                     .map_or_else(|| "-".to_owned(), |c| c.long(num))
             }));
             if let Some(versus) = &mut versus {
-                line.extend(versus.row(&row));
+                line.extend(versus.row(&format!("{label}, threads {threads}"), &row));
             }
             table.row(line);
         }
     }
-    if let Some(note) = versus.as_ref().and_then(Versus::note) {
+    for note in versus.as_ref().map(Versus::notes).unwrap_or_default() {
         table.note(note);
     }
     vec![table]

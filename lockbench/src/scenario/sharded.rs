@@ -249,12 +249,12 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
                     .map_or_else(|| "-".to_owned(), |c| c.long(num))
             }));
             if let Some(versus) = &mut versus {
-                row.extend(versus.row(&row_cells));
+                row.extend(versus.row(&format!("{label}, threads {threads}"), &row_cells));
             }
             table.row(row);
         }
     }
-    if let Some(note) = versus.as_ref().and_then(Versus::note) {
+    for note in versus.as_ref().map(Versus::notes).unwrap_or_default() {
         table.note(note);
     }
     vec![table]

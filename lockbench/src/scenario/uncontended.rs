@@ -8,6 +8,7 @@ use crate::harness::{verify_count, Common, Error, Guarded};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::report::{num, Cell, Progress, Run, Table};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
+use crate::verdict::{self, Ledger, Settings};
 
 /// One thread, no contention: ns per lock + increment + unlock
 ///
@@ -217,30 +218,39 @@ fn pairs<L: BenchLock>(iterations: u64, context: impl FnOnce() -> String) -> Res
     ))
 }
 
-/// lock | ns/pair | ratio to std; then, with --rwlocks, rwlock | read | ratio |
-/// write | ratio.
+/// lock | ns/pair | against std; then, with --rwlocks, rwlock | read | against
+/// std-rw | write | against std-rw. Every "vs" column is the lock's throughput ÷
+/// std's with its interval and verdict ([`crate::verdict`]).
 pub fn tables(cells: &[Cell]) -> Vec<Table> {
     let (mutexes, rwlocks): (Vec<&Cell>, Vec<&Cell>) =
         cells.iter().partition(|cell| cell.layout.is_none());
     let mut table = Table::new(
         "uncontended: one thread, lock + increment + unlock",
-        &["lock", "ns/pair median [min–max]", "vs std"],
+        &["lock", "ns/pair median [min–max]", "vs std (throughput)"],
     );
-    let std_ns = median_of(&mutexes, <std::sync::Mutex<()> as BenchLock>::NAME, None);
+    let std = find(&mutexes, <std::sync::Mutex<()> as BenchLock>::NAME, None);
+    let mut ledger = Ledger::default();
     for cell in &mutexes {
-        table.row(vec![cell.lock.to_owned(), cell.long(num), ratio(cell, std_ns)]);
+        table.row(vec![
+            verdict::label(cell.lock).to_owned(),
+            cell.long(num),
+            against(cell, std, &mut ledger),
+        ]);
     }
     let mut tables = vec![table];
     if !rwlocks.is_empty() {
-        tables.push(rw_table(&rwlocks));
+        tables.push(rw_table(&rwlocks, &mut ledger));
+    }
+    if let Some(last) = tables.last_mut() {
+        last.note(ledger.tally().note(Settings::default()));
     }
     tables
 }
 
 /// The reader-writer locks' table: a row per lock, both sides.
-fn rw_table(cells: &[&Cell]) -> Table {
+fn rw_table(cells: &[&Cell], ledger: &mut Ledger) -> Table {
     let std_rw = <std::sync::RwLock<()> as BenchRwLock>::NAME;
-    let std_ns = SIDES.map(|side| median_of(cells, std_rw, Some(side)));
+    let std = SIDES.map(|side| find(cells, std_rw, Some(side)));
     let mut table = Table::new(
         "uncontended, reader-writer locks: one thread, read pair (lock shared, read two \
          counters, unlock) and write pair (lock exclusive, increment both, unlock)",
@@ -255,33 +265,43 @@ fn rw_table(cells: &[&Cell]) -> Table {
     let mut names: Vec<&str> = cells.iter().map(|cell| cell.lock).collect();
     names.dedup();
     for name in names {
-        let mut row = vec![name.to_owned()];
-        for (side, std_ns) in SIDES.into_iter().zip(std_ns) {
-            let cell = cells
-                .iter()
-                .find(|cell| cell.lock == name && cell.layout == Some(label(side)));
+        let mut row = vec![verdict::label(name).to_owned()];
+        for (side, std) in SIDES.into_iter().zip(std) {
+            let cell = find(cells, name, Some(side));
             row.push(cell.map_or_else(|| "-".to_owned(), |cell| cell.long(num)));
-            row.push(cell.map_or_else(|| "-".to_owned(), |cell| ratio(cell, std_ns)));
+            row.push(cell.map_or_else(|| "-".to_owned(), |cell| against(cell, std, ledger)));
         }
         table.row(row);
     }
     table
 }
 
-/// The median of the cell of `lock` on `side`, if measured.
-fn median_of(cells: &[&Cell], lock: &str, side: Option<Role>) -> Option<f64> {
+/// The cell of `lock` on `side`, if measured.
+fn find<'a>(cells: &[&'a Cell], lock: &str, side: Option<Role>) -> Option<&'a Cell> {
     cells
         .iter()
+        .copied()
         .find(|cell| cell.lock == lock && cell.layout == side.map(label))
-        .and_then(|cell| cell.summary)
-        .map(|summary| summary.median)
 }
 
-/// A cell's median ÷ the reference's, or "-".
-fn ratio(cell: &Cell, reference: Option<f64>) -> String {
-    cell.summary.zip(reference).map_or_else(
+/// `cell` against the reference's (std's) cell, recorded in `ledger`; `-` for the
+/// reference itself or without one.
+fn against(cell: &Cell, reference: Option<&Cell>, ledger: &mut Ledger) -> String {
+    let Some(reference) = reference.filter(|r| r.lock != cell.lock) else {
+        return "-".to_owned();
+    };
+    let judged = verdict::judge(
+        &cell.log_throughputs(),
+        &reference.log_throughputs(),
+        Settings::default(),
+    );
+    judged.map_or_else(
         || "-".to_owned(),
-        |(s, reference)| format!("{:.2}×", s.median / reference),
+        |judgement| {
+            let side = cell.layout.map_or(String::new(), |side| format!(" {side}"));
+            ledger.add(format!("{}{side}", cell.lock), judgement);
+            judgement.to_string()
+        },
     )
 }
 

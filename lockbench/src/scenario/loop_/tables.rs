@@ -175,7 +175,7 @@ pub(super) fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str)
     let mut versus = Versus::new(DEFAULT.name(), ALTERNATIVES.map(LockName::name).to_vec());
     let [best, ratio] = versus.headers();
     let mut table = Table::new(
-        format!("loop, default against the best of the peers that ran: {scale}"),
+        format!("loop, klocks::Mutex (default) against the best of the peers that ran: {scale}"),
         &["threads", DEFAULT.name(), &best, &ratio],
     );
     for &threads in &config.threads {
@@ -183,10 +183,10 @@ pub(super) fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str)
             continue;
         };
         let row: Vec<&Cell> = cells.iter().filter(|c| c.threads == threads).collect();
-        let compared = versus.row(&row);
+        let compared = versus.row(&format!("threads {threads}"), &row);
         table.row([threads.to_string(), ours.short(num)].into_iter().chain(compared).collect());
     }
-    if let Some(note) = versus.note() {
+    for note in versus.notes() {
         table.note(note);
     }
     Some(table)

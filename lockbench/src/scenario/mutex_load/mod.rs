@@ -71,7 +71,7 @@ use tables::tables;
 ///
 /// Default locks: default, futex, spinfutex, pvqspinlock, std, parking_lot, pthread,
 /// pthread-adaptive. The default grid (threads 2,10,64,256 × loads 1,10,50,100 × 8
-/// locks, 1 s windows, 3 runs) takes about seven minutes on 2 CPUs; it is not part of
+/// locks, 1 s windows, 5 runs) takes about twelve minutes on 2 CPUs; it is not part of
 /// the default suite.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
@@ -105,7 +105,7 @@ const AFTER: LockName = LockName::Klocks(MutexKind::SpinFutex);
 const PEERS: &[LockName] = &ALTERNATIVES;
 
 /// The defaults: the seed's grid plus 64 threads, 1 s windows (the whole default
-/// table, 128 cells × 3 runs, in about seven minutes on 2 CPUs); the seed-scale window.
+/// table, 128 cells × 5 runs, in about twelve minutes on 2 CPUs); the seed-scale window.
 const THREADS: &[usize] = &[2, 10, 64, 256];
 const LOADS: &[u32] = &[1, 10, 50, 100];
 const WINDOW: Duration = Duration::from_millis(1000);

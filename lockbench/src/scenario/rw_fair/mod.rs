@@ -42,7 +42,7 @@ use tables::tables;
 /// policies: whether every reader and every writer reached 25% of its role's
 /// mean in every run (no starvation), and each role's mean ÷ the best policy's;
 /// a note gives seed 001's bar, rwsem-adaptive at 40+40. Marks * and ! as in
-/// rwsem. Default: 7 locks × 2 groups, 1 s windows, 3 runs: about a minute.
+/// rwsem. Default: 7 locks × 2 groups, 1 s windows, 5 runs: about a minute and a half.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Groups of dedicated threads, comma-separated, each READERS+WRITERS (each 1 to
@@ -111,7 +111,7 @@ const SEED_GROUP: Group = Group {
 const STARVATION: f64 = 0.25;
 
 /// The defaults: the seed's 40+40 and a smaller group, load 1, 1 s windows (2 groups
-/// × 7 locks × 3 runs in under a minute).
+/// × 7 locks × 5 runs in about a minute and a half).
 const GROUPS: &[Group] = &[
     Group {
         readers: 8,

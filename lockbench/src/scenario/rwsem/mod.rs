@@ -68,7 +68,7 @@ use tables::tables;
 /// time. Loads are also given in ns, from the pause measured at start-up.
 ///
 /// Default: all seven reader-writer locks, threads 2,4,8,16,32,64,80, loads
-/// 1,20,100, 500 ms windows, 3 runs: about five minutes on 2 CPUs. Not part of the
+/// 1,20,100, 500 ms windows, 5 runs: about eight minutes on 2 CPUs. Not part of the
 /// default suite.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
@@ -122,7 +122,7 @@ const PEERS: &[RwLockName] = &[
 ];
 
 /// The defaults: the microbenchmark's thread counts on a small machine and its three
-/// loads, 500 ms windows (147 cells × 3 runs in about four and a half minutes on 2
+/// loads, 500 ms windows (147 cells × 5 runs in about seven and a half minutes on 2
 /// CPUs).
 const THREADS: &[usize] = &[2, 4, 8, 16, 32, 64, 80];
 const LOADS: &[u32] = &[1, 20, 100];

@@ -1,0 +1,282 @@
+//! The summary at the end of a run: in each scenario, `klocks::Mutex` (`default`)
+//! and `klocks::RwLock` (`default-rw`) against the fastest of the locks a user would
+//! otherwise pick, cell by cell, with the verdicts of [`crate::verdict`]; and whether
+//! the machine was quiet while it measured.
+
+use serde::Serialize;
+
+use super::{Cell, Table};
+use crate::harness::versus::against_best;
+use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
+use crate::rwlocks::{RwLockName, RW_ALTERNATIVES, RW_DEFAULT};
+use crate::verdict::{self, Judgement, Ledger, Settings};
+
+/// One cell of ours against the best peer of its row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Versus {
+    /// The scenario.
+    pub scenario: &'static str,
+    /// Ours, as lockbench names it (`default`, `default-rw`).
+    pub lock: &'static str,
+    /// The row: `threads 4, short cs, 2×`.
+    pub row: String,
+    /// The fastest peer of the row.
+    pub best_peer: &'static str,
+    /// Ours ÷ the best peer, as throughput.
+    pub judgement: Judgement,
+    /// Our fairness (slowest thread ÷ mean) and the fairest peer's, where counted.
+    pub fairness: Option<(f64, f64)>,
+    /// Our runs' and the best peer's log throughputs, for the geometric mean's
+    /// interval.
+    #[serde(skip)]
+    pub runs: (Vec<f64>, Vec<f64>),
+}
+
+/// The row a cell belongs to: every parameter but the lock.
+fn row_of(cell: &Cell) -> String {
+    let mut parts = vec![format!("threads {}", cell.threads)];
+    if let Some(layout) = cell.layout {
+        parts.push(layout.to_owned());
+    }
+    if let Some(o) = cell.overcommit {
+        parts.push(format!("{} cs, {}×", o.cs, o.ratio));
+    }
+    if let Some(m) = cell.mutex_load {
+        parts.push(format!("load {}", m.load_pauses));
+    }
+    if let Some(rw) = cell.rw {
+        parts.push(format!(
+            "{}R+{}W, load {}",
+            rw.readers, rw.writers, rw.load_pauses
+        ));
+    }
+    parts.join(", ")
+}
+
+/// The median fairness over a cell's runs, where the scenario counts per thread.
+fn fairness(cell: &Cell) -> Option<f64> {
+    cell.median_of(|run| run.per_thread.map(|p| p.min_per_mean()))
+}
+
+/// Every cell of `default` and `default-rw` against the best of its peers in the same
+/// scenario and row, in the order measured.
+pub fn versus(cells: &[Cell]) -> Vec<Versus> {
+    let pairs: [(&str, Vec<&str>); 2] = [
+        (DEFAULT.name(), ALTERNATIVES.map(LockName::name).to_vec()),
+        (
+            RW_DEFAULT.name(),
+            RW_ALTERNATIVES.map(RwLockName::name).to_vec(),
+        ),
+    ];
+    let mut found = Vec::new();
+    for ours in cells {
+        let Some((_, peers)) = pairs.iter().find(|(name, _)| *name == ours.lock) else {
+            continue;
+        };
+        let row = row_of(ours);
+        let in_row: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| c.scenario == ours.scenario && peers.contains(&c.lock))
+            .filter(|c| row_of(c) == row)
+            .collect();
+        let Some((best, judgement)) =
+            against_best(ours, in_row.iter().copied(), Settings::default())
+        else {
+            continue;
+        };
+        let fairest = in_row.iter().filter_map(|c| fairness(c)).reduce(f64::max);
+        found.push(Versus {
+            scenario: ours.scenario,
+            lock: ours.lock,
+            row,
+            best_peer: best.lock,
+            judgement,
+            fairness: fairness(ours).zip(fairest),
+            runs: (ours.log_throughputs(), best.log_throughputs()),
+        });
+    }
+    found
+}
+
+/// The summary table: a line per scenario and lock of ours, then the machine's
+/// conditions; `None` when neither of ours ran beside a peer.
+pub fn table(cells: &[Cell]) -> Option<Table> {
+    let versus = versus(cells);
+    if versus.is_empty() {
+        return None;
+    }
+    let settings = Settings::default();
+    let mut table = Table::new(
+        format!(
+            "summary: klocks::Mutex and klocks::RwLock against the fastest of std, parking_lot, \
+             glibc per cell ({:.0}%, ±{:.0}%)",
+            settings.confidence * 100.0,
+            settings.min_effect * 100.0
+        ),
+        &[
+            "scenario",
+            "lock",
+            "faster/≈/slower",
+            "geometric mean",
+            "lowest cell",
+            "fairness",
+        ],
+    );
+    let mut groups: Vec<(&str, &str)> = Vec::new();
+    for v in &versus {
+        if !groups.contains(&(v.scenario, v.lock)) {
+            groups.push((v.scenario, v.lock));
+        }
+    }
+    let mut all = Ledger::default();
+    for (scenario, lock) in groups {
+        let mut ledger = Ledger::default();
+        let mut fairnesses = Vec::new();
+        let mut runs: Vec<(&[f64], &[f64])> = Vec::new();
+        for v in versus
+            .iter()
+            .filter(|v| v.scenario == scenario && v.lock == lock)
+        {
+            ledger.add(v.row.clone(), v.judgement);
+            all.add(v.row.clone(), v.judgement);
+            fairnesses.extend(v.fairness);
+            runs.push((&v.runs.0, &v.runs.1));
+        }
+        let mean = verdict::geometric_mean_interval(&runs, settings.confidence);
+        let tally = ledger.tally();
+        let mut counts = format!(
+            "{}/{}/{}",
+            tally.faster, tally.no_clear_difference, tally.slower
+        );
+        if tally.too_few_runs > 0 {
+            counts += &format!(" ({} too few runs)", tally.too_few_runs);
+        }
+        let fair = |of: fn(&(f64, f64)) -> f64| {
+            verdict::geometric_mean(fairnesses.iter().map(of))
+                .map_or("-".to_owned(), |f| format!("{f:.2}"))
+        };
+        table.row(vec![
+            scenario.to_owned(),
+            verdict::label(lock).to_owned(),
+            counts,
+            match (mean, ledger.geometric_mean()) {
+                (Some(mean), _) => mean.to_string(),
+                (None, Some(mean)) => format!("{mean:.2}×, too few runs"),
+                (None, None) => "-".to_owned(),
+            },
+            ledger.worst().map_or("-".to_owned(), |(row, judgement)| {
+                format!("{judgement} ({row})")
+            }),
+            match fairnesses.is_empty() {
+                true => "-".to_owned(),
+                false => format!("{} / {}", fair(|f| f.0), fair(|f| f.1)),
+            },
+        ]);
+    }
+    table.note(
+        "faster/≈/slower: cells where ours is faster than the fastest peer, not clearly \
+         different, slower\n  geometric mean: of the ratios, as throughput (above 1: ours is \
+         faster), with a bootstrap interval\n  fairness: slowest thread ÷ mean, ours / the \
+         fairest peer's (geometric means)",
+    );
+    table.note(all.tally().note(settings));
+    table.note(machine_note(cells));
+    Some(table)
+}
+
+/// Whether the machine was quiet: the contended cells whose placement changed (`*`)
+/// or that lost CPU time to others (`!`).
+fn machine_note(cells: &[Cell]) -> String {
+    let watched: Vec<_> = cells.iter().filter_map(|c| c.conditions.as_ref()).collect();
+    if watched.is_empty() {
+        return "machine: no contended cell was watched".to_owned();
+    }
+    let moved = watched.iter().filter(|c| c.placement_changed).count();
+    let noisy = watched.iter().filter(|c| c.noisy).count();
+    let verdict = match moved + noisy {
+        0 => "quiet",
+        _ => "noisy: treat the verdicts of marked cells with care",
+    };
+    format!(
+        "machine: {verdict} ({moved} of {} watched cells changed placement *, {noisy} lost CPU \
+         time to others !)",
+        watched.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{PerThread, Run};
+    use std::time::Duration;
+
+    /// A five-run overcommit cell of `lock` at about `ops` ops/s, threads sharing as
+    /// `per_thread`.
+    fn cell(lock: &'static str, threads: usize, ops: f64, per_thread: &[u64]) -> Cell {
+        let runs = [0.99, 1.0, 1.01, 0.995, 1.005]
+            .iter()
+            .map(|jitter| Run {
+                per_thread: PerThread::of(per_thread),
+                ..Run::timed(ops * jitter, Duration::from_secs(1), 1)
+            })
+            .collect();
+        Cell::of_runs("mutex-load", lock, threads, None, "ops/s", runs)
+    }
+
+    #[test]
+    fn each_of_ours_is_judged_against_the_fastest_peer_of_its_row() {
+        let cells = [
+            cell("default", 2, 120.0, &[50, 50]),
+            cell("std", 2, 100.0, &[40, 60]),
+            cell("pthread", 2, 90.0, &[50, 50]),
+            cell("default", 4, 80.0, &[25, 75]),
+            cell("std", 4, 100.0, &[50, 50]),
+            // Not a peer: never the best, whatever its throughput.
+            cell("spin", 4, 500.0, &[50, 50]),
+            cell("default", 8, 101.0, &[50, 50]),
+            cell("parking_lot", 8, 100.0, &[50, 50]),
+        ];
+        let found = versus(&cells);
+        let verdicts: Vec<(&str, &str, verdict::Verdict)> = found
+            .iter()
+            .map(|v| (v.row.as_str(), v.best_peer, v.judgement.verdict))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("threads 2", "std", verdict::Verdict::Faster),
+                ("threads 4", "std", verdict::Verdict::Slower),
+                (
+                    "threads 8",
+                    "parking_lot",
+                    verdict::Verdict::NoClearDifference
+                ),
+            ]
+        );
+        assert_eq!(found[0].fairness, Some((1.0, 1.0)));
+        let text = table(&cells).expect("ours ran").to_string();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("mutex-load"))
+            .expect("a mutex-load line");
+        assert!(line.contains("klocks::Mutex"), "{line}");
+        assert!(line.contains("1/1/1"), "{line}");
+        // The geometric mean of 1.2, 0.8 and 1.01 (0.99) with its interval, then the
+        // lowest.
+        assert!(line.contains("  0.99× ["), "{line}");
+        assert_eq!(line.matches('[').count(), 2, "{line}");
+        assert!(line.contains("1.25× slower ["), "{line}");
+        assert!(line.contains("(threads 4)"), "{line}");
+        assert!(
+            text.contains("machine: no contended cell was watched"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 120), "{text}");
+    }
+
+    #[test]
+    fn no_summary_without_ours_beside_a_peer() {
+        assert!(table(&[cell("std", 2, 100.0, &[50, 50])]).is_none());
+        assert!(table(&[cell("default", 2, 100.0, &[50, 50])]).is_none());
+    }
+}
