@@ -131,6 +131,13 @@
 //!   consumes the claim; the interrupted claimant sees that and waits again like any
 //!   other waiter.
 //!
+//! A wake the *unlocking* thread owes is the other half of the class: a handoff
+//! unlock reserves the lock and wakes the claimant after its release, and a handler
+//! that interrupts it in between and locks the same mutex would wait for the
+//! claimant, which waits for that wake. Every waiter that is about to sleep on a
+//! reserved, free lock makes the claimant's wake itself (`wake_owed_claimant`), so
+//! the wake never depends on the thread that owes it.
+//!
 //! The claim record is written before the claiming cmpxchg, so a handler that lands
 //! between the two while another thread claims takes that thread's reservation. That
 //! claimant then finds its lock held without `HANDOFF` and becomes a plain waiter
@@ -683,6 +690,9 @@ impl RawMutex {
         // queueing us, so a stale value only returns at once.
         let mut val = self.word.load(Relaxed);
         while owner_of(val) != 0 || val & HANDOFF != 0 {
+            if owner_of(val) == 0 {
+                self.wake_owed_claimant();
+            }
             if val & WAITERS == 0 {
                 // Relaxed: the unlock reads WAITERS through its RMW on this same word.
                 if let Err(now) = self
@@ -705,6 +715,16 @@ impl RawMutex {
             park::wait_as(&self.word, val, class, patience.deadline());
             return;
         }
+    }
+
+    /// The lock is reserved and free: the unlock that reserved it owes the claimant
+    /// a wake, which it makes after its release, and its thread may be kept from
+    /// making it for long: preempted, or interrupted by a signal handler that now
+    /// waits here for the claimant to take and release the lock. So a waiter about to
+    /// sleep on a reserved lock makes that wake itself. One more wake is harmless: the
+    /// claimant takes the reserved lock, or finds it taken already and waits again.
+    fn wake_owed_claimant(&self) {
+        stats::woke(STATS, park::wake_one_of_at(&self.word, CLAIMANT));
     }
 
     /// A waiter that slept at `since` (µs) and still waits: claim a handoff,

@@ -306,6 +306,117 @@ fn rwlock_cases() -> Vec<Case> {
     cases
 }
 
+/// The unlocking thread owes a sleeping waiter a wake after its release, and a signal
+/// lands on it in between (the `AfterRelease` fault point raises it): its handler
+/// takes the same lock. `unlocker` runs on its own thread, taking the lock, bringing
+/// the waiter to the role that needs the wake, and releasing with the fault point
+/// armed; the handler must get the lock within the bound.
+fn owed_wake(
+    name: &str,
+    unlocker: impl FnOnce() + Send + 'static,
+    handler: Box<dyn Fn() + Send + Sync>,
+) -> Result<(), String> {
+    HANDLED.store(false, SeqCst);
+    HANDLER.store(Box::into_raw(Box::new(handler)), SeqCst);
+    let unlocker = std::thread::spawn(unlocker);
+    let deadline = Instant::now() + BOUND * 3;
+    while !HANDLED.load(SeqCst) {
+        if Instant::now() > deadline {
+            return Err(format!("{name}: the handler did not get the lock"));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    unlocker
+        .join()
+        .map_err(|_| format!("{name}: the unlocker panicked"))
+}
+
+/// Unlocks with the `AfterRelease` fault point raising SIGURG on this thread.
+fn unlock_and_signal_after_release(unlock: impl FnOnce()) {
+    use crate::fault::hook::{self, Point};
+    hook::with(
+        Point::AfterRelease,
+        || {
+            // SAFETY: raises SIGURG on this thread; the matrix's handler is installed.
+            unsafe { libc::raise(libc::SIGURG) };
+        },
+        unlock,
+    );
+}
+
+/// Waits until thread `tid` is asleep.
+fn asleep(tid: &AtomicU32) -> bool {
+    busy_until(Duration::from_secs(5), || {
+        let tid = tid.load(SeqCst);
+        tid != 0 && thread_state(tid) == Some('S')
+    })
+}
+
+/// The default mutex's handoff: the claimant sleeps until the unlock that reserves the
+/// lock wakes it, after its release.
+fn a_handoff_unlock_owes_the_claimant_its_wake() -> Result<(), String> {
+    let lock: &'static RawMutex = leak(RawMutex::new());
+    let tid: &'static AtomicU32 = leak(AtomicU32::new(0));
+    owed_wake(
+        "RawMutex / handoff unlocker / lock",
+        move || {
+            lock.lock();
+            let claimant = std::thread::spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                tid.store(unsafe { libc::gettid() } as u32, SeqCst);
+                lock.lock();
+                lock.unlock();
+            });
+            // Held, off CPU, in turns, until the waiter, having slept 1 ms, claims.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !format!("{lock:?}").contains("handoff: true") {
+                assert!(Instant::now() < deadline, "no claim in 10 s");
+                lock.unlock();
+                lock.lock();
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            assert!(asleep(tid), "the claimant never slept");
+            unlock_and_signal_after_release(|| lock.unlock());
+            claimant.join().unwrap();
+        },
+        Box::new(move || {
+            lock.lock();
+            lock.unlock();
+        }),
+    )
+}
+
+/// The default rwlock's drain: the drainer sleeps until the last read unlock wakes
+/// it, after its `fetch_sub`.
+fn a_last_read_unlock_owes_the_drainer_its_wake() -> Result<(), String> {
+    let lock: &'static RawRwLock = leak(RawRwLock::new());
+    let tid: &'static AtomicU32 = leak(AtomicU32::new(0));
+    owed_wake(
+        "RawRwLock / last reader out / Read",
+        move || {
+            lock.lock_shared();
+            let drainer = std::thread::spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                tid.store(unsafe { libc::gettid() } as u32, SeqCst);
+                lock.lock_exclusive();
+                lock.unlock_exclusive();
+            });
+            assert!(
+                busy_until(Duration::from_secs(5), || format!("{lock:?}")
+                    .contains("readers: 1, writer_locked: true")),
+                "the writer never took WRITER"
+            );
+            assert!(asleep(tid), "the drainer never slept");
+            unlock_and_signal_after_release(|| lock.unlock_shared());
+            drainer.join().unwrap();
+        },
+        Box::new(move || {
+            lock.lock_shared();
+            lock.unlock_shared();
+        }),
+    )
+}
+
 fn every_role_of_every_lock() {
     // SAFETY: installs a handler for SIGURG (ignored by default, unused by the test
     // harness) that runs the current case's closure; this process runs only this test.
@@ -329,6 +440,18 @@ fn every_role_of_every_lock() {
         .chain(mutex_cases::<FutexMutex>("FutexMutex", false))
         .chain(rwlock_cases());
     let mut failures = Vec::new();
+    for owed in [
+        a_handoff_unlock_owes_the_claimant_its_wake,
+        a_last_read_unlock_owes_the_drainer_its_wake,
+    ] {
+        match owed() {
+            Ok(()) => eprintln!("owed wake: the handler got the lock"),
+            Err(failure) => {
+                eprintln!("{failure}");
+                failures.push(failure);
+            }
+        }
+    }
     for case in cases {
         let name = case.name.clone();
         match run(case) {

@@ -183,6 +183,15 @@
 //! does, for the readers to leave, and then borrows its thread's `WRITER` for its
 //! section (marked in the writer's id, so that its unlock gives it back).
 //!
+//! A wake the *unlocking* thread owes after its release is the other half of the
+//! class: the last read unlock wakes a sleeping drainer after its `fetch_sub`, and a
+//! handler that interrupts it in between and waits behind the drainer's `WRITER`
+//! would wait for that wake. Every waiter about to sleep on a drained word whose
+//! drainer still sleeps makes the wake itself (`wake_owed_drainer`). The write
+//! unlock's own wakes after its release leave nothing that blocks such a handler: a
+//! writer finds `WRITER` free; a reader finds `WRITERS_WAITING` cleared, or kept for
+//! a writer that is running (woken early, or the spinner), or a reader turn.
+//!
 //! # Misuse
 //!
 //! Releasing a write lock the thread does not hold panics and leaves the lock as it
@@ -1041,6 +1050,7 @@ impl RawRwLock {
                 return false;
             }
             self.stop_own_thread_spinning();
+            self.wake_owed_drainer();
             // Relaxed: the value to sleep on; the futex re-reads it atomically.
             let val = self.word.load(Relaxed);
             if self.reader_may_enter(val) {
@@ -1227,6 +1237,20 @@ impl RawRwLock {
         std::ptr::from_ref(self) as usize
     }
 
+    /// The drain is over (no reader inside) but the drainer still sleeps: the last
+    /// read unlock owes it a wake, which it makes after its `fetch_sub`, and its
+    /// thread may be kept from making it for long: preempted, or interrupted by a
+    /// signal handler that now waits here behind the drainer's `WRITER`. So a waiter
+    /// about to sleep makes that wake itself; one more is harmless (the drainer finds
+    /// no reader and goes on, or was on its way already).
+    fn wake_owed_drainer(&self) {
+        // Relaxed: a hint; the drainer re-reads the word when woken.
+        let val = self.word.load(Relaxed);
+        if val & (WRITER | DRAIN_SLEEPS) == WRITER | DRAIN_SLEEPS && readers(val) == 0 {
+            stats::woke(STATS, park::wake_one_of_at(&self.word, DRAIN_CLASS));
+        }
+    }
+
     /// A writer whose turn is over and that finds the lock write-held while writers
     /// sleep sleeps at once behind them, so that the lock goes round the sleepers'
     /// FIFO instead of staying with the writers the scheduler happens to run; whether
@@ -1392,6 +1416,7 @@ impl RawRwLock {
     /// sleep as a `WRITER` on that value.
     fn sleep_as_writer(&self, patience: Patience) {
         self.stop_own_thread_spinning();
+        self.wake_owed_drainer();
         // Relaxed: the value to sleep on; the futex re-reads it atomically.
         let mut val = self.word.load(Relaxed);
         while val & WRITER != 0 {
