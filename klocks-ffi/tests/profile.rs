@@ -117,8 +117,14 @@ fn parse(text: &str) -> Vec<Lock> {
         let words: Vec<&str> = line.split_whitespace().collect();
         if words[0] != "rw" && words[0].parse::<usize>().is_err() {
             let lock = locks.last_mut().unwrap();
-            lock.place = line.trim().to_string();
-            lock.site = line.split(" at ").nth(1).unwrap_or("").to_string();
+            if line.starts_with("       ") {
+                // The place line, wrapped.
+                lock.place.push(' ');
+            } else {
+                lock.place.clear();
+            }
+            lock.place.push_str(line.trim());
+            lock.site = lock.place.split(" at ").nth(1).unwrap_or("").to_string();
             continue;
         }
         let (rank, rest) = if words[0] == "rw" {
@@ -221,6 +227,8 @@ fn ranks_with(env: &[(&str, &str)]) {
     assert_eq!(table.rows[1].1, 50);
     assert!(long.site.contains("(long_worker)"), "{}", long.site);
     assert!(long.place.starts_with("lock held_long, "), "{}", long.place);
+    let waited_at = format!("; longest wait at {} (long_worker)", site("long"));
+    assert!(long.place.ends_with(&waited_at), "{}", long.place);
     assert!(hot.place.starts_with("lock hot, "), "{}", hot.place);
     // The headline comes first: the share of the threads' time spent waiting.
     let headline = run.stderr.lines().nth(1).unwrap();
@@ -375,6 +383,9 @@ fn a_million_destroyed_locks_lose_nothing() {
     assert_eq!(locks.len(), 8, "{}", run.stderr);
     for lock in &locks {
         assert!(lock.place.starts_with("lock hot_locks"), "{}", run.stderr);
+        // Initialised statically, first locked by the holder, waited for elsewhere.
+        let waited_at = format!("; longest wait at {} (churn_waiter)", site("hot_wait"));
+        assert!(lock.place.ends_with(&waited_at), "{}", lock.place);
         assert_eq!(lock.rows, [("mutex".into(), 40, 20)], "{}", run.stderr);
     }
 }
@@ -395,7 +406,7 @@ fn symbols_name_sites_and_locks_without_debug_info() {
         .unwrap_or_else(|| panic!("held_long not named: {}", run.stderr));
     assert!(
         long.site.starts_with("klocks-c-profile-nodebug+0x")
-            && long.site.ends_with(" (long_worker)"),
+            && long.site.contains(" (long_worker)"),
         "{}",
         run.stderr
     );

@@ -2,10 +2,12 @@
 //!
 //! With `KLOCKS_PROFILE=1` the preload times every pthread mutex and rwlock call,
 //! whoever runs the lock (klocks, or glibc with `KLOCKS_LOCK` unset), and at exit
-//! prints the locks that made threads wait longest ([`report`]): where each was
-//! initialised or first locked, its acquisitions, how many had to wait, the total
-//! and longest wait and hold, the read/write split of rwlocks, and a suggestion
-//! derived from that shape ([`advice`]). `KLOCKS_PROFILE=sigusr2` also prints it each
+//! prints the share of the threads' time spent waiting for locks, then the locks
+//! that made threads wait longest ([`report`]): the global each lies in, if any, where
+//! it was initialised or first locked and where its longest wait was, its
+//! acquisitions, how many had to wait, the total and longest wait and hold, the
+//! read/write split of rwlocks, and a suggestion derived from that shape
+//! ([`advice`]), never the lock already in use. `KLOCKS_PROFILE=sigusr2` also prints it each
 //! time the process receives `SIGUSR2`; `KLOCKS_PROFILE_FILE` sends it to a file
 //! (appended to; `%p` becomes the process id), `KLOCKS_PROFILE_TOP` sets how many
 //! locks it lists (10), `KLOCKS_PROFILE_LOCKS` how many live locks it tracks at once
@@ -27,8 +29,9 @@
 //!
 //! The `init` and the taking calls of mutexes and rwlocks (lock, try, timed and
 //! clock) are entered through a two-instruction stub ([`with_caller`]) that passes
-//! the caller's return address on; the first such call of a lock is its site. The report symbolises it with the
-//! program's debug information (file and line, with `-g`) or its symbols.
+//! the caller's return address on; the first such call of a lock is its site, and
+//! the call whose wait was the longest is noted too. The report symbolises both with
+//! the program's debug information (file and line, with `-g`) or its symbol table.
 //!
 //! # Safe in any program
 //!
@@ -168,11 +171,11 @@ impl Thread {
 }
 
 /// Counts an acquisition (`waited`: its wait and the time it ended, if it had to
-/// wait) and starts its hold.
-fn acquired(lock: usize, slot: u32, role: Role, waited: Option<(u64, u64)>) {
+/// wait, at `site`) and starts its hold.
+fn acquired(lock: usize, slot: u32, role: Role, waited: Option<(u64, u64)>, site: usize) {
     table::at(slot)
         .counters(role)
-        .acquired(role, waited.map(|(ticks, _)| ticks));
+        .acquired(role, waited.map(|(ticks, _)| (ticks, site)));
     // A thread that is exiting has no record: the hold goes untimed.
     let _ = THREAD.try_with(|thread| {
         let since = match waited {
@@ -204,7 +207,7 @@ pub(super) fn acquire(
     };
     match try_first() {
         0 => {
-            acquired(lock, slot, role, None);
+            acquired(lock, slot, role, None, site);
             0
         }
         EBUSY => {
@@ -214,7 +217,13 @@ pub(super) fn acquire(
             let end = clock::now();
             entry.stop_waiting();
             if result == 0 {
-                acquired(lock, slot, role, Some((end.saturating_sub(start), end)));
+                acquired(
+                    lock,
+                    slot,
+                    role,
+                    Some((end.saturating_sub(start), end)),
+                    site,
+                );
             }
             result
         }
@@ -234,7 +243,7 @@ pub(super) fn try_acquire(
     let result = try_lock();
     if result == 0 {
         if let Some((slot, _)) = table::entry(lock, site, role != Role::Mutex) {
-            acquired(lock, slot, role, None);
+            acquired(lock, slot, role, None, site);
         }
     }
     result

@@ -226,7 +226,7 @@ static void *churn_waiter(void *arg) {
         for (int w = 0; w < HOT_WAITS; w++) {
             while (__atomic_load_n(&churn_held, __ATOMIC_ACQUIRE) != n + 1 + h * HOT_WAITS + w)
                 sched_yield();
-            pthread_mutex_lock(&hot_locks[h]);
+            pthread_mutex_lock(&hot_locks[h]); /* SITE:hot_wait */
             pthread_mutex_unlock(&hot_locks[h]);
             __atomic_store_n(&churn_got, n + 1 + h * HOT_WAITS + w, __ATOMIC_RELEASE);
         }

@@ -708,6 +708,18 @@ fn write_lock(
     // Relaxed: as above.
     let site = entry.site.load(Relaxed);
     write_site(out, site, entry.site_is_init.load(Relaxed), sites)?;
+    let get = |counter| Counters::get(counter);
+    let longest = if get(&entry.shared.wait_max) > get(&entry.exclusive.wait_max) {
+        &entry.shared
+    } else {
+        &entry.exclusive
+    };
+    // Relaxed: as above.
+    let wait_site = longest.wait_site.load(Relaxed);
+    if wait_site != 0 {
+        out.write_str("; longest wait at ")?;
+        write_code(out, wait_site, sites)?;
+    }
     writeln!(out)
 }
 
@@ -755,6 +767,12 @@ fn write_site(out: &mut Out, site: usize, is_init: bool, sites: Sites) -> fmt::R
         "first locked at"
     };
     write!(out, "{how} ")?;
+    write_code(out, site, sites)
+}
+
+/// Prints the place in the code a call returns to: file and line, or module, offset
+/// and function; the bare address if `sites` is [`Sites::Raw`].
+fn write_code(out: &mut Out, site: usize, sites: Sites) -> fmt::Result {
     if sites == Sites::Raw {
         return write!(out, "{site:#x}");
     }

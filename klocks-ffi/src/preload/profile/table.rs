@@ -124,6 +124,8 @@ pub(super) struct Counters {
     pub(super) timed_holds: AtomicU64,
     pub(super) hold_total: AtomicU64,
     pub(super) hold_max: AtomicU64,
+    /// Where the longest wait was (the return address of its lock call), 0 unknown.
+    pub(super) wait_site: AtomicUsize,
 }
 
 impl Counters {
@@ -160,12 +162,18 @@ impl Counters {
         }
     }
 
-    /// Counts an acquisition, and its wait if it had to wait (`Some(ticks)`).
-    pub(super) fn acquired(&self, role: Role, waited: Option<u64>) {
+    /// Counts an acquisition, and its wait if it had to wait (`Some((ticks, site))`:
+    /// how long, and the return address of the call that waited).
+    pub(super) fn acquired(&self, role: Role, waited: Option<(u64, usize)>) {
         self.add(role, &self.acquisitions, 1);
-        if let Some(waited) = waited {
+        if let Some((waited, site)) = waited {
             self.add(role, &self.contended, 1);
             self.add(role, &self.wait_total, waited);
+            // Relaxed: read only by the report. Readers race here: of two record waits
+            // at once, the site kept may be the shorter's, a lapse the report can bear.
+            if waited > self.wait_max.load(Relaxed) {
+                self.wait_site.store(site, Relaxed);
+            }
             self.raise(role, &self.wait_max, waited);
         }
     }
@@ -223,6 +231,8 @@ impl Entry {
         for counter in self.exclusive.all().into_iter().chain(self.shared.all()) {
             counter.store(0, Relaxed);
         }
+        self.exclusive.wait_site.store(0, Relaxed);
+        self.shared.wait_site.store(0, Relaxed);
         self.waiting.store(0, Relaxed);
         self.peak_waiting.store(0, Relaxed);
     }
