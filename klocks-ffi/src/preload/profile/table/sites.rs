@@ -8,10 +8,7 @@
 //! locks of each site there (under its one-report-at-a-time flag), which needs no
 //! buffer on a signal handler's stack.
 
-use std::sync::atomic::{
-    AtomicBool, AtomicU64, AtomicUsize,
-    Ordering::{AcqRel, Acquire, Relaxed},
-};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use super::{Counters, Entry};
 
@@ -106,10 +103,11 @@ fn find(site: usize, is_init: bool, rwlock: bool) -> &'static Site {
     let start = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SITES.trailing_zeros());
     for step in 0..MAX_PROBE {
         let place = &TABLE[(start as usize + step) % SITES];
-        // Acquire: pairs with the AcqRel of the CAS below, after which the flags are
-        // set; a site's flags describe its first lock, read only by the report.
-        let found = match place.key.load(Acquire) {
-            0 => match place.key.compare_exchange(0, key, AcqRel, Acquire) {
+        // Relaxed, here and in the CAS: nothing is published with a key. Its totals
+        // are atomics of their own, and its flags (its first lock's) are read only by
+        // the report, which may see a site just claimed before they are set.
+        let found = match place.key.load(Relaxed) {
+            0 => match place.key.compare_exchange(0, key, Relaxed, Relaxed) {
                 Ok(_) => {
                     // Relaxed: read only by the report.
                     place.is_init.store(is_init, Relaxed);
@@ -174,10 +172,10 @@ pub(in crate::preload::profile) fn add_live(entry: &Entry, counts: [u64; 3]) {
 
 /// Every site that has had a lock, and [`OTHER`].
 pub(in crate::preload::profile) fn all() -> impl Iterator<Item = &'static Site> {
-    // Acquire: as in `find`.
+    // Relaxed: as in `find`.
     TABLE
         .iter()
-        .filter(|site| site.key.load(Acquire) != 0)
+        .filter(|site| site.key.load(Relaxed) != 0)
         .chain([&OTHER])
 }
 
