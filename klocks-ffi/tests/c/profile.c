@@ -12,7 +12,7 @@
  *                      lets go only once the other thread sleeps on it: glibc's lock
  *                      word is 2) and destroyed, at 200,000 addresses in turn; beside
  *                      them 8 long-lived locks (one global array), each waited for
- *                      HOT_WAITS times
+ *                      HOT_WAITS times; prints its peak resident memory (VmHWM)
  *   profile tries      locks taken only by a try, a timed or a clock call
  *   profile close      the quiet mutex, then stderr closed at exit (as coreutils do)
  *   profile steal FILE the quiet mutex; FILE opened onto descriptors 100-109 (where
@@ -260,6 +260,13 @@ static int churn(long n) {
     for (int h = 0; h < HOT_LOCKS; h++)
         for (int w = 0; w < HOT_WAITS; w++) hand_over(&hot_locks[h], n + 1 + h * HOT_WAITS + w, 200);
     pthread_join(waiter, NULL);
+    /* The peak resident memory so far (before the report at exit, which allocates to
+     * read debug information). */
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    while (status && fgets(line, sizeof line, status))
+        if (!strncmp(line, "VmHWM:", 6)) fputs(line, stdout);
+    if (status) fclose(status);
     printf("churn done\n");
     return 0;
 }
