@@ -1,8 +1,9 @@
 //! The contention profile (`KLOCKS_PROFILE`): `tests/c/profile.c`'s locks of known
 //! shapes, under the preload with glibc's locks and with klocks' default pair. The
 //! profile must rank them by total wait, count their acquisitions exactly, name the
-//! source lines they come from, and stay correct across fork, destroy and reuse, a
-//! signal, and a full table.
+//! source lines and symbols they come from, say first what share of the threads' time
+//! locks cost, never advise the lock in use, and stay correct across fork, destroy
+//! and reuse (a million locks through a small table), a signal, and a full table.
 
 mod common;
 
@@ -13,6 +14,27 @@ use std::sync::OnceLock;
 fn program() -> &'static PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| common::compile("profile", false))
+}
+
+/// `tests/c/profile.c` built without debug information (and without `-rdynamic`):
+/// only its symbol table names its functions and variables.
+fn program_without_debug_info() -> &'static PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("klocks-c-profile-nodebug");
+        let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+        let status = Command::new(cc)
+            .args([
+                "-Wall", "-Wextra", "-Werror", "-std=c11", "-pthread", "-O2", "-g0",
+            ])
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/profile.c"))
+            .arg("-o")
+            .arg(&binary)
+            .status()
+            .expect("run the C compiler");
+        assert!(status.success(), "profile.c did not compile");
+        binary
+    })
 }
 
 /// The line of `tests/c/profile.c` marked `SITE:<name>`.
@@ -32,8 +54,12 @@ fn profiled(mode: &str, env: &[(&str, &str)]) -> common::Run {
 }
 
 fn profiled_args(args: &[&str], env: &[(&str, &str)]) -> common::Run {
+    profiled_binary(program(), args, env)
+}
+
+fn profiled_binary(binary: &PathBuf, args: &[&str], env: &[(&str, &str)]) -> common::Run {
     let mode = args[0];
-    let mut command = Command::new(program());
+    let mut command = Command::new(binary);
     command.args(args).env("LD_PRELOAD", common::library());
     for (var, _) in std::env::vars() {
         if var.starts_with("KLOCKS_") {
@@ -58,6 +84,8 @@ struct Lock {
     /// rwlock.
     rows: Vec<(String, u64, u64)>,
     wait_ns: f64,
+    /// The line under the rows: the lock's symbol, if any, and its site.
+    place: String,
     site: String,
     advice: String,
 }
@@ -74,18 +102,31 @@ fn ns(value: &str, unit: &str) -> f64 {
     value.parse::<f64>().unwrap() * scale
 }
 
-/// The locks of the report in `text` that begins at `start` (its first line).
+/// The locks of the report in `text` (from its first line on).
 fn parse(text: &str) -> Vec<Lock> {
     let mut locks: Vec<Lock> = Vec::new();
     let mut lines = text
         .lines()
         .skip_while(|l| !l.starts_with("klocks profile of pid"))
-        .skip(2);
+        .skip_while(|l| !l.starts_with("  #  lock"))
+        .skip(1);
     for line in lines.by_ref() {
         if line.starts_with("holds:") {
             break;
         }
         let words: Vec<&str> = line.split_whitespace().collect();
+        if words[0] != "rw" && words[0].parse::<usize>().is_err() {
+            let lock = locks.last_mut().unwrap();
+            if line.starts_with("       ") {
+                // The place line, wrapped.
+                lock.place.push(' ');
+            } else {
+                lock.place.clear();
+            }
+            lock.place.push_str(line.trim());
+            lock.site = lock.place.split(" at ").nth(1).unwrap_or("").to_string();
+            continue;
+        }
         let (rank, rest) = if words[0] == "rw" {
             (None, &words[..])
         } else {
@@ -102,7 +143,6 @@ fn parse(text: &str) -> Vec<Lock> {
                 rank,
                 rows: vec![row],
                 wait_ns: ns(rest[3], rest[4]),
-                site: line.split(" at ").nth(1).unwrap_or("").to_string(),
                 ..Lock::default()
             }),
             None => {
@@ -112,16 +152,44 @@ fn parse(text: &str) -> Vec<Lock> {
             }
         }
     }
+    // Advice: "  N  text", wrapped lines indented by 7.
+    let mut advising = None;
     for line in lines {
-        let Some((rank, advice)) = line.trim_start().split_once("  ") else {
-            break;
-        };
-        let Ok(rank) = rank.parse::<usize>() else {
-            break;
-        };
-        locks[rank - 1].advice = advice.to_string();
+        let rank = line
+            .get(..3)
+            .and_then(|r| r.trim().parse::<usize>().ok())
+            .filter(|_| line[3..].starts_with("  "));
+        if let Some(rank) = rank {
+            locks[rank - 1].advice = line[5..].to_string();
+            advising = Some(rank);
+        } else if let (Some(rank), Some(more)) = (advising, line.strip_prefix("       ")) {
+            let advice = &mut locks[rank - 1].advice;
+            advice.push(' ');
+            advice.push_str(more);
+        } else {
+            advising = None;
+        }
     }
     locks
+}
+
+/// The report's line (its wrapped parts joined) about the site `site` in its by-site
+/// summary.
+fn site_line(text: &str, site: &str) -> String {
+    let mut joined: Vec<String> = Vec::new();
+    for line in text.lines() {
+        match (line.strip_prefix("       "), joined.last_mut()) {
+            (Some(more), Some(last)) if last.contains(" locks (") => {
+                last.push(' ');
+                last.push_str(more.trim_start());
+            }
+            _ => joined.push(line.to_string()),
+        }
+    }
+    joined
+        .into_iter()
+        .find(|l| l.contains(" locks (") && l.contains(&format!(" at {site} ")))
+        .unwrap_or_else(|| panic!("no site line for {site}: {text}"))
 }
 
 fn find<'a>(locks: &'a [Lock], site: &str) -> &'a Lock {
@@ -158,6 +226,37 @@ fn ranks_with(env: &[(&str, &str)]) {
     assert_eq!(table.rows[1].0, "rw write");
     assert_eq!(table.rows[1].1, 50);
     assert!(long.site.contains("(long_worker)"), "{}", long.site);
+    assert!(long.place.starts_with("lock held_long, "), "{}", long.place);
+    let waited_at = format!("; longest wait at {} (long_worker)", site("long"));
+    assert!(long.place.ends_with(&waited_at), "{}", long.place);
+    assert!(hot.place.starts_with("lock hot, "), "{}", hot.place);
+    // The headline comes first: the share of the threads' time spent waiting.
+    let headline = run.stderr.lines().nth(1).unwrap();
+    assert!(
+        headline.starts_with("threads spent ")
+            && headline.contains("% of their time waiting for locks"),
+        "{}",
+        run.stderr
+    );
+    let total = long.wait_ns + hot.wait_ns + quiet.wait_ns + table.wait_ns;
+    let share: f64 = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("  1  "))
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|s| s.trim_end_matches('%').parse().ok())
+        .unwrap();
+    let expected = 100.0 * long.wait_ns / total;
+    assert!(
+        (share - expected).abs() < 1.0,
+        "share {share}, expected {expected}"
+    );
+    for line in run.stderr.lines() {
+        assert!(
+            line.chars().count() <= 120,
+            "wider than 120 columns: {line}"
+        );
+    }
     assert!(run
         .stderr
         .contains(&format!("first locked at {}", site("long"))));
@@ -165,6 +264,26 @@ fn ranks_with(env: &[(&str, &str)]) {
         .stderr
         .contains(&format!("initialised at {}", site("hot"))));
     assert!(long.advice.starts_with("long holds"), "{}", long.advice);
+    let in_use = env
+        .iter()
+        .any(|&(var, value)| var == "KLOCKS_LOCK" && value == "default");
+    if in_use {
+        assert!(
+            long.advice
+                .contains("KLOCKS_LOCK=default is already in use")
+                && !long.advice.contains("try KLOCKS_LOCK"),
+            "{}",
+            long.advice
+        );
+    } else {
+        assert!(
+            long.advice.ends_with(
+                "try KLOCKS_LOCK=default (unmeasured: measure it with `lockbench app --with default -- PROGRAM`)"
+            ),
+            "{}",
+            long.advice
+        );
+    }
     assert!(
         quiet.advice.starts_with("rarely waited for"),
         "{}",
@@ -213,9 +332,108 @@ fn reused_memory_is_a_new_lock() {
     let locks = parse(&run.stderr);
     let reused = find(&locks, &site("reused"));
     assert_eq!(reused.rows[0].1, 7, "{}", run.stderr);
+    let first = site_line(&run.stderr, &site("first_use"));
     assert!(
+        first.contains("1 locks (1 destroyed): 5 acquired, 0 waited"),
+        "{}",
         run.stderr
-            .contains("; 5 of destroyed locks never waited for"),
+    );
+}
+
+/// Locks that cost nothing: the report says so first and suggests no change.
+#[test]
+fn a_negligible_share_gets_no_remedy() {
+    let run = profiled("reuse", &[("KLOCKS_PROFILE", "1")]);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert!(
+        lines[1].starts_with("threads spent 0.00% of their time waiting for locks"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        lines[2].starts_with("that share is negligible"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("KLOCKS_LOCK="), "{}", run.stderr);
+    assert!(
+        parse(&run.stderr).iter().all(|l| l.advice.is_empty()),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A million locks, each initialised, waited for once and destroyed, through a table
+/// of 4,096: every one is counted in its site's totals, none is left untracked, and
+/// the 8 long-lived locks beside them are all listed, named by their global array.
+#[test]
+fn a_million_destroyed_locks_lose_nothing() {
+    let run = profiled_args(
+        &["churn", "1000000"],
+        &[("KLOCKS_PROFILE", "1"), ("KLOCKS_PROFILE_LOCKS", "4096")],
+    );
+    assert!(!run.stderr.contains("not tracked"), "{}", run.stderr);
+    let churn = site_line(&run.stderr, &site("churn"));
+    assert!(
+        churn.contains("1000000 locks (1000000 destroyed): 2000000 acquired, 1000000 waited"),
+        "{}",
+        run.stderr
+    );
+    let locks = parse(&run.stderr);
+    assert_eq!(locks.len(), 8, "{}", run.stderr);
+    for lock in &locks {
+        assert!(lock.place.starts_with("lock hot_locks"), "{}", run.stderr);
+        // Initialised statically, first locked by the holder, waited for elsewhere.
+        let waited_at = format!("; longest wait at {} (churn_waiter)", site("hot_wait"));
+        assert!(lock.place.ends_with(&waited_at), "{}", lock.place);
+        assert_eq!(lock.rows, [("mutex".into(), 40, 20)], "{}", run.stderr);
+    }
+}
+
+/// The peak resident memory `churn N` printed, in KiB.
+fn peak_kib(run: &common::Run) -> u64 {
+    run.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .unwrap_or_else(|| panic!("no VmHWM: {}", run.stdout))
+}
+
+/// The profile's memory is bounded by its tables, not by how many locks a program
+/// makes: over 300,000 locks made and destroyed, a table of 4,096 adds at most its own
+/// 768 KiB, the site table's 160 KiB and 1 MiB of slack to the program's peak.
+#[test]
+fn memory_stays_within_the_tables() {
+    let bare = profiled_args(&["churn", "300000"], &[]);
+    let profiled = profiled_args(
+        &["churn", "300000"],
+        &[("KLOCKS_PROFILE", "1"), ("KLOCKS_PROFILE_LOCKS", "4096")],
+    );
+    let (bare, profiled) = (peak_kib(&bare), peak_kib(&profiled));
+    assert!(
+        profiled <= bare + 4096 * 192 / 1024 + 160 + 1024,
+        "{profiled} KiB profiled, {bare} KiB without"
+    );
+}
+
+/// Without debug information, functions are named from the symbol table, and global
+/// locks by their data symbols.
+#[test]
+fn symbols_name_sites_and_locks_without_debug_info() {
+    let run = profiled_binary(
+        program_without_debug_info(),
+        &["ranks"],
+        &[("KLOCKS_PROFILE", "1")],
+    );
+    let locks = parse(&run.stderr);
+    let long = locks
+        .iter()
+        .find(|l| l.place.starts_with("lock held_long, "))
+        .unwrap_or_else(|| panic!("held_long not named: {}", run.stderr));
+    assert!(
+        long.site.starts_with("klocks-c-profile-nodebug+0x")
+            && long.site.contains(" (long_worker)"),
         "{}",
         run.stderr
     );
@@ -233,13 +451,24 @@ fn sigusr2_prints_a_report_without_resolving() {
     assert!(reports[1].contains(&format!("initialised at {}", site("quiet"))));
 }
 
-/// More locks than the table holds: counted as untracked, never a crash.
+/// More live locks than the table holds: counted as untracked, never a crash; the
+/// default table holds them all.
 #[test]
 fn a_full_table_is_counted_not_fatal() {
     let run = profiled("overflow", &[("KLOCKS_PROFILE", "1")]);
+    assert!(!run.stderr.contains("not tracked"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the 10 of 5000 live tracked locks"),
+        "{}",
+        run.stderr
+    );
+    let run = profiled(
+        "overflow",
+        &[("KLOCKS_PROFILE", "1"), ("KLOCKS_PROFILE_LOCKS", "4096")],
+    );
     let untracked: u64 = run
         .stderr
-        .split("not listed: ")
+        .split("not tracked: ")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse().ok())
@@ -262,6 +491,13 @@ fn bad_settings_are_said_once_and_change_nothing_else() {
     assert!(run.stderr.starts_with(
         "klocks: KLOCKS_PROFILE_TOP=\"0\" is not a number of locks in 1..=100; listing 10\nklocks profile of pid"
     ));
+    let run = profiled(
+        "reuse",
+        &[("KLOCKS_PROFILE", "1"), ("KLOCKS_PROFILE_LOCKS", "12")],
+    );
+    assert!(run.stderr.starts_with(
+        "klocks: KLOCKS_PROFILE_LOCKS=\"12\" is not a number of locks in 64..=16777216; tracking 65536\nklocks profile of pid"
+    ), "{}", run.stderr);
     let run = profiled("reuse", &[]);
     assert!(run.stderr.is_empty(), "{}", run.stderr);
 }

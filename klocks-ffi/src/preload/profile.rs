@@ -2,13 +2,16 @@
 //!
 //! With `KLOCKS_PROFILE=1` the preload times every pthread mutex and rwlock call,
 //! whoever runs the lock (klocks, or glibc with `KLOCKS_LOCK` unset), and at exit
-//! prints the locks that made threads wait longest ([`report`]): where each was
-//! initialised or first locked, its acquisitions, how many had to wait, the total
-//! and longest wait and hold, the read/write split of rwlocks, and a suggestion
-//! derived from that shape ([`advice`]). `KLOCKS_PROFILE=sigusr2` also prints it each
+//! prints the share of the threads' time spent waiting for locks, then the locks
+//! that made threads wait longest ([`report`]): the global each lies in, if any, where
+//! it was initialised or first locked and where its longest wait was, its
+//! acquisitions, how many had to wait, the total and longest wait and hold, the
+//! read/write split of rwlocks, and a suggestion derived from that shape
+//! ([`advice`]), never the lock already in use. `KLOCKS_PROFILE=sigusr2` also prints it each
 //! time the process receives `SIGUSR2`; `KLOCKS_PROFILE_FILE` sends it to a file
 //! (appended to; `%p` becomes the process id), `KLOCKS_PROFILE_TOP` sets how many
-//! locks it lists (10).
+//! locks it lists (10), `KLOCKS_PROFILE_LOCKS` how many live locks it tracks at once
+//! (65,536).
 //!
 //! # What a lock call costs
 //!
@@ -26,19 +29,23 @@
 //!
 //! The `init` and the taking calls of mutexes and rwlocks (lock, try, timed and
 //! clock) are entered through a two-instruction stub ([`with_caller`]) that passes
-//! the caller's return address on; the first such call of a lock is its site. The report symbolises it with the
-//! program's debug information (file and line, with `-g`) or its symbols.
+//! the caller's return address on; the first such call of a lock is its site, and
+//! the call whose wait was the longest is noted too. The report symbolises both with
+//! the program's debug information (file and line, with `-g`) or its symbol table.
 //!
 //! # Safe in any program
 //!
-//! - No lock call allocates (an allocator may take pthread locks): the table is a
-//!   fixed array of 4,096 locks, a lock it has no room for is counted, not
-//!   profiled; the per-thread record of held locks is a fixed array of 8, the oldest
-//!   dropped when full.
-//! - A destroyed lock's entry is kept for the report if it was ever contended, else
-//!   freed; `init` on an address forgets the lock that lived there before, so reused
-//!   memory is a new lock (memory reused without `destroy` or `init`, e.g. a static
-//!   initialiser copied over a freed lock's bytes, stays the old lock's entry).
+//! - No lock call allocates (an allocator may take pthread locks): the table is an
+//!   array mapped at start (`KLOCKS_PROFILE_LOCKS` entries of 192 bytes, pages backed
+//!   as they are used), a lock it has no room for is counted, not profiled; the
+//!   per-thread record of held locks is a fixed array of 8, the oldest dropped when
+//!   full.
+//! - A destroyed lock's counts are added to its site's totals (a fixed table of
+//!   sites) and its entry is freed for another lock, so the table holds live locks
+//!   only and memory stays bounded however many locks a program makes; `init` on an
+//!   address forgets the lock that lived there before, so reused memory is a new lock
+//!   (memory reused without `destroy` or `init`, e.g. a static initialiser copied
+//!   over a freed lock's bytes, stays the old lock's entry).
 //! - A fork child starts its counts from zero and reports its own life.
 //! - The report at exit allocates (symbolisation); the one a signal asks for does not,
 //!   and prints return addresses unresolved (resolving is not async-signal-safe). It
@@ -59,7 +66,8 @@ use std::sync::atomic::{
 };
 
 use klocks_core::config::{
-    parse_profile, parse_profile_top, Profile, PROFILE, PROFILE_FILE, PROFILE_TOP,
+    parse_profile, parse_profile_locks, parse_profile_top, Profile, DEFAULT_PROFILE_LOCKS, LOCK,
+    PROFILE, PROFILE_FILE, PROFILE_LOCKS, PROFILE_TOP, RWLOCK,
 };
 use libc::{EBUSY, ETIMEDOUT};
 
@@ -163,11 +171,11 @@ impl Thread {
 }
 
 /// Counts an acquisition (`waited`: its wait and the time it ended, if it had to
-/// wait) and starts its hold.
-fn acquired(lock: usize, slot: u32, role: Role, waited: Option<(u64, u64)>) {
+/// wait, at `site`) and starts its hold.
+fn acquired(lock: usize, slot: u32, role: Role, waited: Option<(u64, u64)>, site: usize) {
     table::at(slot)
         .counters(role)
-        .acquired(role, waited.map(|(ticks, _)| ticks));
+        .acquired(role, waited.map(|(ticks, _)| (ticks, site)));
     // A thread that is exiting has no record: the hold goes untimed.
     let _ = THREAD.try_with(|thread| {
         let since = match waited {
@@ -199,7 +207,7 @@ pub(super) fn acquire(
     };
     match try_first() {
         0 => {
-            acquired(lock, slot, role, None);
+            acquired(lock, slot, role, None, site);
             0
         }
         EBUSY => {
@@ -209,7 +217,13 @@ pub(super) fn acquire(
             let end = clock::now();
             entry.stop_waiting();
             if result == 0 {
-                acquired(lock, slot, role, Some((end.saturating_sub(start), end)));
+                acquired(
+                    lock,
+                    slot,
+                    role,
+                    Some((end.saturating_sub(start), end)),
+                    site,
+                );
             }
             result
         }
@@ -229,7 +243,7 @@ pub(super) fn try_acquire(
     let result = try_lock();
     if result == 0 {
         if let Some((slot, _)) = table::entry(lock, site, role != Role::Mutex) {
-            acquired(lock, slot, role, None);
+            acquired(lock, slot, role, None, site);
         }
     }
     result
@@ -262,7 +276,8 @@ pub(super) fn release(lock: usize, unlock: impl FnOnce() -> c_int) -> c_int {
 
 /// A condvar wait that releases and retakes the mutex at `lock` inside glibc: the
 /// hold ends before, and a new one (counted as an acquisition, its wait unknown
-/// since it is the condvar's) starts after.
+/// since it is the condvar's) starts after. Klocks' condvars retake the mutex through
+/// the interposed lock instead, where a wait for it is timed as any other.
 pub(super) fn cond_wait(lock: usize, wait: impl FnOnce() -> c_int) -> c_int {
     end_hold(lock);
     let result = wait();
@@ -298,7 +313,24 @@ pub(super) fn start() {
             report::DEFAULT_TOP
         }
     };
-    report::configure(top, config::var(PROFILE_FILE));
+    let locks = match config::var(PROFILE_LOCKS).map(parse_profile_locks) {
+        None => DEFAULT_PROFILE_LOCKS,
+        Some(Ok(locks)) => locks,
+        Some(Err(bad)) => {
+            say(&format!("{bad}; tracking {DEFAULT_PROFILE_LOCKS}"));
+            DEFAULT_PROFILE_LOCKS
+        }
+    };
+    if !table::allocate(locks) {
+        return say(&format!(
+            "could not map the profile's table of {locks} locks; no profile"
+        ));
+    }
+    let in_use = advice::InUse {
+        lock: config::var(LOCK),
+        rwlock: config::var(RWLOCK),
+    };
+    report::configure(top, config::var(PROFILE_FILE), in_use);
     clock::start();
     extern "C" fn in_child() {
         table::restart_counts();

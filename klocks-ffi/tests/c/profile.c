@@ -8,6 +8,11 @@
  *                      memory and used 7 times
  *   profile signal     the hot mutex, raise(SIGUSR2), then the quiet mutex
  *   profile overflow   5,000 mutexes, each locked once
+ *   profile churn N    N mutexes, each initialised, contended once (its holder
+ *                      lets go only once the other thread sleeps on it: glibc's lock
+ *                      word is 2) and destroyed, at 200,000 addresses in turn; beside
+ *                      them 8 long-lived locks (one global array), each waited for
+ *                      HOT_WAITS times; prints its peak resident memory (VmHWM)
  *   profile tries      locks taken only by a try, a timed or a clock call
  *   profile close      the quiet mutex, then stderr closed at exit (as coreutils do)
  *   profile steal FILE the quiet mutex; FILE opened onto descriptors 100-109 (where
@@ -149,7 +154,7 @@ static int fork_child(void) {
 
 static int reuse(void) {
     static pthread_mutex_t slot;
-    pthread_mutex_init(&slot, NULL);
+    pthread_mutex_init(&slot, NULL); /* SITE:first_use */
     for (int i = 0; i < 5; i++) {
         pthread_mutex_lock(&slot);
         pthread_mutex_unlock(&slot);
@@ -189,6 +194,82 @@ static pthread_mutex_t tried = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t clocked = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t timed_rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_rwlock_t tried_rw = PTHREAD_RWLOCK_INITIALIZER;
+
+#define HOT_LOCKS 8
+#define HOT_WAITS 20
+#define CHURN_ADDRESSES 200000
+
+static pthread_mutex_t hot_locks[HOT_LOCKS] = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+};
+static pthread_mutex_t *churn_locks;
+/* The lock the holder has taken (index + 1), and the last one the waiter got. */
+static volatile long churn_held, churn_got;
+
+/* Waits until glibc's word of the mutex says a thread sleeps on it. */
+static void until_waited_for(pthread_mutex_t *m) {
+    while (__atomic_load_n(&m->__data.__lock, __ATOMIC_ACQUIRE) != 2) sched_yield();
+}
+
+static void *churn_waiter(void *arg) {
+    long n = (long)arg;
+    for (long i = 0; i < n; i++) {
+        while (__atomic_load_n(&churn_held, __ATOMIC_ACQUIRE) != i + 1) sched_yield();
+        pthread_mutex_t *m = &churn_locks[i % CHURN_ADDRESSES];
+        pthread_mutex_lock(m);
+        pthread_mutex_unlock(m);
+        __atomic_store_n(&churn_got, i + 1, __ATOMIC_RELEASE);
+    }
+    for (int h = 0; h < HOT_LOCKS; h++)
+        for (int w = 0; w < HOT_WAITS; w++) {
+            while (__atomic_load_n(&churn_held, __ATOMIC_ACQUIRE) != n + 1 + h * HOT_WAITS + w)
+                sched_yield();
+            pthread_mutex_lock(&hot_locks[h]); /* SITE:hot_wait */
+            pthread_mutex_unlock(&hot_locks[h]);
+            __atomic_store_n(&churn_got, n + 1 + h * HOT_WAITS + w, __ATOMIC_RELEASE);
+        }
+    return NULL;
+}
+
+/* Holds `m` until the waiter sleeps on it as handshake number `turn`, then lets go. */
+static void hand_over(pthread_mutex_t *m, long turn, long hold_us) {
+    pthread_mutex_lock(m);
+    __atomic_store_n(&churn_held, turn, __ATOMIC_RELEASE);
+    until_waited_for(m);
+    if (hold_us) {
+        struct timespec t = {0, hold_us * 1000L};
+        nanosleep(&t, NULL);
+    }
+    pthread_mutex_unlock(m);
+    while (__atomic_load_n(&churn_got, __ATOMIC_ACQUIRE) != turn) sched_yield();
+}
+
+static int churn(long n) {
+    churn_locks = calloc(CHURN_ADDRESSES, sizeof *churn_locks);
+    if (!churn_locks) return 2;
+    pthread_t waiter;
+    if (pthread_create(&waiter, NULL, churn_waiter, (void *)n) != 0) return 2;
+    for (long i = 0; i < n; i++) {
+        pthread_mutex_t *m = &churn_locks[i % CHURN_ADDRESSES];
+        pthread_mutex_init(m, NULL); /* SITE:churn */
+        hand_over(m, i + 1, 0);
+        pthread_mutex_destroy(m);
+    }
+    for (int h = 0; h < HOT_LOCKS; h++)
+        for (int w = 0; w < HOT_WAITS; w++) hand_over(&hot_locks[h], n + 1 + h * HOT_WAITS + w, 200);
+    pthread_join(waiter, NULL);
+    /* The peak resident memory so far (before the report at exit, which allocates to
+     * read debug information). */
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    while (status && fgets(line, sizeof line, status))
+        if (!strncmp(line, "VmHWM:", 6)) fputs(line, stdout);
+    if (status) fclose(status);
+    printf("churn done\n");
+    return 0;
+}
 
 static int tries(void) {
     struct timespec real, mono;
@@ -239,8 +320,9 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "signal")) return on_signal();
     if (!strcmp(mode, "overflow")) return overflow();
     if (!strcmp(mode, "tries")) return tries();
+    if (!strcmp(mode, "churn") && argc > 2) return churn(atol(argv[2]));
     if (!strcmp(mode, "close")) return close_at_exit();
     if (!strcmp(mode, "steal") && argc > 2) return steal(argv[2]);
-    fprintf(stderr, "usage: profile ranks|fork|reuse|signal|overflow|tries|close|steal FILE\n");
+    fprintf(stderr, "usage: profile ranks|fork|reuse|signal|overflow|tries|close|steal FILE|churn N\n");
     return 2;
 }

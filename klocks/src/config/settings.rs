@@ -88,6 +88,14 @@ pub const PROFILE_FILE: Var = Var(c"KLOCKS_PROFILE_FILE");
 pub const PROFILE_TOP: Var = Var(c"KLOCKS_PROFILE_TOP");
 /// The most locks a profile lists.
 pub const MAX_PROFILE_TOP: usize = 100;
+/// How many live locks the contention profile's table holds at once:
+/// `64..=`[`MAX_PROFILE_LOCKS`], rounded up to a power of two; unset,
+/// [`DEFAULT_PROFILE_LOCKS`]. Read with [`parse_profile_locks`].
+pub const PROFILE_LOCKS: Var = Var(c"KLOCKS_PROFILE_LOCKS");
+/// The profile table's size unless [`PROFILE_LOCKS`] says.
+pub const DEFAULT_PROFILE_LOCKS: usize = 1 << 16;
+/// The largest profile table (192 bytes a lock: 3 GiB reserved).
+pub const MAX_PROFILE_LOCKS: usize = 1 << 24;
 
 /// When the preload prints its contention profile ([`PROFILE`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,6 +146,8 @@ pub enum Problem {
     NotAProfile,
     /// Not a whole number in `1..=`[`MAX_PROFILE_TOP`].
     NotATop,
+    /// Not a whole number in `64..=`[`MAX_PROFILE_LOCKS`].
+    NotALockCount,
 }
 
 impl fmt::Display for BadValue<'_> {
@@ -172,6 +182,10 @@ impl fmt::Display for BadValue<'_> {
             Problem::NotATop => write!(
                 f,
                 "{var}={text:?} is not a number of locks in 1..={MAX_PROFILE_TOP}"
+            ),
+            Problem::NotALockCount => write!(
+                f,
+                "{var}={text:?} is not a number of locks in 64..={MAX_PROFILE_LOCKS}"
             ),
         }
     }
@@ -214,6 +228,18 @@ pub fn parse_profile(text: &str) -> Result<Profile, BadValue<'_>> {
             text,
             problem: Problem::NotAProfile,
         })
+}
+
+/// Parses a [`PROFILE_LOCKS`] value: the table's size, rounded up to a power of two.
+pub fn parse_profile_locks(text: &str) -> Result<usize, BadValue<'_>> {
+    match text.trim().parse::<usize>() {
+        Ok(locks @ 64..=MAX_PROFILE_LOCKS) => Ok(locks.next_power_of_two()),
+        _ => Err(BadValue {
+            var: PROFILE_LOCKS,
+            text,
+            problem: Problem::NotALockCount,
+        }),
+    }
 }
 
 /// Parses a [`PROFILE_TOP`] value.
@@ -352,6 +378,11 @@ mod tests {
         }
         assert_eq!(parse_profile_top("1"), Ok(1));
         assert_eq!(parse_profile_top(" 100 "), Ok(MAX_PROFILE_TOP));
+        assert_eq!(parse_profile_locks("100000"), Ok(1 << 17));
+        assert_eq!(parse_profile_locks("64"), Ok(64));
+        for bad in ["63", "0", "x", "16777217"] {
+            assert!(parse_profile_locks(bad).is_err(), "{bad}");
+        }
         for bad in ["0", "101", "-3", "ten", ""] {
             let err = parse_profile_top(bad).unwrap_err().to_string();
             assert!(

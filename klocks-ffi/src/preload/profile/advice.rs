@@ -24,13 +24,54 @@ pub(super) struct Shape {
     pub(super) cpus: usize,
 }
 
+/// The locks the program runs under: the `KLOCKS_LOCK` and `KLOCKS_RWLOCK` values in
+/// force (`None`: glibc's).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct InUse {
+    pub(super) lock: Option<&'static str>,
+    pub(super) rwlock: Option<&'static str>,
+}
+
 /// Holds at least this long make spinning waiters a waste: they should sleep.
 const LONG_HOLD_NS: f64 = 50_000.0;
 /// Holds at most this long are over before a sleeper would wake.
 const SHORT_HOLD_NS: f64 = 5_000.0;
 
-/// Writes the suggestion for `shape` (one line, no newline).
-pub(super) fn advise(shape: &Shape, out: &mut dyn Write) -> fmt::Result {
+/// Writes `VAR=value` as the remedy, unless it is already in force (then says that
+/// only the code can help), with the command that would measure it: the profile
+/// measured the lock's shape, not how the suggested lock runs it.
+fn suggest(out: &mut dyn Write, in_use: InUse, rwlock: bool, value: &str) -> fmt::Result {
+    let (var, current) = if rwlock {
+        ("KLOCKS_RWLOCK", in_use.rwlock)
+    } else {
+        ("KLOCKS_LOCK", in_use.lock)
+    };
+    let current = current.unwrap_or("glibc");
+    if current == value {
+        return write!(
+            out,
+            "{var}={value} is already in use: no other lock removes this wait; shorten the critical section or split the lock"
+        );
+    }
+    write!(
+        out,
+        "try {var}={value} (unmeasured: measure it with `lockbench app --with "
+    )?;
+    if rwlock {
+        let with = in_use.lock.unwrap_or("default");
+        write!(out, "{with} --rwlock {value}")?;
+    } else {
+        write!(out, "{value}")?;
+        if let Some(rwlock) = in_use.rwlock {
+            write!(out, " --rwlock {rwlock}")?;
+        }
+    }
+    write!(out, " -- PROGRAM`)")
+}
+
+/// Writes the suggestion for `shape` (one line, no newline), never one for the lock
+/// already `in_use`.
+pub(super) fn advise(shape: &Shape, in_use: InUse, out: &mut dyn Write) -> fmt::Result {
     let percent = |part: u64| 100.0 * part as f64 / shape.acquisitions.max(1) as f64;
     let waiting = shape.peak_waiting;
     let cpus = shape.cpus;
@@ -45,7 +86,7 @@ pub(super) fn advise(shape: &Shape, out: &mut dyn Write) -> fmt::Result {
         } else {
             write!(
                 out,
-                "rarely waited for ({} of {}) but long ({} in all, longest {}): a holder was held up (preempted or blocked) while holding it; a lock that sleeps when its holder is off CPU (KLOCKS_LOCK=default) wastes no CPU then, but only a shorter hold shortens the wait",
+                "rarely waited for ({} of {}) but long ({} in all, longest {}): a holder was held up (preempted or blocked) while holding it; only a shorter hold shortens the wait",
                 shape.contended,
                 shape.acquisitions,
                 Time(shape.wait_ns),
@@ -58,56 +99,61 @@ pub(super) fn advise(shape: &Shape, out: &mut dyn Write) -> fmt::Result {
         return if reads >= 90.0 {
             write!(
                 out,
-                "read-mostly ({reads:.1}% reads): KLOCKS_RWLOCK=default-rw (readers share; they spin only behind a running writer)"
-            )
+                "read-mostly ({reads:.1}% reads; readers share, and spin only behind a running writer): "
+            )?;
+            suggest(out, in_use, true, "default-rw")
         } else if waiting as usize + 1 > cpus {
             write!(
                 out,
-                "{:.0}% writes with up to {waiting} waiting on {cpus} CPUs: keep glibc's rwlock (klocks' trail it with a tenth or more writes and more threads than CPUs), or a mutex",
+                "{:.0}% writes with up to {waiting} waiting on {cpus} CPUs (klocks' rwlocks trail glibc's with a tenth or more writes and more threads than CPUs): ",
                 100.0 - reads
-            )
+            )?;
+            suggest(out, in_use, true, "glibc")
         } else {
             write!(
                 out,
-                "{:.0}% writes, waiters fit the CPUs ({waiting} on {cpus}): KLOCKS_RWLOCK=default-rw",
+                "{:.0}% writes, waiters fit the CPUs ({waiting} on {cpus}): ",
                 100.0 - reads
-            )
+            )?;
+            suggest(out, in_use, true, "default-rw")
         };
     }
     let Some(mean) = shape.mean_hold_ns else {
-        return write!(
+        write!(
             out,
-            "waited for in {:.0}% of acquisitions, no hold timed: KLOCKS_LOCK=default",
+            "waited for in {:.0}% of acquisitions, no hold timed: ",
             percent(shape.contended)
-        );
+        )?;
+        return suggest(out, in_use, false, "default");
     };
     if mean >= LONG_HOLD_NS {
         write!(
             out,
-            "long holds (mean {}, longest {}) with up to {waiting} waiting: waiters should sleep, not spin: KLOCKS_LOCK=default spins only while the holder runs; the lasting fix is a shorter critical section",
+            "long holds (mean {}, longest {}) with up to {waiting} waiting: waiters should sleep, not spin; the lasting fix is a shorter critical section; ",
             Time(mean),
             Time(shape.max_hold_ns)
-        )
+        )?;
     } else if mean <= SHORT_HOLD_NS && waiting as usize + 1 > cpus {
         write!(
             out,
-            "short holds (mean {}) with up to {waiting} waiting on {cpus} CPUs: KLOCKS_LOCK=default (spins only while the holder runs, sleeps otherwise), or pvqspinlock for FIFO order",
+            "short holds (mean {}) with up to {waiting} waiting on {cpus} CPUs (spin only while the holder runs, sleep otherwise): ",
             Time(mean)
-        )
+        )?;
     } else if mean <= SHORT_HOLD_NS {
         write!(
             out,
-            "short holds (mean {}), waiters fit the CPUs ({waiting} on {cpus}): spinning pays: KLOCKS_LOCK=default",
+            "short holds (mean {}), waiters fit the CPUs ({waiting} on {cpus}), spinning pays: ",
             Time(mean)
-        )
+        )?;
     } else {
         write!(
             out,
-            "holds of {} on average, waited for in {:.0}% of acquisitions: KLOCKS_LOCK=default",
+            "holds of {} on average, waited for in {:.0}% of acquisitions: ",
             Time(mean),
             percent(shape.contended)
-        )
+        )?;
     }
+    suggest(out, in_use, false, "default")
 }
 
 #[cfg(test)]
@@ -115,8 +161,12 @@ mod tests {
     use super::*;
 
     fn advice(shape: Shape) -> String {
+        advice_under(shape, InUse::default())
+    }
+
+    fn advice_under(shape: Shape, in_use: InUse) -> String {
         let mut line = String::new();
-        advise(&shape, &mut line).unwrap();
+        advise(&shape, in_use, &mut line).unwrap();
         line
     }
 
@@ -169,14 +219,71 @@ mod tests {
             reads: 9_950,
             ..BUSY
         };
-        assert!(
-            advice(read_mostly).starts_with("read-mostly (99.5% reads): KLOCKS_RWLOCK=default-rw")
-        );
+        assert!(advice(read_mostly).starts_with("read-mostly (99.5% reads;"));
+        assert!(advice(read_mostly).ends_with(
+            "try KLOCKS_RWLOCK=default-rw (unmeasured: measure it with `lockbench app --with default --rwlock default-rw -- PROGRAM`)"
+        ));
         let write_heavy = Shape {
             rwlock: true,
             reads: 5_000,
             ..BUSY
         };
-        assert!(advice(write_heavy).contains("keep glibc's rwlock"));
+        assert!(advice(write_heavy).contains("KLOCKS_RWLOCK=glibc is already in use"));
+    }
+
+    /// What is in force is never the remedy: every shape, under the lock it would
+    /// suggest, says so and suggests nothing.
+    #[test]
+    fn the_lock_in_use_is_never_suggested() {
+        let shapes = [
+            BUSY,
+            Shape {
+                peak_waiting: 1,
+                ..BUSY
+            },
+            Shape {
+                mean_hold_ns: Some(5e6),
+                ..BUSY
+            },
+            Shape {
+                mean_hold_ns: Some(2e4),
+                ..BUSY
+            },
+            Shape {
+                mean_hold_ns: None,
+                ..BUSY
+            },
+        ];
+        for shape in shapes {
+            let glibc = advice(shape);
+            assert!(
+                glibc.ends_with("try KLOCKS_LOCK=default (unmeasured: measure it with `lockbench app --with default -- PROGRAM`)"),
+                "{glibc}"
+            );
+            let under = InUse {
+                lock: Some("default"),
+                rwlock: None,
+            };
+            let line = advice_under(shape, under);
+            assert!(
+                line.contains("KLOCKS_LOCK=default is already in use"),
+                "{line}"
+            );
+            assert!(!line.contains("try KLOCKS_LOCK=default"), "{line}");
+        }
+        let read_mostly = Shape {
+            rwlock: true,
+            reads: 9_950,
+            ..BUSY
+        };
+        let under = InUse {
+            lock: Some("default"),
+            rwlock: Some("default-rw"),
+        };
+        let line = advice_under(read_mostly, under);
+        assert!(
+            line.contains("KLOCKS_RWLOCK=default-rw is already in use"),
+            "{line}"
+        );
     }
 }

@@ -1,5 +1,8 @@
-//! The profile's report: the locks that made threads wait longest, one row each
-//! (two for an rwlock: its reads and its writes), then a suggestion per lock.
+//! The profile's report: first the share of the threads' time spent waiting for
+//! locks, then the locks that made threads wait longest, one row each (two for an
+//! rwlock: its reads and its writes) and a line naming where it comes from, the sites
+//! whose locks waited longest (destroyed locks included), then a suggestion per lock
+//! (none when locks cost a negligible share). Every line is wrapped at [`COLUMNS`].
 //!
 //! Written without allocating, from fixed buffers, with the raw `write` system call,
 //! so that a `SIGUSR2` handler may print it; only resolving sites to files and lines
@@ -15,7 +18,8 @@ use std::sync::OnceLock;
 
 use klocks_core::config::{MAX_PROFILE_TOP, PROFILE_FILE};
 
-use super::advice::{advise, Shape};
+use super::advice::{advise, InUse, Shape};
+use super::table::sites::{self, Site};
 use super::table::{self, Counters, Entry, Seen};
 use super::{clock, SAMPLE_EVERY};
 
@@ -23,6 +27,15 @@ use super::{clock, SAMPLE_EVERY};
 pub(in crate::preload) const DEFAULT_TOP: usize = 10;
 
 static TOP: AtomicUsize = AtomicUsize::new(DEFAULT_TOP);
+/// The locks the program runs under (`KLOCKS_LOCK`, `KLOCKS_RWLOCK`).
+static IN_USE: OnceLock<InUse> = OnceLock::new();
+/// The widest line the report writes; a longer one is wrapped at spaces, its
+/// continuation indented by [`INDENT`].
+const COLUMNS: usize = 120;
+const INDENT: usize = 7;
+/// Below this share of the threads' time spent waiting for locks, the report gives
+/// no remedy: no lock would win back more.
+const NEGLIGIBLE_SHARE: f64 = 0.01;
 static FILE: OnceLock<String> = OnceLock::new();
 static CPUS: AtomicUsize = AtomicUsize::new(1);
 /// A copy of stderr made at start (programs such as coreutils close fd 2 at exit,
@@ -35,8 +48,9 @@ const STDERR_COPY_FROM: c_int = 100;
 /// Whether a report is being written (a second one, from a signal, is skipped).
 static WRITING: AtomicBool = AtomicBool::new(false);
 
-/// Sets the report's length and destination (`None`: stderr).
-pub(super) fn configure(top: usize, file: Option<&str>) {
+/// Sets the report's length and destination (`None`: stderr), and the locks in use.
+pub(super) fn configure(top: usize, file: Option<&str>, in_use: InUse) {
+    let _ = IN_USE.set(in_use);
     // Relaxed: set before the profile is switched on, whose Release publishes them.
     TOP.store(top.min(MAX_PROFILE_TOP), Relaxed);
     CPUS.store(
@@ -142,6 +156,7 @@ impl fmt::Display for Time {
 }
 
 /// A fixed buffer that formats without allocating (what does not fit is cut).
+#[derive(Clone, Copy)]
 struct Buffer<const N: usize> {
     bytes: [u8; N],
     len: usize,
@@ -173,11 +188,13 @@ impl<const N: usize> Write for Buffer<N> {
     }
 }
 
-/// Where the report goes: a file descriptor, written a buffer at a time.
+/// Where the report goes: a file descriptor, written a buffer at a time, each line
+/// wrapped at [`COLUMNS`] as it ends.
 struct Out {
     fd: c_int,
     owned: bool,
     buffer: Buffer<4096>,
+    line: Buffer<2048>,
 }
 
 impl Out {
@@ -188,6 +205,7 @@ impl Out {
             fd: stderr(),
             owned: false,
             buffer: Buffer::new(),
+            line: Buffer::new(),
         };
         let Some(template) = FILE.get() else {
             return stderr;
@@ -225,6 +243,7 @@ impl Out {
             fd: fd as c_int,
             owned: true,
             buffer: Buffer::new(),
+            line: Buffer::new(),
         }
     }
 
@@ -252,22 +271,94 @@ impl Out {
     }
 }
 
-impl Write for Out {
-    fn write_str(&mut self, mut text: &str) -> fmt::Result {
+impl Out {
+    /// Writes `text` to the descriptor's buffer as it is.
+    fn emit(&mut self, mut text: &str) {
         while !text.is_empty() {
             if self.buffer.len == self.buffer.bytes.len() {
                 self.flush();
             }
             let before = self.buffer.len;
-            self.buffer.write_str(text)?;
+            let _ = self.buffer.write_str(text);
             text = &text[self.buffer.len - before..];
         }
+    }
+
+    /// Writes the line gathered so far, wrapped at spaces to [`COLUMNS`] (a word
+    /// longer than a line stays whole).
+    fn end_line(&mut self) {
+        let line = self.line;
+        self.line.len = 0;
+        let mut rest = line.as_str();
+        let mut room = COLUMNS;
+        while rest.chars().count() > room {
+            let limit = rest
+                .char_indices()
+                .nth(room)
+                .map_or(rest.len(), |(at, _)| at);
+            let lead = rest.len() - rest.trim_start().len();
+            let cut = if rest[limit..].starts_with(' ') {
+                Some(limit)
+            } else {
+                rest[..limit].rfind(' ').filter(|&at| at > lead)
+            };
+            let Some(cut) = cut.or_else(|| rest[limit..].find(' ').map(|at| at + limit)) else {
+                break;
+            };
+            self.emit(rest[..cut].trim_end());
+            self.emit("\n");
+            self.emit(&"        "[..INDENT]);
+            rest = rest[cut..].trim_start();
+            room = COLUMNS - INDENT;
+        }
+        self.emit(rest);
+        self.emit("\n");
+    }
+}
+
+impl Write for Out {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        let mut lines = text.split('\n');
+        let mut part = lines.next().unwrap_or("");
+        for next in lines {
+            self.push(part);
+            self.end_line();
+            part = next;
+        }
+        self.push(part);
         Ok(())
+    }
+}
+
+impl Out {
+    /// Adds to the current line; a line longer than its buffer is written out in parts.
+    fn push(&mut self, mut text: &str) {
+        while !text.is_empty() {
+            if self.line.len == self.line.bytes.len() {
+                let line = self.line;
+                self.line.len = 0;
+                self.emit(line.as_str());
+            }
+            let before = self.line.len;
+            let _ = self.line.write_str(text);
+            let taken = self.line.len - before;
+            if taken == 0 {
+                // A character cut at the buffer's end: start a fresh buffer.
+                let line = self.line;
+                self.line.len = 0;
+                self.emit(line.as_str());
+                continue;
+            }
+            text = &text[taken..];
+        }
     }
 }
 
 impl Drop for Out {
     fn drop(&mut self) {
+        if self.line.len > 0 {
+            self.end_line();
+        }
         self.flush();
         if self.owned {
             // SAFETY: our descriptor, closed once.
@@ -347,11 +438,10 @@ fn ranked(top: usize) -> (Top<Row, MAX_PROFILE_TOP>, usize) {
     (rows, seen)
 }
 
-/// The locks of one site, summed.
-#[derive(Clone, Copy, Default)]
-struct Site {
-    site: usize,
-    is_init: bool,
+/// A site's locks, live and destroyed, summed.
+#[derive(Clone, Copy)]
+struct SiteSum {
+    site: &'static Site,
     locks: u64,
     destroyed: u64,
     acquisitions: u64,
@@ -359,44 +449,61 @@ struct Site {
     wait: u64,
 }
 
-/// How many sites the by-site summary can tell apart.
-const SITES: usize = 64;
+impl SiteSum {
+    fn of(site: &'static Site) -> SiteSum {
+        // Relaxed: a snapshot for the report.
+        let get = |counter: &AtomicU64| counter.load(Relaxed);
+        SiteSum {
+            site,
+            locks: get(&site.live) + get(&site.destroyed),
+            destroyed: get(&site.destroyed),
+            acquisitions: get(&site.acquisitions) + get(&site.live_acquisitions),
+            contended: get(&site.contended) + get(&site.live_contended),
+            wait: get(&site.wait).saturating_add(get(&site.live_wait)),
+        }
+    }
+}
 
-/// The sites with more than one lock, by their locks' total wait; `None` if no site
-/// has more than one.
-fn by_site(top: usize) -> Option<Top<Site, MAX_PROFILE_TOP>> {
-    let mut sites = [Site::default(); SITES];
-    let mut known = 0;
+/// Every site's totals, the live locks' added to the destroyed ones'; and the wait of
+/// all locks together.
+fn tally_sites() -> u64 {
+    sites::clear_live();
     for lock in table::in_use() {
         let entry = lock.entry;
-        // Relaxed: a snapshot for the report.
-        let site = entry.site.load(Relaxed);
-        if site == 0 || acquisitions(entry) == 0 {
-            continue;
+        if acquisitions(entry) > 0 {
+            sites::add_live(
+                entry,
+                [acquisitions(entry), contended(entry), total_wait(entry)],
+            );
         }
-        let index = match sites[..known].iter().position(|s| s.site == site) {
-            Some(index) => index,
-            None if known < SITES => {
-                sites[known].site = site;
-                sites[known].is_init = entry.site_is_init.load(Relaxed);
-                known += 1;
-                known - 1
-            }
-            None => continue,
-        };
-        let sum = &mut sites[index];
-        sum.locks += 1;
-        sum.destroyed += u64::from(lock.destroyed);
-        sum.acquisitions += acquisitions(entry);
-        sum.contended += contended(entry);
-        sum.wait = sum.wait.saturating_add(total_wait(entry));
     }
+    sites::all().map(|site| SiteSum::of(site).wait).sum()
+}
+
+/// The sites with more than one lock (or any destroyed one), by their locks' total
+/// wait; `None` if there is none.
+fn by_site(top: usize) -> Option<Top<SiteSum, MAX_PROFILE_TOP>> {
     let mut top_sites = Top::new(top);
-    for site in sites[..known].iter().filter(|s| s.locks > 1) {
-        top_sites.insert(*site, |s| (s.wait, s.acquisitions));
+    for site in sites::all().map(SiteSum::of) {
+        if site.locks > 1 || site.destroyed > 0 {
+            top_sites.insert(site, |s| (s.wait, s.acquisitions));
+        }
     }
     let any = top_sites.items[0].is_some();
     any.then_some(top_sites)
+}
+
+/// The CPU time the process has used (every thread's, the ended ones' included), in
+/// nanoseconds.
+fn cpu_ns() -> f64 {
+    // SAFETY: a zeroed rusage is valid to write; getrusage is a plain system call.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let ns = |t: libc::timeval| t.tv_sec as f64 * 1e9 + t.tv_usec as f64 * 1e3;
+    ns(usage.ru_utime) + ns(usage.ru_stime)
 }
 
 /// Prints the report. A report asked for while another is being printed (a signal's
@@ -431,32 +538,55 @@ fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
     // Relaxed: see `configure`.
     let top = TOP.load(Relaxed);
     let cpus = CPUS.load(Relaxed);
+    let in_use = IN_USE.get().copied().unwrap_or_default();
+    let all_wait = tally_sites();
     let (rows, seen) = ranked(top);
     let listed = rows.iter().count();
     // SAFETY: no preconditions.
     let pid = unsafe { libc::getpid() };
     writeln!(
         out,
-        "klocks profile of pid {pid} ({}), {} on {cpus} CPUs: the {listed} of {seen} tracked locks that made threads wait longest:",
+        "klocks profile of pid {pid} ({}), {} on {cpus} CPUs",
         program(),
         Time(elapsed as f64),
     )?;
+    let wait_ns = ns(all_wait);
+    let cpu = cpu_ns();
+    let share = wait_ns / (wait_ns + cpu).max(1.0);
     writeln!(
         out,
-        "{:>3}  {:<16} {:<9} {:>11} {:>16} {:>10} {:>10} {:>10} {:>10} {:>7}  site",
+        "threads spent {:.2}% of their time waiting for locks: {} waiting, {} on CPU",
+        100.0 * share,
+        Time(wait_ns),
+        Time(cpu),
+    )?;
+    if share < NEGLIGIBLE_SHARE {
+        writeln!(
+            out,
+            "that share is negligible: no lock would win back more than it, no change needed"
+        )?;
+    }
+    writeln!(
+        out,
+        "the {listed} of {seen} live tracked locks that made threads wait longest (share: of all locks' wait):"
+    )?;
+    writeln!(
+        out,
+        "{:>3}  {:<16} {:<9} {:>11} {:>16} {:>10} {:>6} {:>10} {:>10} {:>10} {:>7}",
         "#",
         "lock",
         "held as",
         "acquired",
         "waited",
         "wait sum",
+        "share",
         "wait max",
         "hold mean",
         "hold max",
         "waiters"
     )?;
     for (rank, row) in rows.iter().enumerate() {
-        write_lock(out, rank + 1, row.seen, ns, sites)?;
+        write_lock(out, rank + 1, row.seen, ns, all_wait, sites)?;
     }
     writeln!(
         out,
@@ -464,47 +594,57 @@ fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
     )?;
     // Relaxed: counts for the report, ordered with nothing.
     let untracked = table::UNTRACKED.load(Relaxed);
-    let quiet = table::QUIET_DESTROYED.load(Relaxed);
-    if untracked > 0 || quiet > 0 {
+    if untracked > 0 {
         writeln!(
             out,
-            "not listed: {untracked} acquisitions of locks the table (of {}) had no room for; {quiet} of destroyed locks never waited for",
-            table::SLOTS
+            "not tracked: {untracked} acquisitions of locks the table (of {} live locks) had no room for; KLOCKS_PROFILE_LOCKS sets its size",
+            table::slots()
         )?;
     }
     if let Some(by_site) = by_site(top) {
         writeln!(
             out,
-            "sites with more than one lock, by their locks' total wait:"
+            "sites by their locks' total wait (destroyed locks included):"
         )?;
         for site in by_site.iter() {
             write!(
                 out,
-                "     {} locks ({} destroyed): {} acquired, {} waited, {} waiting in all, ",
+                "     {} locks ({} destroyed): {} acquired, {} waited, {} waiting in all ({:.1}%), ",
                 site.locks,
                 site.destroyed,
                 site.acquisitions,
                 site.contended,
-                Time(ns(site.wait))
+                Time(ns(site.wait)),
+                100.0 * site.wait as f64 / all_wait.max(1) as f64,
             )?;
-            write_site(out, site.site, site.is_init, sites)?;
+            if sites::is_other(site.site) {
+                out.write_str("at sites beyond the profile's table of sites")?;
+            } else {
+                // Relaxed: a snapshot for the report.
+                let is_init = site.site.is_init.load(Relaxed);
+                write_site(out, site.site.address(), is_init, sites)?;
+            }
             writeln!(out)?;
         }
     }
-    for (rank, row) in rows.iter().enumerate() {
-        write!(out, "{:>3}  ", rank + 1)?;
-        advise(&shape(row.seen.entry, ns_per_tick, cpus), out)?;
-        writeln!(out)?;
+    if share >= NEGLIGIBLE_SHARE {
+        for (rank, row) in rows.iter().enumerate() {
+            write!(out, "{:>3}  ", rank + 1)?;
+            advise(&shape(row.seen.entry, ns_per_tick, cpus), in_use, out)?;
+            writeln!(out)?;
+        }
     }
     Ok(())
 }
 
-/// One lock's rows: one for a mutex, reads and writes for an rwlock.
+/// One lock's rows: one for a mutex, reads and writes for an rwlock; then its name
+/// and site.
 fn write_lock(
     out: &mut Out,
     rank: usize,
     lock: Seen,
     ns: impl Fn(u64) -> f64,
+    all_wait: u64,
     sites: Sites,
 ) -> fmt::Result {
     let entry = lock.entry;
@@ -534,6 +674,12 @@ fn write_lock(
         } else {
             mean.write_str("-")?;
         }
+        let mut share = Buffer::<16>::new();
+        write!(
+            share,
+            "{:.1}%",
+            100.0 * get(&counters.wait_total) as f64 / all_wait.max(1) as f64
+        )?;
         if i == 0 {
             write!(out, "{rank:>3}  {:<#16x} ", lock.address)?;
         } else {
@@ -541,25 +687,40 @@ fn write_lock(
         }
         write!(
             out,
-            "{held_as:<9} {acquired:>11} {:>16} {:>10} {:>10} {:>10} {:>10}",
+            "{held_as:<9} {acquired:>11} {:>16} {:>10} {:>6} {:>10} {:>10} {:>10}",
             waited.as_str(),
             Time(ns(get(&counters.wait_total))),
+            share.as_str(),
             Time(ns(get(&counters.wait_max))),
             mean.as_str(),
             Time(ns(get(&counters.hold_max))),
         )?;
         if i == 0 {
             // Relaxed: as above.
-            write!(out, " {:>7}  ", entry.peak_waiting.load(Relaxed))?;
-            let site = entry.site.load(Relaxed);
-            write_site(out, site, entry.site_is_init.load(Relaxed), sites)?;
-            if lock.destroyed {
-                out.write_str(", destroyed")?;
-            }
+            write!(out, " {:>7}", entry.peak_waiting.load(Relaxed))?;
         }
         writeln!(out)?;
     }
-    Ok(())
+    out.write_str("     ")?;
+    if sites == Sites::Resolved && write_data_symbol(out, lock.address)? {
+        out.write_str(", ")?;
+    }
+    // Relaxed: as above.
+    let site = entry.site.load(Relaxed);
+    write_site(out, site, entry.site_is_init.load(Relaxed), sites)?;
+    let get = |counter| Counters::get(counter);
+    let longest = if get(&entry.shared.wait_max) > get(&entry.exclusive.wait_max) {
+        &entry.shared
+    } else {
+        &entry.exclusive
+    };
+    // Relaxed: as above.
+    let wait_site = longest.wait_site.load(Relaxed);
+    if wait_site != 0 {
+        out.write_str("; longest wait at ")?;
+        write_code(out, wait_site, sites)?;
+    }
+    writeln!(out)
 }
 
 /// The measured shape of a lock, for [`advise`].
@@ -606,6 +767,12 @@ fn write_site(out: &mut Out, site: usize, is_init: bool, sites: Sites) -> fmt::R
         "first locked at"
     };
     write!(out, "{how} ")?;
+    write_code(out, site, sites)
+}
+
+/// Prints the place in the code a call returns to: file and line, or module, offset
+/// and function; the bare address if `sites` is [`Sites::Raw`].
+fn write_code(out: &mut Out, site: usize, sites: Sites) -> fmt::Result {
     if sites == Sites::Raw {
         return write!(out, "{site:#x}");
     }
@@ -632,11 +799,79 @@ fn write_site(out: &mut Out, site: usize, is_init: bool, sites: Sites) -> fmt::R
     if found {
         return result;
     }
-    write_module_offset(out, site)
+    // No line information: the symbol table's name of the function, if any (a
+    // program's own functions are not in the dynamic symbols `dladdr` reads unless it
+    // was linked with `-rdynamic`).
+    let mut function = Buffer::<256>::new();
+    backtrace::resolve(call, |symbol| {
+        if function.len == 0 {
+            if let Some(name) = symbol.name() {
+                let _ = write!(function, "{name:#}");
+            }
+        }
+    });
+    write_module_offset(out, site, function.as_str())
 }
 
-/// `module+offset (symbol)`, for a site without debug information.
-fn write_module_offset(out: &mut Out, site: usize) -> fmt::Result {
+/// Names the lock at `lock` by the data symbol it lies in (a global or static lock,
+/// or one inside a global array or structure), as `lock name[+offset]`; `false` if
+/// none (a lock on the heap or a stack).
+fn write_data_symbol(out: &mut Out, lock: usize) -> Result<bool, fmt::Error> {
+    let Some((name, offset)) = data_symbol(lock) else {
+        return Ok(false);
+    };
+    write!(out, "lock {name}")?;
+    if offset != 0 {
+        write!(out, "+{offset:#x}")?;
+    }
+    Ok(true)
+}
+
+/// The data symbol that holds `address`, and the offset into it, read from the
+/// symbol table of the module the address lies in (`.symtab`, else `.dynsym`): a
+/// program's own variables are in no table the dynamic loader reads unless it was
+/// linked with `-rdynamic`, and the debug information, when there is some, names
+/// functions and lines, not variables. Allocates (it reads the module's file).
+fn data_symbol(address: usize) -> Option<(String, usize)> {
+    use object::{Object, ObjectKind, ObjectSymbol, SymbolKind};
+    // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::dladdr(address as *const c_void, &mut info) } == 0 || info.dli_fname.is_null()
+    {
+        return None;
+    }
+    // SAFETY: dladdr's strings are NUL-terminated and live while the object is loaded.
+    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_str().ok()?;
+    // The main program's name is empty in the loader's list.
+    let path = if path.is_empty() {
+        "/proc/self/exe"
+    } else {
+        path
+    };
+    let bytes = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*bytes).ok()?;
+    // A position-independent module's symbols are relative to where it was loaded.
+    let bias = match file.kind() {
+        ObjectKind::Dynamic => info.dli_fbase as usize,
+        _ => 0,
+    };
+    let at = address.wrapping_sub(bias) as u64;
+    let found = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .find(|symbol| {
+            symbol.kind() == SymbolKind::Data
+                && symbol.address() <= at
+                && at < symbol.address() + symbol.size().max(1)
+        })?;
+    let name = found.name().ok()?;
+    Some((name.to_owned(), (at - found.address()) as usize))
+}
+
+/// `module+offset (symbol)`, for a site without debug information: `function` from the
+/// symbol table if found, else the dynamic symbol `dladdr` finds.
+fn write_module_offset(out: &mut Out, site: usize, function: &str) -> fmt::Result {
     // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
@@ -647,7 +882,9 @@ fn write_module_offset(out: &mut Out, site: usize) -> fmt::Result {
     let module = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
     let module = module.rsplit('/').next().unwrap_or("?");
     write!(out, "{module}+{:#x}", site - info.dli_fbase as usize)?;
-    if !info.dli_sname.is_null() {
+    if !function.is_empty() {
+        write!(out, " ({function})")?;
+    } else if !info.dli_sname.is_null() {
         // SAFETY: as above.
         let symbol = unsafe { CStr::from_ptr(info.dli_sname) }.to_string_lossy();
         write!(out, " ({symbol})")?;

@@ -1,10 +1,11 @@
-//! The profile's lock table: a fixed array of entries, found by the lock's address
-//! with open addressing (linear probing), so a lock call never allocates.
+//! The profile's lock table: an array of entries mapped once at start (its size set
+//! by `KLOCKS_PROFILE_LOCKS`), found by the lock's address with open addressing
+//! (linear probing), so a lock call never allocates.
 //!
-//! A key is a lock's address, or [`EMPTY`] (never used: ends a probe), [`FREED`] (a
-//! quiet lock was destroyed here: reusable, and a probe goes on past it) or
-//! [`RETIRED`] (a destroyed lock whose contention the report still lists: never
-//! reused). Addresses of real locks are never 0, 1 or 2.
+//! A key is a lock's address, or [`EMPTY`] (never used: ends a probe) or [`FREED`] (a
+//! lock was destroyed here: reusable, and a probe goes on past it). Addresses of real
+//! locks are never 0 or 1. A destroyed lock's counts are first added to its site's
+//! totals ([`sites`]), so its entry is reused and the table holds live locks only.
 //!
 //! Counters of a mutex, and of an rwlock's writers, change only while the lock is
 //! held, so the lock itself orders their updates: a plain load and store suffice,
@@ -12,29 +13,71 @@
 //! counters change with `fetch_add`; so do the waiter counts, changed by threads that
 //! do not hold the lock.
 
+pub(super) mod sites;
+
 use std::sync::atomic::{
-    AtomicBool, AtomicU32, AtomicU64, AtomicUsize,
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
     Ordering::{AcqRel, Acquire, Relaxed, Release},
 };
 
-/// How many locks the table holds. The memory is reserved (4,096 × 192 bytes) but
-/// only the pages of entries in use are ever touched.
-pub(super) const SLOTS: usize = 4096;
 /// The longest probe; a lock beyond it is counted in [`UNTRACKED`], not profiled.
 const MAX_PROBE: usize = 64;
 
 pub(super) const EMPTY: usize = 0;
 pub(super) const FREED: usize = 1;
-pub(super) const RETIRED: usize = 2;
 
 /// Acquisitions of locks the table had no room for.
 pub(super) static UNTRACKED: AtomicU64 = AtomicU64::new(0);
-/// Acquisitions of locks destroyed without ever being contended (their entries were
-/// freed for reuse).
-pub(super) static QUIET_DESTROYED: AtomicU64 = AtomicU64::new(0);
 
-static KEYS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(EMPTY) }; SLOTS];
-static ENTRIES: [Entry; SLOTS] = [const { Entry::new() }; SLOTS];
+/// The entries (a mapping made by [`allocate`]), and how many (a power of two).
+static ENTRIES: AtomicPtr<Entry> = AtomicPtr::new(std::ptr::null_mut());
+static SLOTS: AtomicUsize = AtomicUsize::new(0);
+
+/// Maps a table of `slots` entries (a power of two), from the library's constructor,
+/// before the profile is switched on. The mapping reserves address space only: a page
+/// is backed when an entry on it is first used, so memory is at most `slots` × 192
+/// bytes however many locks the program makes. `false` if it could not be mapped.
+pub(super) fn allocate(slots: usize) -> bool {
+    let bytes = slots * size_of::<Entry>();
+    // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+    let memory = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if memory == libc::MAP_FAILED {
+        return false;
+    }
+    // Relaxed: published by the Release that switches the profile on (`profile::on`).
+    // Zeroed memory is a table of empty entries: every field is an atomic integer or
+    // flag, all zero in `Entry::new`.
+    ENTRIES.store(memory.cast(), Relaxed);
+    SLOTS.store(slots, Relaxed);
+    true
+}
+
+/// How many entries the table has.
+pub(super) fn slots() -> usize {
+    // Relaxed: set before the profile is on (see `allocate`).
+    SLOTS.load(Relaxed)
+}
+
+/// Every entry.
+fn entries() -> &'static [Entry] {
+    // Relaxed: see `allocate`.
+    let base = ENTRIES.load(Relaxed);
+    if base.is_null() {
+        return &[];
+    }
+    // SAFETY: `allocate` mapped `slots()` zeroed entries, never unmapped; all-zero
+    // bytes are a valid `Entry` (atomics and flags only).
+    unsafe { std::slice::from_raw_parts(base, slots()) }
+}
 
 /// How a lock is held: a mutex, or an rwlock for reading or writing.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -54,8 +97,8 @@ impl Role {
 /// What the table knows about one lock.
 #[repr(align(64))]
 pub(super) struct Entry {
-    /// The lock's address (kept when its key is retired).
-    address: AtomicUsize,
+    /// The lock's address, [`EMPTY`] or [`FREED`].
+    key: AtomicUsize,
     /// Where the lock was initialised or first locked (a return address), 0 unknown.
     pub(super) site: AtomicUsize,
     /// Whether `site` is the initialisation's.
@@ -81,21 +124,11 @@ pub(super) struct Counters {
     pub(super) timed_holds: AtomicU64,
     pub(super) hold_total: AtomicU64,
     pub(super) hold_max: AtomicU64,
+    /// Where the longest wait was (the return address of its lock call), 0 unknown.
+    pub(super) wait_site: AtomicUsize,
 }
 
 impl Counters {
-    const fn new() -> Counters {
-        Counters {
-            acquisitions: AtomicU64::new(0),
-            contended: AtomicU64::new(0),
-            wait_total: AtomicU64::new(0),
-            wait_max: AtomicU64::new(0),
-            timed_holds: AtomicU64::new(0),
-            hold_total: AtomicU64::new(0),
-            hold_max: AtomicU64::new(0),
-        }
-    }
-
     fn all(&self) -> [&AtomicU64; 7] {
         [
             &self.acquisitions,
@@ -129,12 +162,18 @@ impl Counters {
         }
     }
 
-    /// Counts an acquisition, and its wait if it had to wait (`Some(ticks)`).
-    pub(super) fn acquired(&self, role: Role, waited: Option<u64>) {
+    /// Counts an acquisition, and its wait if it had to wait (`Some((ticks, site))`:
+    /// how long, and the return address of the call that waited).
+    pub(super) fn acquired(&self, role: Role, waited: Option<(u64, usize)>) {
         self.add(role, &self.acquisitions, 1);
-        if let Some(waited) = waited {
+        if let Some((waited, site)) = waited {
             self.add(role, &self.contended, 1);
             self.add(role, &self.wait_total, waited);
+            // Relaxed: read only by the report. Readers race here: of two record waits
+            // at once, the site kept may be the shorter's, a lapse the report can bear.
+            if waited > self.wait_max.load(Relaxed) {
+                self.wait_site.store(site, Relaxed);
+            }
             self.raise(role, &self.wait_max, waited);
         }
     }
@@ -153,19 +192,6 @@ impl Counters {
 }
 
 impl Entry {
-    const fn new() -> Entry {
-        Entry {
-            address: AtomicUsize::new(0),
-            site: AtomicUsize::new(0),
-            site_is_init: AtomicBool::new(false),
-            rwlock: AtomicBool::new(false),
-            waiting: AtomicU32::new(0),
-            peak_waiting: AtomicU32::new(0),
-            exclusive: Counters::new(),
-            shared: Counters::new(),
-        }
-    }
-
     pub(super) fn counters(&self, role: Role) -> &Counters {
         if role == Role::Read {
             &self.shared
@@ -183,11 +209,6 @@ impl Entry {
 
     pub(super) fn stop_waiting(&self) {
         self.waiting.fetch_sub(1, Relaxed);
-    }
-
-    /// Whether any acquisition of the lock had to wait.
-    pub(super) fn was_contended(&self) -> bool {
-        Counters::get(&self.exclusive.contended) + Counters::get(&self.shared.contended) > 0
     }
 
     /// Notes where the lock was first seen, unless that is known.
@@ -210,13 +231,14 @@ impl Entry {
         for counter in self.exclusive.all().into_iter().chain(self.shared.all()) {
             counter.store(0, Relaxed);
         }
+        self.exclusive.wait_site.store(0, Relaxed);
+        self.shared.wait_site.store(0, Relaxed);
         self.waiting.store(0, Relaxed);
         self.peak_waiting.store(0, Relaxed);
     }
 
     fn clear(&self) {
         self.clear_counts();
-        self.address.store(0, Relaxed);
         self.site.store(0, Relaxed);
         self.site_is_init.store(false, Relaxed);
         self.rwlock.store(false, Relaxed);
@@ -225,23 +247,25 @@ impl Entry {
 
 /// The slot a lock's probe starts at (Fibonacci hashing of the address).
 fn home(lock: usize) -> usize {
-    ((lock as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros()))
-        as usize
+    let bits = slots().trailing_zeros();
+    ((lock as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
 }
 
 /// The entry of the lock at `lock`, made if it has none (noting `site`); `None` when
 /// the table has no room for it.
 #[inline]
 pub(super) fn entry(lock: usize, site: usize, rwlock: bool) -> Option<(u32, &'static Entry)> {
+    let entries = entries();
+    let mask = entries.len().wrapping_sub(1);
     let start = home(lock);
     'retry: for _ in 0..4 {
         let mut reusable = None;
-        for step in 0..MAX_PROBE {
-            let slot = (start + step) % SLOTS;
+        for step in 0..MAX_PROBE.min(entries.len()) {
+            let slot = (start + step) & mask;
             // Acquire: pairs with the AcqRel of the CAS that stored the key, after the
             // entry was cleared (`claim`).
-            match KEYS[slot].load(Acquire) {
-                key if key == lock => return Some((slot as u32, &ENTRIES[slot])),
+            match entries[slot].key.load(Acquire) {
+                key if key == lock => return Some((slot as u32, &entries[slot])),
                 FREED => {
                     reusable.get_or_insert(slot);
                 }
@@ -269,22 +293,21 @@ pub(super) fn entry(lock: usize, site: usize, rwlock: bool) -> Option<(u32, &'st
 /// another lock (the caller probes again).
 #[cold]
 fn claim(slot: usize, lock: usize, site: usize, rwlock: bool) -> Option<(u32, &'static Entry)> {
+    let entry = &entries()[slot];
     // Relaxed: only picks the value to replace; the CAS below decides (and its
     // Acquire orders what follows).
-    let free = KEYS[slot].load(Relaxed);
+    let free = entry.key.load(Relaxed);
     if free != EMPTY && free != FREED {
-        return (free == lock).then_some((slot as u32, &ENTRIES[slot]));
+        return (free == lock).then_some((slot as u32, entry));
     }
     // AcqRel: Release publishes the cleared entry to the threads that find the key
     // (`entry`); Acquire pairs with the Release in `forget`, which cleared it.
-    match KEYS[slot].compare_exchange(free, lock, AcqRel, Acquire) {
+    match entry.key.compare_exchange(free, lock, AcqRel, Acquire) {
         Ok(_) => {
-            // Relaxed: read only by the report.
-            ENTRIES[slot].address.store(lock, Relaxed);
-            ENTRIES[slot].note_site(site, false, rwlock);
-            Some((slot as u32, &ENTRIES[slot]))
+            entry.note_site(site, false, rwlock);
+            Some((slot as u32, entry))
         }
-        Err(now) if now == lock => Some((slot as u32, &ENTRIES[slot])),
+        Err(now) if now == lock => Some((slot as u32, entry)),
         Err(_) => None,
     }
 }
@@ -300,29 +323,25 @@ pub(super) fn initialised(lock: usize, site: usize, rwlock: bool) {
     }
 }
 
-/// The lock at `lock` was destroyed (or its memory is being reused): its entry is
-/// kept for the report if it was ever contended, else freed for another lock.
+/// The lock at `lock` was destroyed (or its memory is being reused): its counts are
+/// added to its site's totals and its entry is freed for another lock.
 pub(super) fn forget(lock: usize) {
+    let entries = entries();
+    let mask = entries.len().wrapping_sub(1);
     let start = home(lock);
-    for step in 0..MAX_PROBE {
-        let slot = (start + step) % SLOTS;
+    for step in 0..MAX_PROBE.min(entries.len()) {
+        let entry = &entries[(start + step) & mask];
         // Acquire: as in `entry`.
-        match KEYS[slot].load(Acquire) {
+        match entry.key.load(Acquire) {
             EMPTY => return,
             key if key == lock => {
-                let entry = &ENTRIES[slot];
-                if entry.was_contended() {
-                    // Relaxed: nothing is published with a retired key.
-                    KEYS[slot].store(RETIRED, Relaxed);
-                } else {
-                    let acquisitions = Counters::get(&entry.exclusive.acquisitions)
-                        + Counters::get(&entry.shared.acquisitions);
-                    QUIET_DESTROYED.fetch_add(acquisitions, Relaxed);
-                    entry.clear();
-                    // Release: pairs with the Acquire of `claim`'s CAS, which then
-                    // sees the cleared entry.
-                    KEYS[slot].store(FREED, Release);
-                }
+                // Destroy happens-after the lock's last use (POSIX's rule), so its
+                // counters are final here.
+                sites::fold(entry);
+                entry.clear();
+                // Release: pairs with the Acquire of `claim`'s CAS, which then sees
+                // the cleared entry.
+                entry.key.store(FREED, Release);
                 return;
             }
             _ => {}
@@ -330,28 +349,21 @@ pub(super) fn forget(lock: usize) {
     }
 }
 
-/// A lock the table holds counts of.
+/// A live lock the table holds counts of.
 #[derive(Clone, Copy)]
 pub(super) struct Seen {
     pub(super) address: usize,
-    /// Destroyed since (its entry kept for the report).
-    pub(super) destroyed: bool,
     pub(super) entry: &'static Entry,
 }
 
-/// Every lock the table holds counts of, live or destroyed.
+/// Every live lock the table holds counts of.
 pub(super) fn in_use() -> impl Iterator<Item = Seen> {
-    // Acquire: as in `entry`.
-    KEYS.iter()
-        .zip(&ENTRIES)
-        .map(|(key, entry)| (key.load(Acquire), entry))
+    entries()
+        .iter()
+        // Acquire: as in `entry`.
+        .map(|entry| (entry.key.load(Acquire), entry))
         .filter(|&(key, _)| key != EMPTY && key != FREED)
-        .map(|(key, entry)| Seen {
-            // Relaxed: see `claim`.
-            address: entry.address.load(Relaxed),
-            destroyed: key == RETIRED,
-            entry,
-        })
+        .map(|(address, entry)| Seen { address, entry })
 }
 
 /// In a fork child (one thread): the parent's counts are the parent's to report.
@@ -359,11 +371,12 @@ pub(super) fn restart_counts() {
     for seen in in_use() {
         seen.entry.clear_counts();
     }
+    sites::restart_counts();
+    // Relaxed: one thread.
     UNTRACKED.store(0, Relaxed);
-    QUIET_DESTROYED.store(0, Relaxed);
 }
 
 /// The entry in `slot`, as [`entry`] returned it.
 pub(super) fn at(slot: u32) -> &'static Entry {
-    &ENTRIES[slot as usize]
+    &entries()[slot as usize]
 }
