@@ -176,9 +176,13 @@ fn profile_rows_and_report_come_with_the_table() {
         );
     }
     assert!(stdout.contains("klocks profile of pid"), "{stdout}");
-    let row = stdout
-        .lines()
-        .find(|l| l.contains("first locked at pairs.c:"))
+    // Each lock's row, then a line under it that names where it was first locked.
+    let lines: Vec<&str> = stdout.lines().collect();
+    let site = lines
+        .iter()
+        .position(|l| l.contains("first locked at pairs.c:"))
         .unwrap_or_else(|| panic!("no pairs.c lock in the profile:\n{stdout}"));
+    assert!(site > 0, "a site line without its lock's row:\n{stdout}");
+    let row = lines[site - 1];
     assert!(row.contains(" 40000 "), "two threads × 20000 pairs: {row}");
 }
