@@ -819,12 +819,15 @@ impl RawRwLock {
     /// wakes the sleeping readers when no writer sleeps, when they have waited for
     /// their turn, or when the writers' wakes found nobody.
     ///
-    /// The writer's id (`me`, cleared by `disown_write`) is put back while this
-    /// unlock wakes a writer early, a futex call with the lock held: a signal handler
-    /// that lands there finds its thread's id on the lock it holds (and panics as
-    /// any relock does) instead of waiting for its own thread.
+    /// The writer's id (`me`, cleared by `disown_write`) is put back until the
+    /// releasing cmpxchg, for the whole time this unlock decides and wakes a writer
+    /// early (a futex call with the lock held): a signal handler that lands there
+    /// finds its thread's id on the lock it holds, and panics as any relock does,
+    /// instead of waiting for its own thread.
     #[cold]
     fn release_write(&self, me: u32, readers: u32) {
+        // Relaxed: "is it me?" for this thread alone.
+        self.writer.store(me, Relaxed);
         // Relaxed: picks the transition; the cmpxchg decides.
         let mut val = self.word.load(Relaxed);
         let mut skip_wake = None;
@@ -853,7 +856,7 @@ impl RawRwLock {
                     // the flag stays and the next write unlock wakes the next sleeper;
                     // otherwise the duty passes to the writer that the wake after the
                     // release finds.
-                    if !*woke_early.get_or_insert_with(|| self.wake_writer_early(me)) {
+                    if !*woke_early.get_or_insert_with(|| self.wake_writer_early()) {
                         new &= !WRITERS_WAITING;
                     }
                     true
@@ -863,6 +866,9 @@ impl RawRwLock {
                 }
                 _ => false,
             };
+            // Relaxed: cleared before the releasing cmpxchg, which orders it before
+            // the next writer's store (and put back if the cmpxchg fails).
+            self.writer.store(0, Relaxed);
             // Release: pairs with the Acquire of the next acquisition.
             match self.word.compare_exchange(val, new, Release, Relaxed) {
                 Ok(_) => {
@@ -895,7 +901,11 @@ impl RawRwLock {
                     owner::watch_current();
                     return;
                 }
-                Err(now) => val = now,
+                Err(now) => {
+                    // Relaxed: as above.
+                    self.writer.store(me, Relaxed);
+                    val = now;
+                }
             }
         }
     }
@@ -904,18 +914,14 @@ impl RawRwLock {
     /// (the lock is still held, so its memory is too); whether it found one. That
     /// writer returns to `lock_exclusive_slow` and cannot give up, so it will take
     /// `WRITER` (or sleep again on a held word, with `WRITERS_WAITING`).
-    fn wake_writer_early(&self, me: u32) -> bool {
+    fn wake_writer_early(&self) -> bool {
         // With one writer asleep the wake after the release finds it in time: the
         // early wake pays off with a queue of them. Relaxed: a hint; a stale count
         // only picks the other of two correct paths.
         if self.writers_asleep.load(Relaxed) < 2 {
             return false;
         }
-        // Relaxed (both): "is it me?" for a handler on this thread (`release_write`);
-        // cleared again before the releasing cmpxchg, as in `disown_write`.
-        self.writer.store(me, Relaxed);
         let woken = park::wake_one_of_at(&self.word, UNTIMED_WRITER_CLASS);
-        self.writer.store(0, Relaxed);
         stats::woke(STATS, woken);
         crate::fault::after_early_wake();
         woken == 1

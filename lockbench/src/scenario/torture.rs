@@ -17,12 +17,11 @@
 //!   a new one takes its place;
 //! - **signals**: a thread sends `SIGURG` to a random worker about every millisecond
 //!   (the handler counts it): futex waits return early, spins are interrupted. With
-//!   `--signals same` the handler takes the lock under test itself (on a writer
-//!   thread, for reading and writing in turn, for reader-writer locks), on a thread
-//!   that may be spinning,
-//!   sleeping, claiming or draining on that very lock: a lock that leaves a wake or a
-//!   reservation to a role the interrupted thread holds hangs, and the run reports the
-//!   hang. By default that mode runs the klocks locks that lend their waiting roles to
+//!   `--signals same` the handler takes the lock under test itself, on a mutex's
+//!   thread that may be spinning, sleeping, claiming or unlocking on that very lock
+//!   (for a reader-writer lock, on a writer thread outside the lock, reading and
+//!   writing in turn): a lock that leaves a wake or a reservation to a role the
+//!   interrupted thread holds hangs, and the run reports the hang. By default that mode runs the klocks locks that lend their waiting roles to
 //!   signal handlers (`docs/misuse.md`); the hidden `busted-delegation` lock is its
 //!   negative control.
 //!
@@ -435,6 +434,17 @@ fn install_signal_handler() {
         }
         // SAFETY: a leaked `HandlerTarget`, never freed.
         let target = unsafe { &*target };
+        let phase = PHASE.with(std::cell::Cell::get);
+        // A reader-writer lock records its writer beside its word, a moment after the
+        // cmpxchg that takes it: a handler that lands in that moment cannot tell its
+        // thread's new write lock from another's and waits for itself, as any handler
+        // that takes a lock its thread holds. So for those, only a thread outside
+        // the lock is interrupted (the matrix of `klocks/src/role` reaches each of
+        // their waiting roles deterministically instead).
+        if phase == Phase::Holding || (target.readers && phase != Phase::Outside) {
+            SKIPPED.fetch_add(1, Relaxed);
+            return;
+        }
         let writer = !target.readers || nth.is_multiple_of(2);
         let section = std::panic::AssertUnwindSafe(|| {
             (target.section)(&target.guarded, &target.faults, 0, writer)
@@ -449,6 +459,8 @@ fn install_signal_handler() {
         } else if writer {
             target.writes.fetch_add(1, Relaxed);
         }
+        // The section the handler ran kept phases of its own.
+        PHASE.with(|p| p.set(phase));
     }
     // SAFETY: a handler that touches one atomic; SA_RESTART keeps the harness's own
     // blocking calls going.
@@ -467,6 +479,27 @@ static SKIPPED: AtomicU64 = AtomicU64::new(0);
 std::thread_local! {
     /// Whether this worker is a reader of a reader-writer lock.
     static IS_READER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Where this worker is in its lock's cycle, for `--signals same`.
+    static PHASE: std::cell::Cell<Phase> = const { std::cell::Cell::new(Phase::Outside) };
+}
+
+/// Where a worker is in its lock's cycle. A `--signals same` handler takes the lock
+/// only while its thread waits for it or is outside it: inside the section or the
+/// unlock the thread holds the lock, and a handler that took it then would be a
+/// relock (as it may still be in the instant between the lock's acquisition and the
+/// section, which the locks of this mode answer with a panic, counted).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Outside,
+    Waiting,
+    Holding,
+}
+
+/// Runs `section` as a worker's critical section, keeping its [`Phase`].
+fn in_phases(section: impl FnOnce(&dyn Fn())) {
+    PHASE.with(|p| p.set(Phase::Waiting));
+    section(&|| PHASE.with(|p| p.set(Phase::Holding)));
+    PHASE.with(|p| p.set(Phase::Outside));
 }
 
 /// Keeps the relock panics of `--signals same` (a handler that interrupted its
@@ -491,7 +524,12 @@ impl LockVisitor for MutexSection {
     fn visit<L: BenchLock>(self) -> Self::Output {
         let lock = Arc::new(L::new());
         let section: Section = Arc::new(move |guarded: &Guarded, faults: &Faults, i, _| {
-            lock.with(|| guarded.write(faults, i));
+            in_phases(|held| {
+                lock.with(|| {
+                    held();
+                    guarded.write(faults, i);
+                })
+            });
         });
         (L::NAME, section)
     }
@@ -504,11 +542,19 @@ impl RwLockVisitor for RwSection {
     fn visit<L: BenchRwLock>(self) -> Self::Output {
         let lock = Arc::new(L::new());
         let section: Section = Arc::new(move |guarded: &Guarded, faults: &Faults, i, writer| {
-            if writer {
-                lock.write(|| guarded.write(faults, i));
-            } else {
-                lock.read(|| guarded.read(faults, i));
-            }
+            in_phases(|held| {
+                if writer {
+                    lock.write(|| {
+                        held();
+                        guarded.write(faults, i);
+                    });
+                } else {
+                    lock.read(|| {
+                        held();
+                        guarded.read(faults, i);
+                    });
+                }
+            });
         });
         (L::NAME, section)
     }
