@@ -612,6 +612,20 @@ mod tests {
     }
 
     #[test]
+    fn held_by_current_thread_reads_the_word() {
+        let lock = Arc::new(SpinFutexMutex::new());
+        assert!(!lock.held_by_current_thread());
+        lock.lock();
+        assert!(lock.held_by_current_thread());
+        let other = Arc::clone(&lock);
+        assert!(!std::thread::spawn(move || other.held_by_current_thread())
+            .join()
+            .unwrap());
+        lock.unlock();
+        assert!(!lock.held_by_current_thread());
+    }
+
+    #[test]
     fn unlock_for_owner_of_an_unlocked_mutex_is_refused() {
         let lock = SpinFutexMutex::new();
         // SAFETY: nobody holds the lock, so no hold is released twice.

@@ -296,6 +296,19 @@ fn stress_oversubscribed() {
 }
 
 #[test]
+fn held_by_current_thread_reads_the_word() {
+    let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
+    assert!(!lock.held_by_current_thread());
+    lock.lock();
+    assert!(lock.held_by_current_thread());
+    assert!(!std::thread::spawn(|| lock.held_by_current_thread())
+        .join()
+        .unwrap());
+    lock.unlock();
+    assert!(!lock.held_by_current_thread());
+}
+
+#[test]
 fn unlock_for_owner_of_an_unlocked_mutex_is_refused() {
     let lock = RawMutex::new();
     // SAFETY: nobody holds the lock, so no hold is released twice.
