@@ -257,3 +257,47 @@ fn a_bad_verbose_value_is_one_line() {
         "klocks: KLOCKS_VERBOSE=\"yes\" is not a verbosity: use 1 (one line at start naming the locks) or 0; quiet\n"
     );
 }
+
+/// `tests/c/handover.c`: a normal mutex taken in one thread and given back by another
+/// (glibc's behaviour, which programs rely on), 100,000 times with sleepers and 4
+/// threads per CPU; the plain spinlocks, made for threads ≤ CPUs, with one taker and
+/// fewer rounds (a ticket lock hands each turn to a preempted thread).
+fn hands_over_with(lock: &str) {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    let program = BINARY.get_or_init(|| common::compile("handover", false));
+    let mut command = Command::new(program);
+    command.env("LD_PRELOAD", common::library());
+    command
+        .env("KLOCKS_LOCK", lock)
+        .env_remove("KLOCKS_PROFILE");
+    if matches!(lock, "ticket" | "qspinlock") {
+        command.env("THREADS", "1").env("ROUNDS", "10000");
+    }
+    let run = common::run(command);
+    common::assert_ok("handover", &run);
+    assert!(
+        run.stderr.is_empty(),
+        "klocks said something: {}",
+        run.stderr
+    );
+}
+
+macro_rules! hands_over {
+    ($($test:ident: $lock:literal;)*) => {$(
+        #[test]
+        fn $test() {
+            hands_over_with($lock);
+        }
+    )*};
+}
+
+hands_over! {
+    handover_default: "default";
+    handover_pvqspinlock: "pvqspinlock";
+    handover_qspinlock: "qspinlock";
+    handover_ticket: "ticket";
+    handover_pvticket: "pvticket";
+    handover_futex: "futex";
+    handover_spinfutex: "spinfutex";
+    handover_glibc: "glibc";
+}

@@ -27,10 +27,23 @@
 //! recursive relocks, and tells a fork child which thread held the lock. The tid, as
 //! glibc keeps here, and read as cheaply as a thread pointer (see
 //! `fork::this_thread`): a thread pointer is handed to the next thread at once, which
-//! could then unlock an error-checking mutex a dead thread left locked. A normal
-//! mutex may be unlocked by another thread, as glibc allows (except with `default`
-//! and `spinfutex`, whose lock words name their owner: `EPERM`); that thread clears
-//! the field, so the question stays answerable.
+//! could then unlock an error-checking mutex a dead thread left locked.
+//!
+//! # A normal mutex released by another thread
+//!
+//! glibc lets any thread unlock a normal mutex, and programs use one as a binary
+//! semaphore: taken in one thread, given back in another, often while the taker
+//! blocks locking it again. Every kind does the same here. The kinds whose lock words
+//! name no owner simply unlock; `default` and `spinfutex`, whose words name their
+//! owner and whose `unlock` panics for anyone else, release through
+//! `unlock_for_owner`, the holder's own release made on its behalf. The releasing
+//! thread clears the owner field before the release, as the holder would. The field
+//! then has a second writer, and a holder's "is it me?" may read 0 before the
+//! release or its own id after it; so for these kinds a lock call asks the lock word
+//! (`held_by_current_thread`) before it calls the lock, and a holder whose mutex is
+//! not yet given back waits for another thread's release, as glibc's relock of a
+//! normal mutex does. Its unlock of a hold it no longer has is the misuse of two
+//! threads releasing one hold.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
@@ -39,6 +52,7 @@ use std::sync::atomic::{
     AtomicI32, AtomicU32, AtomicU64,
     Ordering::{Acquire, Relaxed},
 };
+use std::time::Duration;
 
 use libc::{
     clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, CLOCK_REALTIME, EAGAIN, EBUSY,
@@ -48,7 +62,7 @@ use libc::{
 use super::fork::{self, this_thread, Holder, Patience};
 use super::profile::{self, with_caller, Role};
 use super::time::Deadline;
-use super::{config, glibc, say};
+use super::{config, glibc};
 use crate::mutex::{init_at, with_lock_at, Kind};
 
 /// A klocks-managed `pthread_mutex_t`; see the module doc.
@@ -233,26 +247,47 @@ impl Mutex {
     }
 }
 
-/// A normal mutex of a kind that tracks its owner (`default`, `spinfutex`) relocked by its holder: the lock would panic; POSIX
-/// says a normal mutex deadlocks, so the thread waits forever, after saying why.
-fn deadlock() -> ! {
-    say(&format!(
-        "thread {} locked a normal mutex it already holds; it waits forever, as POSIX says (an error-checking mutex would return EDEADLK)",
-        klocks_core::owner::current_tid()
-    ));
-    let never = AtomicU32::new(0);
-    loop {
-        // SAFETY: a futex wait on a live local word that nobody changes or wakes (the
-        // raw system call: glibc's `pause` is a cancellation point; see `say`).
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                never.as_ptr(),
-                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                0,
-                std::ptr::null::<libc::timespec>(),
-            )
-        };
+/// A normal mutex of a kind that tracks its owner (`default`, `spinfutex`) locked
+/// again by its holder, whose `lock` would panic. glibc's holder waits until another
+/// thread unlocks the mutex (module doc, "A normal mutex released by another
+/// thread"), and forever if none does (POSIX's deadlock); so does this one. It cannot
+/// queue behind its own hold, so it polls `try_lock`, 1 µs to 1 ms apart: the lock's
+/// `try_lock` refuses while the word names the caller and takes a lock released to
+/// nobody (never a reserved one), so the waiting thread changes no waiter's role.
+fn relock(mutex: &Mutex, kind: Kind) {
+    let mut nap = Duration::from_micros(1);
+    while !mutex.try_acquire(kind) {
+        super::nap(nap);
+        nap = (nap * 2).min(Duration::from_millis(1));
+    }
+}
+
+/// Locks the body; a holder of an owner-tracking kind waits in [`relock`] (module
+/// doc, "A normal mutex released by another thread").
+#[inline(always)]
+fn lock_body(mutex: &Mutex, kind: Kind) {
+    let held = match kind {
+        Kind::Default => with_lock_at!(mutex.body(), kind, lock => lock.try_lock()),
+        Kind::SpinFutex => with_lock_at!(mutex.body(), kind, lock => lock.try_lock()),
+        _ => false,
+    };
+    if held {
+        return;
+    }
+    // SAFETY (both arms): the body holds a lock of `kind` (`with_lock_at`'s contract).
+    let mine = match kind {
+        Kind::Default => unsafe {
+            (*mutex.body().cast::<klocks_core::RawMutex>()).held_by_current_thread()
+        },
+        Kind::SpinFutex => unsafe {
+            (*mutex.body().cast::<klocks_core::SpinFutexMutex>()).held_by_current_thread()
+        },
+        _ => false,
+    };
+    if mine {
+        relock(mutex, kind);
+    } else {
+        with_lock_at!(mutex.body(), kind, lock => lock.lock());
     }
 }
 
@@ -262,11 +297,7 @@ fn lock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
     if let Some(answer) = mutex.by_holder(ty, me, EDEADLK) {
         return answer;
     }
-    // Relaxed: "is it me?" (module doc); with the owner-tracking kinds only the holder clears it.
-    if kind.tracks_owner() && mutex.owner.load(Relaxed) == me {
-        deadlock();
-    }
-    with_lock_at!(mutex.body(), kind, lock => lock.lock());
+    lock_body(mutex, kind);
     mutex.acquired(me)
 }
 
@@ -318,7 +349,7 @@ fn unlock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
             mutex.depth.store(mutex.depth.load(Relaxed) - 1, Relaxed);
             return 0;
         }
-        Type::Normal if kind.tracks_owner() && !mine => return EPERM,
+        Type::Normal if !mine => return release_for_owner(mutex, kind),
         Type::Normal if !with_lock_at!(mutex.body(), kind, lock => lock.is_locked()) => {
             return EPERM
         }
@@ -336,6 +367,38 @@ fn release(mutex: &Mutex, kind: Kind) -> c_int {
     // meet the lock's own, whose panic ends the process (see the `preload` doc).
     with_lock_at!(mutex.body(), kind, lock => lock.unlock());
     0
+}
+
+/// Releases a normal mutex for the thread that holds it (module doc, "A normal mutex
+/// released by another thread"); `EPERM` if it is not locked.
+#[cold]
+fn release_for_owner(mutex: &Mutex, kind: Kind) -> c_int {
+    if !with_lock_at!(mutex.body(), kind, lock => lock.is_locked()) {
+        return EPERM;
+    }
+    // Relaxed: cleared before the release, as the holder would (module doc).
+    mutex.owner.store(0, Relaxed);
+    let body = mutex.body();
+    // SAFETY (both arms): the body holds a lock of `kind` (`with_lock_at`'s contract),
+    // and the holder gave this one release to the caller (glibc's contract for a
+    // normal mutex); two threads racing to release one hold are the misuse whose
+    // panic ends the process (see `release`).
+    let released = match kind {
+        Kind::Default => unsafe { (*body.cast::<klocks_core::RawMutex>()).unlock_for_owner() },
+        Kind::SpinFutex => unsafe {
+            (*body.cast::<klocks_core::SpinFutexMutex>()).unlock_for_owner()
+        },
+        // Their words name no owner: their unlock is anyone's.
+        _ => {
+            with_lock_at!(body, kind, lock => lock.unlock());
+            true
+        }
+    };
+    if released {
+        0
+    } else {
+        EPERM
+    }
 }
 
 extern "C" {
@@ -511,12 +574,8 @@ unsafe fn lock_entry(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if let Some((mutex, kind)) = unsafe { plain(m) } {
         let me = this_thread();
-        // Relaxed: "is it me?" (module doc); an owner-tracking kind must not be
-        // relocked (`lock`).
-        if !kind.tracks_owner() || mutex.owner.load(Relaxed) != me {
-            with_lock_at!(mutex.body(), kind, lock => lock.lock());
-            return mutex.acquired(me);
-        }
+        lock_body(mutex, kind);
+        return mutex.acquired(me);
     }
     // SAFETY: caller's contract.
     unsafe { lock_any(m) }

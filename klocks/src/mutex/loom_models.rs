@@ -174,3 +174,67 @@ fn raw_mutex_handoff_to_a_starving_sleeper() {
         assert_eq!(data.with(|d| unsafe { *d }), 2);
     });
 }
+
+/// A mutex used as a binary semaphore: the main thread takes it, and a second thread
+/// releases it for the main thread (`unlock_for_owner`) after yielding, so that the
+/// release may meet the first thread as spinner, sleeper or claimant; then both
+/// threads lock it to count. Every execution in which a waiter is never woken is a
+/// deadlock, and the count checks that the released lock still excludes.
+fn released_by_another_thread<L: crate::testing::TestLock>(unlock_for_owner: fn(&L) -> bool) {
+    let mut model = loom::model::Builder::new();
+    if model.preemption_bound.is_none() {
+        model.preemption_bound = Some(1);
+    }
+    // Waiters retry (a yield, a spin iteration) while the releaser is descheduled.
+    model.max_branches = model.max_branches.max(100_000);
+    model.check(move || {
+        let lock = crate::sync::Arc::new(L::new_unlocked());
+        let data = crate::sync::Arc::new(crate::sync::UnsafeCell::new(0u32));
+        lock.acquire();
+        let count = |lock: &L, data: &crate::sync::UnsafeCell<u32>| {
+            lock.acquire();
+            // SAFETY: under the lock (loom checks that it excludes).
+            data.with_mut(|d| unsafe { *d += 1 });
+            lock.release();
+        };
+        let waiter = {
+            let (lock, data) = (lock.clone(), data.clone());
+            crate::sync::spawn(move || count(&lock, &data))
+        };
+        let releaser = {
+            let (lock, data) = (lock.clone(), data.clone());
+            crate::sync::spawn(move || {
+                crate::sync::yield_now();
+                crate::sync::yield_now();
+                assert!(unlock_for_owner(&lock));
+                count(&lock, &data);
+            })
+        };
+        waiter.join().unwrap();
+        releaser.join().unwrap();
+        // SAFETY: both threads are done with the data.
+        assert_eq!(data.with(|d| unsafe { *d }), 2);
+    });
+}
+
+#[test]
+fn spin_futex_mutex_released_by_another_thread() {
+    // SAFETY: the main thread holds the lock and never releases that hold itself.
+    released_by_another_thread::<SpinFutexMutex>(|lock| unsafe { lock.unlock_for_owner() });
+}
+
+#[test]
+fn raw_mutex_released_by_another_thread() {
+    // SAFETY: as above.
+    released_by_another_thread::<RawMutex>(|lock| unsafe { lock.unlock_for_owner() });
+}
+
+/// As above, with the handoff claim off: the woken waiter that finds the lock taken
+/// sleeps again as a plain sleeper, and a later release must still wake it.
+#[test]
+fn raw_mutex_released_by_another_thread_without_claims() {
+    crate::testing::with_switch(&super::raw_mutex::CLAIMS_IN_MODELS, false, || {
+        // SAFETY: as above.
+        released_by_another_thread::<RawMutex>(|lock| unsafe { lock.unlock_for_owner() });
+    });
+}

@@ -847,6 +847,46 @@ impl RawMutex {
             }
         }
     }
+
+    /// Releases the mutex on behalf of the thread that holds it, from any thread, as
+    /// glibc releases a normal mutex that another thread locked (a mutex used as a
+    /// binary semaphore: taken in one thread, given back in another). Whether the
+    /// mutex was held: `false` leaves an unlocked mutex as it was.
+    ///
+    /// The release is the holder's own contended unlock made with the holder's id
+    /// (transitions `unlock, *`): the word cannot tell who runs the releasing
+    /// cmpxchg, so every argument of "No lost wake-ups" holds unchanged. A reserved
+    /// lock is left reserved and its claimant woken, a spinner keeps the sleepers'
+    /// wake, and the fairness count of skipped wakes is the caller's (it only spaces
+    /// the wakes a spinner's presence skips).
+    ///
+    /// # Safety
+    /// The caller takes the holder's place for this one release: the holder must not
+    /// release this hold too (a `lock_api` guard of it must be forgotten), and no
+    /// other thread may release it meanwhile.
+    ///
+    /// # Panics
+    /// If another thread releases the same hold between this call's read of the
+    /// owner and its release (a broken contract: the word is left untouched).
+    pub unsafe fn unlock_for_owner(&self) -> bool {
+        // Relaxed: names the hold we release; `unlock_contended` reads the word again
+        // and its releasing cmpxchg checks that the same owner still holds it.
+        let owner = owner_of(self.word.load(Relaxed));
+        if owner == 0 {
+            return false;
+        }
+        self.unlock_contended(owner);
+        true
+    }
+
+    /// Whether the calling thread holds the mutex, as its word says: a caller that may
+    /// have had its hold released by [`unlock_for_owner`](Self::unlock_for_owner)
+    /// asks this before `lock`, which panics on a relock by the owner.
+    pub fn held_by_current_thread(&self) -> bool {
+        // Relaxed: only this thread writes its own id into the word, so it reads it
+        // if and only if it still holds the lock, or a value after its release.
+        owner_of(self.word.load(Relaxed)) == owner::current_tid()
+    }
 }
 
 /// Whether this thread's turn is over: it last slept on a `RawMutex` at least
@@ -967,7 +1007,8 @@ impl std::fmt::Debug for RawMutex {
 
 // SAFETY: the owner field goes from 0 to a thread id only by cmpxchg against a value
 // with owner 0 (and without HANDOFF, but for the claimant), and back to 0 only in
-// `unlock`, by the thread whose id it holds. Its guards are not `Send`: `unlock` on
+// `unlock`, by the thread whose id it holds (or in the unsafe `unlock_for_owner`,
+// whose caller takes that thread's place). Its guards are not `Send`: `unlock` on
 // another thread would panic (the owner check).
 raw_mutex!(for RawMutex, guard = GuardNoSend);
 

@@ -294,3 +294,73 @@ fn waiter_that_claims(lock: &'static RawMutex) -> Option<std::thread::JoinHandle
 fn stress_oversubscribed() {
     stress::<RawMutex>(oversubscribed);
 }
+
+#[test]
+fn held_by_current_thread_reads_the_word() {
+    let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
+    assert!(!lock.held_by_current_thread());
+    lock.lock();
+    assert!(lock.held_by_current_thread());
+    assert!(!std::thread::spawn(|| lock.held_by_current_thread())
+        .join()
+        .unwrap());
+    lock.unlock();
+    assert!(!lock.held_by_current_thread());
+}
+
+#[test]
+fn unlock_for_owner_of_an_unlocked_mutex_is_refused() {
+    let lock = RawMutex::new();
+    // SAFETY: nobody holds the lock, so no hold is released twice.
+    assert!(!unsafe { lock.unlock_for_owner() });
+    assert_eq!(lock.word.load(Relaxed), 0);
+}
+
+/// Releases `lock`, held by this thread, from another thread.
+fn unlock_from_another_thread(lock: &'static RawMutex) {
+    // SAFETY: the calling thread holds the lock and gives this one release away.
+    let released = std::thread::spawn(move || unsafe { lock.unlock_for_owner() });
+    assert!(released.join().unwrap());
+}
+
+#[test]
+fn unlock_for_owner_releases_another_threads_hold_and_wakes_its_sleeper() {
+    let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
+    lock.lock();
+    let sleeper = std::thread::spawn(|| {
+        lock.lock();
+        lock.unlock();
+    });
+    assert!(eventually(|| lock.word.load(Relaxed) & WAITERS != 0));
+    unlock_from_another_thread(lock);
+    sleeper.join().unwrap();
+    assert_eq!(
+        lock.word.load(Relaxed) & (OWNER_MASK | WAITERS | HANDOFF),
+        0
+    );
+}
+
+/// A lock reserved for a claimant, released by a thread other than its holder: the
+/// release keeps the reservation and wakes the claimant (a release that dropped
+/// `HANDOFF` or woke only a sleeper would leave it asleep, and the join would hang).
+/// The waiter may barge in instead of claiming (see `a_starving_sleeper_claims_a_handoff`):
+/// the scenario runs again, up to ten times, until the lock is reserved. In a process
+/// of its own, for the reason `a_starving_sleeper_claims_a_handoff` gives.
+#[test]
+fn unlock_for_owner_of_a_reserved_lock_wakes_the_claimant() {
+    if !crate::testing::alone(
+        "mutex::raw_mutex::tests::unlock_for_owner_of_a_reserved_lock_wakes_the_claimant",
+    ) {
+        return;
+    }
+    let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
+    for _ in 0..10 {
+        if let Some(claimant) = waiter_that_claims(lock) {
+            unlock_from_another_thread(lock);
+            claimant.join().unwrap();
+            assert!(!lock.is_locked());
+            return;
+        }
+    }
+    panic!("in ten attempts, the waiter never claimed a handoff");
+}
