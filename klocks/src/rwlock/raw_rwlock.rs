@@ -634,8 +634,9 @@ impl RawRwLock {
         let Some(me) = self.disown_write() else {
             return;
         };
-        // (r,1u,0,0,0) -> (r,0,0,0,0). Release: pairs with the Acquire of the next
-        // writer's acquisition.
+        // (r,1u,0,0,0) -> (r,0,0,0,0). Relaxed: picks the transition; the cmpxchg
+        // decides, and its Release pairs with the Acquire of the next writer's
+        // acquisition.
         let val = self.word.load(Relaxed);
         let released = val & !(READERS_MASK | WRITER | UPGRADABLE) == 0
             && self
