@@ -573,6 +573,11 @@ impl RawMutex {
     /// role is recorded for the whole spin ([`Role::Spinner`]): a signal handler on
     /// this thread that sleeps on this mutex clears the flag first.
     fn spin(&self, me: u32, slept: bool, patience: Patience) -> Spin {
+        // Another thread spins, or a handoff is due: no spin, so no role to record.
+        // Relaxed: a hint; `spin_as_spinner` reads the word again.
+        if self.word.load(Relaxed) & (SPINNING | HANDOFF) != 0 {
+            return Spin::Stopped;
+        }
         let outer = Role::Spinner.enter(self.address());
         let spun = self.spin_as_spinner(me, slept, patience);
         Role::Spinner.restore(outer);
