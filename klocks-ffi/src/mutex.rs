@@ -155,6 +155,44 @@ macro_rules! with_lock {
     }};
 }
 
+/// Runs `$body` with the type alias `$ty` naming the lock type of `$kind`: the one
+/// place that maps each kind to its type.
+macro_rules! with_kind {
+    ($kind:expr, $ty:ident => $body:expr) => {{
+        match $kind {
+            $crate::mutex::Kind::PvQSpin => {
+                type $ty = klocks_core::PvQSpinLock;
+                $body
+            }
+            $crate::mutex::Kind::QSpin => {
+                type $ty = klocks_core::QSpinLock;
+                $body
+            }
+            $crate::mutex::Kind::Ticket => {
+                type $ty = klocks_core::TicketLock;
+                $body
+            }
+            $crate::mutex::Kind::PvTicket => {
+                type $ty = klocks_core::PvTicketLock;
+                $body
+            }
+            $crate::mutex::Kind::Futex => {
+                type $ty = klocks_core::FutexMutex;
+                $body
+            }
+            $crate::mutex::Kind::SpinFutex => {
+                type $ty = klocks_core::SpinFutexMutex;
+                $body
+            }
+            $crate::mutex::Kind::Default => {
+                type $ty = klocks_core::RawMutex;
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use with_kind;
+
 /// Runs `$body` with `$lock: &L` for the lock type of `$kind` at `$at`.
 ///
 /// Contract (a macro cannot be `unsafe`): `$at` is a pointer, aligned to 8, to a live
@@ -165,38 +203,12 @@ macro_rules! with_lock {
 macro_rules! with_lock_at {
     ($at:expr, $kind:expr, $lock:ident => $body:expr) => {{
         let at = $at;
-        match $kind {
-            $crate::mutex::Kind::PvQSpin => {
-                // SAFETY (all arms): by the contract, a lock of this type lives at `at`;
-                // its own atomics give interior mutability.
-                let $lock = unsafe { &*at.cast::<klocks_core::PvQSpinLock>() };
-                $body
-            }
-            $crate::mutex::Kind::QSpin => {
-                let $lock = unsafe { &*at.cast::<klocks_core::QSpinLock>() };
-                $body
-            }
-            $crate::mutex::Kind::Ticket => {
-                let $lock = unsafe { &*at.cast::<klocks_core::TicketLock>() };
-                $body
-            }
-            $crate::mutex::Kind::PvTicket => {
-                let $lock = unsafe { &*at.cast::<klocks_core::PvTicketLock>() };
-                $body
-            }
-            $crate::mutex::Kind::Futex => {
-                let $lock = unsafe { &*at.cast::<klocks_core::FutexMutex>() };
-                $body
-            }
-            $crate::mutex::Kind::SpinFutex => {
-                let $lock = unsafe { &*at.cast::<klocks_core::SpinFutexMutex>() };
-                $body
-            }
-            $crate::mutex::Kind::Default => {
-                let $lock = unsafe { &*at.cast::<klocks_core::RawMutex>() };
-                $body
-            }
-        }
+        $crate::mutex::with_kind!($kind, KindLock => {
+            // SAFETY: by the contract, a lock of this type lives at `at`; its own
+            // atomics give interior mutability.
+            let $lock = unsafe { &*at.cast::<KindLock>() };
+            $body
+        })
     }};
 }
 pub(crate) use with_lock_at;

@@ -94,6 +94,7 @@ mod fork;
 mod glibc;
 mod mutex;
 mod profile;
+mod route;
 mod rwlock;
 
 use crate::time;
@@ -110,6 +111,7 @@ static CHOOSE_AT_LOAD: extern "C" fn() = {
     extern "C" fn choose() {
         config::warm_up();
         profile::start();
+        route::set();
         config::announce(profile::on());
     }
     choose

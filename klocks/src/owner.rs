@@ -96,6 +96,21 @@ pub use native::*;
 #[cfg(not(loom))]
 mod native;
 
+#[cfg(all(
+    feature = "glibc-tid",
+    not(loom),
+    target_os = "linux",
+    target_env = "gnu"
+))]
+mod glibc_tid;
+#[cfg(all(
+    feature = "glibc-tid",
+    not(loom),
+    target_os = "linux",
+    target_env = "gnu"
+))]
+pub use glibc_tid::calibrate as calibrate_glibc_tid;
+
 #[cfg(loom)]
 mod model;
 

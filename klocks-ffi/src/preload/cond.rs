@@ -43,7 +43,7 @@ use libc::{
     CLOCK_REALTIME, EINVAL, ETIMEDOUT,
 };
 
-use super::mutex::{pthread_mutex_lock, pthread_mutex_unlock};
+use super::route::{pthread_mutex_lock, pthread_mutex_unlock};
 use super::profile;
 use super::time::Deadline;
 use super::{config, glibc};
@@ -187,7 +187,7 @@ unsafe fn glibc_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, call: Glib
     // SAFETY: no preconditions.
     unsafe { cancel::pthread_setcancelstate(cancel::PTHREAD_CANCEL_DISABLE, &mut state) };
     // SAFETY: `m` is the caller's mutex, held (POSIX's contract).
-    let unlocked = unsafe { super::mutex::pthread_mutex_unlock(m) };
+    let unlocked = unsafe { super::route::pthread_mutex_unlock(m) };
     let mut timed_out = false;
     if unlocked == 0 {
         let slice = match deadline {
@@ -201,7 +201,7 @@ unsafe fn glibc_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, call: Glib
         let rc = unsafe { glibc::pthread_cond_clockwait(c, private, CLOCK_MONOTONIC, &slice_end) };
         timed_out = rc == ETIMEDOUT && deadline.is_some_and(|d| d.left().is_none());
         // SAFETY: as above.
-        unsafe { super::mutex::pthread_mutex_lock(m) };
+        unsafe { super::route::pthread_mutex_lock(m) };
     }
     // SAFETY: ours, held; destroyed unlocked.
     unsafe {

@@ -235,14 +235,14 @@ fn make_choice() -> Choice {
 
 /// Readies what a klocks lock would otherwise set up inside its first contended
 /// lock call: the spin budget's calibration (a thread and a millisecond) and the
-/// owner probe (a perf event); and finds glibc's tid field for the mutex owner
-/// fields (a thread), which only here may start a thread. Called from the library's constructor, where no lock
+/// owner probe (a perf event); and finds glibc's tid field for the lock words and
+/// owner fields (a thread), which only here may start a thread. Called from the library's constructor, where no lock
 /// is held and `malloc` is not in progress.
 pub(super) fn warm_up() {
     if choice() != GLIBC_ONLY {
         klocks_core::budget::SpinBudget::new().ns();
         klocks_core::owner::probe_kind();
-        super::fork::calibrate_tid();
+        klocks_core::owner::calibrate_glibc_tid();
     }
 }
 

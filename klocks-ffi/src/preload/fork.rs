@@ -12,7 +12,7 @@
 //! holders by tid ([`this_thread`]; the rwsem's owner word).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Once;
 
 use klocks_core::owner::current_tid;
@@ -41,94 +41,13 @@ std::thread_local! {
 /// The calling thread's identity in mutex owner fields: its kernel thread id, as
 /// glibc keeps it, which no live thread shares and the kernel hands out again only
 /// after its tid counter wraps (a thread pointer, which glibc gives to the next thread
-/// at once from its stack cache, would let a new thread pass for a dead owner).
-///
-/// Read from glibc's own thread descriptor (`struct pthread`'s `tid`, which glibc
-/// also updates in a fork child) at an offset found once, in the library's
-/// constructor ([`calibrate_tid`]): on x86-64 one `%fs`-relative load, as cheap as the
-/// thread pointer was; before that, or where the offset cannot be found, the
-/// thread-local cache of `klocks::owner::current_tid` (a `__tls_get_addr` call from a
-/// shared library, ~10% of an uncontended pair).
-#[inline]
-pub(super) fn this_thread() -> u64 {
-    // Relaxed: a pure function of glibc's layout, set once; a stale "unknown" only
-    // takes the slower path.
-    let offset = TID_OFFSET.load(Relaxed);
-    if offset < DESCRIPTOR_SCAN {
-        // SAFETY: `calibrate_tid` found glibc's tid at this offset of the descriptor.
-        u64::from(unsafe { descriptor_u32(offset) })
-    } else {
-        u64::from(current_tid())
-    }
-}
-
-/// Where `tid` sits in glibc's `struct pthread`, or [`DESCRIPTOR_SCAN`] (unknown).
-static TID_OFFSET: AtomicUsize = AtomicUsize::new(DESCRIPTOR_SCAN);
-
-/// How far into the descriptor the search looks (glibc's `tid` is at 720 bytes on
-/// x86-64 since 2.x; the descriptor is over 2 KiB).
-const DESCRIPTOR_SCAN: usize = 1024;
-
-/// The u32 at `offset` bytes into the calling thread's glibc descriptor.
-///
-/// # Safety
-/// `offset + 4 <= DESCRIPTOR_SCAN` and 4-aligned.
+/// at once from its stack cache, would let a new thread pass for a dead owner). The
+/// same id the lock words of `default` and `spinfutex` hold, and as cheap: one
+/// `%fs`-relative load once the constructor calibrated it
+/// (`klocks::owner::calibrate_glibc_tid`).
 #[inline(always)]
-unsafe fn descriptor_u32(offset: usize) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let value: u32;
-        // SAFETY: on x86-64 `%fs:0` is glibc's `struct pthread` itself (its first
-        // member is the TCB header), which is larger than `DESCRIPTOR_SCAN`.
-        unsafe {
-            std::arch::asm!(
-                "mov {:e}, dword ptr fs:[{}]",
-                out(reg) value,
-                in(reg) offset,
-                options(nostack, readonly, preserves_flags)
-            )
-        };
-        value
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        // SAFETY: glibc's `pthread_self` is its `struct pthread`, larger than the scan.
-        unsafe {
-            (libc::pthread_self() as *const u8)
-                .add(offset)
-                .cast::<u32>()
-                .read_volatile()
-        }
-    }
-}
-
-/// The offsets of the calling thread's descriptor that hold its tid.
-fn tid_offsets() -> Vec<usize> {
-    let tid = current_tid();
-    (0..DESCRIPTOR_SCAN)
-        .step_by(4)
-        // SAFETY: in range and aligned.
-        .filter(|&offset| unsafe { descriptor_u32(offset) } == tid)
-        .collect()
-}
-
-/// Finds glibc's `tid` in its descriptor: the one offset that holds the tid on this
-/// thread and on a second one (so that no field equal to one tid by chance is
-/// taken). Called from the library's constructor, where starting a thread is safe.
-pub(super) fn calibrate_tid() {
-    let here = tid_offsets();
-    let Ok(there) = std::thread::Builder::new()
-        .name("klocks-tid".into())
-        .spawn(tid_offsets)
-        .map(|t| t.join().unwrap_or_default())
-    else {
-        return;
-    };
-    let both: Vec<_> = here.into_iter().filter(|o| there.contains(o)).collect();
-    if let [offset] = both[..] {
-        // Relaxed: see `this_thread`.
-        TID_OFFSET.store(offset, Relaxed);
-    }
+pub(super) fn this_thread() -> u64 {
+    u64::from(current_tid())
 }
 
 /// The stamp of an rwlock glibc owns: a magic value, as `klocks::stamp::REPAIRING`
@@ -317,24 +236,6 @@ mod tests {
         // Held by tid 10 in generation 1 is not the forker of generation 1 (tid 20).
         assert_eq!(holder_in(1, 2, 10, history), Holder::Gone);
         assert_eq!(holder_in(0, 2, 0, history), Holder::Nobody);
-    }
-
-    /// The descriptor read, once calibrated, gives the same tid as `gettid`.
-    #[test]
-    fn the_identity_is_the_tid_before_and_after_calibration() {
-        let me = this_thread();
-        assert_eq!(me, u64::from(current_tid()));
-        calibrate_tid();
-        assert!(
-            TID_OFFSET.load(Relaxed) < DESCRIPTOR_SCAN,
-            "glibc's tid not found"
-        );
-        assert_eq!(this_thread(), me);
-        let other = std::thread::spawn(|| (this_thread(), u64::from(current_tid())))
-            .join()
-            .unwrap();
-        assert_eq!(other.0, other.1);
-        assert_ne!(other.0, me);
     }
 
     #[test]

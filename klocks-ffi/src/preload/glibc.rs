@@ -59,6 +59,11 @@ fn resolve(slot: &AtomicPtr<c_void>, name: &str, version: Option<&CStr>) -> *mut
     }
 }
 
+/// The address of glibc's `name` (NUL-terminated), for a route (see `route`).
+pub(super) fn address(name: &str) -> *mut c_void {
+    look_up(&AtomicPtr::new(std::ptr::null_mut()), name, None)
+}
+
 #[cold]
 fn look_up(slot: &AtomicPtr<c_void>, name: &str, version: Option<&CStr>) -> *mut c_void {
     let name = CStr::from_bytes_with_nul(name.as_bytes()).expect("a NUL-terminated name");

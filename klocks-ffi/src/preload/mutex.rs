@@ -142,9 +142,8 @@ pub(super) unsafe fn is_klocks(m: *mut pthread_mutex_t) -> bool {
     matches!(unsafe { target(m) }, Target::Klocks(..))
 }
 
-/// The common case, tried first by the entry points: a normal mutex (`__kind` 0) of
-/// this fork generation, in a process that runs a klocks kind. Everything else
-/// takes [`target`] and the general functions.
+/// A normal mutex (`__kind` 0) of this fork generation, in a process that runs a
+/// klocks kind: the case [`lock_entry`] handles without [`target`].
 ///
 /// # Safety
 /// As for [`target`].
@@ -156,14 +155,19 @@ unsafe fn plain<'a>(m: *mut pthread_mutex_t) -> Option<(&'a Mutex, Kind)> {
     let kind = config::mutex_kind()?;
     // SAFETY: as in `target`.
     let mutex = unsafe { &*m.cast::<Mutex>() };
-    // Relaxed: as in `target`. Acquire: as in `Mutex::current`.
-    let plain = mutex.kind.load(Relaxed) == 0 && mutex.stamp.load(Acquire) == fork::generation();
-    plain.then_some((mutex, kind))
+    mutex.is_plain().then_some((mutex, kind))
 }
 
 impl Mutex {
     fn body(&self) -> *mut u8 {
         self.body.get().cast()
+    }
+
+    /// Whether this is a normal mutex (`__kind` 0) of this fork generation.
+    #[inline(always)]
+    fn is_plain(&self) -> bool {
+        // Relaxed: as in `target`. Acquire: as in `current`.
+        self.kind.load(Relaxed) == 0 && self.stamp.load(Acquire) == fork::generation()
     }
 
     /// Repairs the mutex if it was last used before a fork (see `fork`); whether it
@@ -537,20 +541,12 @@ unsafe fn destroy(m: *mut pthread_mutex_t) -> c_int {
     }
 }
 
-with_caller! {
-    /// `pthread_mutex_lock`.
-    ///
-    /// # Safety
-    /// POSIX's contract for `pthread_mutex_lock`.
-    fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int
-        => lock_from, site: "rsi"
-}
-
-/// `pthread_mutex_lock` called from `site`.
+/// `pthread_mutex_lock` on its general route (see `route`): profiled, or
+/// [`lock_entry`].
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_lock`.
-unsafe extern "C" fn lock_from(m: *mut pthread_mutex_t, site: usize) -> c_int {
+pub(super) unsafe extern "C" fn lock_from(m: *mut pthread_mutex_t, site: usize) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract, for both.
         return profile::acquire(
@@ -565,11 +561,31 @@ unsafe extern "C" fn lock_from(m: *mut pthread_mutex_t, site: usize) -> c_int {
     unsafe { lock_entry(m) }
 }
 
+/// `pthread_mutex_lock` on the route of a process that runs the lock type `L`
+/// without a profile (see `route`): the lock's own `try_lock` on a [`plain`] mutex
+/// (for `default`, one cmpxchg), else the general [`lock_from`].
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_lock`; `L` is the lock type of the
+/// process's kind.
+pub(super) unsafe extern "C" fn lock_as<L: lock_api::RawMutex>(m: *mut pthread_mutex_t) -> c_int {
+    if !m.is_null() {
+        // SAFETY: as in `target`.
+        let mutex = unsafe { &*m.cast::<Mutex>() };
+        // SAFETY (the cast): a plain mutex's body holds a lock of the process's kind,
+        // an `L` (caller's contract).
+        if mutex.is_plain() && unsafe { &*mutex.body().cast::<L>() }.try_lock() {
+            return mutex.acquired(this_thread());
+        }
+    }
+    // SAFETY: caller's contract. The site is the profile's, which is off here.
+    unsafe { lock_from(m, 0) }
+}
+
 /// `pthread_mutex_lock`, unprofiled.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_lock`.
-#[inline(always)]
 unsafe fn lock_entry(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if let Some((mutex, kind)) = unsafe { plain(m) } {
@@ -581,12 +597,10 @@ unsafe fn lock_entry(m: *mut pthread_mutex_t) -> c_int {
     unsafe { lock_any(m) }
 }
 
-/// `pthread_mutex_lock` past [`plain`]: out of line, so that the common path needs
-/// no stack frame.
+/// `pthread_mutex_lock` past [`plain`].
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_lock`.
-#[inline(never)]
 unsafe fn lock_any(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     match unsafe { target(m) } {
@@ -745,13 +759,12 @@ unsafe fn clocklock_entry(m: *mut pthread_mutex_t, clock: clockid_t, at: *const 
     }
 }
 
-/// `pthread_mutex_unlock`: `EPERM` if the mutex is not locked, or (error-checking,
-/// recursive, `default`, `spinfutex`) not held by the caller.
+/// `pthread_mutex_unlock` on its general route (see `route`): `EPERM` if the mutex
+/// is not locked, or (error-checking, recursive) not held by the caller.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_unlock`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+pub(super) unsafe extern "C" fn unlock_from(m: *mut pthread_mutex_t) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract.
         return profile::release(m as usize, || unsafe { unlock_entry(m) });
@@ -760,35 +773,39 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
     unsafe { unlock_entry(m) }
 }
 
+/// `pthread_mutex_unlock` on the route of a process that runs the lock type `L`
+/// without a profile (see `route`): a [`plain`] mutex that the caller holds (its
+/// owner field says so, for every kind) goes to the lock's own `unlock`; anything
+/// else to the general [`unlock_from`].
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_unlock`; `L` is the lock type of the
+/// process's kind.
+pub(super) unsafe extern "C" fn unlock_as<L: lock_api::RawMutex>(
+    m: *mut pthread_mutex_t,
+) -> c_int {
+    if !m.is_null() {
+        // SAFETY: as in `target`.
+        let mutex = unsafe { &*m.cast::<Mutex>() };
+        // Relaxed: "is it me?" (module doc).
+        if mutex.is_plain() && mutex.owner.load(Relaxed) == this_thread() {
+            // Relaxed: cleared before the unlock's Release (module doc).
+            mutex.owner.store(0, Relaxed);
+            // SAFETY: a plain mutex's body holds an `L` (caller's contract), which
+            // the caller holds: its owner field is its own id.
+            unsafe { (*mutex.body().cast::<L>()).unlock() };
+            return 0;
+        }
+    }
+    // SAFETY: caller's contract.
+    unsafe { unlock_from(m) }
+}
+
 /// `pthread_mutex_unlock`, unprofiled.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_unlock`.
-#[inline(always)]
 unsafe fn unlock_entry(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: caller's contract.
-    if let Some((mutex, kind)) = unsafe { plain(m) } {
-        // The checks of `unlock` for a normal mutex.
-        let held = if kind.tracks_owner() {
-            // Relaxed: "is it me?" (module doc).
-            mutex.owner.load(Relaxed) == this_thread()
-        } else {
-            with_lock_at!(mutex.body(), kind, lock => lock.is_locked())
-        };
-        if held {
-            return release(mutex, kind);
-        }
-    }
-    // SAFETY: caller's contract.
-    unsafe { unlock_any(m) }
-}
-
-/// `pthread_mutex_unlock` past [`plain`] (see [`lock_any`]).
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_unlock`.
-#[inline(never)]
-unsafe fn unlock_any(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     match unsafe { target(m) } {
         // SAFETY: the caller's contract is glibc's.

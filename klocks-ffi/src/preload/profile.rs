@@ -359,15 +359,25 @@ pub(super) fn at_exit() {
 /// the address its caller returns to (the call's site): two instructions, no frame.
 /// `$site` is the register of the argument after the last (System V x86-64 order:
 /// rdi, rsi, rdx, ...). On other architectures the site is 0 (unknown); the
-/// preload's object layouts are x86-64's in any case.
+/// preload's object layouts are x86-64's in any case. Exported under its name, or
+/// with `local` first, visible to the preload only (a route's target, see `route`).
 macro_rules! with_caller {
+    (local $(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty
+        => $target:path, site: $site:literal) => {
+        with_caller!(@define [pub(super)] $(#[$meta])* fn $name($($arg: $ty),*) -> $ret
+            => $target, site: $site);
+    };
     ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty
         => $target:path, site: $site:literal) => {
+        with_caller!(@define [#[no_mangle] pub] $(#[$meta])* fn $name($($arg: $ty),*) -> $ret
+            => $target, site: $site);
+    };
+    (@define [$($export:tt)*] $(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*)
+        -> $ret:ty => $target:path, site: $site:literal) => {
         $(#[$meta])*
-        #[no_mangle]
         #[unsafe(naked)]
         #[cfg(target_arch = "x86_64")]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+        $($export)* unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             core::arch::naked_asm!(
                 concat!("mov ", $site, ", qword ptr [rsp]"),
                 "jmp {target}",
@@ -376,9 +386,8 @@ macro_rules! with_caller {
         }
 
         $(#[$meta])*
-        #[no_mangle]
         #[cfg(not(target_arch = "x86_64"))]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+        $($export)* unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             // SAFETY: the caller's contract; the site is unknown here.
             unsafe { $target($($arg,)* 0) }
         }

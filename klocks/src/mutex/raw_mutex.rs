@@ -345,10 +345,26 @@ impl RawMutex {
     #[inline]
     pub fn lock(&self) {
         let me = owner::current_tid();
+        if !self.take_free(me) {
+            self.lock_contended(me, Patience::Forever);
+        }
+    }
+
+    /// Takes the mutex if it is free and not reserved for a handoff (barging past
+    /// sleepers).
+    #[inline]
+    pub fn try_lock(&self) -> bool {
+        let me = owner::current_tid();
+        self.take_free(me) || self.try_acquire(me, false)
+    }
+
+    /// The fast path of `lock` and `try_lock`: takes a free word with nobody waiting.
+    #[inline(always)]
+    fn take_free(&self, me: u32) -> bool {
         // (0,0,0,0) -> (me,0,0,0), expecting the free word without a load first (an
         // unlock clears the spinner's flag, so a free lock reads 0 almost always).
         // Acquire: pairs with the Release in `unlock`.
-        let taken = match self.word.compare_exchange(0, me, Acquire, Relaxed) {
+        match self.word.compare_exchange(0, me, Acquire, Relaxed) {
             Ok(_) => true,
             // (0,1,0,0) -> (me,1,0,0): a spinner set its flag again after the last
             // unlock; the flag alone does not send us down the slow path. Acquire: as
@@ -358,17 +374,7 @@ impl RawMutex {
                 .compare_exchange(SPINNING, SPINNING | me, Acquire, Relaxed)
                 .is_ok(),
             Err(_) => false,
-        };
-        if !taken {
-            self.lock_contended(me, Patience::Forever);
         }
-    }
-
-    /// Takes the mutex if it is free and not reserved for a handoff (barging past
-    /// sleepers).
-    #[inline]
-    pub fn try_lock(&self) -> bool {
-        self.try_acquire(owner::current_tid(), false)
     }
 
     /// Acquires the mutex unless `deadline` passes first; whether it did.
@@ -384,32 +390,30 @@ impl RawMutex {
     ///
     /// # Panics
     /// If the calling thread does not hold the mutex (the word is left untouched).
-    #[inline]
+    #[inline(always)]
     pub fn unlock(&self) {
         let me = owner::current_tid();
         // (me,s,0,0) -> (0,0,0,0). Release: pairs with the Acquire of the next
         // acquisition. Nobody sleeps, so there is nobody to wake. (No load first: it
         // costs the uncontended pair ~0.6 ns, more than the second cmpxchg costs an
         // unlock that finds a spinner.)
-        let released = match self.word.compare_exchange(me, 0, Release, Relaxed) {
-            Ok(_) => true,
-            Err(val) if val == me | SPINNING => {
-                // The spinner's flag goes too: the spinner sets it again at its next
-                // look if the lock is held then, and meanwhile our next `lock` finds
-                // the word it expects. Release: as above.
-                let released = self.word.compare_exchange(val, 0, Release, Relaxed).is_ok();
-                if released {
-                    crate::fault::after_release();
-                    // Spinners watch us (after the release: `owner::watch_current`).
-                    owner::watch_current();
-                    return;
-                }
-                false
-            }
-            Err(_) => false,
-        };
-        if released {
+        match self.word.compare_exchange(me, 0, Release, Relaxed) {
+            Ok(_) => crate::fault::after_release(),
+            Err(val) => self.unlock_beside_others(me, val),
+        }
+    }
+
+    /// `unlock` of a word `val` with more than its owner in it: a spinner's flag,
+    /// waiters, a handoff, or another owner (the misuse `unlock_contended` reports).
+    #[cold]
+    fn unlock_beside_others(&self, me: u32, val: u32) {
+        // (me,1,0,0) -> (0,0,0,0): the spinner's flag goes too; the spinner sets it
+        // again at its next look if the lock is held then, and meanwhile our next
+        // `lock` finds the word it expects. Release: as in `unlock`.
+        if val == me | SPINNING && self.word.compare_exchange(val, 0, Release, Relaxed).is_ok() {
             crate::fault::after_release();
+            // Spinners watch us (after the release: `owner::watch_current`).
+            owner::watch_current();
         } else {
             self.unlock_contended(me);
         }

@@ -95,8 +95,29 @@ std::thread_local! {
 }
 
 /// The calling thread's kernel thread id (`gettid`), cached in a thread-local.
+#[cfg(not(all(feature = "glibc-tid", target_os = "linux", target_env = "gnu")))]
 #[inline]
 pub fn current_tid() -> u32 {
+    cached_tid()
+}
+
+/// The calling thread's kernel thread id (`gettid`): read from glibc's thread
+/// descriptor once [`calibrate_glibc_tid`](super::calibrate_glibc_tid) found it,
+/// else cached in a thread-local (out of line: a `__tls_get_addr` call would make
+/// every lock path that inlines this larger).
+#[cfg(all(feature = "glibc-tid", target_os = "linux", target_env = "gnu"))]
+#[inline]
+pub fn current_tid() -> u32 {
+    #[cold]
+    #[inline(never)]
+    fn fallback() -> u32 {
+        cached_tid()
+    }
+    super::glibc_tid::read().unwrap_or_else(fallback)
+}
+
+#[inline(always)]
+fn cached_tid() -> u32 {
     TID.with(|tid| match tid.get() {
         0 => {
             let fresh = gettid();

@@ -1,0 +1,107 @@
+//! Routes: where the hottest interposed calls, `pthread_mutex_lock` and
+//! `pthread_mutex_unlock`, go.
+//!
+//! An uncontended lock and unlock is what most programs do most of the time, and an
+//! interposer that sorted each call (profile on? which kind? glibc's?) doubled the
+//! cost of glibc's pair before it reached any lock. The answers are fixed once the
+//! library's constructor has made the choice and started the profile, so each of
+//! these functions is exported as a single indirect jump through a route that the
+//! constructor sets ([`set`]), as the dynamic linker's `IFUNC` resolvers pick an
+//! implementation once:
+//!
+//! | the process runs | the route | an uncontended call costs |
+//! |---|---|---|
+//! | glibc's mutexes, no profile | glibc's own function | glibc's, plus one jump |
+//! | kind `K`, no profile | `lock_as::<K's type>` | the lock's own fast path, plus the checks of a plain mutex |
+//! | a profile, or before the constructor | the general entry, with the call site | as before: the profile's timing, or the first call making the choice |
+//!
+//! A route only ever holds the address of a function that serves every call
+//! correctly (the specialised ones fall back to the general entry for anything but a
+//! plain mutex of this fork generation), so a thread that reads the old route while
+//! the constructor stores the new one does no harm.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+
+use libc::pthread_mutex_t;
+
+use super::profile::{self, with_caller};
+use super::{config, glibc, mutex};
+use crate::mutex::with_kind;
+
+/// Where `pthread_mutex_lock` goes: a function with its signature.
+static MUTEX_LOCK: AtomicPtr<()> = AtomicPtr::new(mutex_lock_with_site as *mut ());
+/// Where `pthread_mutex_unlock` goes: a function with its signature.
+static MUTEX_UNLOCK: AtomicPtr<()> = AtomicPtr::new(mutex::unlock_from as *mut ());
+
+with_caller! { local
+    /// `pthread_mutex_lock`'s general route: the general entry, with the call site.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_mutex_lock`.
+    fn mutex_lock_with_site(m: *mut pthread_mutex_t) -> c_int
+        => mutex::lock_from, site: "rsi"
+}
+
+/// Points the routes at what the process runs (see the module doc). Called from the
+/// library's constructor, after the choice and the profile's start.
+pub(super) fn set() {
+    if profile::on() {
+        return;
+    }
+    let (lock, unlock) = match config::choice().mutex {
+        None => (
+            glibc::address("pthread_mutex_lock\0").cast(),
+            glibc::address("pthread_mutex_unlock\0").cast(),
+        ),
+        Some(kind) => with_kind!(kind, KindLock => (
+            mutex::lock_as::<KindLock> as *mut (),
+            mutex::unlock_as::<KindLock> as *mut (),
+        )),
+    };
+    // Relaxed: each route holds a function that serves every call (module doc), and
+    // code needs no publication.
+    MUTEX_LOCK.store(lock, Relaxed);
+    MUTEX_UNLOCK.store(unlock, Relaxed);
+}
+
+/// Defines the exported C function `$name` as a jump through `$route`.
+macro_rules! routed {
+    ($(#[$meta:meta])* fn $name:ident($arg:ident: $ty:ty) -> $ret:ty => $route:ident) => {
+        $(#[$meta])*
+        #[no_mangle]
+        #[unsafe(naked)]
+        #[cfg(target_arch = "x86_64")]
+        pub unsafe extern "C" fn $name($arg: $ty) -> $ret {
+            core::arch::naked_asm!("jmp qword ptr [rip + {route}]", route = sym $route);
+        }
+
+        $(#[$meta])*
+        #[no_mangle]
+        #[cfg(not(target_arch = "x86_64"))]
+        pub unsafe extern "C" fn $name($arg: $ty) -> $ret {
+            // SAFETY: the route holds a function of this signature (`set`).
+            let route: unsafe extern "C" fn($ty) -> $ret =
+                unsafe { std::mem::transmute($route.load(Relaxed)) };
+            // SAFETY: the caller's contract.
+            unsafe { route($arg) }
+        }
+    };
+}
+
+routed! {
+    /// `pthread_mutex_lock`.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_mutex_lock`.
+    fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int => MUTEX_LOCK
+}
+
+routed! {
+    /// `pthread_mutex_unlock`: `EPERM` if the mutex is not locked, or (error-checking,
+    /// recursive) not held by the caller.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_mutex_unlock`.
+    fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int => MUTEX_UNLOCK
+}
