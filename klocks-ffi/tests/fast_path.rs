@@ -19,7 +19,12 @@ fn program() -> &'static PathBuf {
 fn run(lock: Option<&str>, arg: Option<&str>) -> common::Run {
     let mut command = Command::new(program());
     command.env("LD_PRELOAD", common::library());
-    for var in ["KLOCKS_LOCK", "KLOCKS_RWLOCK", "KLOCKS_PROFILE", "KLOCKS_VERBOSE"] {
+    for var in [
+        "KLOCKS_LOCK",
+        "KLOCKS_RWLOCK",
+        "KLOCKS_PROFILE",
+        "KLOCKS_VERBOSE",
+    ] {
         command.env_remove(var);
     }
     if let Some(lock) = lock {

@@ -43,8 +43,8 @@ use libc::{
     CLOCK_REALTIME, EINVAL, ETIMEDOUT,
 };
 
-use super::route::{pthread_mutex_lock, pthread_mutex_unlock};
 use super::profile;
+use super::route::{pthread_mutex_lock, pthread_mutex_unlock};
 use super::time::Deadline;
 use super::{config, glibc};
 use crate::condwait::{self, Relock};

@@ -781,9 +781,7 @@ pub(super) unsafe extern "C" fn unlock_from(m: *mut pthread_mutex_t) -> c_int {
 /// # Safety
 /// POSIX's contract for `pthread_mutex_unlock`; `L` is the lock type of the
 /// process's kind.
-pub(super) unsafe extern "C" fn unlock_as<L: lock_api::RawMutex>(
-    m: *mut pthread_mutex_t,
-) -> c_int {
+pub(super) unsafe extern "C" fn unlock_as<L: lock_api::RawMutex>(m: *mut pthread_mutex_t) -> c_int {
     if !m.is_null() {
         // SAFETY: as in `target`.
         let mutex = unsafe { &*m.cast::<Mutex>() };

@@ -111,7 +111,10 @@ mod tests {
     /// Once calibrated, the descriptor gives every thread the tid `gettid` gives it.
     #[test]
     fn the_descriptor_holds_each_threads_tid() {
-        assert!(calibrate(), "glibc's tid not found in its thread descriptor");
+        assert!(
+            calibrate(),
+            "glibc's tid not found in its thread descriptor"
+        );
         // SAFETY: gettid has no preconditions and cannot fail.
         let tid = || (read(), unsafe { libc::gettid() } as u32);
         let (here, gettid) = tid();
