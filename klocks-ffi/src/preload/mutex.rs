@@ -562,24 +562,34 @@ pub(super) unsafe extern "C" fn lock_from(m: *mut pthread_mutex_t, site: usize) 
 }
 
 /// `pthread_mutex_lock` on the route of a process that runs the lock type `L`
-/// without a profile (see `route`): the lock's own `try_lock` on a [`plain`] mutex
-/// (for `default`, one cmpxchg), else the general [`lock_from`].
+/// without a profile (see `route`): [`take_plain`], else the general [`lock_from`].
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_lock`; `L` is the lock type of the
 /// process's kind.
 pub(super) unsafe extern "C" fn lock_as<L: lock_api::RawMutex>(m: *mut pthread_mutex_t) -> c_int {
-    if !m.is_null() {
-        // SAFETY: as in `target`.
-        let mutex = unsafe { &*m.cast::<Mutex>() };
-        // SAFETY (the cast): a plain mutex's body holds a lock of the process's kind,
-        // an `L` (caller's contract).
-        if mutex.is_plain() && unsafe { &*mutex.body().cast::<L>() }.try_lock() {
-            return mutex.acquired(this_thread());
-        }
+    // SAFETY: caller's contract, for both. The site is the profile's, which is off
+    // on this route.
+    unsafe { take_plain::<L>(m).unwrap_or_else(|| lock_from(m, 0)) }
+}
+
+/// The fast path of the routes of lock and trylock: the lock's own `try_lock` on a
+/// [`plain`] mutex (for `default`, one cmpxchg); `None` if it is not plain or the
+/// lock is not free.
+///
+/// # Safety
+/// As for [`target`]; `L` is the lock type of the process's kind.
+#[inline(always)]
+unsafe fn take_plain<L: lock_api::RawMutex>(m: *mut pthread_mutex_t) -> Option<c_int> {
+    if m.is_null() {
+        return None;
     }
-    // SAFETY: caller's contract. The site is the profile's, which is off here.
-    unsafe { lock_from(m, 0) }
+    // SAFETY: as in `target`.
+    let mutex = unsafe { &*m.cast::<Mutex>() };
+    // SAFETY (the cast): a plain mutex's body holds a lock of the process's kind, an
+    // `L` (caller's contract).
+    let taken = mutex.is_plain() && unsafe { &*mutex.body().cast::<L>() }.try_lock();
+    taken.then(|| mutex.acquired(this_thread()))
 }
 
 /// `pthread_mutex_lock`, unprofiled.
@@ -611,20 +621,11 @@ unsafe fn lock_any(m: *mut pthread_mutex_t) -> c_int {
     }
 }
 
-with_caller! {
-    /// `pthread_mutex_trylock`.
-    ///
-    /// # Safety
-    /// POSIX's contract for `pthread_mutex_trylock`.
-    fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
-        => trylock_from, site: "rsi"
-}
-
-/// `pthread_mutex_trylock` called from `site`.
+/// `pthread_mutex_trylock` on its general route (see `route`), called from `site`.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_trylock`.
-unsafe extern "C" fn trylock_from(m: *mut pthread_mutex_t, site: usize) -> c_int {
+pub(super) unsafe extern "C" fn trylock_from(m: *mut pthread_mutex_t, site: usize) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract.
         return profile::try_acquire(m as usize, Role::Mutex, site, || unsafe {
@@ -633,6 +634,19 @@ unsafe extern "C" fn trylock_from(m: *mut pthread_mutex_t, site: usize) -> c_int
     }
     // SAFETY: caller's contract.
     unsafe { trylock_entry(m) }
+}
+
+/// `pthread_mutex_trylock` on the route of a process that runs the lock type `L`
+/// without a profile (see `route`): [`take_plain`], else the general
+/// [`trylock_from`].
+///
+/// # Safety
+/// As for [`lock_as`].
+pub(super) unsafe extern "C" fn trylock_as<L: lock_api::RawMutex>(
+    m: *mut pthread_mutex_t,
+) -> c_int {
+    // SAFETY: as in `lock_as`.
+    unsafe { take_plain::<L>(m).unwrap_or_else(|| trylock_from(m, 0)) }
 }
 
 /// `pthread_mutex_trylock`, unprofiled.

@@ -1,5 +1,5 @@
-//! Routes: where the hottest interposed calls, `pthread_mutex_lock` and
-//! `pthread_mutex_unlock`, go.
+//! Routes: where the hottest interposed calls, `pthread_mutex_lock`,
+//! `pthread_mutex_trylock` and `pthread_mutex_unlock`, go.
 //!
 //! An uncontended lock and unlock is what most programs do most of the time, and an
 //! interposer that sorted each call (profile on? which kind? glibc's?) doubled the
@@ -31,6 +31,8 @@ use crate::mutex::with_kind;
 
 /// Where `pthread_mutex_lock` goes: a function with its signature.
 static MUTEX_LOCK: AtomicPtr<()> = AtomicPtr::new(mutex_lock_with_site as *mut ());
+/// Where `pthread_mutex_trylock` goes: a function with its signature.
+static MUTEX_TRYLOCK: AtomicPtr<()> = AtomicPtr::new(mutex_trylock_with_site as *mut ());
 /// Where `pthread_mutex_unlock` goes: a function with its signature.
 static MUTEX_UNLOCK: AtomicPtr<()> = AtomicPtr::new(mutex::unlock_from as *mut ());
 
@@ -43,25 +45,37 @@ with_caller! { local
         => mutex::lock_from, site: "rsi"
 }
 
+with_caller! { local
+    /// `pthread_mutex_trylock`'s general route: the general entry, with the call site.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_mutex_trylock`.
+    fn mutex_trylock_with_site(m: *mut pthread_mutex_t) -> c_int
+        => mutex::trylock_from, site: "rsi"
+}
+
 /// Points the routes at what the process runs (see the module doc). Called from the
 /// library's constructor, after the choice and the profile's start.
 pub(super) fn set() {
     if profile::on() {
         return;
     }
-    let (lock, unlock) = match config::choice().mutex {
+    let (lock, trylock, unlock) = match config::choice().mutex {
         None => (
             glibc::address("pthread_mutex_lock\0").cast(),
+            glibc::address("pthread_mutex_trylock\0").cast(),
             glibc::address("pthread_mutex_unlock\0").cast(),
         ),
         Some(kind) => with_kind!(kind, KindLock => (
             mutex::lock_as::<KindLock> as *mut (),
+            mutex::trylock_as::<KindLock> as *mut (),
             mutex::unlock_as::<KindLock> as *mut (),
         )),
     };
     // Relaxed: each route holds a function that serves every call (module doc), and
     // code needs no publication.
     MUTEX_LOCK.store(lock, Relaxed);
+    MUTEX_TRYLOCK.store(trylock, Relaxed);
     MUTEX_UNLOCK.store(unlock, Relaxed);
 }
 
@@ -95,6 +109,14 @@ routed! {
     /// # Safety
     /// POSIX's contract for `pthread_mutex_lock`.
     fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int => MUTEX_LOCK
+}
+
+routed! {
+    /// `pthread_mutex_trylock`.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_mutex_trylock`.
+    fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int => MUTEX_TRYLOCK
 }
 
 routed! {
