@@ -39,6 +39,15 @@ pub(crate) fn unheld_read_unlock_wrapped() {
     hook::fire(hook::Point::UnheldReadUnlockWrapped);
 }
 
+/// The owner probe is registering the calling thread (between its place in the
+/// budget and its slot): where a test runs what a signal handler on that thread
+/// would.
+#[inline(always)]
+pub(crate) fn during_registration() {
+    #[cfg(all(test, not(loom)))]
+    hook::fire(hook::Point::DuringRegistration);
+}
+
 #[cfg(all(test, not(loom)))]
 pub(crate) mod hook {
     use std::cell::RefCell;
@@ -52,12 +61,14 @@ pub(crate) mod hook {
         AfterEarlyWake,
         /// [`unheld_read_unlock_wrapped`](super::unheld_read_unlock_wrapped).
         UnheldReadUnlockWrapped,
+        /// [`during_registration`](super::during_registration).
+        DuringRegistration,
     }
 
-    type Hooks = [Option<Box<dyn FnMut()>>; 3];
+    type Hooks = [Option<Box<dyn FnMut()>>; 4];
 
     std::thread_local! {
-        static HOOKS: RefCell<Hooks> = const { RefCell::new([None, None, None]) };
+        static HOOKS: RefCell<Hooks> = const { RefCell::new([None, None, None, None]) };
     }
 
     /// Runs the calling thread's hook for `point` (not re-entrantly: a hook that

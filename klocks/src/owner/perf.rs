@@ -76,7 +76,7 @@ use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::{
-    AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
+    compiler_fence, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release, SeqCst},
 };
 
@@ -448,6 +448,11 @@ enum Own {
     Refused,
     /// Registered in this slot.
     Slot(usize),
+    /// `watch_current` is registering the thread: a signal handler that interrupts
+    /// it and meets contention leaves the thread unobservable for its own lock call.
+    /// A second registration of one thread would take a second slot, which the
+    /// thread's exit would never retire.
+    Registering,
 }
 
 std::thread_local! {
@@ -472,10 +477,15 @@ pub(super) fn watch_current() {
     let Ok(Own::Untried) = OWN.try_with(Cell::get) else {
         return;
     };
+    OWN.with(|cell| cell.set(Own::Registering));
+    // SeqCst signal fences: a handler on this thread sees `Registering` from the
+    // first step of the registration on, and the outcome only once it is complete.
+    compiler_fence(SeqCst);
     let own = match register() {
         Some(slot) => Own::Slot(slot),
         None => Own::Refused,
     };
+    compiler_fence(SeqCst);
     OWN.with(|cell| cell.set(own));
 }
 
@@ -532,6 +542,7 @@ fn register() -> Option<usize> {
 /// Opens, maps and publishes the calling thread's ring, in a place reserved in the
 /// budget; `None`, with nothing left open or mapped, when refused.
 fn publish(layout: &RingLayout) -> Option<usize> {
+    crate::fault::during_registration();
     let tid = current_tid();
     let fd = open_event(tid, layout.direction).ok()?;
     let ring = map_ring(&fd, layout).ok()?;
@@ -711,6 +722,49 @@ mod tests {
     fn reserved() -> usize {
         // Relaxed: a census taken while the threads it counts are quiescent.
         REGISTERED.load(Relaxed)
+    }
+
+    /// Slots whose key names the calling thread.
+    fn slots_of_this_thread() -> usize {
+        let tid = current_tid();
+        REGISTRY
+            .keys
+            .iter()
+            // Relaxed: this thread's own keys, written by this thread.
+            .filter(|key| tid_of(key.load(Relaxed)) == tid)
+            .count()
+    }
+
+    /// A signal handler that interrupts its thread's registration and meets
+    /// contention (simulated by the hook, which runs inside the registration) does
+    /// not register the thread a second time: one slot, retired at exit.
+    #[test]
+    fn a_registration_interrupted_on_its_thread_takes_one_slot() {
+        if let Err(err) = check() {
+            eprintln!("perf refused ({err}): no registration to interrupt");
+            return;
+        }
+        let (nested, slots) = thread::spawn(|| {
+            let nested = std::rc::Rc::new(Cell::new(None));
+            let seen = nested.clone();
+            crate::fault::hook::with(
+                crate::fault::hook::Point::DuringRegistration,
+                move || {
+                    watch_current();
+                    seen.set(Some(current_is_watched()));
+                },
+                watch_current,
+            );
+            (nested.get(), slots_of_this_thread())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            nested,
+            Some(false),
+            "the interrupting call registered the thread"
+        );
+        assert!(slots <= 1, "{slots} slots for one thread");
     }
 
     #[test]
