@@ -715,14 +715,21 @@ fn registered_at_release_and_after<L: Send + Sync + 'static>(
     let lock = Arc::new(lock);
     thread::spawn(move || {
         take(&lock);
+        let started = Arc::new(AtomicBool::new(false));
         let waiter = thread::spawn({
-            let lock = Arc::clone(&lock);
+            let (lock, started) = (Arc::clone(&lock), Arc::clone(&started));
             move || {
+                started.store(true, SeqCst);
                 take(&lock);
                 release(&lock);
             }
         });
-        // Long enough for the waiter to spin out its budget and go to sleep.
+        // The waiter is waiting (a loaded machine may start it late), and long enough
+        // for it to spin out its budget and go to sleep; a waiter still spinning is
+        // found by the unlock too.
+        while !started.load(SeqCst) {
+            thread::sleep(Duration::from_millis(1));
+        }
         thread::sleep(Duration::from_millis(20));
         let at_release = Arc::new(AtomicBool::new(true));
         let seen = Arc::clone(&at_release);
