@@ -55,7 +55,9 @@
 
 mod advice;
 mod clock;
+mod format;
 mod report;
+mod stacks;
 mod table;
 
 use std::cell::Cell;
@@ -67,11 +69,12 @@ use std::sync::atomic::{
 
 use klocks_core::config::{
     parse_profile, parse_profile_locks, parse_profile_top, Profile, DEFAULT_PROFILE_LOCKS, LOCK,
-    PROFILE, PROFILE_FILE, PROFILE_LOCKS, PROFILE_TOP, RWLOCK,
+    PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_LOCKS, PROFILE_TOP, RWLOCK,
 };
 use libc::{EBUSY, ETIMEDOUT};
 
 use super::{config, say};
+use format::Format;
 pub(super) use table::Role;
 
 /// One uncontended acquisition in this many has its hold timed, per thread.
@@ -211,19 +214,17 @@ pub(super) fn acquire(
             0
         }
         EBUSY => {
+            // Walked before the wait is timed, so that the wait is the lock's alone.
+            let stack = stacks::capture(site);
             let start = clock::now();
             entry.start_waiting();
             let result = wait();
             let end = clock::now();
             entry.stop_waiting();
             if result == 0 {
-                acquired(
-                    lock,
-                    slot,
-                    role,
-                    Some((end.saturating_sub(start), end)),
-                    site,
-                );
+                let waited = end.saturating_sub(start);
+                entry.stacks.record(stack.as_ref(), waited);
+                acquired(lock, slot, role, Some((waited, end)), site);
             }
             result
         }
@@ -321,6 +322,10 @@ pub(super) fn start() {
             DEFAULT_PROFILE_LOCKS
         }
     };
+    let format = Format::parse(config::var(PROFILE_FORMAT)).unwrap_or_else(|complaint| {
+        say(&complaint);
+        Format::Text
+    });
     if !table::allocate(locks) {
         return say(&format!(
             "could not map the profile's table of {locks} locks; no profile"
@@ -330,7 +335,7 @@ pub(super) fn start() {
         lock: config::var(LOCK),
         rwlock: config::var(RWLOCK),
     };
-    report::configure(top, config::var(PROFILE_FILE), in_use);
+    report::configure(top, config::var(PROFILE_FILE), in_use, format);
     clock::start();
     extern "C" fn in_child() {
         table::restart_counts();

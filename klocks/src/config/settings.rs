@@ -86,6 +86,9 @@ pub const PROFILE_FILE: Var = Var(c"KLOCKS_PROFILE_FILE");
 /// How many locks the contention profile lists: `1..=`[`MAX_PROFILE_TOP`]. Read with
 /// [`parse_profile_top`].
 pub const PROFILE_TOP: Var = Var(c"KLOCKS_PROFILE_TOP");
+/// How the contention profile is written: `text`, `json` or `folded` (flame-graph
+/// tools' folded stacks); unset, `text`.
+pub const PROFILE_FORMAT: Var = Var(c"KLOCKS_PROFILE_FORMAT");
 /// The most locks a profile lists.
 pub const MAX_PROFILE_TOP: usize = 100;
 /// How many live locks the contention profile's table holds at once:
