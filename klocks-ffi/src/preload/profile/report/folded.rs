@@ -19,13 +19,17 @@ use super::super::stacks::Stacks;
 use super::super::table::{self, sites};
 use super::{symbols, Buffer, Out, Sites, Summary};
 
-/// Writes one frame: the function, else `module+offset`, else the address (always
-/// the address when `sites` is [`Sites::Raw`]); `;` (the separator) becomes `:`.
+/// Writes one frame: the function (as two frames, `outer;inner`, when one was
+/// inlined into another), else `module+offset`, else the address (always the address
+/// when `sites` is [`Sites::Raw`]); a `;` in a name becomes `:`.
 fn frame(out: &mut Out, address: usize, sites: Sites) -> fmt::Result {
-    let mut name = Buffer::<256>::new();
+    let mut name = Buffer::<512>::new();
     if sites == Sites::Resolved {
         let code = symbols::resolve(address);
         if code.function.len != 0 {
+            if code.inlined_into.len != 0 {
+                write!(name, "{}\u{1}", code.inlined_into.as_str())?;
+            }
             name.write_str(code.function.as_str())?;
         } else if code.module.len != 0 {
             write!(name, "{}+{:#x}", code.module.as_str(), code.offset)?;
@@ -37,6 +41,7 @@ fn frame(out: &mut Out, address: usize, sites: Sites) -> fmt::Result {
     for c in name.as_str().chars() {
         out.write_char(match c {
             ';' => ':',
+            '\u{1}' => ';',
             c if c.is_control() => ' ',
             c => c,
         })?;

@@ -4,8 +4,8 @@
 //! per kind of hold, name, sites and suggestion) followed by its `stack`s, then per
 //! site of many or destroyed locks a `site` followed by its destroyed locks'
 //! `stack`s. Times are whole nanoseconds; a place in the code is an object with its
-//! `address` and, in the report at exit, its `function`, `file`, `line`, `module`
-//! and `offset` (`null` where unknown). One object a line, so a reader can stream it
+//! `address` and, in the report at exit, its `function` (the innermost inlined one),
+//! `inlined_into`, `file`, `line`, `module` and `offset` (`null` where unknown). One object a line, so a reader can stream it
 //! and a report appended to a file stays parseable line by line.
 //!
 //! Written by hand, as the text is, into the same fixed buffers: the `SIGUSR2` report
@@ -55,6 +55,8 @@ fn code(out: &mut Out, address: usize, sites: Sites) -> fmt::Result {
         let code = symbols::resolve(address);
         out.write_str(",\"function\":")?;
         string(out, code.function.as_str())?;
+        out.write_str(",\"inlined_into\":")?;
+        string(out, code.inlined_into.as_str())?;
         out.write_str(",\"file\":")?;
         string(out, code.file.as_str())?;
         match code.line {

@@ -11,8 +11,12 @@ use super::{Buffer, Sites};
 
 /// What is known of one return address.
 pub(super) struct Resolved {
-    /// The function, demangled; empty if unknown.
+    /// The function, demangled; empty if unknown. With inlining, the innermost
+    /// inlined function whose code this is.
     pub(super) function: Buffer<256>,
+    /// The function `function` was inlined into (the one the machine code belongs
+    /// to); empty if none.
+    pub(super) inlined_into: Buffer<256>,
     /// The source file's name (no directory) and line; empty and 0 without debug
     /// information.
     pub(super) file: Buffer<256>,
@@ -27,6 +31,7 @@ pub(super) struct Resolved {
 pub(super) fn resolve(site: usize) -> Resolved {
     let mut resolved = Resolved {
         function: Buffer::new(),
+        inlined_into: Buffer::new(),
         file: Buffer::new(),
         line: 0,
         module: Buffer::new(),
@@ -34,7 +39,15 @@ pub(super) fn resolve(site: usize) -> Resolved {
     };
     let call = site.wrapping_sub(1) as *mut c_void;
     let mut named = Buffer::<256>::new();
+    // The symbols come innermost inlined function first, the real function last.
+    let mut outermost = Buffer::<256>::new();
+    let mut symbols = 0;
     backtrace::resolve(call, |symbol| {
+        symbols += 1;
+        if let Some(function) = symbol.name() {
+            outermost.len = 0;
+            let _ = write!(outermost, "{function:#}");
+        }
         if resolved.line == 0 {
             if let (Some(file), Some(line)) = (symbol.filename(), symbol.lineno()) {
                 let name = file.file_name().map_or(file.as_os_str(), |n| n);
@@ -53,6 +66,9 @@ pub(super) fn resolve(site: usize) -> Resolved {
     });
     if resolved.function.len == 0 {
         resolved.function = named;
+    }
+    if symbols > 1 && outermost.as_str() != resolved.function.as_str() {
+        resolved.inlined_into = outermost;
     }
     // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -110,7 +126,11 @@ pub(super) fn write_code(out: &mut impl Write, site: usize, sites: Sites) -> fmt
         return write!(out, "{site:#x}");
     }
     if code.function.len != 0 {
-        write!(out, " ({})", code.function.as_str())?;
+        write!(out, " ({}", code.function.as_str())?;
+        if code.inlined_into.len != 0 {
+            write!(out, " inlined in {}", code.inlined_into.as_str())?;
+        }
+        out.write_char(')')?;
     }
     Ok(())
 }
