@@ -3,7 +3,7 @@
 //! profile must rank them by total wait, count their acquisitions exactly, name the
 //! source lines and symbols they come from, say first what share of the threads' time
 //! locks cost, never advise the lock in use, and stay correct across fork, destroy
-//! and reuse (a million locks through a small table), a signal, and a full table.
+//! and reuse (400,000 locks through a small table), a signal, and a full table.
 
 mod common;
 
@@ -375,19 +375,21 @@ fn a_negligible_share_gets_no_remedy() {
     );
 }
 
-/// A million locks, each initialised, waited for once and destroyed, through a table
+/// 400,000 locks (about a hundred times the table; a million took 18 to 46 s on a loaded
+/// 2-CPU machine, two context switches a lock), each initialised, waited for once and
+/// destroyed, through a table
 /// of 4,096: every one is counted in its site's totals, none is left untracked, and
 /// the 8 long-lived locks beside them are all listed, named by their global array.
 #[test]
-fn a_million_destroyed_locks_lose_nothing() {
+fn churned_locks_lose_nothing() {
     let run = profiled_args(
-        &["churn", "1000000"],
+        &["churn", "400000"],
         &[("KLOCKS_PROFILE", "1"), ("KLOCKS_PROFILE_LOCKS", "4096")],
     );
     assert!(!run.stderr.contains("not tracked"), "{}", run.stderr);
     let churn = site_line(&run.stderr, &site("churn"));
     assert!(
-        churn.contains("1000000 locks (1000000 destroyed): 2000000 acquired, 1000000 waited"),
+        churn.contains("400000 locks (400000 destroyed): 800000 acquired, 400000 waited"),
         "{}",
         run.stderr
     );
@@ -410,12 +412,11 @@ fn a_million_destroyed_locks_lose_nothing() {
     // The destroyed locks' stacks, merged into their site's: one stack, every wait.
     let after_site = run
         .stderr
-        .split(&churn)
+        .split(" destroyed): 800000 acquired")
         .nth(1)
-        .or_else(|| run.stderr.split(" destroyed): 2000000 acquired").nth(1))
         .unwrap();
     assert!(
-        after_site.contains("\n     waited 1000000 times, "),
+        after_site.contains("\n     waited 400000 times, "),
         "{}",
         run.stderr
     );
