@@ -6,12 +6,14 @@
 //! that made threads wait longest ([`report`]): the global each lies in, if any, where
 //! it was initialised or first locked and where its longest wait was, its
 //! acquisitions, how many had to wait, the total and longest wait and hold, the
-//! read/write split of rwlocks, and a suggestion derived from that shape
-//! ([`advice`]), never the lock already in use. `KLOCKS_PROFILE=sigusr2` also prints it each
-//! time the process receives `SIGUSR2`; `KLOCKS_PROFILE_FILE` sends it to a file
-//! (appended to; `%p` becomes the process id), `KLOCKS_PROFILE_TOP` sets how many
-//! locks it lists (10), `KLOCKS_PROFILE_LOCKS` how many live locks it tracks at once
-//! (65,536).
+//! read/write split of rwlocks, the few call stacks at which threads waited longest
+//! ([`stacks`]), and a suggestion derived from that shape ([`advice`]), never the
+//! lock already in use. `KLOCKS_PROFILE=sigusr2` also prints it each time the process
+//! receives `SIGUSR2`; `KLOCKS_PROFILE_FILE` sends it to a file (appended to; `%p`
+//! becomes the process id), `KLOCKS_PROFILE_TOP` sets how many locks it lists (10),
+//! `KLOCKS_PROFILE_LOCKS` how many live locks it tracks at once (65,536),
+//! `KLOCKS_PROFILE_FORMAT` whether it is text, JSON lines or the folded stacks of
+//! flame-graph tools ([`format`]).
 //!
 //! # What a lock call costs
 //!
@@ -19,9 +21,9 @@
 //! counted as uncontended and costs a table lookup ([`table`]: a hash of the
 //! address, one load) and a counter update made while holding the lock (no locked
 //! instruction); one uncontended acquisition in [`SAMPLE_EVERY`] per thread also
-//! has its hold timed. If the try fails, the wait is timed with the clock
-//! ([`clock`]: the time-stamp counter where it is invariant), and so is the hold that
-//! follows. The report scales the sampled holds up to every acquisition, and says
+//! has its hold timed. If the try fails, the stack is walked (a few frames, without
+//! allocating: [`stacks`]), then the wait is timed with the clock ([`clock`]: the
+//! time-stamp counter where it is invariant), and so is the hold that follows. The report scales the sampled holds up to every acquisition, and says
 //! so. With the profile off, a lock call pays one load and branch: the profiled
 //! paths are out of line (`#[cold]`), so the unprofiled one keeps no stack frame.
 //!
@@ -36,7 +38,7 @@
 //! # Safe in any program
 //!
 //! - No lock call allocates (an allocator may take pthread locks): the table is an
-//!   array mapped at start (`KLOCKS_PROFILE_LOCKS` entries of 192 bytes, pages backed
+//!   array mapped at start (`KLOCKS_PROFILE_LOCKS` entries of 512 bytes, pages backed
 //!   as they are used), a lock it has no room for is counted, not profiled; the
 //!   per-thread record of held locks is a fixed array of 8, the oldest dropped when
 //!   full.

@@ -97,7 +97,8 @@ pub const MAX_PROFILE_TOP: usize = 100;
 pub const PROFILE_LOCKS: Var = Var(c"KLOCKS_PROFILE_LOCKS");
 /// The profile table's size unless [`PROFILE_LOCKS`] says.
 pub const DEFAULT_PROFILE_LOCKS: usize = 1 << 16;
-/// The largest profile table (192 bytes a lock: 3 GiB reserved).
+/// The largest profile table (512 bytes a lock: 8 GiB of address space reserved,
+/// backed only as used).
 pub const MAX_PROFILE_LOCKS: usize = 1 << 24;
 
 /// When the preload prints its contention profile ([`PROFILE`]).

@@ -36,7 +36,7 @@ static SLOTS: AtomicUsize = AtomicUsize::new(0);
 
 /// Maps a table of `slots` entries (a power of two), from the library's constructor,
 /// before the profile is switched on. The mapping reserves address space only: a page
-/// is backed when an entry on it is first used, so memory is at most `slots` × 192
+/// is backed when an entry on it is first used, so memory is at most `slots` × 512
 /// bytes however many locks the program makes. `false` if it could not be mapped.
 pub(super) fn allocate(slots: usize) -> bool {
     let bytes = slots * size_of::<Entry>();
