@@ -872,3 +872,44 @@ fn a_bad_format_is_said_once_and_the_report_is_text() {
         run.stderr
     );
 }
+
+/// The mutex's re-acquisition after a condvar wait (`contention cond`: 10 times the
+/// woken thread waits for the mutex its signaller holds 10 ms more): timed as a wait
+/// for the lock where klocks runs the condvar, its stack starting at the program's
+/// `pthread_cond_wait` call; counted, untimed, where glibc runs it (inside glibc).
+#[test]
+fn a_condvar_reacquisition_is_a_timed_wait_where_klocks_runs_the_condvar() {
+    let cond_lock = |lock: &str| {
+        let mut env = vec![("KLOCKS_PROFILE", "1"), ("KLOCKS_PROFILE_FORMAT", "json")];
+        if !lock.is_empty() {
+            env.push(("KLOCKS_LOCK", lock));
+        }
+        let run = profiled_binary(contention(), &["cond"], &env);
+        let objects: Vec<serde_json::Value> = run
+            .stderr
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            .collect();
+        let lock = objects
+            .iter()
+            .find(|o| o["type"] == "lock" && o["symbol"] == "cond_lock")
+            .unwrap_or_else(|| panic!("no cond_lock: {}", run.stderr))
+            .clone();
+        (lock, objects)
+    };
+    let (timed, objects) = cond_lock("default");
+    let holds = &timed["holds"][0];
+    assert!(holds["contended"].as_u64().unwrap() >= 10, "{timed}");
+    assert!(timed["wait_ns"].as_f64().unwrap() >= 50e6, "{timed}");
+    let stack = objects
+        .iter()
+        .find(|o| o["type"] == "stack" && o["lock"] == timed["address"])
+        .unwrap();
+    assert_eq!(stack["frames"][0]["function"], "cond_waiter", "{stack}");
+    let (untimed, _) = cond_lock("");
+    assert!(
+        untimed["holds"][0]["acquisitions"].as_u64().unwrap() >= 30,
+        "{untimed}"
+    );
+    assert!(untimed["wait_ns"].as_f64().unwrap() < 25e6, "{untimed}");
+}

@@ -339,6 +339,7 @@ pub(super) fn start() {
     };
     report::configure(top, config::var(PROFILE_FILE), in_use, format);
     clock::start();
+    stacks::find_own_code();
     extern "C" fn in_child() {
         table::restart_counts();
         clock::restart();

@@ -16,7 +16,11 @@
  * called inside a lock call that waits: the profile walks the stack there, and that
  * must not allocate (an allocator may be what holds the lock).
  *
- * The locks are glibc's: run with KLOCKS_LOCK unset. */
+ * The locks are glibc's: run with KLOCKS_LOCK unset.
+ *
+ * `contention cond`: ROUNDS times, a thread waits on a condvar; the main thread
+ * signals it and then holds the mutex HOLD_MS more, so the woken thread's
+ * re-acquisition of the mutex waits that long (any KLOCKS_LOCK). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -144,7 +148,50 @@ static void hand_over(pthread_mutex_t *m, long turn, long hold_ms) {
     while (__atomic_load_n(&got, __ATOMIC_ACQUIRE) != turn) sched_yield();
 }
 
-int main(void) {
+#define ROUNDS 10
+#define HOLD_MS 10
+static pthread_mutex_t cond_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int waiting, signalled;
+
+static void *cond_waiter(void *arg) {
+    (void)arg;
+    for (int round = 0; round < ROUNDS; round++) {
+        pthread_mutex_lock(&cond_lock);
+        waiting = 1;
+        while (!signalled) pthread_cond_wait(&cond, &cond_lock);
+        signalled = 0;
+        pthread_mutex_unlock(&cond_lock);
+    }
+    return NULL;
+}
+
+static int cond_rounds(void) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, cond_waiter, NULL) != 0) return 2;
+    for (int round = 0; round < ROUNDS; round++) {
+        /* Once `waiting` is seen under the mutex, the waiter is inside its wait. */
+        for (;;) {
+            pthread_mutex_lock(&cond_lock);
+            if (waiting) break;
+            pthread_mutex_unlock(&cond_lock);
+            sched_yield();
+        }
+        waiting = 0;
+        signalled = 1;
+        pthread_cond_signal(&cond);
+        struct timespec t = {0, HOLD_MS * 1000000L};
+        nanosleep(&t, NULL);
+        pthread_mutex_unlock(&cond_lock);
+        while (__atomic_load_n(&signalled, __ATOMIC_ACQUIRE)) sched_yield();
+    }
+    pthread_join(thread, NULL);
+    printf("cond done\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "cond")) return cond_rounds();
     heap = malloc(sizeof *heap);
     if (!heap) return 2;
     heap->entries = 0;

@@ -38,9 +38,11 @@ static FORMAT: OnceLock<Format> = OnceLock::new();
 /// The locks the program runs under (`KLOCKS_LOCK`, `KLOCKS_RWLOCK`).
 static IN_USE: OnceLock<InUse> = OnceLock::new();
 /// The widest line the report writes; a longer one is wrapped at spaces, its
-/// continuation indented by [`INDENT`].
+/// continuation indented by [`INDENT`], or by two more than the line's own indent
+/// where that is deeper (a frame of a stack).
 const COLUMNS: usize = 120;
 const INDENT: usize = 7;
+const SPACES: &str = "                ";
 /// Below this share of the threads' time spent waiting for locks, the report gives
 /// no remedy: no lock would win back more.
 const NEGLIGIBLE_SHARE: f64 = 0.01;
@@ -305,6 +307,8 @@ impl Out {
         self.line.len = 0;
         let mut rest = line.as_str();
         let mut room = self.columns;
+        let own_indent = line.as_str().len() - line.as_str().trim_start().len();
+        let indent = INDENT.max(own_indent + 2).min(SPACES.len());
         while rest.chars().count() > room {
             let limit = rest
                 .char_indices()
@@ -321,9 +325,9 @@ impl Out {
             };
             self.emit(rest[..cut].trim_end());
             self.emit("\n");
-            self.emit(&"        "[..INDENT]);
+            self.emit(&SPACES[..indent]);
             rest = rest[cut..].trim_start();
-            room = COLUMNS - INDENT;
+            room = COLUMNS - indent;
         }
         self.emit(rest);
         self.emit("\n");

@@ -14,7 +14,11 @@
 //! module registered its frames by hand (rare since `PT_GNU_EH_FRAME`). The frames
 //! below the interposed call (the preload's own) are skipped: the walk starts
 //! keeping frames at the lock call's return address (its site), then keeps
-//! [`FRAMES`] in all. A thread already capturing does not capture again: a lock call
+//! [`FRAMES`] in all. A lock call the preload itself makes (a klocks condvar retaking
+//! its mutex) has its site in the preload: the walk then also skips the preload's
+//! frames above it, so the stack starts where the program called in (its
+//! `pthread_cond_wait`). The preload's code is found at start ([`find_own_code`]);
+//! linked into the program rather than preloaded, it is not told apart. A thread already capturing does not capture again: a lock call
 //! the unwinder makes (that `object_mutex`) is counted without a stack, so the walk
 //! never recurses. The cost is one unwind of a few frames (2 to 3 µs here, see
 //! docs/preload.md), paid only by a call that is about to sleep or spin for the lock,
@@ -44,6 +48,60 @@ pub(in crate::preload::profile) const STACKS: usize = 4;
 /// How many frames the walk passes over looking for the lock call's site before it
 /// gives up (the preload's own frames are three or four).
 const MAX_SKIPPED: usize = 16;
+
+/// The preload's executable code, `[OWN_START, OWN_END)`; empty if not found, or if
+/// the preload is linked into the program.
+static OWN_START: AtomicUsize = AtomicUsize::new(0);
+static OWN_END: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether `ip` is in the preload's code.
+fn own(ip: usize) -> bool {
+    // Relaxed: set at start, before the profile is switched on (whose Release
+    // publishes them).
+    OWN_START.load(Relaxed) <= ip && ip < OWN_END.load(Relaxed)
+}
+
+/// Finds the preload's executable segments (from the library's constructor).
+pub(super) fn find_own_code() {
+    // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the address is this function's.
+    if unsafe { libc::dladdr(find_own_code as *const libc::c_void, &mut info) } == 0 {
+        return;
+    }
+    extern "C" fn each(
+        module: *mut libc::dl_phdr_info,
+        _: usize,
+        base: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes a valid entry for the call's duration.
+        let module = unsafe { &*module };
+        // The main program (the preload linked into it) has an empty name.
+        // SAFETY: a NUL-terminated string, when not null.
+        let named = !module.dlpi_name.is_null() && unsafe { *module.dlpi_name } != 0;
+        if module.dlpi_addr as usize != base as usize || !named {
+            return 0;
+        }
+        let (mut start, mut end) = (usize::MAX, 0);
+        for i in 0..module.dlpi_phnum as usize {
+            // SAFETY: `dlpi_phnum` headers at `dlpi_phdr`.
+            let header = unsafe { &*module.dlpi_phdr.add(i) };
+            if header.p_type == libc::PT_LOAD && header.p_flags & libc::PF_X != 0 {
+                let at = module.dlpi_addr as usize + header.p_vaddr as usize;
+                start = start.min(at);
+                end = end.max(at + header.p_memsz as usize);
+            }
+        }
+        if start < end {
+            // Relaxed: see `own`.
+            OWN_START.store(start, Relaxed);
+            OWN_END.store(end, Relaxed);
+        }
+        1
+    }
+    // SAFETY: the callback reads only the entries the loader passes.
+    unsafe { libc::dl_iterate_phdr(Some(each), info.dli_fbase) };
+}
 
 /// A stack just walked: return addresses, innermost (the lock call's) first, 0 past
 /// the last.
@@ -80,9 +138,11 @@ pub(super) fn capture(site: usize) -> Option<Captured> {
     // unwinder behind it (libgcc's `_Unwind_Backtrace`) is thread-safe, and the
     // closure only stores integers into a local array.
     unsafe {
+        let mut found = false;
         backtrace::trace_unsynchronized(|frame| {
             let ip = frame.ip() as usize;
-            if kept == 0 && ip != site {
+            found |= ip == site;
+            if kept == 0 && (!found || own(ip)) {
                 skipped += 1;
                 return skipped < MAX_SKIPPED;
             }
