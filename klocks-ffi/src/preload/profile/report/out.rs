@@ -181,7 +181,13 @@ impl Out {
             }
             let before = self.buffer.len;
             let _ = self.buffer.write_str(text);
-            text = &text[self.buffer.len - before..];
+            let taken = self.buffer.len - before;
+            if taken == 0 {
+                // A character that does not fit in what is left of the buffer.
+                self.flush();
+                continue;
+            }
+            text = &text[taken..];
         }
     }
 
@@ -283,5 +289,39 @@ pub(super) fn set_destination(file: Option<&str>) {
         // them.
         STDERR_FILE.store(id, Relaxed);
         STDERR_COPY.store(copy, Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `Out` writes when given `text`, to a file, without wrapping.
+    fn written(text: &str) -> String {
+        let path = std::env::temp_dir().join(format!("klocks-out-{}", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        let mut out = Out {
+            fd: std::os::fd::IntoRawFd::into_raw_fd(file),
+            owned: true,
+            columns: usize::MAX,
+            buffer: Buffer::new(),
+            line: Buffer::new(),
+        };
+        out.write_str(text).unwrap();
+        drop(out);
+        let back = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        back
+    }
+
+    /// A character that straddles the end of the write buffer goes whole into the next
+    /// one (it once spun for ever: no byte fitted, and a buffer not full was not
+    /// flushed).
+    #[test]
+    fn a_character_at_the_buffers_end_is_written_whole() {
+        for before in 4090..4097 {
+            let text = format!("{}\n{}µs\n", "a".repeat(before - 1), "b".repeat(before % 7));
+            assert_eq!(written(&text), text);
+        }
     }
 }
