@@ -276,6 +276,10 @@ fn a_condvar_reacquisition_is_a_timed_wait_where_klocks_runs_the_condvar() {
         .find(|o| o["type"] == "stack" && o["lock"] == timed["address"])
         .unwrap();
     assert_eq!(stack["frames"][0]["function"], "cond_waiter", "{stack}");
+    assert_eq!(
+        timed["longest_wait_at"]["function"], "cond_waiter",
+        "{timed}"
+    );
     let (untimed, _) = cond_lock("");
     assert!(
         untimed["holds"][0]["acquisitions"].as_u64().unwrap() >= 30,

@@ -226,7 +226,8 @@ pub(super) fn acquire(
             if result == 0 {
                 let waited = end.saturating_sub(start);
                 entry.stacks.record(stack.as_ref(), waited);
-                acquired(lock, slot, role, Some((waited, end)), site);
+                let caller = stack.map_or(site, |stack| stack.caller());
+                acquired(lock, slot, role, Some((waited, end)), caller);
             }
             result
         }

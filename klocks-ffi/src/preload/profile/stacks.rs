@@ -111,6 +111,14 @@ pub(super) struct Captured {
     hash: u64,
 }
 
+impl Captured {
+    /// Where the program called the lock (the site, or the first frame outside the
+    /// preload when the preload made the call).
+    pub(super) fn caller(&self) -> usize {
+        self.frames[0]
+    }
+}
+
 std::thread_local! {
     /// Whether this thread is walking its stack (a lock call made by the unwinder
     /// must not walk again).
