@@ -101,7 +101,7 @@ fn mutex_use(kind: Kind) -> &'static str {
 }
 
 /// A variable's value as a choice: blanks around it ignored, empty as unset.
-fn setting(value: Option<&str>) -> Option<&str> {
+pub(super) fn setting(value: Option<&str>) -> Option<&str> {
     value.map(str::trim).filter(|value| !value.is_empty())
 }
 
@@ -121,7 +121,7 @@ fn nearest(typed: &str, names: impl IntoIterator<Item = &'static str>) -> Option
 }
 
 /// `; did you mean `name`?`, or nothing when no name is close.
-fn did_you_mean(typed: &str, names: impl IntoIterator<Item = &'static str>) -> String {
+pub(super) fn did_you_mean(typed: &str, names: impl IntoIterator<Item = &'static str>) -> String {
     nearest(typed, names).map_or_else(String::new, |name| format!("; did you mean `{name}`?"))
 }
 

@@ -6,12 +6,14 @@
 //! that made threads wait longest ([`report`]): the global each lies in, if any, where
 //! it was initialised or first locked and where its longest wait was, its
 //! acquisitions, how many had to wait, the total and longest wait and hold, the
-//! read/write split of rwlocks, and a suggestion derived from that shape
-//! ([`advice`]), never the lock already in use. `KLOCKS_PROFILE=sigusr2` also prints it each
-//! time the process receives `SIGUSR2`; `KLOCKS_PROFILE_FILE` sends it to a file
-//! (appended to; `%p` becomes the process id), `KLOCKS_PROFILE_TOP` sets how many
-//! locks it lists (10), `KLOCKS_PROFILE_LOCKS` how many live locks it tracks at once
-//! (65,536).
+//! read/write split of rwlocks, the few call stacks at which threads waited longest
+//! ([`stacks`]), and a suggestion derived from that shape ([`advice`]), never the
+//! lock already in use. `KLOCKS_PROFILE=sigusr2` also prints it each time the process
+//! receives `SIGUSR2`; `KLOCKS_PROFILE_FILE` sends it to a file (appended to; `%p`
+//! becomes the process id), `KLOCKS_PROFILE_TOP` sets how many locks it lists (10),
+//! `KLOCKS_PROFILE_LOCKS` how many live locks it tracks at once (65,536),
+//! `KLOCKS_PROFILE_FORMAT` whether it is text, JSON lines or the folded stacks of
+//! flame-graph tools ([`format`]).
 //!
 //! # What a lock call costs
 //!
@@ -19,9 +21,9 @@
 //! counted as uncontended and costs a table lookup ([`table`]: a hash of the
 //! address, one load) and a counter update made while holding the lock (no locked
 //! instruction); one uncontended acquisition in [`SAMPLE_EVERY`] per thread also
-//! has its hold timed. If the try fails, the wait is timed with the clock
-//! ([`clock`]: the time-stamp counter where it is invariant), and so is the hold that
-//! follows. The report scales the sampled holds up to every acquisition, and says
+//! has its hold timed. If the try fails, the stack is walked (a few frames, without
+//! allocating: [`stacks`]), then the wait is timed with the clock ([`clock`]: the
+//! time-stamp counter where it is invariant), and so is the hold that follows. The report scales the sampled holds up to every acquisition, and says
 //! so. With the profile off, a lock call pays one load and branch: the profiled
 //! paths are out of line (`#[cold]`), so the unprofiled one keeps no stack frame.
 //!
@@ -36,7 +38,7 @@
 //! # Safe in any program
 //!
 //! - No lock call allocates (an allocator may take pthread locks): the table is an
-//!   array mapped at start (`KLOCKS_PROFILE_LOCKS` entries of 192 bytes, pages backed
+//!   array mapped at start (`KLOCKS_PROFILE_LOCKS` entries of 512 bytes, pages backed
 //!   as they are used), a lock it has no room for is counted, not profiled; the
 //!   per-thread record of held locks is a fixed array of 8, the oldest dropped when
 //!   full.
@@ -55,7 +57,9 @@
 
 mod advice;
 mod clock;
+mod format;
 mod report;
+mod stacks;
 mod table;
 
 use std::cell::Cell;
@@ -67,11 +71,12 @@ use std::sync::atomic::{
 
 use klocks_core::config::{
     parse_profile, parse_profile_locks, parse_profile_top, Profile, DEFAULT_PROFILE_LOCKS, LOCK,
-    PROFILE, PROFILE_FILE, PROFILE_LOCKS, PROFILE_TOP, RWLOCK,
+    PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_LOCKS, PROFILE_TOP, RWLOCK,
 };
 use libc::{EBUSY, ETIMEDOUT};
 
 use super::{config, say};
+use format::Format;
 pub(super) use table::Role;
 
 /// One uncontended acquisition in this many has its hold timed, per thread.
@@ -211,19 +216,18 @@ pub(super) fn acquire(
             0
         }
         EBUSY => {
+            // Walked before the wait is timed, so that the wait is the lock's alone.
+            let stack = stacks::capture(site);
             let start = clock::now();
             entry.start_waiting();
             let result = wait();
             let end = clock::now();
             entry.stop_waiting();
             if result == 0 {
-                acquired(
-                    lock,
-                    slot,
-                    role,
-                    Some((end.saturating_sub(start), end)),
-                    site,
-                );
+                let waited = end.saturating_sub(start);
+                entry.stacks.record(stack.as_ref(), waited);
+                let caller = stack.map_or(site, |stack| stack.caller());
+                acquired(lock, slot, role, Some((waited, end)), caller);
             }
             result
         }
@@ -321,6 +325,10 @@ pub(super) fn start() {
             DEFAULT_PROFILE_LOCKS
         }
     };
+    let format = Format::parse(config::var(PROFILE_FORMAT)).unwrap_or_else(|complaint| {
+        say(&complaint);
+        Format::Text
+    });
     if !table::allocate(locks) {
         return say(&format!(
             "could not map the profile's table of {locks} locks; no profile"
@@ -330,8 +338,9 @@ pub(super) fn start() {
         lock: config::var(LOCK),
         rwlock: config::var(RWLOCK),
     };
-    report::configure(top, config::var(PROFILE_FILE), in_use);
+    report::configure(top, config::var(PROFILE_FILE), in_use, format);
     clock::start();
+    stacks::find_own_code();
     extern "C" fn in_child() {
         table::restart_counts();
         clock::restart();

@@ -86,6 +86,9 @@ pub const PROFILE_FILE: Var = Var(c"KLOCKS_PROFILE_FILE");
 /// How many locks the contention profile lists: `1..=`[`MAX_PROFILE_TOP`]. Read with
 /// [`parse_profile_top`].
 pub const PROFILE_TOP: Var = Var(c"KLOCKS_PROFILE_TOP");
+/// How the contention profile is written: `text`, `json` or `folded` (flame-graph
+/// tools' folded stacks); unset, `text`.
+pub const PROFILE_FORMAT: Var = Var(c"KLOCKS_PROFILE_FORMAT");
 /// The most locks a profile lists.
 pub const MAX_PROFILE_TOP: usize = 100;
 /// How many live locks the contention profile's table holds at once:
@@ -94,7 +97,8 @@ pub const MAX_PROFILE_TOP: usize = 100;
 pub const PROFILE_LOCKS: Var = Var(c"KLOCKS_PROFILE_LOCKS");
 /// The profile table's size unless [`PROFILE_LOCKS`] says.
 pub const DEFAULT_PROFILE_LOCKS: usize = 1 << 16;
-/// The largest profile table (192 bytes a lock: 3 GiB reserved).
+/// The largest profile table (512 bytes a lock: 8 GiB of address space reserved,
+/// backed only as used).
 pub const MAX_PROFILE_LOCKS: usize = 1 << 24;
 
 /// When the preload prints its contention profile ([`PROFILE`]).

@@ -2,23 +2,33 @@
 //! locks, then the locks that made threads wait longest, one row each (two for an
 //! rwlock: its reads and its writes) and a line naming where it comes from, the sites
 //! whose locks waited longest (destroyed locks included), then a suggestion per lock
-//! (none when locks cost a negligible share). Every line is wrapped at [`COLUMNS`].
+//! (none when locks cost a negligible share). Every line is wrapped at 120 columns
+//! ([`out`]).
 //!
 //! Written without allocating, from fixed buffers, with the raw `write` system call,
 //! so that a `SIGUSR2` handler may print it; only resolving sites to files and lines
 //! allocates, which the report at exit does and the signal's does not.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, CStr};
 use std::fmt::{self, Write};
 use std::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicU64, AtomicUsize,
+    AtomicBool, AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
 };
 use std::sync::OnceLock;
 
-use klocks_core::config::{MAX_PROFILE_TOP, PROFILE_FILE};
+use klocks_core::config::MAX_PROFILE_TOP;
+
+mod folded;
+mod json;
+mod out;
+mod points;
+mod symbols;
+
+use out::{Buffer, Out};
 
 use super::advice::{advise, InUse, Shape};
+use super::format::Format;
 use super::table::sites::{self, Site};
 use super::table::{self, Counters, Entry, Seen};
 use super::{clock, SAMPLE_EVERY};
@@ -27,72 +37,29 @@ use super::{clock, SAMPLE_EVERY};
 pub(in crate::preload) const DEFAULT_TOP: usize = 10;
 
 static TOP: AtomicUsize = AtomicUsize::new(DEFAULT_TOP);
+/// How the report is written (`KLOCKS_PROFILE_FORMAT`).
+static FORMAT: OnceLock<Format> = OnceLock::new();
 /// The locks the program runs under (`KLOCKS_LOCK`, `KLOCKS_RWLOCK`).
 static IN_USE: OnceLock<InUse> = OnceLock::new();
-/// The widest line the report writes; a longer one is wrapped at spaces, its
-/// continuation indented by [`INDENT`].
-const COLUMNS: usize = 120;
-const INDENT: usize = 7;
 /// Below this share of the threads' time spent waiting for locks, the report gives
 /// no remedy: no lock would win back more.
 const NEGLIGIBLE_SHARE: f64 = 0.01;
-static FILE: OnceLock<String> = OnceLock::new();
 static CPUS: AtomicUsize = AtomicUsize::new(1);
-/// A copy of stderr made at start (programs such as coreutils close fd 2 at exit,
-/// before the report), -1 if none; and the file it refers to, to check that it was
-/// not closed and the number reused for another file since.
-static STDERR_COPY: AtomicI32 = AtomicI32::new(-1);
-static STDERR_FILE: AtomicU64 = AtomicU64::new(0);
-/// Where the copy is made: above the descriptors programs use by number.
-const STDERR_COPY_FROM: c_int = 100;
 /// Whether a report is being written (a second one, from a signal, is skipped).
 static WRITING: AtomicBool = AtomicBool::new(false);
 
-/// Sets the report's length and destination (`None`: stderr), and the locks in use.
-pub(super) fn configure(top: usize, file: Option<&str>, in_use: InUse) {
+/// Sets the report's length, destination (`None`: stderr) and format, and the locks
+/// in use.
+pub(super) fn configure(top: usize, file: Option<&str>, in_use: InUse, format: Format) {
     let _ = IN_USE.set(in_use);
+    let _ = FORMAT.set(format);
     // Relaxed: set before the profile is switched on, whose Release publishes them.
     TOP.store(top.min(MAX_PROFILE_TOP), Relaxed);
     CPUS.store(
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         Relaxed,
     );
-    if let Some(file) = file {
-        let _ = FILE.set(file.to_owned());
-    }
-    // SAFETY: duplicates fd 2 (if open) to a new close-on-exec descriptor.
-    let copy = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, STDERR_COPY_FROM) };
-    if let Some(id) = file_id(copy) {
-        // Relaxed: as above, published by the profile's switch.
-        STDERR_FILE.store(id, Relaxed);
-        STDERR_COPY.store(copy, Relaxed);
-    }
-}
-
-/// A number that names the open file behind `fd` (its device and inode), if open.
-fn file_id(fd: c_int) -> Option<u64> {
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: a zeroed stat is valid to write; fstat is async-signal-safe.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::fstat(fd, &mut stat) } != 0 {
-        return None;
-    }
-    Some((stat.st_dev as u64).rotate_left(32) ^ stat.st_ino as u64)
-}
-
-/// Where "stderr" is at report time: the copy made at start if it still names the
-/// same file, else fd 2.
-fn stderr() -> c_int {
-    // Relaxed: see `configure`.
-    let copy = STDERR_COPY.load(Relaxed);
-    if copy >= 0 && file_id(copy) == Some(STDERR_FILE.load(Relaxed)) {
-        copy
-    } else {
-        2
-    }
+    out::set_destination(file);
 }
 
 /// How sites are printed.
@@ -152,218 +119,6 @@ impl fmt::Display for Time {
         let mut buffer = Buffer::<24>::new();
         let _ = write!(buffer, "{value:.precision$} {unit}");
         f.pad(buffer.as_str())
-    }
-}
-
-/// A fixed buffer that formats without allocating (what does not fit is cut).
-#[derive(Clone, Copy)]
-struct Buffer<const N: usize> {
-    bytes: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> Buffer<N> {
-    fn new() -> Self {
-        Buffer {
-            bytes: [0; N],
-            len: 0,
-        }
-    }
-
-    fn as_str(&self) -> &str {
-        // Cut at a character boundary by `write_str`.
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
-    }
-}
-
-impl<const N: usize> Write for Buffer<N> {
-    fn write_str(&mut self, text: &str) -> fmt::Result {
-        let mut take = text.len().min(N - self.len);
-        while !text.is_char_boundary(take) {
-            take -= 1;
-        }
-        self.bytes[self.len..self.len + take].copy_from_slice(&text.as_bytes()[..take]);
-        self.len += take;
-        Ok(())
-    }
-}
-
-/// Where the report goes: a file descriptor, written a buffer at a time, each line
-/// wrapped at [`COLUMNS`] as it ends.
-struct Out {
-    fd: c_int,
-    owned: bool,
-    buffer: Buffer<4096>,
-    line: Buffer<2048>,
-}
-
-impl Out {
-    /// `KLOCKS_PROFILE_FILE` (appended to, `%p` replaced by the process id), or
-    /// stderr if unset or if it cannot be opened (said on stderr).
-    fn open() -> Out {
-        let stderr = Out {
-            fd: stderr(),
-            owned: false,
-            buffer: Buffer::new(),
-            line: Buffer::new(),
-        };
-        let Some(template) = FILE.get() else {
-            return stderr;
-        };
-        let mut path = Buffer::<4096>::new();
-        let mut parts = template.split("%p");
-        let _ = path.write_str(parts.next().unwrap_or(""));
-        for part in parts {
-            // SAFETY: no preconditions.
-            let _ = write!(path, "{}{part}", unsafe { libc::getpid() });
-        }
-        if path.len == path.bytes.len() {
-            return stderr.complain(template, "too long");
-        }
-        path.bytes[path.len] = 0;
-        // SAFETY: a NUL-terminated path in a live buffer; the raw system call (not a
-        // cancellation point, and async-signal-safe).
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat,
-                libc::AT_FDCWD,
-                path.bytes.as_ptr(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-                0o644,
-            )
-        };
-        if fd < 0 {
-            // SAFETY: the calling thread's errno.
-            let errno = unsafe { *libc::__errno_location() };
-            let mut why = Buffer::<64>::new();
-            let _ = write!(why, "errno {errno}");
-            return stderr.complain(path.as_str(), why.as_str());
-        }
-        Out {
-            fd: fd as c_int,
-            owned: true,
-            buffer: Buffer::new(),
-            line: Buffer::new(),
-        }
-    }
-
-    fn complain(mut self, path: &str, why: &str) -> Out {
-        let _ = writeln!(
-            self,
-            "klocks: cannot open {PROFILE_FILE}={path:?} ({why}); the profile follows on stderr"
-        );
-        self
-    }
-
-    fn flush(&mut self) {
-        let mut done = 0;
-        while done < self.buffer.len {
-            let rest = &self.buffer.bytes[done..self.buffer.len];
-            // SAFETY: writes bytes of a live buffer; the raw system call (see `say`).
-            let wrote =
-                unsafe { libc::syscall(libc::SYS_write, self.fd, rest.as_ptr(), rest.len()) };
-            if wrote <= 0 {
-                break;
-            }
-            done += wrote as usize;
-        }
-        self.buffer.len = 0;
-    }
-}
-
-impl Out {
-    /// Writes `text` to the descriptor's buffer as it is.
-    fn emit(&mut self, mut text: &str) {
-        while !text.is_empty() {
-            if self.buffer.len == self.buffer.bytes.len() {
-                self.flush();
-            }
-            let before = self.buffer.len;
-            let _ = self.buffer.write_str(text);
-            text = &text[self.buffer.len - before..];
-        }
-    }
-
-    /// Writes the line gathered so far, wrapped at spaces to [`COLUMNS`] (a word
-    /// longer than a line stays whole).
-    fn end_line(&mut self) {
-        let line = self.line;
-        self.line.len = 0;
-        let mut rest = line.as_str();
-        let mut room = COLUMNS;
-        while rest.chars().count() > room {
-            let limit = rest
-                .char_indices()
-                .nth(room)
-                .map_or(rest.len(), |(at, _)| at);
-            let lead = rest.len() - rest.trim_start().len();
-            let cut = if rest[limit..].starts_with(' ') {
-                Some(limit)
-            } else {
-                rest[..limit].rfind(' ').filter(|&at| at > lead)
-            };
-            let Some(cut) = cut.or_else(|| rest[limit..].find(' ').map(|at| at + limit)) else {
-                break;
-            };
-            self.emit(rest[..cut].trim_end());
-            self.emit("\n");
-            self.emit(&"        "[..INDENT]);
-            rest = rest[cut..].trim_start();
-            room = COLUMNS - INDENT;
-        }
-        self.emit(rest);
-        self.emit("\n");
-    }
-}
-
-impl Write for Out {
-    fn write_str(&mut self, text: &str) -> fmt::Result {
-        let mut lines = text.split('\n');
-        let mut part = lines.next().unwrap_or("");
-        for next in lines {
-            self.push(part);
-            self.end_line();
-            part = next;
-        }
-        self.push(part);
-        Ok(())
-    }
-}
-
-impl Out {
-    /// Adds to the current line; a line longer than its buffer is written out in parts.
-    fn push(&mut self, mut text: &str) {
-        while !text.is_empty() {
-            if self.line.len == self.line.bytes.len() {
-                let line = self.line;
-                self.line.len = 0;
-                self.emit(line.as_str());
-            }
-            let before = self.line.len;
-            let _ = self.line.write_str(text);
-            let taken = self.line.len - before;
-            if taken == 0 {
-                // A character cut at the buffer's end: start a fresh buffer.
-                let line = self.line;
-                self.line.len = 0;
-                self.emit(line.as_str());
-                continue;
-            }
-            text = &text[taken..];
-        }
-    }
-}
-
-impl Drop for Out {
-    fn drop(&mut self) {
-        if self.line.len > 0 {
-            self.end_line();
-        }
-        self.flush();
-        if self.owned {
-            // SAFETY: our descriptor, closed once.
-            unsafe { libc::syscall(libc::SYS_close, self.fd) };
-        }
     }
 }
 
@@ -532,33 +287,96 @@ pub(super) fn print(sites: Sites) {
     WRITING.store(false, Release);
 }
 
+/// What every format reports: the run's totals and the locks listed.
+struct Summary {
+    ns_per_tick: f64,
+    /// Nanoseconds since the profile started.
+    elapsed: u64,
+    top: usize,
+    cpus: usize,
+    in_use: InUse,
+    /// All locks' wait, destroyed ones included, in ticks.
+    all_wait: u64,
+    rows: Top<Row, MAX_PROFILE_TOP>,
+    /// How many live locks were acquired at all.
+    seen: usize,
+    /// The process's CPU time, in nanoseconds.
+    cpu_ns: f64,
+    /// The share of the threads' time spent waiting for locks.
+    share: f64,
+    untracked: u64,
+}
+
+impl Summary {
+    fn take() -> Summary {
+        let (ns_per_tick, elapsed) = clock::ns_per_tick();
+        // Relaxed: see `configure`.
+        let top = TOP.load(Relaxed);
+        let all_wait = tally_sites();
+        let (rows, seen) = ranked(top);
+        let wait_ns = all_wait as f64 * ns_per_tick;
+        let cpu_ns = cpu_ns();
+        Summary {
+            ns_per_tick,
+            elapsed,
+            top,
+            // Relaxed: see `configure`.
+            cpus: CPUS.load(Relaxed),
+            in_use: IN_USE.get().copied().unwrap_or_default(),
+            all_wait,
+            rows,
+            seen,
+            cpu_ns,
+            share: wait_ns / (wait_ns + cpu_ns).max(1.0),
+            // Relaxed: a count for the report, ordered with nothing.
+            untracked: table::UNTRACKED.load(Relaxed),
+        }
+    }
+
+    fn ns(&self, ticks: u64) -> f64 {
+        ticks as f64 * self.ns_per_tick
+    }
+}
+
 fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
-    let (ns_per_tick, elapsed) = clock::ns_per_tick();
-    let ns = |ticks: u64| ticks as f64 * ns_per_tick;
-    // Relaxed: see `configure`.
-    let top = TOP.load(Relaxed);
-    let cpus = CPUS.load(Relaxed);
-    let in_use = IN_USE.get().copied().unwrap_or_default();
-    let all_wait = tally_sites();
-    let (rows, seen) = ranked(top);
-    let listed = rows.iter().count();
+    let summary = Summary::take();
+    match FORMAT.get().copied().unwrap_or(Format::Text) {
+        Format::Text => write_text(out, &summary, sites),
+        Format::Json => {
+            out.columns = usize::MAX;
+            json::write(out, &summary, sites)
+        }
+        Format::Folded => {
+            out.columns = usize::MAX;
+            folded::write(out, &summary, sites)
+        }
+    }
+}
+
+fn write_text(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
+    let ns = |ticks: u64| summary.ns(ticks);
+    let Summary {
+        all_wait,
+        share,
+        cpus,
+        top,
+        ..
+    } = *summary;
+    let rows = &summary.rows;
     // SAFETY: no preconditions.
     let pid = unsafe { libc::getpid() };
     writeln!(
         out,
         "klocks profile of pid {pid} ({}), {} on {cpus} CPUs",
         program(),
-        Time(elapsed as f64),
+        Time(summary.elapsed as f64),
     )?;
-    let wait_ns = ns(all_wait);
-    let cpu = cpu_ns();
-    let share = wait_ns / (wait_ns + cpu).max(1.0);
     writeln!(
         out,
         "threads spent {:.2}% of their time waiting for locks: {} waiting, {} on CPU",
         100.0 * share,
-        Time(wait_ns),
-        Time(cpu),
+        Time(ns(all_wait)),
+        Time(summary.cpu_ns),
     )?;
     if share < NEGLIGIBLE_SHARE {
         writeln!(
@@ -568,7 +386,9 @@ fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
     }
     writeln!(
         out,
-        "the {listed} of {seen} live tracked locks that made threads wait longest (share: of all locks' wait):"
+        "the {} of {} live tracked locks that made threads wait longest (share: of all locks' wait):",
+        rows.iter().count(),
+        summary.seen,
     )?;
     writeln!(
         out,
@@ -592,12 +412,11 @@ fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
         out,
         "holds: every contended acquisition's is timed, and 1 in {SAMPLE_EVERY} of the others' (hold mean and max are over those)"
     )?;
-    // Relaxed: counts for the report, ordered with nothing.
-    let untracked = table::UNTRACKED.load(Relaxed);
-    if untracked > 0 {
+    if summary.untracked > 0 {
         writeln!(
             out,
-            "not tracked: {untracked} acquisitions of locks the table (of {} live locks) had no room for; KLOCKS_PROFILE_LOCKS sets its size",
+            "not tracked: {} acquisitions of locks the table (of {} live locks) had no room for; KLOCKS_PROFILE_LOCKS sets its size",
+            summary.untracked,
             table::slots()
         )?;
     }
@@ -622,15 +441,20 @@ fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
             } else {
                 // Relaxed: a snapshot for the report.
                 let is_init = site.site.is_init.load(Relaxed);
-                write_site(out, site.site.address(), is_init, sites)?;
+                symbols::write_site(out, site.site.address(), is_init, sites)?;
             }
             writeln!(out)?;
+            points::write(out, &site.site.stacks, ns, sites)?;
         }
     }
     if share >= NEGLIGIBLE_SHARE {
         for (rank, row) in rows.iter().enumerate() {
             write!(out, "{:>3}  ", rank + 1)?;
-            advise(&shape(row.seen.entry, ns_per_tick, cpus), in_use, out)?;
+            advise(
+                &shape(row.seen.entry, summary.ns_per_tick, cpus),
+                summary.in_use,
+                out,
+            )?;
             writeln!(out)?;
         }
     }
@@ -702,12 +526,12 @@ fn write_lock(
         writeln!(out)?;
     }
     out.write_str("     ")?;
-    if sites == Sites::Resolved && write_data_symbol(out, lock.address)? {
+    if sites == Sites::Resolved && symbols::write_data_symbol(out, lock.address)? {
         out.write_str(", ")?;
     }
     // Relaxed: as above.
     let site = entry.site.load(Relaxed);
-    write_site(out, site, entry.site_is_init.load(Relaxed), sites)?;
+    symbols::write_site(out, site, entry.site_is_init.load(Relaxed), sites)?;
     let get = |counter| Counters::get(counter);
     let longest = if get(&entry.shared.wait_max) > get(&entry.exclusive.wait_max) {
         &entry.shared
@@ -718,9 +542,10 @@ fn write_lock(
     let wait_site = longest.wait_site.load(Relaxed);
     if wait_site != 0 {
         out.write_str("; longest wait at ")?;
-        write_code(out, wait_site, sites)?;
+        symbols::write_code(out, wait_site, sites)?;
     }
-    writeln!(out)
+    writeln!(out)?;
+    points::write(out, &entry.stacks, ns, sites)
 }
 
 /// The measured shape of a lock, for [`advise`].
@@ -754,140 +579,4 @@ fn program() -> &'static str {
     unsafe { CStr::from_ptr(program_invocation_short_name) }
         .to_str()
         .unwrap_or("?")
-}
-
-/// Prints where a lock was initialised (`is_init`) or first locked.
-fn write_site(out: &mut Out, site: usize, is_init: bool, sites: Sites) -> fmt::Result {
-    if site == 0 {
-        return out.write_str("(site unknown)");
-    }
-    let how = if is_init {
-        "initialised at"
-    } else {
-        "first locked at"
-    };
-    write!(out, "{how} ")?;
-    write_code(out, site, sites)
-}
-
-/// Prints the place in the code a call returns to: file and line, or module, offset
-/// and function; the bare address if `sites` is [`Sites::Raw`].
-fn write_code(out: &mut Out, site: usize, sites: Sites) -> fmt::Result {
-    if sites == Sites::Raw {
-        return write!(out, "{site:#x}");
-    }
-    // The call instruction is just before the return address.
-    let call = (site - 1) as *mut c_void;
-    let mut found = false;
-    let mut result = Ok(());
-    backtrace::resolve(call, |symbol| {
-        if found {
-            return;
-        }
-        if let (Some(file), Some(line)) = (symbol.filename(), symbol.lineno()) {
-            found = true;
-            let name = file
-                .file_name()
-                .map_or(file.as_os_str(), |n| n)
-                .to_string_lossy();
-            result = write!(out, "{name}:{line}");
-            if let Some(function) = symbol.name() {
-                result = result.and_then(|()| write!(out, " ({function:#})"));
-            }
-        }
-    });
-    if found {
-        return result;
-    }
-    // No line information: the symbol table's name of the function, if any (a
-    // program's own functions are not in the dynamic symbols `dladdr` reads unless it
-    // was linked with `-rdynamic`).
-    let mut function = Buffer::<256>::new();
-    backtrace::resolve(call, |symbol| {
-        if function.len == 0 {
-            if let Some(name) = symbol.name() {
-                let _ = write!(function, "{name:#}");
-            }
-        }
-    });
-    write_module_offset(out, site, function.as_str())
-}
-
-/// Names the lock at `lock` by the data symbol it lies in (a global or static lock,
-/// or one inside a global array or structure), as `lock name[+offset]`; `false` if
-/// none (a lock on the heap or a stack).
-fn write_data_symbol(out: &mut Out, lock: usize) -> Result<bool, fmt::Error> {
-    let Some((name, offset)) = data_symbol(lock) else {
-        return Ok(false);
-    };
-    write!(out, "lock {name}")?;
-    if offset != 0 {
-        write!(out, "+{offset:#x}")?;
-    }
-    Ok(true)
-}
-
-/// The data symbol that holds `address`, and the offset into it, read from the
-/// symbol table of the module the address lies in (`.symtab`, else `.dynsym`): a
-/// program's own variables are in no table the dynamic loader reads unless it was
-/// linked with `-rdynamic`, and the debug information, when there is some, names
-/// functions and lines, not variables. Allocates (it reads the module's file).
-fn data_symbol(address: usize) -> Option<(String, usize)> {
-    use object::{Object, ObjectKind, ObjectSymbol, SymbolKind};
-    // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::dladdr(address as *const c_void, &mut info) } == 0 || info.dli_fname.is_null()
-    {
-        return None;
-    }
-    // SAFETY: dladdr's strings are NUL-terminated and live while the object is loaded.
-    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_str().ok()?;
-    // The main program's name is empty in the loader's list.
-    let path = if path.is_empty() {
-        "/proc/self/exe"
-    } else {
-        path
-    };
-    let bytes = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*bytes).ok()?;
-    // A position-independent module's symbols are relative to where it was loaded.
-    let bias = match file.kind() {
-        ObjectKind::Dynamic => info.dli_fbase as usize,
-        _ => 0,
-    };
-    let at = address.wrapping_sub(bias) as u64;
-    let found = file
-        .symbols()
-        .chain(file.dynamic_symbols())
-        .find(|symbol| {
-            symbol.kind() == SymbolKind::Data
-                && symbol.address() <= at
-                && at < symbol.address() + symbol.size().max(1)
-        })?;
-    let name = found.name().ok()?;
-    Some((name.to_owned(), (at - found.address()) as usize))
-}
-
-/// `module+offset (symbol)`, for a site without debug information: `function` from the
-/// symbol table if found, else the dynamic symbol `dladdr` finds.
-fn write_module_offset(out: &mut Out, site: usize, function: &str) -> fmt::Result {
-    // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::dladdr(site as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
-        return write!(out, "{site:#x}");
-    }
-    // SAFETY: dladdr's strings are NUL-terminated and live while the object is loaded.
-    let module = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
-    let module = module.rsplit('/').next().unwrap_or("?");
-    write!(out, "{module}+{:#x}", site - info.dli_fbase as usize)?;
-    if !function.is_empty() {
-        write!(out, " ({function})")?;
-    } else if !info.dli_sname.is_null() {
-        // SAFETY: as above.
-        let symbol = unsafe { CStr::from_ptr(info.dli_sname) }.to_string_lossy();
-        write!(out, " ({symbol})")?;
-    }
-    Ok(())
 }

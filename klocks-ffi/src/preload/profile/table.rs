@@ -15,6 +15,7 @@
 
 pub(super) mod sites;
 
+use super::stacks::Stacks;
 use std::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
     Ordering::{AcqRel, Acquire, Relaxed, Release},
@@ -35,7 +36,7 @@ static SLOTS: AtomicUsize = AtomicUsize::new(0);
 
 /// Maps a table of `slots` entries (a power of two), from the library's constructor,
 /// before the profile is switched on. The mapping reserves address space only: a page
-/// is backed when an entry on it is first used, so memory is at most `slots` × 192
+/// is backed when an entry on it is first used, so memory is at most `slots` × 512
 /// bytes however many locks the program makes. `false` if it could not be mapped.
 pub(super) fn allocate(slots: usize) -> bool {
     let bytes = slots * size_of::<Entry>();
@@ -112,6 +113,8 @@ pub(super) struct Entry {
     pub(super) exclusive: Counters,
     /// Read holds.
     pub(super) shared: Counters,
+    /// Where threads waited for it (its contention points).
+    pub(super) stacks: Stacks,
 }
 
 /// The counters of one kind of hold. Times are in clock ticks (see `clock`).
@@ -235,6 +238,7 @@ impl Entry {
         self.shared.wait_site.store(0, Relaxed);
         self.waiting.store(0, Relaxed);
         self.peak_waiting.store(0, Relaxed);
+        self.stacks.clear();
     }
 
     fn clear(&self) {
@@ -380,3 +384,7 @@ pub(super) fn restart_counts() {
 pub(super) fn at(slot: u32) -> &'static Entry {
     &entries()[slot as usize]
 }
+
+// The sizes the docs and the memory test state.
+const _: () = assert!(size_of::<Entry>() == 512);
+const _: () = assert!(size_of::<sites::Site>() == 424);

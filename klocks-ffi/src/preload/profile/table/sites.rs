@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
+use super::super::stacks::Stacks;
 use super::{Counters, Entry};
 
 /// How many sites the table tells apart.
@@ -33,6 +34,8 @@ pub(in crate::preload::profile) struct Site {
     pub(in crate::preload::profile) live_acquisitions: AtomicU64,
     pub(in crate::preload::profile) live_contended: AtomicU64,
     pub(in crate::preload::profile) live_wait: AtomicU64,
+    /// Where threads waited for its destroyed locks.
+    pub(in crate::preload::profile) stacks: Stacks,
 }
 
 impl Site {
@@ -49,6 +52,7 @@ impl Site {
             live_acquisitions: AtomicU64::new(0),
             live_contended: AtomicU64::new(0),
             live_wait: AtomicU64::new(0),
+            stacks: Stacks::new(),
         }
     }
 
@@ -146,6 +150,7 @@ pub(super) fn fold(entry: &Entry) {
         get(&ex.contended) + get(&sh.contended),
         get(&ex.wait_total).saturating_add(get(&sh.wait_total)),
     );
+    site.stacks.merge(&entry.stacks);
 }
 
 /// The report's tally of live locks: cleared, then each live lock added.
@@ -188,5 +193,6 @@ pub(in crate::preload::profile) fn is_other(site: &Site) -> bool {
 pub(super) fn restart_counts() {
     for site in TABLE.iter().chain([&OTHER]) {
         site.clear(false);
+        site.stacks.clear();
     }
 }
