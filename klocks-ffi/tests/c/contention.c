@@ -1,12 +1,13 @@
 /* Three hot locks of known waits, each waited for on a known call path, for the
  * contention profile's stacks (tests/profile.rs):
  *
- *   global_lock   a global:             WAITS waits of 4 ms, in serve_global()
- *   heap->lock    on the heap:          WAITS waits of 2 ms, in serve_heap()
+ *   global_lock   a global:             WAITS waits of 9 ms, in serve_global()
+ *   heap->lock    on the heap:          WAITS waits of 3 ms, in serve_heap()
  *   request locks one per request,      WAITS requests, each lock made, waited for
  *                 made and destroyed:   once for 1 ms in serve_request(), destroyed
  *
- * so by total wait: global (80 ms) > heap (40 ms) > the request site (20 ms). The main
+ * so by total wait: global (180 ms) > heap (60 ms) > the request site (20 ms): each a
+ * few ms a wait apart, which scheduling delays on a loaded machine do not undo. The main
  * thread holds each lock until the waiter thread sleeps on it (glibc's word says so),
  * then holds on for the stated time, so every wait is one and about that long. The
  * waiter measures its own waits and prints their totals (`measured global NS`, ...),
@@ -199,8 +200,8 @@ int main(int argc, char **argv) {
     pthread_t thread;
     if (pthread_create(&thread, NULL, waiter, NULL) != 0) return 2;
     long turn = 0;
-    for (int i = 0; i < WAITS; i++) hand_over(&global_lock, ++turn, 4);
-    for (int i = 0; i < WAITS; i++) hand_over(&heap->lock, ++turn, 2);
+    for (int i = 0; i < WAITS; i++) hand_over(&global_lock, ++turn, 9);
+    for (int i = 0; i < WAITS; i++) hand_over(&heap->lock, ++turn, 3);
     for (int i = 0; i < WAITS; i++) {
         struct request *r = malloc(sizeof *r);
         if (!r) return 2;
