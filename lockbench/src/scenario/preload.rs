@@ -372,31 +372,41 @@ fn measure_pairs(args: &PairsArgs) -> Result<f64, Error> {
 fn one_thread(pairs: u64, unlocked: bool) -> Result<(), String> {
     let mutex = MUTEX.0.get();
     for _ in 0..pairs {
-        if !unlocked {
-            // SAFETY: `mutex` is an initialised pthread mutex that lives for the whole
-            // process, and this thread does not hold it (it unlocked it last pass).
-            let err = unsafe { libc::pthread_mutex_lock(mutex) };
-            if err != 0 {
-                return Err(format!("pthread_mutex_lock returned {err}"));
-            }
+        if unlocked {
+            bump_with_a_gap();
+            continue;
+        }
+        // SAFETY: `mutex` is an initialised pthread mutex that lives for the whole
+        // process, and this thread does not hold it (it unlocked it last pass).
+        let err = unsafe { libc::pthread_mutex_lock(mutex) };
+        if err != 0 {
+            return Err(format!("pthread_mutex_lock returned {err}"));
         }
         // Relaxed: the mutex orders the increments (its lock acquires, its unlock
-        // releases). A load and a store, not an atomic add, so that without the lock
-        // (--unlocked) increments are lost as with a plain `counter += 1`.
+        // releases).
         COUNTER.store(COUNTER.load(Relaxed) + 1, Relaxed);
-        if unlocked {
-            // Without the calls between them, the compiler may fold the whole loop's
-            // increments into one store, and nothing would race.
-            compiler_fence(SeqCst);
-        } else {
-            // SAFETY: this thread locked `mutex` above and holds it.
-            let err = unsafe { libc::pthread_mutex_unlock(mutex) };
-            if err != 0 {
-                return Err(format!("pthread_mutex_unlock returned {err}"));
-            }
+        // SAFETY: this thread locked `mutex` above and holds it.
+        let err = unsafe { libc::pthread_mutex_unlock(mutex) };
+        if err != 0 {
+            return Err(format!("pthread_mutex_unlock returned {err}"));
         }
     }
     Ok(())
+}
+
+/// `--unlocked`'s increment: a load and a store with a gap between them, so that the
+/// other threads' increments in that gap are overwritten, even where the two CPUs
+/// take turns rather than run at once (a single read-modify-write instruction is
+/// never cut by a preemption).
+fn bump_with_a_gap() {
+    // Relaxed: nothing orders these, which is the point: updates get lost.
+    let seen = COUNTER.load(Relaxed);
+    for _ in 0..4 {
+        std::hint::spin_loop();
+    }
+    // Keeps the compiler from folding the loop's increments into one store.
+    compiler_fence(SeqCst);
+    COUNTER.store(seen + 1, Relaxed);
 }
 
 /// Under LD_PRELOAD, refuses to run when pthread_mutex_lock or _unlock resolve
