@@ -236,9 +236,10 @@ impl Config {
         })
     }
 
-    /// A command of lockbench's own, run as `app --output-varies --metric METRIC`
-    /// runs a program, for the scenario `scenario` with `threads` threads: `variants`
-    /// (the baseline, [`Variant::Glibc`], first), under `preload`, each `runs` times.
+    /// A command of lockbench's own, run the way `app --output-varies --metric METRIC`
+    /// runs a program, its cells named after `scenario` and `threads`: each of
+    /// `variants` (the baseline, [`Variant::Glibc`], first) with the library `preload`,
+    /// `runs` rounds.
     #[allow(clippy::too_many_arguments)]
     pub fn builtin(
         scenario: &'static str,
