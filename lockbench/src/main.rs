@@ -27,7 +27,7 @@ use crate::report::{Cell, Progress};
 use crate::results::RunFile;
 use crate::rwlocks::RwLockName;
 use crate::scenario::{
-    c2c, false_sharing, loop_, overcommit, torture, uncontended, Measure, Scenario, Takes,
+    c2c, false_sharing, loop_, overcommit, preload, torture, uncontended, Measure, Scenario, Takes,
 };
 
 /// The help's list of locks, from the catalog and the peers' tables.
@@ -86,8 +86,10 @@ be written), 2 usage error.";
 /// designs in userspace) next to std, parking_lot, glibc and spin.
 ///
 /// Without a subcommand, runs the default suite (about a minute and a half on a 2-CPU
-/// machine): c2c, uncontended, loop (seeds 000 and 003), false-sharing (seed 002) and
-/// overcommit (seed 003), printing every table that fits in 120 columns, a summary of
+/// machine): c2c, uncontended, preload (the LD_PRELOAD interposer's pthread mutex
+/// against glibc's, skipped with a line saying how to build libklocks.so when it is
+/// missing), loop (seeds 000 and 003), false-sharing (seed 002) and overcommit (seed
+/// 003), printing every table that fits in 120 columns, a summary of
 /// klocks::Mutex against its peers with a verdict per cell, and writing the charts to
 /// lockbench-report/index.html (--report DIR elsewhere). Every cell is repeated --runs times
 /// and reported as the median with [min–max]; a loop cell whose run hits its time
@@ -163,8 +165,8 @@ struct GlobalArgs {
     /// Count klocks' slow-path events (lock_slowpath, queued, sleep, wake, steal,
     /// spin_failed, handoff, ...) per cell of klocks' locks, print them after each
     /// scenario's tables and store them in --json. Needs a build with the counters:
-    /// `cargo run --release -p lockbench --features stats -- ...` (not app, whose
-    /// locks run in the preloaded library)
+    /// `cargo run --release -p lockbench --features stats -- ...` (not app or preload,
+    /// whose locks run in the preloaded library)
     #[arg(long, global = true)]
     stats: bool,
 
@@ -206,8 +208,8 @@ enum Command {
 
     Torture(torture::Args),
 
-    /// The default suite: c2c, uncontended, loop, false-sharing, overcommit (about a
-    /// minute and a half)
+    /// The default suite: c2c, uncontended, preload, loop, false-sharing, overcommit
+    /// (about a minute and a half)
     ///
     /// What lockbench runs without a subcommand: every scenario with its defaults,
     /// except loop with a 1 s cap, false-sharing with 250 ms runs and overcommit on a
@@ -226,6 +228,10 @@ enum Command {
     /// processes)
     #[command(name = windowed::CELL_COMMAND, hide = true)]
     WindowCell(windowed::CellArgs),
+
+    /// Runs preload's child: threads × pairs of pthread_mutex_lock/unlock
+    #[command(name = preload::PAIRS_COMMAND, hide = true)]
+    PthreadPairs(preload::PairsArgs),
 }
 
 /// The scenarios of a measuring command (not the hidden cell subcommand, which
@@ -235,6 +241,7 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Box<dyn Scenario>> {
         None | Some(Command::Suite) => vec![
             Box::new(c2c::Config::new(&Default::default(), common)),
             Box::new(uncontended::Config::new(&Default::default(), common)),
+            Box::new(preload::Config::suite(common)),
             Box::new(loop_::Config::suite(common)),
             Box::new(false_sharing::Config::suite(common)),
             Box::new(overcommit::Config::suite(common)),
@@ -248,7 +255,7 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Box<dyn Scenario>> {
         Some(Command::Torture(_) | Command::Report(_) | Command::Compare(_)) => {
             unreachable!("`main` runs the commands that measure nothing before planning")
         }
-        Some(Command::WindowCell(_)) => Vec::new(),
+        Some(Command::WindowCell(_) | Command::PthreadPairs(_)) => Vec::new(),
     }
 }
 
@@ -397,12 +404,16 @@ fn check_lock_kinds(cli: &Cli) {
         _ => Takes::Mutexes,
     };
     let reader_writer = takes == Takes::RwLocks;
-    let app = matches!(cli.command, Some(Command::Measure(Measure::App(_))));
+    let app = matches!(
+        cli.command,
+        Some(Command::Measure(Measure::App(_) | Measure::Preload(_)))
+    );
     let misplaced = if app && cli.global.stats {
-        "--stats counts the locks lockbench runs itself; app runs klocks' locks in the preloaded \
-         library of its child processes, which does not count"
+        "--stats counts the locks lockbench runs itself; app and preload run klocks' locks in the \
+         preloaded library of their child processes, which does not count"
     } else if app && !(cli.global.locks.is_empty() && cli.global.rwlocks.is_empty()) {
-        "app runs klocks' preloaded locks: choose them with --with and --rwlock (see --help)"
+        "app and preload run klocks' preloaded locks: choose them with --with (and app's --rwlock; \
+         see --help)"
     } else if reader_writer && !cli.global.locks.is_empty() {
         "--locks names mutexes; rwsem, rw-fair and rw-mix measure reader-writer locks: choose \
          them with --rwlocks (see --help)"
@@ -426,6 +437,9 @@ fn main() -> ExitCode {
                 harness::stats::NOT_BUILT,
             )
             .exit()
+    }
+    if let Some(Command::PthreadPairs(args)) = &cli.command {
+        return preload::pairs(args);
     }
     if let Some(Command::WindowCell(args)) = &cli.command {
         windowed::cell(args, cli.global.stats);

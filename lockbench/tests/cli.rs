@@ -1142,3 +1142,125 @@ fn stats_of_app_are_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--stats"), "{}", stderr(&out));
 }
+
+/// `preload` prints one table per thread count with the glibc, glibc+preload and
+/// default rows. The library is built by lockbench itself: `cargo test` runs it with
+/// `CARGO` set, as `cargo run` does, so it first runs `cargo build -p klocks-ffi`.
+#[test]
+fn preload_compares_glibc_the_interposer_and_default() {
+    if std::env::var_os("CARGO").is_none() {
+        println!("skipped: CARGO is not set, so lockbench cannot build libklocks.so");
+        return;
+    }
+    let args = [
+        "preload",
+        "--threads",
+        "1,2",
+        "--pairs",
+        "20000",
+        "--runs",
+        "2",
+    ];
+    let out = measure(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("building libklocks.so for the preload scenario: cargo build"),
+        "{}",
+        stderr(&out)
+    );
+    let text = stdout(&out);
+    for threads in ["1 thread", "2 threads"] {
+        let title = format!("through the interposer (LD_PRELOAD), {threads}\n");
+        let table = text
+            .split(&title)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no table for {threads}:\n{text}"));
+        let rows: Vec<&str> = table
+            .lines()
+            .skip(2)
+            .take_while(|line| !line.starts_with(char::is_numeric))
+            .map(|line| line.split(' ').next().unwrap_or(line))
+            .collect();
+        assert_eq!(rows, ["glibc", "glibc+preload", "default"], "{table}");
+    }
+    assert!(text.contains("in every preloaded run"), "{text}");
+}
+
+/// Without libklocks.so beside the executable (and no cargo to build it), asking
+/// for `preload` is a usage error that says how to build the library.
+#[test]
+fn preload_without_the_library_is_a_usage_error() {
+    let dir = scratch("preload-no-library");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("lockbench");
+    let _ = std::fs::remove_file(&exe);
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_lockbench"), &exe).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_lockbench"), &exe).unwrap();
+    }
+    let out = Command::new(&exe)
+        .args(["preload", "--runs", "1"])
+        .env_remove("CARGO")
+        .output()
+        .expect("lockbench starts");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no preload library at")
+            && stderr(&out).contains("cargo build --release -p klocks-ffi"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The child's counter check is not vacuous: without the lock (`--unlocked`) two
+/// threads lose updates. They must overlap for that, which a busy host can deny one
+/// run, so the child gets a few attempts.
+#[test]
+fn the_pthread_pairs_child_catches_lost_updates() {
+    let args = ["pthread-pairs", "--threads", "2", "--pairs", "100000"];
+    let locked = lockbench(&args);
+    assert_eq!(locked.status.code(), Some(0), "{}", stderr(&locked));
+    assert!(
+        stdout(&locked).starts_with("pairs/s: "),
+        "{}",
+        stdout(&locked)
+    );
+    const ATTEMPTS: usize = 5;
+    let unlocked = [&args[..], &["--unlocked"]].concat();
+    let caught = (0..ATTEMPTS)
+        .map(|_| lockbench(&unlocked))
+        .find(|out| !out.status.success())
+        .expect("the unlocked counter passed every attempt");
+    assert_eq!(caught.status.code(), Some(1), "{}", stderr(&caught));
+    assert!(
+        stderr(&caught).contains("updates lost"),
+        "{}",
+        stderr(&caught)
+    );
+}
+
+/// Under a preload that does not define pthread_mutex_lock, the child refuses to
+/// measure: its pairs would be glibc's under a klocks name.
+#[test]
+fn the_pthread_pairs_child_refuses_a_preload_that_does_not_interpose() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["pthread-pairs", "--threads", "1", "--pairs", "10"])
+        .env("LD_PRELOAD", "libm.so.6")
+        .output()
+        .expect("lockbench starts");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pthread_mutex_lock resolves to")
+            && stderr(&out).contains("not to the preloaded libm.so.6"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_pthread_pairs_subcommand_is_hidden() {
+    let out = lockbench(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("preload"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("pthread-pairs"), "{}", stdout(&out));
+}

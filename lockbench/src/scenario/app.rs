@@ -29,7 +29,7 @@ use klocks::config::{LOCK, PROFILE, PROFILE_FILE, PROFILE_TOP, RWLOCK};
 use regex::Regex;
 
 use crate::harness::{Common, Error};
-use crate::report::{num, Cell, Progress, Run, Table};
+use crate::report::{num, si, Cell, Progress, Run, Table};
 use crate::verdict::{self, Ledger, Settings};
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
@@ -38,6 +38,9 @@ use crate::verdict::{self, Ledger, Settings};
 pub struct PreloadLock(MutexKind);
 
 impl PreloadLock {
+    /// `KLOCKS_LOCK=default`.
+    pub const DEFAULT: Self = PreloadLock(MutexKind::Default);
+
     /// The name `KLOCKS_LOCK` takes and the table prints.
     fn name(self) -> &'static str {
         self.0.name()
@@ -166,6 +169,12 @@ const GLIBC: &str = klocks::config::GLIBC;
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The scenario its cells and progress lines are named after, and their thread
+    /// count: `app` and 0, or the scenario that runs a built-in command.
+    scenario: &'static str,
+    threads: usize,
+    /// The table's title.
+    title: String,
     /// The baseline (glibc, no preload) first.
     variants: Vec<Variant>,
     rwlock: PreloadRwLock,
@@ -211,7 +220,11 @@ impl Config {
             .chain(locks.into_iter().map(Variant::Lock))
             .chain(profiled.into_iter().filter(|_| args.profile))
             .collect();
+        let shown = shown(&args.command);
         Ok(Self {
+            scenario: "app",
+            threads: 0,
+            title: format!("app: {shown}"),
             variants,
             rwlock: args.rwlock.unwrap_or(PreloadRwLock(None)),
             metric: args.metric.clone(),
@@ -223,18 +236,53 @@ impl Config {
         })
     }
 
+    /// A command of lockbench's own, run the way `app --output-varies --metric METRIC`
+    /// runs a program, its cells named after `scenario` and `threads`: each of
+    /// `variants` (the baseline, [`Variant::Glibc`], first) with the library `preload`,
+    /// `runs` rounds.
+    #[allow(clippy::too_many_arguments)]
+    pub fn builtin(
+        scenario: &'static str,
+        threads: usize,
+        title: String,
+        command: Vec<OsString>,
+        metric: Regex,
+        variants: Vec<Variant>,
+        preload: PathBuf,
+        runs: u32,
+    ) -> Self {
+        Self {
+            scenario,
+            threads,
+            title,
+            variants,
+            rwlock: PreloadRwLock(None),
+            metric: Some(metric),
+            output_varies: true,
+            preload,
+            command,
+            runs,
+            profile: None,
+        }
+    }
+
     /// Runs this config makes (the progress bar counts runs here).
     pub fn cells(&self) -> u64 {
         self.variants.len() as u64 * u64::from(self.runs)
     }
 
     fn shown(&self) -> String {
-        self.command
-            .iter()
-            .map(|part| part.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ")
+        shown(&self.command)
     }
+}
+
+/// A command line as it is printed.
+fn shown(command: &[OsString]) -> String {
+    command
+        .iter()
+        .map(|part| part.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Where `program` is: a path with a slash as it is, else the first match on PATH.
@@ -250,7 +298,7 @@ fn find_program(program: &OsString) -> Option<PathBuf> {
 
 /// How a run is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Variant {
+pub enum Variant {
     /// glibc's locks, no preload: the baseline.
     Glibc,
     /// Under a klocks lock.
@@ -283,7 +331,10 @@ struct Outcome {
 /// comparison, which needs the baseline).
 fn run_once(config: &Config, variant: Variant, round: u32) -> Result<Outcome, Error> {
     let name = variant.name();
-    let context = || format!("app: `{}` under {name}, run {round}", config.shown());
+    let context = || {
+        let scenario = config.scenario;
+        format!("{scenario}: `{}` under {name}, run {round}", config.shown())
+    };
     let mut command = Command::new(&config.command[0]);
     command
         .args(&config.command[1..])
@@ -388,7 +439,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let mut reference: Option<Vec<u8>> = None;
     for round in 1..=config.runs {
         for (variant, done) in config.variants.iter().zip(&mut outcomes) {
-            progress.start(format!("app {} run {round}", variant.name()));
+            progress.start(format!("{} {} run {round}", config.scenario, variant.name()));
             let outcome = run_once(config, *variant, round)?;
             progress.done();
             let expected = reference.get_or_insert_with(|| outcome.stdout.clone());
@@ -406,17 +457,20 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let mut cells = Vec::new();
     for (variant, outcomes) in config.variants.iter().zip(&outcomes) {
         let name = variant.name();
-        cells.push(cell(name, None, "s", outcomes, |o| {
+        cells.push(cell(config, name, None, "s", outcomes, |o| {
             Some(o.wall.as_secs_f64())
         }));
         if config.metric.is_some() {
-            cells.push(cell(name, Some("metric"), "metric", outcomes, |o| o.metric));
+            cells.push(cell(config, name, Some("metric"), "metric", outcomes, |o| {
+                o.metric
+            }));
         }
     }
     Ok(cells)
 }
 
 fn cell(
+    config: &Config,
     lock: &'static str,
     layout: Option<&'static str>,
     unit: &'static str,
@@ -427,7 +481,7 @@ fn cell(
         .iter()
         .filter_map(|o| Some(Run::timed(value(o)?, o.wall, 1)))
         .collect();
-    Cell::of_runs("app", lock, 0, layout, unit, runs)
+    Cell::of_runs(config.scenario, lock, config.threads, layout, unit, runs)
 }
 
 /// lock | wall s | against glibc [| metric | against glibc]: each "vs glibc" column is
@@ -435,15 +489,17 @@ fn cell(
 /// and verdict ([`crate::verdict`]).
 pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     let of = |lock: &str, layout: Option<&str>| {
-        cells
-            .iter()
-            .find(|c| c.lock == lock && c.layout == layout)
+        cells.iter().find(|c| {
+            (c.scenario, c.threads) == (config.scenario, config.threads)
+                && c.lock == lock
+                && c.layout == layout
+        })
     };
     let mut headers = vec!["lock", "wall s median [min–max]", "speed vs glibc"];
     if config.metric.is_some() {
         headers.extend(["metric median [min–max]", "metric vs glibc"]);
     }
-    let mut table = Table::new(format!("app: {}", config.shown()), &headers);
+    let mut table = Table::new(config.title.clone(), &headers);
     let mut ledger = Ledger::default();
     let mut against_glibc = |cell: Option<&Cell>, layout: Option<&str>| {
         let glibc = of(GLIBC, layout);
@@ -462,14 +518,16 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
             });
         judged.map_or("-".to_owned(), |judged| judged.to_string())
     };
-    let show = |cell: Option<&Cell>| cell.and_then(|c| c.summary).map_or("-".to_owned(), |s| s.show(num));
+    let show = |cell: Option<&Cell>, format: fn(f64) -> String| {
+        cell.and_then(|c| c.summary).map_or("-".to_owned(), |s| s.show(format))
+    };
     for variant in &config.variants {
         let name = variant.name();
         let wall = of(name, None);
-        let mut row = vec![name.to_owned(), show(wall), against_glibc(wall, None)];
+        let mut row = vec![name.to_owned(), show(wall, num), against_glibc(wall, None)];
         if config.metric.is_some() {
             let metric = of(name, Some("metric"));
-            row.push(show(metric));
+            row.push(show(metric, si));
             row.push(against_glibc(metric, Some("metric")));
         }
         table.row(row);
@@ -483,7 +541,7 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     ));
     table.note(ledger.tally().note(Settings::default()));
     table.note(if config.output_varies {
-        "output not compared (--output-varies); every run exited 0".to_owned()
+        "output not compared (the command prints timings); every run exited 0".to_owned()
     } else {
         "every run exited 0 and printed the same output as glibc's first run".to_owned()
     });

@@ -131,6 +131,7 @@ scenarios! {
     RwFair => rw_fair,
     OwnerProbe => owner_probe,
     App => app,
+    Preload => preload,
     Sharded => sharded,
     RwMix => rw_mix,
 }
