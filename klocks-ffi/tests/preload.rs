@@ -301,3 +301,27 @@ hands_over! {
     handover_spinfutex: "spinfutex";
     handover_glibc: "glibc";
 }
+
+/// `tests/c/rdmax.c`: a read lock past the default rwlock's 2²⁴ − 1 readers is
+/// `EAGAIN` from every read entry, as glibc's (whose own maximum, 2²⁹ − 1, is too
+/// many to take in a test), not an abort.
+#[test]
+fn too_many_readers_is_eagain() {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    let program = BINARY.get_or_init(|| common::compile("rdmax", false));
+    let mut command = Command::new(program);
+    command
+        .env("LD_PRELOAD", common::library())
+        .env("KLOCKS_RWLOCK", "default-rw")
+        .env("MAX_READERS", "16777215")
+        .env_remove("KLOCKS_LOCK")
+        .env_remove("KLOCKS_PROFILE");
+    let run = common::run(command);
+    common::assert_ok("rdmax", &run);
+    assert!(run.stdout.contains("rdmax: 16777215 readers, then EAGAIN"));
+    assert!(
+        run.stderr.is_empty(),
+        "klocks said something: {}",
+        run.stderr
+    );
+}
