@@ -1,5 +1,5 @@
-//! `KLOCKS_LOCK` and `KLOCKS_RWLOCK`: the process's choice, read once; and
-//! `KLOCKS_VERBOSE`, the line that names it.
+//! `KLOCKS_LOCK`, `KLOCKS_RWLOCK` and `KLOCKS_SPIN`: the process's choice, read
+//! once; and `KLOCKS_VERBOSE`, the line that names it.
 //!
 //! Names are matched ignoring ASCII case and surrounding blanks, and an empty value
 //! is the variable unset: people type `KLOCKS_LOCK=Default`, and scripts write
@@ -17,6 +17,7 @@ use klocks_core::config::{
 use klocks_core::owner::ProbeKind;
 
 use super::say;
+use super::spin::SpinKind;
 use crate::mutex::Kind;
 
 /// The reader-spin policy of the interposed rwlocks.
@@ -74,8 +75,29 @@ impl RwPolicy {
     }
 }
 
-/// `KLOCKS_RWLOCK=default`: the default rwlock, whose catalog name is `default-rw`.
+/// `KLOCKS_RWLOCK=default`: the default rwlock, whose catalog name is `default-rw`;
+/// `KLOCKS_SPIN=default`: `pvqspinlock`.
 const DEFAULT_ALIAS: &str = "default";
+
+/// `KLOCKS_SPIN`: the spinlock that runs `pthread_spin_*` (see `spin`), `glibc` or
+/// `help`; unset, glibc's. (Declared here, as `KLOCKS_VERBOSE`: only the preload
+/// reads it.)
+const SPIN: &CStr = c"KLOCKS_SPIN";
+/// [`SPIN`]'s name, for messages.
+const SPIN_NAME: &str = match SPIN.to_str() {
+    Ok(name) => name,
+    Err(_) => panic!("a variable's name is ASCII"),
+};
+
+/// The spinlock `name` names, ignoring ASCII case: a catalog name, or `default`.
+fn spin_named(name: &str) -> Option<SpinKind> {
+    if name.eq_ignore_ascii_case(DEFAULT_ALIAS) {
+        return Some(SpinKind::PvQSpin);
+    }
+    SpinKind::ALL
+        .into_iter()
+        .find(|kind| kind.name().eq_ignore_ascii_case(name))
+}
 
 /// The value that lists the names instead of choosing one.
 const HELP: &str = "help";
@@ -130,17 +152,19 @@ fn did_you_mean(typed: &str, names: impl IntoIterator<Item = &'static str>) -> S
 pub(super) struct Choice {
     pub(super) mutex: Option<Kind>,
     pub(super) rwlock: Option<RwPolicy>,
+    pub(super) spin: Option<SpinKind>,
 }
 
-/// The choice, encoded: 0 until made; else `0x8000 | mutex << 4 | rwlock`, with 0
-/// for glibc in each field (the kind and policy numbers start at 1).
+/// The choice, encoded: 0 until made; else `0x8000 | spin << 8 | mutex << 4 |
+/// rwlock`, with 0 for glibc in each field (the kind and policy numbers start at 1).
 static CHOICE: AtomicU16 = AtomicU16::new(0);
 const MADE: u16 = 0x8000;
 
 fn encode(choice: Choice) -> u16 {
     let mutex = choice.mutex.map_or(0, |kind| kind as u16);
     let rwlock = choice.rwlock.map_or(0, |policy| policy as u16 + 1);
-    MADE | mutex << 4 | rwlock
+    let spin = choice.spin.map_or(0, |kind| kind as u16);
+    MADE | spin << 8 | mutex << 4 | rwlock
 }
 
 fn decode(raw: u16) -> Choice {
@@ -151,6 +175,7 @@ fn decode(raw: u16) -> Choice {
     Choice {
         mutex: Kind::from_raw(u32::from(raw >> 4 & 0xF)),
         rwlock,
+        spin: SpinKind::from_raw(raw >> 8 & 0xF),
     }
 }
 
@@ -207,10 +232,11 @@ fn make_choice() -> Choice {
     let env = Env {
         lock: var(LOCK),
         rwlock: var(RWLOCK),
+        spin: env_value(SPIN),
         spin_ns: var(SPIN_NS),
         probe: var(OWNER_PROBE),
     };
-    let mut complaints = [None; 6];
+    let mut complaints = [None; 7];
     let mut count = 0;
     let choice = decide(&env, |complaint| {
         complaints[count] = Some(complaint);
@@ -263,14 +289,15 @@ fn verbose(value: Option<&str>) -> Result<bool, String> {
     }
 }
 
-/// The line `KLOCKS_VERBOSE=1` prints: the mutex and rwlock of `choice`, the owner
-/// probe (`None`: glibc's locks only, which use none) and whether the contention
-/// profile is on.
+/// The line `KLOCKS_VERBOSE=1` prints: the mutex, rwlock and spinlock of `choice`,
+/// the owner probe (`None`: glibc's locks only, which use none) and whether the
+/// contention profile is on.
 fn active_line(choice: Choice, probe: Option<ProbeKind>, profile: bool) -> String {
     format!(
-        "active: mutexes {}, rwlocks {}, owner probe {}, profile {}",
+        "active: mutexes {}, rwlocks {}, spinlocks {}, owner probe {}, profile {}",
         choice.mutex.map_or(GLIBC, Kind::name),
         choice.rwlock.map_or(GLIBC, RwPolicy::name),
+        choice.spin.map_or(GLIBC, SpinKind::name),
         probe.map_or("unused (glibc's locks)", ProbeKind::name),
         if profile { "on" } else { "off" }
     )
@@ -294,12 +321,14 @@ pub(super) fn announce(profile: bool) {
 const GLIBC_ONLY: Choice = Choice {
     mutex: None,
     rwlock: None,
+    spin: None,
 };
 
 /// The variables that configure the interposer.
 struct Env<'a> {
     lock: Option<&'a str>,
     rwlock: Option<&'a str>,
+    spin: Option<&'a str>,
     spin_ns: Option<&'a str>,
     probe: Option<&'a str>,
 }
@@ -310,6 +339,7 @@ enum Complaint<'a> {
     Help,
     UnknownLock(&'a str),
     UnknownRwLock(&'a str),
+    UnknownSpin(&'a str),
     BadSetting(BadValue<'a>),
     RefusedProbe(ProbeKind),
 }
@@ -331,6 +361,14 @@ impl Complaint<'_> {
                 let names = names.chain([DEFAULT_ALIAS, GLIBC, HELP]);
                 vec![format!(
                     "{RWLOCK}={name:?} is not an rwlock{} ({RWLOCK}=help lists them); using glibc's rwlocks",
+                    did_you_mean(name, names)
+                )]
+            }
+            Complaint::UnknownSpin(name) => {
+                let names = SpinKind::ALL.map(SpinKind::name).into_iter();
+                let names = names.chain([DEFAULT_ALIAS, GLIBC, HELP]);
+                vec![format!(
+                    "{SPIN_NAME}={name:?} is not a spinlock{} ({SPIN_NAME}=help lists them); using glibc's spinlocks",
                     did_you_mean(name, names)
                 )]
             }
@@ -380,6 +418,15 @@ fn help_lines() -> Vec<String> {
             .chain(others)
             .map(|policy| entry(policy.name(), policy.use_it_for(), policy.catalog().about())),
     );
+    lines.push(glibc.clone());
+    lines.push(format!(
+        "{SPIN_NAME}=<name> runs the program's pthread spinlocks on a klocks spinlock (`default` is pvqspinlock); names ignore case:"
+    ));
+    lines.extend(
+        SpinKind::ALL
+            .into_iter()
+            .map(|kind| entry(kind.name(), kind.use_it_for(), kind.catalog().about())),
+    );
     lines.push(glibc);
     lines
 }
@@ -416,12 +463,24 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
             None
         }),
     };
+    let spin = match setting(env.spin) {
+        None => None,
+        Some(name) if name.eq_ignore_ascii_case(GLIBC) => None,
+        Some(name) if name.eq_ignore_ascii_case(HELP) => {
+            help(&mut complain);
+            None
+        }
+        Some(name) => spin_named(name).or_else(|| {
+            complain(Complaint::UnknownSpin(name));
+            None
+        }),
+    };
     // `default` names the default pair: its rwlock too, unless KLOCKS_RWLOCK is set.
     let rwlock = match (mutex, setting(env.rwlock)) {
         (Some(Kind::Default), None) => Some(RwPolicy::Default),
         _ => rwlock,
     };
-    if mutex.is_none() && rwlock.is_none() {
+    if mutex.is_none() && rwlock.is_none() && spin.is_none() {
         return GLIBC_ONLY;
     }
     // The klocks locks would panic on these later, inside a lock call. The checks
@@ -449,7 +508,11 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
         },
     };
     if spin_ok && probe_ok {
-        Choice { mutex, rwlock }
+        Choice {
+            mutex,
+            rwlock,
+            spin,
+        }
     } else {
         GLIBC_ONLY
     }

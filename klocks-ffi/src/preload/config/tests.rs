@@ -2,22 +2,38 @@
 
 use super::*;
 
-/// `decide` on these values, with its complaints rendered.
+/// `decide` on these values (`KLOCKS_SPIN` unset), with its complaints rendered.
 fn run(
     lock: Option<&str>,
     rwlock: Option<&str>,
     spin_ns: Option<&str>,
     probe: Option<&str>,
 ) -> (Choice, Vec<String>) {
-    let env = Env {
+    run_env(Env {
         lock,
         rwlock,
+        spin: None,
         spin_ns,
         probe,
-    };
+    })
+}
+
+/// `decide` on `env`, with its complaints rendered.
+fn run_env(env: Env) -> (Choice, Vec<String>) {
     let mut lines = Vec::new();
     let choice = decide(&env, |complaint| lines.extend(complaint.lines()));
     (choice, lines)
+}
+
+/// `decide` with only `KLOCKS_SPIN` set.
+fn run_spin(spin: &str) -> (Choice, Vec<String>) {
+    run_env(Env {
+        lock: None,
+        rwlock: None,
+        spin: Some(spin),
+        spin_ns: None,
+        probe: None,
+    })
 }
 
 #[test]
@@ -34,10 +50,12 @@ fn default_names_the_default_pair_unless_the_rwlock_is_named() {
         Choice {
             mutex: Some(Kind::Default),
             rwlock: Some(RwPolicy::Default),
+            spin: None,
         },
         Choice {
             mutex: Some(Kind::SpinFutex),
             rwlock: Some(RwPolicy::Never),
+            spin: Some(SpinKind::QSpin),
         },
     ] {
         assert_eq!(decode(encode(choice)), choice);
@@ -103,9 +121,86 @@ fn help_lists_every_name_once_with_its_description_and_use() {
     }
     assert_eq!(
         lines.iter().filter(|line| line.contains("=<name>")).count(),
-        2,
-        "both variables, once: {text}"
+        3,
+        "every variable, once: {text}"
     );
+    let spin_help = lines
+        .iter()
+        .position(|line| line.starts_with("KLOCKS_SPIN=<name>"))
+        .unwrap_or_else(|| panic!("no KLOCKS_SPIN section: {text}"));
+    for kind in SpinKind::ALL {
+        let line = lines[spin_help..]
+            .iter()
+            .find(|line| line.split_whitespace().next() == Some(kind.name()))
+            .unwrap_or_else(|| panic!("{} not listed for KLOCKS_SPIN: {text}", kind.name()));
+        assert!(line.contains(kind.catalog().about()), "{line}");
+        assert!(line.contains(kind.use_it_for()), "{line}");
+    }
+    let (choice, helped) = run_spin("Help");
+    assert_eq!(choice, GLIBC_ONLY);
+    assert_eq!(helped, lines, "KLOCKS_SPIN=help prints the same list");
+}
+
+#[test]
+fn spin_names_the_pthread_spinlock_alone() {
+    for (name, kind) in [
+        ("pvqspinlock", SpinKind::PvQSpin),
+        (" Default ", SpinKind::PvQSpin),
+        ("QSPINLOCK", SpinKind::QSpin),
+    ] {
+        let (choice, lines) = run_spin(name);
+        assert_eq!(
+            choice,
+            Choice {
+                mutex: None,
+                rwlock: None,
+                spin: Some(kind),
+            },
+            "{name}"
+        );
+        assert!(lines.is_empty(), "{lines:?}");
+    }
+    for unset in ["", "  ", "glibc", "GLIBC"] {
+        assert_eq!(run_spin(unset), (GLIBC_ONLY, vec![]), "{unset:?}");
+    }
+    // `KLOCKS_LOCK=default` names the mutex and rwlock, never the spinlock.
+    assert_eq!(run(Some("default"), None, None, None).0.spin, None);
+}
+
+#[test]
+fn an_unknown_spinlock_is_one_line_with_the_nearest_name() {
+    let (choice, lines) = run_spin("pvqspinlok");
+    assert_eq!(choice, GLIBC_ONLY);
+    assert_eq!(
+        lines,
+        [
+            "KLOCKS_SPIN=\"pvqspinlok\" is not a spinlock; did you mean `pvqspinlock`? \
+          (KLOCKS_SPIN=help lists them); using glibc's spinlocks"
+        ]
+    );
+    let (_, lines) = run_spin("zzz");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(!lines[0].contains("did you mean"), "{lines:?}");
+    // The other families are chosen as if it were unset.
+    let (choice, lines) = run_env(Env {
+        lock: Some("futex"),
+        rwlock: None,
+        spin: Some("ticket"),
+        spin_ns: None,
+        probe: None,
+    });
+    assert_eq!(choice.mutex, Some(Kind::Futex));
+    assert_eq!(choice.spin, None);
+    assert!(lines[0].contains("KLOCKS_SPIN=\"ticket\""), "{lines:?}");
+    // A bad spin budget keeps the spinlocks glibc's too.
+    let (choice, _) = run_env(Env {
+        lock: None,
+        rwlock: None,
+        spin: Some("pvqspinlock"),
+        spin_ns: Some("12us"),
+        probe: None,
+    });
+    assert_eq!(choice, GLIBC_ONLY);
 }
 
 #[test]
@@ -188,14 +283,15 @@ fn the_active_line_names_both_locks_the_probe_and_the_profile() {
     let choice = Choice {
         mutex: Some(Kind::PvTicket),
         rwlock: Some(RwPolicy::Never),
+        spin: Some(SpinKind::PvQSpin),
     };
     assert_eq!(
         active_line(choice, Some(ProbeKind::CpuClock), true),
-        "active: mutexes pvticket, rwlocks rwsem-never, owner probe clock, profile on"
+        "active: mutexes pvticket, rwlocks rwsem-never, spinlocks pvqspinlock, owner probe clock, profile on"
     );
     assert_eq!(
         active_line(GLIBC_ONLY, None, false),
-        "active: mutexes glibc, rwlocks glibc, owner probe unused (glibc's locks), profile off"
+        "active: mutexes glibc, rwlocks glibc, spinlocks glibc, owner probe unused (glibc's locks), profile off"
     );
 }
 
@@ -232,8 +328,14 @@ fn the_preload_offers_every_catalog_rwlock() {
 fn choices_round_trip_through_the_word() {
     for mutex in Kind::ALL.map(Some).into_iter().chain([None]) {
         for rwlock in RwPolicy::ALL.map(Some).into_iter().chain([None]) {
-            let choice = Choice { mutex, rwlock };
-            assert_eq!(decode(encode(choice)), choice);
+            for spin in SpinKind::ALL.map(Some).into_iter().chain([None]) {
+                let choice = Choice {
+                    mutex,
+                    rwlock,
+                    spin,
+                };
+                assert_eq!(decode(encode(choice)), choice);
+            }
         }
     }
 }
