@@ -36,9 +36,10 @@
 //! [`SHARED_SLOTS`] (a fork child inherits it, so the common pattern, a lock in
 //! shared memory initialised before `fork`, works), and every call on an address in
 //! the table goes to glibc; `destroy` or a private `init` at the address removes it.
-//! The table is searched only while it is not empty. A process that maps a shared
-//! spinlock some other process initialised cannot know it is shared: such programs
-//! should not set `KLOCKS_SPIN`.
+//! The table is searched only while it is not empty. A shared spinlock reached at an
+//! address not initialised as one in this process (another process's, or the same
+//! memory mapped again elsewhere) cannot be known for shared: programs that share
+//! spinlocks between processes should not set `KLOCKS_SPIN`.
 //!
 //! # Misuse
 //!
