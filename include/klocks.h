@@ -30,7 +30,7 @@
  *     containing memory): the lock's address is part of its identity (waiters sleep
  *     on it). Copying the bytes does not make a second lock.
  *   - Every function returns 0 on success or an errno value (EINVAL, EBUSY, EPERM,
- *     EDEADLK, ETIMEDOUT); errno itself is not set. Timed calls take an absolute
+ *     EDEADLK, ETIMEDOUT, EAGAIN); errno itself is not set. Timed calls take an absolute
  *     time, as pthread's: CLOCK_REALTIME (a condvar's may be on CLOCK_MONOTONIC). All functions are thread-safe on an
  *     initialised object, except init and destroy (above).
  *   - Locks are not process-shared and not recursive; they are not async-signal-safe
@@ -196,6 +196,10 @@ int klocks_mutex_unlock(klocks_mutex_t *m);
 
 /* ----------------------------------------------------------------- rwlock --- */
 
+/* The most read locks a klocks_rwlock_t holds at once (2^24 - 1): one more is
+ * refused with EAGAIN, as pthread's rwlocks refuse theirs past their maximum. */
+#define KLOCKS_RWLOCK_MAX_READERS 16777215
+
 /* klocks_rwlock_t is klocks' default reader-writer lock: reads and writes take one
  * compare-and-swap uncontended; writers barge as KLOCKS_DEFAULT mutexes do, sleeping
  * writers hold new readers back, and readers get timed turns (docs/design.md). A
@@ -214,16 +218,19 @@ int klocks_rwlock_init(klocks_rwlock_t *r);
 int klocks_rwlock_destroy(klocks_rwlock_t *r);
 
 /* Takes a read lock, waiting while a writer holds it (or sleeping writers wait).
- * Returns 0; EDEADLK if the caller holds the write lock; EINVAL if r is NULL or
- * not a rwlock. Thread-safe. */
+ * Returns 0; EDEADLK if the caller holds the write lock; EAGAIN if KLOCKS_RWLOCK_MAX_READERS
+ * readers hold it (as pthread_rwlock_rdlock past its maximum); EINVAL if r is NULL
+ * or not a rwlock. Thread-safe. */
 int klocks_rwlock_rdlock(klocks_rwlock_t *r);
 
 /* Takes a read lock if no writer holds the rwlock. Returns 0; EBUSY otherwise
- * (also when the caller is the writer); EINVAL as above. Thread-safe. */
+ * (also when the caller is the writer); EAGAIN if KLOCKS_RWLOCK_MAX_READERS readers
+ * hold it; EINVAL as above. Thread-safe. */
 int klocks_rwlock_tryrdlock(klocks_rwlock_t *r);
 
 /* Takes a read lock unless the absolute CLOCK_REALTIME time *abstime passes first.
  * Returns 0; ETIMEDOUT at the deadline; EDEADLK if the caller holds the write lock;
+ * EAGAIN if KLOCKS_RWLOCK_MAX_READERS readers hold it when the caller would enter;
  * EINVAL if abstime is NULL, or its tv_nsec is outside 0..999999999 and the lock is
  * not free at once, or as above. Thread-safe. */
 int klocks_rwlock_timedrdlock(klocks_rwlock_t *r, const struct timespec *abstime);
@@ -239,7 +246,7 @@ int klocks_rwlock_wrlock(klocks_rwlock_t *r);
 int klocks_rwlock_trywrlock(klocks_rwlock_t *r);
 
 /* Takes the write lock unless the absolute CLOCK_REALTIME time *abstime passes
- * first. Returns as klocks_rwlock_timedrdlock. Thread-safe. */
+ * first. Returns as klocks_rwlock_timedrdlock (never EAGAIN). Thread-safe. */
 int klocks_rwlock_timedwrlock(klocks_rwlock_t *r, const struct timespec *abstime);
 
 /* Releases the caller's lock, as pthread_rwlock_unlock: the write lock if the

@@ -131,6 +131,10 @@ mod tests {
         assert_eq!(define("KLOCKS_RWLOCK_SIZE"), super::rwlock::RWLOCK_SIZE);
         assert_eq!(define("KLOCKS_COND_SIZE"), super::cond::COND_SIZE);
         assert_eq!(
+            define("KLOCKS_RWLOCK_MAX_READERS"),
+            klocks_core::RawRwLock::MAX_READERS as usize
+        );
+        assert_eq!(
             std::mem::size_of::<super::mutex::klocks_mutex_t>(),
             super::mutex::MUTEX_SIZE
         );

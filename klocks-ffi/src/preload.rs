@@ -1,6 +1,7 @@
 //! pthread interposition: klocks inside unmodified programs.
 //!
-//! `libklocks.so` defines `pthread_mutex_*`, `pthread_rwlock_*` and `pthread_cond_*`.
+//! `libklocks.so` defines `pthread_mutex_*`, `pthread_rwlock_*`, `pthread_cond_*` and
+//! `pthread_spin_*`.
 //! Preloaded (`LD_PRELOAD=libklocks.so KLOCKS_LOCK=pvqspinlock ./app`), its
 //! definitions come first in the dynamic linker's search order, so every call the
 //! program and its libraries make lands here. Each one reads the process's choice
@@ -16,7 +17,10 @@
 //! rwlock too, unless `KLOCKS_RWLOCK` says otherwise. Otherwise each family is
 //! glibc's unless its variable names a klocks lock: rwlocks too, because glibc's
 //! default rwlock lets a reader re-take a read lock while a writer waits and klocks'
-//! rwlocks do not. Unset, or the library linked normally for its C API (`-lklocks`),
+//! rwlocks do not. `KLOCKS_SPIN` names the spinlock of `pthread_spin_*`
+//! (`pvqspinlock`, which `default` names, or `qspinlock`; [`spin`]); only it, not
+//! `KLOCKS_LOCK=default`, makes them klocks'. Unset, or the library linked normally
+//! for its C API (`-lklocks`),
 //! everything is glibc's: linking klocks never changes a program's pthread locks by
 //! surprise. The first interposed call
 //! reads the environment and fixes the choice for the life of the process, since the
@@ -96,6 +100,7 @@ mod mutex;
 mod profile;
 mod route;
 mod rwlock;
+mod spin;
 
 use crate::time;
 use crate::time::nap_for as nap;

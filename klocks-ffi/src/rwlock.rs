@@ -19,14 +19,18 @@
 //! release the last share both pass the check, and the second meets `RawRwLock`'s
 //! panic, which [`guarded`](crate::guarded) turns into `EINVAL`. The header's holder
 //! field is unused.
+//!
+//! A read lock past `RawRwLock`'s `MAX_READERS` (2²⁴ − 1 readers at once) is
+//! `EAGAIN`, as pthread's: the read entries are `RawRwLock`'s `_within_max` ones,
+//! which refuse that reader where `lock_shared` would panic.
 
 use std::ffi::c_int;
 use std::mem::{align_of, size_of};
 use std::ptr;
 
 use klocks_core::owner::current_tid;
-use klocks_core::RawRwLock;
-use libc::{timespec, CLOCK_REALTIME, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
+use klocks_core::{RawRwLock, TooManyReaders};
+use libc::{timespec, CLOCK_REALTIME, EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
 
 use crate::object::{Object, Tag};
 use crate::time::Deadline;
@@ -125,8 +129,18 @@ pub unsafe extern "C" fn klocks_rwlock_destroy(r: *mut klocks_rwlock_t) -> c_int
     unsafe { klocks_rwlock_t::destroy(r, locked) }
 }
 
-/// Takes a read lock; `EDEADLK` if the caller holds the write lock. See
-/// `include/klocks.h`.
+/// A read entry's answer: 0 if it entered, `busy` if not, `EAGAIN` if too many
+/// readers hold the lock.
+fn read_answer(entered: Result<bool, TooManyReaders>, busy: c_int) -> c_int {
+    match entered {
+        Ok(true) => 0,
+        Ok(false) => busy,
+        Err(TooManyReaders) => EAGAIN,
+    }
+}
+
+/// Takes a read lock; `EDEADLK` if the caller holds the write lock, `EAGAIN` if too
+/// many readers hold it. See `include/klocks.h`.
 ///
 /// # Safety
 /// `r` is null or points to a `klocks_rwlock_t`-sized object that is not moved or
@@ -137,22 +151,24 @@ pub unsafe extern "C" fn klocks_rwlock_rdlock(r: *mut klocks_rwlock_t) -> c_int 
         if writing(lock) {
             return EDEADLK;
         }
-        lock.lock_shared();
-        0
+        match lock.lock_shared_within_max() {
+            Ok(()) => 0,
+            Err(TooManyReaders) => EAGAIN,
+        }
     };
     // SAFETY: caller's contract.
     unsafe { with_lock(r, op) }
 }
 
-/// Takes a read lock if no writer holds the rwlock; `EBUSY` otherwise. See
-/// `include/klocks.h`.
+/// Takes a read lock if no writer holds the rwlock; `EBUSY` otherwise, `EAGAIN` if
+/// too many readers hold it. See `include/klocks.h`.
 ///
 /// # Safety
 /// As for [`klocks_rwlock_rdlock`].
 #[no_mangle]
 pub unsafe extern "C" fn klocks_rwlock_tryrdlock(r: *mut klocks_rwlock_t) -> c_int {
     // The writer's own try finds the writer bit and fails: no panic to prevent.
-    let op = |lock: &RawRwLock| if lock.try_lock_shared() { 0 } else { EBUSY };
+    let op = |lock: &RawRwLock| read_answer(lock.try_lock_shared_within_max(), EBUSY);
     // SAFETY: caller's contract.
     unsafe { with_lock(r, op) }
 }
@@ -189,7 +205,9 @@ pub unsafe extern "C" fn klocks_rwlock_trywrlock(r: *mut klocks_rwlock_t) -> c_i
 
 /// A timed acquisition with pthread's answers: `EDEADLK` for the writer, then the
 /// try, then `EINVAL` for a null deadline or (only if the call would wait) malformed
-/// nanoseconds, then a sleeping wait until the deadline (`ETIMEDOUT`).
+/// nanoseconds, then a sleeping wait until the deadline (`ETIMEDOUT`); `EAGAIN` from
+/// a read entry that finds too many readers. Writes never do: their entries are
+/// wrapped as `Ok`.
 ///
 /// # Safety
 /// As for [`klocks_rwlock_rdlock`]; `abstime` is null or points to a readable
@@ -197,8 +215,8 @@ pub unsafe extern "C" fn klocks_rwlock_trywrlock(r: *mut klocks_rwlock_t) -> c_i
 unsafe fn timed(
     r: *mut klocks_rwlock_t,
     abstime: *const timespec,
-    try_now: impl Fn(&RawRwLock) -> bool,
-    try_until: impl Fn(&RawRwLock, std::time::Instant) -> bool,
+    try_now: impl Fn(&RawRwLock) -> Result<bool, TooManyReaders>,
+    try_until: impl Fn(&RawRwLock, std::time::Instant) -> Result<bool, TooManyReaders>,
 ) -> c_int {
     let op = |lock: &RawRwLock| {
         // SAFETY: `abstime` is null or readable (caller's contract).
@@ -207,15 +225,12 @@ unsafe fn timed(
             Err(error) => return error,
         };
         if writing(lock) {
-            EDEADLK
-        } else if try_now(lock) {
-            0
-        } else if !deadline.is_valid() {
-            EINVAL
-        } else if try_until(lock, deadline.instant()) {
-            0
-        } else {
-            ETIMEDOUT
+            return EDEADLK;
+        }
+        match try_now(lock) {
+            Ok(false) if !deadline.is_valid() => EINVAL,
+            Ok(false) => read_answer(try_until(lock, deadline.instant()), ETIMEDOUT),
+            now => read_answer(now, ETIMEDOUT),
         }
     };
     // SAFETY: caller's contract.
@@ -237,8 +252,8 @@ pub unsafe extern "C" fn klocks_rwlock_timedrdlock(
         timed(
             r,
             abstime,
-            RawRwLock::try_lock_shared,
-            RawRwLock::try_lock_shared_until,
+            RawRwLock::try_lock_shared_within_max,
+            RawRwLock::try_lock_shared_within_max_until,
         )
     }
 }
@@ -258,8 +273,8 @@ pub unsafe extern "C" fn klocks_rwlock_timedwrlock(
         timed(
             r,
             abstime,
-            RawRwLock::try_lock_exclusive,
-            RawRwLock::try_lock_exclusive_until,
+            |lock| Ok(lock.try_lock_exclusive()),
+            |lock, deadline| Ok(lock.try_lock_exclusive_until(deadline)),
         )
     }
 }

@@ -85,8 +85,16 @@ impl Deadline {
     /// sleeping between attempts: 1 µs, doubling up to 1 ms, never past the deadline.
     /// `EINVAL` if the first attempt fails and the deadline is malformed.
     pub(crate) fn poll(&self, mut attempt: impl FnMut() -> bool) -> c_int {
-        if attempt() {
-            return 0;
+        self.poll_or_refuse(|| Ok(attempt()))
+    }
+
+    /// As [`poll`](Self::poll), for an attempt that may also be refused for good
+    /// (`Err(errno)`, such as a read lock's `EAGAIN`): that answer ends the wait.
+    pub(crate) fn poll_or_refuse(&self, mut attempt: impl FnMut() -> Result<bool, c_int>) -> c_int {
+        match attempt() {
+            Ok(true) => return 0,
+            Err(errno) => return errno,
+            Ok(false) => {}
         }
         if !self.is_valid() {
             return EINVAL;
@@ -98,8 +106,10 @@ impl Deadline {
             };
             nap_for(nap.min(left));
             nap = (nap * 2).min(LONGEST_NAP);
-            if attempt() {
-                return 0;
+            match attempt() {
+                Ok(true) => return 0,
+                Err(errno) => return errno,
+                Ok(false) => {}
             }
         }
     }

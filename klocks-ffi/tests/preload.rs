@@ -21,6 +21,7 @@ fn preloaded(env: &[(&str, &str)]) -> Command {
     for var in [
         "KLOCKS_LOCK",
         "KLOCKS_RWLOCK",
+        "KLOCKS_SPIN",
         "KLOCKS_SPIN_NS",
         "KLOCKS_OWNER_PROBE",
         "KLOCKS_VERBOSE",
@@ -135,6 +136,7 @@ fn at_load(env: &[(&str, &str)]) -> common::Run {
     for var in [
         "KLOCKS_LOCK",
         "KLOCKS_RWLOCK",
+        "KLOCKS_SPIN",
         "KLOCKS_SPIN_NS",
         "KLOCKS_OWNER_PROBE",
         "KLOCKS_VERBOSE",
@@ -173,7 +175,7 @@ fn help_lists_the_names() {
     }
     assert_eq!(
         run.stderr.matches("=<name>").count(),
-        2,
+        3,
         "listed once: {}",
         run.stderr
     );
@@ -187,7 +189,9 @@ fn verbose_names_what_is_active() {
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     let line = run.stderr.trim_end();
     assert!(
-        line.starts_with("klocks: active: mutexes default, rwlocks default-rw, owner probe "),
+        line.starts_with(
+            "klocks: active: mutexes default, rwlocks default-rw, spinlocks glibc, owner probe "
+        ),
         "{line}"
     );
     let probe = line.split("owner probe ").nth(1).unwrap();
@@ -206,7 +210,7 @@ fn verbose_names_what_is_active() {
     ]);
     let first = run.stderr.lines().next().unwrap_or_default();
     assert!(
-        first.starts_with("klocks: active: mutexes glibc, rwlocks default-rw, ")
+        first.starts_with("klocks: active: mutexes glibc, rwlocks default-rw, spinlocks glibc, ")
             && first.ends_with("profile on"),
         "{}",
         run.stderr
@@ -223,7 +227,7 @@ fn an_empty_lock_name_is_unset() {
     ]);
     assert_eq!(
         run.stderr,
-        "klocks: active: mutexes glibc, rwlocks glibc, owner probe unused (glibc's locks), profile off\n"
+        "klocks: active: mutexes glibc, rwlocks glibc, spinlocks glibc, owner probe unused (glibc's locks), profile off\n"
     );
     assert_eq!(at_load(&[("KLOCKS_VERBOSE", "")]).stderr, "");
 }
@@ -300,4 +304,132 @@ hands_over! {
     handover_futex: "futex";
     handover_spinfutex: "spinfutex";
     handover_glibc: "glibc";
+}
+
+/// `tests/c/rdmax.c`: a read lock past the default rwlock's 2²⁴ − 1 readers is
+/// `EAGAIN` from every read entry, as glibc's (whose own maximum, 2²⁹ − 1, is too
+/// many to take in a test), not an abort.
+#[test]
+fn too_many_readers_is_eagain() {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    let program = BINARY.get_or_init(|| common::compile("rdmax", false));
+    let mut command = Command::new(program);
+    command
+        .env("LD_PRELOAD", common::library())
+        .env("KLOCKS_RWLOCK", "default-rw")
+        .env("MAX_READERS", "16777215")
+        .env_remove("KLOCKS_LOCK")
+        .env_remove("KLOCKS_PROFILE");
+    let run = common::run(command);
+    common::assert_ok("rdmax", &run);
+    assert!(run.stdout.contains("rdmax: 16777215 readers, then EAGAIN"));
+    assert!(
+        run.stderr.is_empty(),
+        "klocks said something: {}",
+        run.stderr
+    );
+}
+
+/// `tests/c/spin.c` under the preload with `env` (`KLOCKS_*` otherwise unset).
+fn spin_program(env: &[(&str, &str)], args: &[&str]) -> common::Run {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    let program = BINARY.get_or_init(|| common::compile("spin", false));
+    let mut command = Command::new(program);
+    command.env("LD_PRELOAD", common::library()).args(args);
+    for var in [
+        "KLOCKS_LOCK",
+        "KLOCKS_RWLOCK",
+        "KLOCKS_SPIN",
+        "KLOCKS_SPIN_NS",
+        "KLOCKS_OWNER_PROBE",
+        "KLOCKS_VERBOSE",
+        "KLOCKS_PROFILE",
+    ] {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().copied());
+    common::run(command)
+}
+
+/// `KLOCKS_SPIN=pvqspinlock` (and `default`, its name too): exact counters with 4
+/// threads per CPU, `EBUSY` tries, an unlock by another thread, the stricter answers,
+/// a process-shared lock across fork; the `KLOCKS_VERBOSE` line names it.
+#[test]
+fn spin_pvqspinlock() {
+    for name in ["pvqspinlock", "Default"] {
+        let run = spin_program(
+            &[
+                ("KLOCKS_SPIN", name),
+                ("EXPECT_KLOCKS", "1"),
+                ("KLOCKS_VERBOSE", "1"),
+            ],
+            &[],
+        );
+        common::assert_ok("spin", &run);
+        assert!(run
+            .stdout
+            .contains("spin: process-shared, parent and child"));
+        assert!(
+            run.stderr.starts_with(
+                "klocks: active: mutexes glibc, rwlocks glibc, spinlocks pvqspinlock, "
+            ),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    }
+}
+
+/// `KLOCKS_SPIN=qspinlock`, which never sleeps: with threads ≤ CPUs.
+#[test]
+fn spin_qspinlock() {
+    let run = spin_program(
+        &[
+            ("KLOCKS_SPIN", "qspinlock"),
+            ("EXPECT_KLOCKS", "1"),
+            ("THREADS", "2"),
+        ],
+        &[],
+    );
+    common::assert_ok("spin", &run);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+}
+
+/// The same checks hold for glibc's spinlocks (those where klocks is stricter are
+/// skipped), unset as with `KLOCKS_LOCK=default`, which does not name the spinlock.
+#[test]
+fn spin_glibc_passes_the_same_checks() {
+    for env in [vec![], vec![("KLOCKS_LOCK", "default")]] {
+        let run = spin_program(&env, &[]);
+        common::assert_ok("spin", &run);
+    }
+}
+
+/// The counter check is not vacuous: without the lock it fails (a few attempts, with
+/// more rounds, as lost updates need the threads to overlap, which a loaded host
+/// makes rare).
+#[test]
+fn spin_counter_check_catches_a_missing_lock() {
+    let caught = (0..5).find_map(|_| {
+        let run = spin_program(
+            &[("KLOCKS_SPIN", "pvqspinlock"), ("ROUNDS", "200000")],
+            &["busted"],
+        );
+        (!run.status.success()).then_some(run)
+    });
+    let run = caught.expect("the busted counter passed every attempt");
+    assert!(run.stderr.contains("counter mismatch"), "{}", run.stderr);
+}
+
+/// A bad `KLOCKS_SPIN`: one line with the nearest name, and the program runs on
+/// glibc's spinlocks (the glibc expectations hold).
+#[test]
+fn an_unknown_spinlock_falls_back_to_glibc() {
+    let run = spin_program(&[("KLOCKS_SPIN", "pvqspin")], &[]);
+    common::assert_ok("spin", &run);
+    assert_eq!(
+        run.stderr,
+        "klocks: KLOCKS_SPIN=\"pvqspin\" is not a spinlock; did you mean `pvqspinlock`? \
+         (KLOCKS_SPIN=help lists them); using glibc's spinlocks\n"
+    );
 }

@@ -165,7 +165,7 @@ pub use mutex::futex_mutex::FutexMutex;
 pub use mutex::raw_mutex::RawMutex;
 pub use mutex::spin_futex_mutex::SpinFutexMutex;
 pub use padded::Padded;
-pub use rwlock::raw_rwlock::RawRwLock;
+pub use rwlock::raw_rwlock::{RawRwLock, TooManyReaders};
 pub use rwlock::rwsem::{reader_spin, ReaderSpin, RwSem};
 pub use spin::mcs::MAX_SLOTS;
 pub use spin::pv_qspinlock::PvQSpinLock;

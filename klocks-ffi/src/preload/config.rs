@@ -1,5 +1,5 @@
-//! `KLOCKS_LOCK` and `KLOCKS_RWLOCK`: the process's choice, read once; and
-//! `KLOCKS_VERBOSE`, the line that names it.
+//! `KLOCKS_LOCK`, `KLOCKS_RWLOCK` and `KLOCKS_SPIN`: the process's choice, read
+//! once; and `KLOCKS_VERBOSE`, the line that names it.
 //!
 //! Names are matched ignoring ASCII case and surrounding blanks, and an empty value
 //! is the variable unset: people type `KLOCKS_LOCK=Default`, and scripts write
@@ -17,6 +17,7 @@ use klocks_core::config::{
 use klocks_core::owner::ProbeKind;
 
 use super::say;
+use super::spin::SpinKind;
 use crate::mutex::Kind;
 
 /// The reader-spin policy of the interposed rwlocks.
@@ -74,8 +75,29 @@ impl RwPolicy {
     }
 }
 
-/// `KLOCKS_RWLOCK=default`: the default rwlock, whose catalog name is `default-rw`.
+/// `KLOCKS_RWLOCK=default`: the default rwlock, whose catalog name is `default-rw`;
+/// `KLOCKS_SPIN=default`: `pvqspinlock`.
 const DEFAULT_ALIAS: &str = "default";
+
+/// `KLOCKS_SPIN`: the spinlock that runs `pthread_spin_*` (see `spin`), `glibc` or
+/// `help`; unset, glibc's. (Declared here, as `KLOCKS_VERBOSE`: only the preload
+/// reads it.)
+const SPIN: &CStr = c"KLOCKS_SPIN";
+/// [`SPIN`]'s name, for messages.
+const SPIN_NAME: &str = match SPIN.to_str() {
+    Ok(name) => name,
+    Err(_) => panic!("a variable's name is ASCII"),
+};
+
+/// The spinlock `name` names, ignoring ASCII case: a catalog name, or `default`.
+fn spin_named(name: &str) -> Option<SpinKind> {
+    if name.eq_ignore_ascii_case(DEFAULT_ALIAS) {
+        return Some(SpinKind::PvQSpin);
+    }
+    SpinKind::ALL
+        .into_iter()
+        .find(|kind| kind.name().eq_ignore_ascii_case(name))
+}
 
 /// The value that lists the names instead of choosing one.
 const HELP: &str = "help";
@@ -130,17 +152,19 @@ pub(super) fn did_you_mean(typed: &str, names: impl IntoIterator<Item = &'static
 pub(super) struct Choice {
     pub(super) mutex: Option<Kind>,
     pub(super) rwlock: Option<RwPolicy>,
+    pub(super) spin: Option<SpinKind>,
 }
 
-/// The choice, encoded: 0 until made; else `0x8000 | mutex << 4 | rwlock`, with 0
-/// for glibc in each field (the kind and policy numbers start at 1).
+/// The choice, encoded: 0 until made; else `0x8000 | spin << 8 | mutex << 4 |
+/// rwlock`, with 0 for glibc in each field (the kind and policy numbers start at 1).
 static CHOICE: AtomicU16 = AtomicU16::new(0);
 const MADE: u16 = 0x8000;
 
 fn encode(choice: Choice) -> u16 {
     let mutex = choice.mutex.map_or(0, |kind| kind as u16);
     let rwlock = choice.rwlock.map_or(0, |policy| policy as u16 + 1);
-    MADE | mutex << 4 | rwlock
+    let spin = choice.spin.map_or(0, |kind| kind as u16);
+    MADE | spin << 8 | mutex << 4 | rwlock
 }
 
 fn decode(raw: u16) -> Choice {
@@ -151,6 +175,7 @@ fn decode(raw: u16) -> Choice {
     Choice {
         mutex: Kind::from_raw(u32::from(raw >> 4 & 0xF)),
         rwlock,
+        spin: SpinKind::from_raw(raw >> 8 & 0xF),
     }
 }
 
@@ -207,10 +232,11 @@ fn make_choice() -> Choice {
     let env = Env {
         lock: var(LOCK),
         rwlock: var(RWLOCK),
+        spin: env_value(SPIN),
         spin_ns: var(SPIN_NS),
         probe: var(OWNER_PROBE),
     };
-    let mut complaints = [None; 6];
+    let mut complaints = [None; 7];
     let mut count = 0;
     let choice = decide(&env, |complaint| {
         complaints[count] = Some(complaint);
@@ -263,14 +289,15 @@ fn verbose(value: Option<&str>) -> Result<bool, String> {
     }
 }
 
-/// The line `KLOCKS_VERBOSE=1` prints: the mutex and rwlock of `choice`, the owner
-/// probe (`None`: glibc's locks only, which use none) and whether the contention
-/// profile is on.
+/// The line `KLOCKS_VERBOSE=1` prints: the mutex, rwlock and spinlock of `choice`,
+/// the owner probe (`None`: glibc's locks only, which use none) and whether the
+/// contention profile is on.
 fn active_line(choice: Choice, probe: Option<ProbeKind>, profile: bool) -> String {
     format!(
-        "active: mutexes {}, rwlocks {}, owner probe {}, profile {}",
+        "active: mutexes {}, rwlocks {}, spinlocks {}, owner probe {}, profile {}",
         choice.mutex.map_or(GLIBC, Kind::name),
         choice.rwlock.map_or(GLIBC, RwPolicy::name),
+        choice.spin.map_or(GLIBC, SpinKind::name),
         probe.map_or("unused (glibc's locks)", ProbeKind::name),
         if profile { "on" } else { "off" }
     )
@@ -294,12 +321,14 @@ pub(super) fn announce(profile: bool) {
 const GLIBC_ONLY: Choice = Choice {
     mutex: None,
     rwlock: None,
+    spin: None,
 };
 
 /// The variables that configure the interposer.
 struct Env<'a> {
     lock: Option<&'a str>,
     rwlock: Option<&'a str>,
+    spin: Option<&'a str>,
     spin_ns: Option<&'a str>,
     probe: Option<&'a str>,
 }
@@ -310,6 +339,7 @@ enum Complaint<'a> {
     Help,
     UnknownLock(&'a str),
     UnknownRwLock(&'a str),
+    UnknownSpin(&'a str),
     BadSetting(BadValue<'a>),
     RefusedProbe(ProbeKind),
 }
@@ -331,6 +361,14 @@ impl Complaint<'_> {
                 let names = names.chain([DEFAULT_ALIAS, GLIBC, HELP]);
                 vec![format!(
                     "{RWLOCK}={name:?} is not an rwlock{} ({RWLOCK}=help lists them); using glibc's rwlocks",
+                    did_you_mean(name, names)
+                )]
+            }
+            Complaint::UnknownSpin(name) => {
+                let names = SpinKind::ALL.map(SpinKind::name).into_iter();
+                let names = names.chain([DEFAULT_ALIAS, GLIBC, HELP]);
+                vec![format!(
+                    "{SPIN_NAME}={name:?} is not a spinlock{} ({SPIN_NAME}=help lists them); using glibc's spinlocks",
                     did_you_mean(name, names)
                 )]
             }
@@ -380,6 +418,15 @@ fn help_lines() -> Vec<String> {
             .chain(others)
             .map(|policy| entry(policy.name(), policy.use_it_for(), policy.catalog().about())),
     );
+    lines.push(glibc.clone());
+    lines.push(format!(
+        "{SPIN_NAME}=<name> runs the program's pthread spinlocks on a klocks spinlock (`default` is pvqspinlock); names ignore case:"
+    ));
+    lines.extend(
+        SpinKind::ALL
+            .into_iter()
+            .map(|kind| entry(kind.name(), kind.use_it_for(), kind.catalog().about())),
+    );
     lines.push(glibc);
     lines
 }
@@ -416,12 +463,24 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
             None
         }),
     };
+    let spin = match setting(env.spin) {
+        None => None,
+        Some(name) if name.eq_ignore_ascii_case(GLIBC) => None,
+        Some(name) if name.eq_ignore_ascii_case(HELP) => {
+            help(&mut complain);
+            None
+        }
+        Some(name) => spin_named(name).or_else(|| {
+            complain(Complaint::UnknownSpin(name));
+            None
+        }),
+    };
     // `default` names the default pair: its rwlock too, unless KLOCKS_RWLOCK is set.
     let rwlock = match (mutex, setting(env.rwlock)) {
         (Some(Kind::Default), None) => Some(RwPolicy::Default),
         _ => rwlock,
     };
-    if mutex.is_none() && rwlock.is_none() {
+    if mutex.is_none() && rwlock.is_none() && spin.is_none() {
         return GLIBC_ONLY;
     }
     // The klocks locks would panic on these later, inside a lock call. The checks
@@ -449,249 +508,15 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
         },
     };
     if spin_ok && probe_ok {
-        Choice { mutex, rwlock }
+        Choice {
+            mutex,
+            rwlock,
+            spin,
+        }
     } else {
         GLIBC_ONLY
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `decide` on these values, with its complaints rendered.
-    fn run(
-        lock: Option<&str>,
-        rwlock: Option<&str>,
-        spin_ns: Option<&str>,
-        probe: Option<&str>,
-    ) -> (Choice, Vec<String>) {
-        let env = Env {
-            lock,
-            rwlock,
-            spin_ns,
-            probe,
-        };
-        let mut lines = Vec::new();
-        let choice = decide(&env, |complaint| lines.extend(complaint.lines()));
-        (choice, lines)
-    }
-
-    #[test]
-    fn default_names_the_default_pair_unless_the_rwlock_is_named() {
-        let (choice, lines) = run(Some("default"), None, None, None);
-        assert_eq!(choice.mutex, Some(Kind::Default));
-        assert_eq!(choice.rwlock, Some(RwPolicy::Default));
-        assert!(lines.is_empty(), "{lines:?}");
-        let (choice, _) = run(Some("default"), Some("glibc"), None, None);
-        assert_eq!(choice.rwlock, None);
-        let (choice, _) = run(Some("default"), Some("rwsem-never"), None, None);
-        assert_eq!(choice.rwlock, Some(RwPolicy::Never));
-        for choice in [
-            Choice {
-                mutex: Some(Kind::Default),
-                rwlock: Some(RwPolicy::Default),
-            },
-            Choice {
-                mutex: Some(Kind::SpinFutex),
-                rwlock: Some(RwPolicy::Never),
-            },
-        ] {
-            assert_eq!(decode(encode(choice)), choice);
-        }
-    }
-
-    #[test]
-    fn nothing_set_is_glibc_silently() {
-        assert_eq!(run(None, None, None, None), (GLIBC_ONLY, vec![]));
-    }
-
-    #[test]
-    fn each_family_is_chosen_by_its_own_variable() {
-        let (choice, lines) = run(Some("spinfutex"), None, None, None);
-        assert_eq!(choice.mutex, Some(Kind::SpinFutex));
-        assert_eq!(choice.rwlock, None, "rwlocks stay glibc's unless asked");
-        assert!(lines.is_empty());
-        let (choice, _) = run(Some("ticket"), Some("rwsem-never"), None, None);
-        assert_eq!(choice.rwlock, Some(RwPolicy::Never));
-        let (choice, _) = run(Some("pvqspinlock"), Some("glibc"), None, None);
-        assert_eq!(choice.rwlock, None);
-        let (choice, _) = run(None, Some("rwsem-always"), None, None);
-        assert_eq!(choice.mutex, None);
-        assert_eq!(choice.rwlock, Some(RwPolicy::Always));
-    }
-
-    #[test]
-    fn an_unknown_name_is_one_line_and_glibc() {
-        let (choice, lines) = run(Some("pvqspin"), None, None, None);
-        assert_eq!(choice, GLIBC_ONLY);
-        assert_eq!(lines.len(), 1);
-        assert!(
-            lines[0].contains("KLOCKS_LOCK=\"pvqspin\" is not a lock"),
-            "{lines:?}"
-        );
-        let (choice, lines) = run(Some("futex"), Some("rwsem"), None, None);
-        assert_eq!(choice.mutex, Some(Kind::Futex));
-        assert_eq!(choice.rwlock, None);
-        assert!(lines[0].contains("KLOCKS_RWLOCK=\"rwsem\""), "{lines:?}");
-    }
-
-    #[test]
-    fn help_lists_every_name_once_with_its_description_and_use() {
-        let (choice, lines) = run(Some("help"), Some("HELP"), None, None);
-        assert_eq!(choice, GLIBC_ONLY);
-        let text = lines.join("\n");
-        for kind in Kind::ALL {
-            let line = lines
-                .iter()
-                .find(|line| line.split_whitespace().next() == Some(kind.name()))
-                .unwrap_or_else(|| panic!("{} not listed: {text}", kind.name()));
-            assert!(line.contains(kind.catalog().about()), "{line}");
-            assert!(line.contains(mutex_use(kind)), "{line}");
-        }
-        for policy in RwPolicy::ALL {
-            let listed: Vec<_> = lines
-                .iter()
-                .filter(|line| line.split_whitespace().next() == Some(policy.name()))
-                .collect();
-            assert_eq!(listed.len(), 1, "{}: {text}", policy.name());
-            assert!(listed[0].contains(policy.catalog().about()), "{text}");
-            assert!(listed[0].contains(policy.use_it_for()), "{text}");
-        }
-        assert_eq!(
-            lines.iter().filter(|line| line.contains("=<name>")).count(),
-            2,
-            "both variables, once: {text}"
-        );
-    }
-
-    #[test]
-    fn names_ignore_case_and_blanks() {
-        assert_eq!(
-            run(Some("Default"), None, None, None).0.mutex,
-            Some(Kind::Default)
-        );
-        assert_eq!(
-            run(Some(" PVTICKET "), None, None, None).0.mutex,
-            Some(Kind::PvTicket)
-        );
-        let (choice, lines) = run(Some("GLIBC"), Some("Rwsem-Never"), None, None);
-        assert_eq!(choice.mutex, None);
-        assert_eq!(choice.rwlock, Some(RwPolicy::Never));
-        assert!(lines.is_empty(), "{lines:?}");
-    }
-
-    #[test]
-    fn an_empty_value_is_unset() {
-        assert_eq!(run(Some(""), Some(" "), None, None), (GLIBC_ONLY, vec![]));
-        // An empty KLOCKS_RWLOCK does not hold `default`'s rwlock back.
-        let (choice, lines) = run(Some("default"), Some(""), None, None);
-        assert_eq!(choice.rwlock, Some(RwPolicy::Default));
-        assert!(lines.is_empty(), "{lines:?}");
-    }
-
-    #[test]
-    fn default_names_the_default_rwlock_too() {
-        for name in ["default", "DEFAULT", "default-rw"] {
-            let (choice, lines) = run(None, Some(name), None, None);
-            assert_eq!(choice.rwlock, Some(RwPolicy::Default), "{name}");
-            assert!(lines.is_empty(), "{lines:?}");
-        }
-    }
-
-    #[test]
-    fn a_misspelling_gets_the_nearest_name() {
-        for (typed, meant) in [
-            ("defualt", "default"),
-            ("pvqspin", "pvqspinlock"),
-            ("Spinfutx", "spinfutex"),
-        ] {
-            let (choice, lines) = run(Some(typed), None, None, None);
-            assert_eq!(choice, GLIBC_ONLY);
-            assert_eq!(lines.len(), 1, "{lines:?}");
-            assert!(
-                lines[0].contains(&format!("is not a lock; did you mean `{meant}`?")),
-                "{typed}: {lines:?}"
-            );
-        }
-        let (_, lines) = run(None, Some("rwsem-nevr"), None, None);
-        assert!(
-            lines[0].contains("did you mean `rwsem-never`?"),
-            "{lines:?}"
-        );
-        let (_, lines) = run(None, Some("defualt"), None, None);
-        assert!(lines[0].contains("did you mean `default`?"), "{lines:?}");
-        // Nothing close: no suggestion.
-        let (_, lines) = run(Some("zzz"), None, None, None);
-        assert!(!lines[0].contains("did you mean"), "{lines:?}");
-    }
-
-    #[test]
-    fn verbose_is_0_or_1_and_anything_else_is_one_complaint() {
-        assert_eq!(verbose(None), Ok(false));
-        assert_eq!(verbose(Some("")), Ok(false));
-        assert_eq!(verbose(Some("0")), Ok(false));
-        assert_eq!(verbose(Some(" 1 ")), Ok(true));
-        let complaint = verbose(Some("yes")).unwrap_err();
-        assert!(
-            complaint.starts_with("KLOCKS_VERBOSE=\"yes\" is not"),
-            "{complaint}"
-        );
-        assert!(!complaint.contains('\n'));
-    }
-
-    #[test]
-    fn the_active_line_names_both_locks_the_probe_and_the_profile() {
-        let choice = Choice {
-            mutex: Some(Kind::PvTicket),
-            rwlock: Some(RwPolicy::Never),
-        };
-        assert_eq!(
-            active_line(choice, Some(ProbeKind::CpuClock), true),
-            "active: mutexes pvticket, rwlocks rwsem-never, owner probe clock, profile on"
-        );
-        assert_eq!(
-            active_line(GLIBC_ONLY, None, false),
-            "active: mutexes glibc, rwlocks glibc, owner probe unused (glibc's locks), profile off"
-        );
-    }
-
-    #[test]
-    fn bad_klocks_variables_fall_back_to_glibc() {
-        let (choice, lines) = run(Some("pvticket"), None, Some("12us"), None);
-        assert_eq!(choice, GLIBC_ONLY);
-        assert!(lines[0].contains("KLOCKS_SPIN_NS"), "{lines:?}");
-        let (choice, lines) = run(Some("pvticket"), None, Some("99999999999"), None);
-        assert_eq!(choice, GLIBC_ONLY);
-        assert!(lines[0].contains("above the maximum"), "{lines:?}");
-        let (choice, lines) = run(None, Some("rwsem-never"), None, Some("psychic"));
-        assert_eq!(choice, GLIBC_ONLY);
-        assert!(lines[0].contains("KLOCKS_OWNER_PROBE"), "{lines:?}");
-        assert_eq!(
-            run(Some("futex"), None, Some(" 2000 "), Some("budget"))
-                .0
-                .mutex,
-            Some(Kind::Futex)
-        );
-        // Without a klocks lock they do not matter here.
-        assert_eq!(run(None, None, Some("12us"), None), (GLIBC_ONLY, vec![]));
-    }
-
-    #[test]
-    fn the_preload_offers_every_catalog_rwlock() {
-        let offered: Vec<RwLockKind> = RwPolicy::ALL.iter().map(|p| p.catalog()).collect();
-        for kind in RwLockKind::ALL {
-            assert!(offered.contains(kind), "{}", kind.name());
-        }
-    }
-
-    #[test]
-    fn choices_round_trip_through_the_word() {
-        for mutex in Kind::ALL.map(Some).into_iter().chain([None]) {
-            for rwlock in RwPolicy::ALL.map(Some).into_iter().chain([None]) {
-                let choice = Choice { mutex, rwlock };
-                assert_eq!(decode(encode(choice)), choice);
-            }
-        }
-    }
-}
+mod tests;

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use libc::{
     clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, pthread_mutexattr_t,
-    pthread_rwlock_t, pthread_rwlockattr_t, timespec,
+    pthread_rwlock_t, pthread_rwlockattr_t, pthread_spinlock_t, timespec,
 };
 
 /// The symbol version of glibc's condvar functions, or `None` for plain `dlsym`.
@@ -128,6 +128,11 @@ glibc_fns! {
     fn pthread_rwlock_timedwrlock(r: *mut pthread_rwlock_t, at: *const timespec);
     fn pthread_rwlock_clockwrlock(r: *mut pthread_rwlock_t, clock: clockid_t, at: *const timespec);
     fn pthread_rwlock_unlock(r: *mut pthread_rwlock_t);
+    fn pthread_spin_init(s: *mut pthread_spinlock_t, pshared: c_int);
+    fn pthread_spin_destroy(s: *mut pthread_spinlock_t);
+    fn pthread_spin_lock(s: *mut pthread_spinlock_t);
+    fn pthread_spin_trylock(s: *mut pthread_spinlock_t);
+    fn pthread_spin_unlock(s: *mut pthread_spinlock_t);
     #[version = CONDVAR_VERSION]
     fn pthread_cond_init(c: *mut pthread_cond_t, attr: *const pthread_condattr_t);
     #[version = CONDVAR_VERSION]

@@ -21,6 +21,14 @@
 //! name a writer exactly for the question "am I the writer?" (`exclusive_owner`); if not, and readers hold the lock, the caller is taken
 //! to be one of them (readers are counted, not named, so a thread that holds nothing
 //! releases another reader's share, as with glibc); else `EPERM`.
+//!
+//! # Too many readers
+//!
+//! A read lock past the most readers the lock counts is `EAGAIN`, as glibc's. The
+//! default rwlock counts 2²⁴ − 1 readers (`RawRwLock`'s `MAX_READERS`), and its read
+//! entries here are the `_within_max` ones, which refuse that reader where
+//! `lock_shared` would panic (aborting the process); the rwsem counts 2⁵⁶, more read
+//! locks than a process can take.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
@@ -32,10 +40,10 @@ use std::sync::atomic::{
 
 use klocks_core::owner::current_tid;
 use klocks_core::reader_spin::{Adaptive, Always, Never};
-use klocks_core::{RawRwLock, RwSem};
+use klocks_core::{RawRwLock, ReaderSpin, RwSem, TooManyReaders};
 use libc::{
-    clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec, CLOCK_REALTIME, EBUSY, EDEADLK,
-    EINVAL, EPERM, ETIMEDOUT,
+    clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec, CLOCK_REALTIME, EAGAIN, EBUSY,
+    EDEADLK, EINVAL, EPERM, ETIMEDOUT,
 };
 
 use super::config::{self, RwPolicy};
@@ -194,13 +202,56 @@ impl RwLock {
     }
 }
 
+/// The read entries, refusing a reader past the lock's count of readers (module doc,
+/// "Too many readers").
+trait Read {
+    /// Takes a read lock, waiting; `Err` if too many readers hold it.
+    fn read(&self) -> Result<(), TooManyReaders>;
+    /// Takes a read lock if that needs no waiting; `Err` if too many readers hold it.
+    fn try_read(&self) -> Result<bool, TooManyReaders>;
+}
+
+impl Read for RawRwLock {
+    fn read(&self) -> Result<(), TooManyReaders> {
+        self.lock_shared_within_max()
+    }
+
+    fn try_read(&self) -> Result<bool, TooManyReaders> {
+        self.try_lock_shared_within_max()
+    }
+}
+
+/// Never `Err`: the rwsem's count of readers (2⁵⁶) outlasts any process.
+impl<P: ReaderSpin> Read for RwSem<P> {
+    fn read(&self) -> Result<(), TooManyReaders> {
+        self.lock_shared();
+        Ok(())
+    }
+
+    fn try_read(&self) -> Result<bool, TooManyReaders> {
+        Ok(self.try_lock_shared())
+    }
+}
+
+/// A try's answer: 0 if it entered, `busy` if not, `EAGAIN` if too many readers hold
+/// the lock.
+fn read_answer(entered: Result<bool, TooManyReaders>, busy: c_int) -> c_int {
+    match entered {
+        Ok(true) => 0,
+        Ok(false) => busy,
+        Err(TooManyReaders) => EAGAIN,
+    }
+}
+
 fn rdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     rw.current(policy, Patience::Forever);
     if rw.writing(policy) {
         return EDEADLK;
     }
-    with_sem!(rw, policy, sem => sem.lock_shared());
-    0
+    match with_sem!(rw, policy, sem => sem.read()) {
+        Ok(()) => 0,
+        Err(TooManyReaders) => EAGAIN,
+    }
 }
 
 fn wrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
@@ -217,11 +268,7 @@ fn tryrdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     if !rw.current(policy, Patience::Try) {
         return EBUSY;
     }
-    if with_sem!(rw, policy, sem => sem.try_lock_shared()) {
-        0
-    } else {
-        EBUSY
-    }
+    read_answer(with_sem!(rw, policy, sem => sem.try_read()), EBUSY)
 }
 
 fn trywrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
@@ -246,7 +293,9 @@ fn clockrdlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
     if rw.writing(policy) {
         return EDEADLK;
     }
-    deadline.poll(|| with_sem!(rw, policy, sem => sem.try_lock_shared()))
+    deadline.poll_or_refuse(|| {
+        with_sem!(rw, policy, sem => sem.try_read()).map_err(|TooManyReaders| EAGAIN)
+    })
 }
 
 fn clockwrlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {

@@ -1,6 +1,6 @@
 /* The C API's default rwlock (klocks_rwlock_t): every errno answer, timed locks,
  * the static initialiser with its first use raced by readers and writers, sharing
- * and exclusion. Exits 0 and prints "rwlock: ok" when every check holds; a failed
+ * and exclusion, EAGAIN past the most readers. Exits 0 and prints "rwlock: ok" when every check holds; a failed
  * check prints its line and exits 1. Run by tests/c_api.rs. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -184,9 +184,42 @@ static void static_initializer(void) {
            WRITERS, READERS);
 }
 
+/* ---- too many readers ---- */
+
+/* One thread takes read locks until the rwlock refuses: EAGAIN after exactly
+ * KLOCKS_RWLOCK_MAX_READERS (tries, the fastest entry: 16.7M of them take well under
+ * a second), then from every read entry, and the rwlock is as it was (one release
+ * lets one reader in again, and as many releases as readers free it). */
+static void too_many_readers(void) {
+    klocks_rwlock_t r = KLOCKS_RWLOCK_INITIALIZER;
+    long taken = 0;
+    int rc;
+    while (taken <= KLOCKS_RWLOCK_MAX_READERS && (rc = klocks_rwlock_tryrdlock(&r)) == 0)
+        taken++;
+    EXPECT(rc, EAGAIN);
+    CHECK(taken == KLOCKS_RWLOCK_MAX_READERS);
+    EXPECT(klocks_rwlock_rdlock(&r), EAGAIN);
+    struct timespec at = in_ms(1000);
+    EXPECT(klocks_rwlock_timedrdlock(&r, &at), EAGAIN);
+    EXPECT(klocks_rwlock_trywrlock(&r), EBUSY);
+    EXPECT(klocks_rwlock_unlock(&r), 0);
+    EXPECT(klocks_rwlock_rdlock(&r), 0);
+    EXPECT(klocks_rwlock_tryrdlock(&r), EAGAIN);
+    for (long i = 0; i < KLOCKS_RWLOCK_MAX_READERS; i++) {
+        rc = klocks_rwlock_unlock(&r);
+        if (rc != 0)
+            break;
+    }
+    EXPECT(rc, 0);
+    EXPECT(klocks_rwlock_unlock(&r), EPERM);
+    EXPECT(klocks_rwlock_destroy(&r), 0);
+    printf("rwlock: %ld readers, then EAGAIN\n", taken);
+}
+
 int main(void) {
     errno_answers();
     static_initializer();
+    too_many_readers();
     printf("rwlock: ok\n");
     return 0;
 }

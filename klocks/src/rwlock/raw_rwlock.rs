@@ -250,7 +250,9 @@
 //! read lock) while holding the write lock panics instead of deadlocking. A read lock
 //! taken again by its holder while a writer sleeps for the lock or drains it
 //! deadlocks, as with every rwlock that prefers writers (std's included). More than
-//! [`MAX_READERS`] readers at once panic, at once.
+//! [`MAX_READERS`] readers at once panic, at once; the `_within_max` entries refuse
+//! the reader instead ([`TooManyReaders`], pthread's `EAGAIN`), for callers that have
+//! an error to return.
 
 use crate::backoff;
 use crate::budget::SpinBudget;
@@ -1108,7 +1110,19 @@ impl RawRwLock {
     /// is back. A count at `MAX_READERS` is that many readers inside: one more panics.
     #[cold]
     #[inline(never)]
-    fn wait_below_max_readers(&self, mut val: u32) -> u32 {
+    fn wait_below_max_readers(&self, val: u32) -> u32 {
+        let val = self.wait_out_unheld_wrap(val);
+        if readers(val) == MAX_READERS {
+            too_many_readers();
+        }
+        val
+    }
+
+    /// Waits while the count is above [`MAX_READERS`]: an unheld read unlock's wrap,
+    /// which its undo takes back (see `wait_below_max_readers`); the word once it is.
+    #[cold]
+    #[inline(never)]
+    fn wait_out_unheld_wrap(&self, mut val: u32) -> u32 {
         let mut looks = 0u32;
         while readers(val) > MAX_READERS {
             // The undo is one instruction away unless its thread is preempted: spin
@@ -1122,9 +1136,6 @@ impl RawRwLock {
             // Relaxed: the caller's cmpxchg is the Acquire.
             val = self.word.load(Relaxed);
         }
-        if readers(val) == MAX_READERS {
-            too_many_readers();
-        }
         val
     }
 
@@ -1133,6 +1144,13 @@ impl RawRwLock {
     /// out).
     #[cold]
     fn lock_shared_slow(&self, patience: Patience) -> bool {
+        self.wait_to_read(patience)
+            .unwrap_or_else(|TooManyReaders| too_many_readers())
+    }
+
+    /// `lock_shared_slow`'s wait, entering through `enter_reader_within_max`: `Err`
+    /// when [`MAX_READERS`] readers are inside as it would enter.
+    fn wait_to_read(&self, patience: Patience) -> Result<bool, TooManyReaders> {
         let me = owner::current_tid();
         // Relaxed: only this thread stores its own id there. A signal handler whose
         // thread drains the readers enters alongside (`reader_may_enter`).
@@ -1143,19 +1161,19 @@ impl RawRwLock {
         stats::count(STATS, Event::ReadSlowpath);
         let may_enter = |val| self.reader_may_enter(val);
         loop {
-            if self.enter_reader_while(may_enter) {
-                return true;
+            if self.enter_reader_within_max(may_enter)? {
+                return Ok(true);
             }
             let entered = self.spin_on_writer(may_enter, reader_may_spin)
-                && self.enter_reader_while(may_enter);
+                && self.enter_reader_within_max(may_enter)?;
             if entered {
                 stats::count(STATS, Event::ReaderSpinAcquired);
-                return true;
+                return Ok(true);
             }
             stats::count(STATS, Event::ReaderSpinFailed);
             if patience.expired() {
                 stats::count(STATS, Event::Timeout);
-                return false;
+                return Ok(false);
             }
             self.stop_own_thread_spinning();
             self.wake_owed_drainer();
@@ -1803,6 +1821,79 @@ fn writer_turn_is_over() -> bool {
 fn begin_writer_turn() {
     #[cfg(not(loom))]
     WRITER_WOKE_AT.with(|t| t.set(now_us() | 1));
+}
+
+/// A read lock refused because [`MAX_READERS`] readers hold the lock (pthread's
+/// `EAGAIN`: "the maximum number of read locks has been exceeded"). Only the
+/// `_within_max` entries answer it; `lock_shared` and `lock_api`'s readers panic there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooManyReaders;
+
+/// Read locks that refuse the reader past [`MAX_READERS`] instead of panicking, for
+/// callers with an error to return: the C API's `klocks_rwlock_t` and the preload's
+/// `pthread_rwlock_t` answer `EAGAIN` with them. Each takes the lock as its
+/// counterpart does (`try_lock_shared`, `lock_shared`, `try_lock_shared_until`), with
+/// the same transitions and orderings.
+impl RawRwLock {
+    /// The most readers at once, [`MAX_READERS`]: one more is [`TooManyReaders`].
+    pub const MAX_READERS: u32 = MAX_READERS;
+
+    /// Takes a read lock if no writer holds the lock (as `try_lock_shared`); `Err`
+    /// if [`MAX_READERS`] readers hold it.
+    pub fn try_lock_shared_within_max(&self) -> Result<bool, TooManyReaders> {
+        self.enter_reader_within_max(readers_may_enter)
+    }
+
+    /// Takes a read lock, waiting as `lock_shared` does; `Err` if [`MAX_READERS`]
+    /// readers hold it when the caller would enter.
+    pub fn lock_shared_within_max(&self) -> Result<(), TooManyReaders> {
+        if !self.try_lock_shared_within_max()? {
+            self.wait_to_read(Patience::Forever)?;
+        }
+        Ok(())
+    }
+
+    /// Takes a read lock unless `deadline` passes first (as `try_lock_shared_until`);
+    /// whether it did, or `Err` if [`MAX_READERS`] readers hold it when the caller
+    /// would enter.
+    #[cfg(not(loom))]
+    pub fn try_lock_shared_within_max_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Result<bool, TooManyReaders> {
+        Ok(self.try_lock_shared_within_max()? || self.wait_to_read(Patience::Until(deadline))?)
+    }
+
+    /// `(r,*,*,*,t) -> (r+1,*,*,*,0)` while `may_enter(word)`, as `enter_reader_while`,
+    /// but a count at [`MAX_READERS`] is `Err` instead of a panic. A count above it (an
+    /// unheld read unlock's transient wrap) is waited out, as there.
+    fn enter_reader_within_max(
+        &self,
+        may_enter: impl Fn(u32) -> bool,
+    ) -> Result<bool, TooManyReaders> {
+        // Relaxed: picks the transition; the cmpxchg is the Acquire.
+        let mut val = self.word.load(Relaxed);
+        while may_enter(val) {
+            if readers(val) == MAX_READERS {
+                return Err(TooManyReaders);
+            }
+            if readers(val) > MAX_READERS {
+                val = self.wait_out_unheld_wrap(val);
+                continue;
+            }
+            // Acquire: pairs with the Release of the write unlock.
+            match self.word.compare_exchange_weak(
+                val,
+                (val + READER) & !READER_TURN,
+                Acquire,
+                Relaxed,
+            ) {
+                Ok(_) => return Ok(true),
+                Err(now) => val = now,
+            }
+        }
+        Ok(false)
+    }
 }
 
 #[cold]

@@ -64,6 +64,59 @@ fn a_reader_past_max_readers_panics() {
     lock.lock_shared();
 }
 
+/// The `_within_max` entries refuse the reader at `MAX_READERS` instead, leaving the
+/// word as it was, and enter below it.
+#[test]
+fn the_within_max_entries_refuse_a_reader_past_max_readers() {
+    let lock = RawRwLock::new();
+    let full = MAX_READERS * READER;
+    lock.word.store(full, Relaxed);
+    assert_eq!(lock.try_lock_shared_within_max(), Err(TooManyReaders));
+    assert_eq!(lock.lock_shared_within_max(), Err(TooManyReaders));
+    let deadline = Instant::now() + Duration::from_secs(1);
+    assert_eq!(
+        lock.try_lock_shared_within_max_until(deadline),
+        Err(TooManyReaders)
+    );
+    assert_eq!(lock.word.load(Relaxed), full);
+    lock.unlock_shared();
+    assert_eq!(lock.try_lock_shared_within_max(), Ok(true));
+    lock.unlock_shared();
+    assert_eq!(lock.lock_shared_within_max(), Ok(()));
+    assert_eq!(lock.word.load(Relaxed), full);
+    lock.word.store(WRITER, Relaxed);
+    assert_eq!(
+        lock.try_lock_shared_within_max(),
+        Ok(false),
+        "a writer holds it"
+    );
+}
+
+/// A reader that waited for a writer and finds `MAX_READERS` readers inside when the
+/// write unlock lets it in is refused there too (the slow path's entry), not
+/// panicking.
+#[test]
+fn a_waiting_reader_past_max_readers_is_refused() {
+    let lock = Arc::new(RawRwLock::new());
+    lock.lock_exclusive();
+    let reader = {
+        let lock = Arc::clone(&lock);
+        std::thread::spawn(move || lock.lock_shared_within_max())
+    };
+    assert!(
+        eventually(|| lock.word.load(Relaxed) & READERS_WAITING != 0),
+        "the reader never slept"
+    );
+    // The readers that would come in at the unlock, ahead of the sleeper.
+    lock.word.fetch_add(MAX_READERS * READER, Relaxed);
+    lock.unlock_exclusive();
+    assert_eq!(
+        reader.join().expect("the reader panicked"),
+        Err(TooManyReaders)
+    );
+    assert_eq!(lock.word.load(Relaxed), MAX_READERS * READER);
+}
+
 /// A read unlock that finds no reader wraps the count above `MAX_READERS` and undoes
 /// it before its panic. However long the misusing thread is stalled between the two
 /// (here 300 ms, longer than any spin or pause budget), readers that arrive meanwhile
