@@ -283,6 +283,33 @@ mod tests {
     }
 
     #[test]
+    fn the_widest_rows_fit_in_120_columns() {
+        // The longest scenario name, a slower verdict and the longest row name.
+        let setup = crate::report::Overcommit {
+            cs: "medium",
+            cs_pauses: 200,
+            ratio: 2,
+            hogs: 2,
+            window_ms: 1000.0,
+        };
+        let long = |cell: Cell| Cell {
+            scenario: "false-sharing",
+            overcommit: Some(setup),
+            ..cell
+        };
+        let cells = [
+            long(cell("default", 128, 80.0, &[20, 80])),
+            long(cell("std", 128, 100.0, &[50, 50])),
+        ];
+        let text = table(&cells).expect("ours ran").to_string();
+        assert!(text.contains("1.25× slower ["), "{text}");
+        assert!(text.contains("threads 128, medium cs, 2×"), "{text}");
+        for line in text.lines().filter(|l| l.starts_with("false-sharing")) {
+            assert!(line.chars().count() <= 120, "{line}");
+        }
+    }
+
+    #[test]
     fn no_summary_without_ours_beside_a_peer() {
         assert!(table(&[cell("std", 2, 100.0, &[50, 50])]).is_none());
         assert!(table(&[cell("default", 2, 100.0, &[50, 50])]).is_none());
