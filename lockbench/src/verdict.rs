@@ -334,30 +334,43 @@ impl Judgement {
     }
 }
 
-impl fmt::Display for Judgement {
-    /// `1.32× faster [1.20–1.45]`, `1.10× slower [1.04–1.18]`, `≈ [0.97–1.04]`, or
-    /// `0.95×, too few runs (3+3)`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Judgement {
+    /// The judgement in words for a measure other than speed: `better` and `worse`
+    /// replace `faster` and `slower` (`1.20× fairer [1.08–1.33]`, `1.25× less fair
+    /// [1.16–1.33]`); the ratio keeps its direction, above 1: X is better.
+    pub fn worded(&self, better: &str, worse: &str) -> String {
         let (Some(low), Some(high)) = (self.low, self.high) else {
-            return write!(
-                f,
+            return format!(
                 "{:.2}×, too few runs ({}+{})",
                 self.ratio, self.runs_x, self.runs_y
             );
         };
         match self.verdict {
-            Verdict::Faster => write!(f, "{:.2}× faster [{low:.2}–{high:.2}]", self.ratio),
-            Verdict::Slower => write!(
-                f,
-                "{:.2}× slower [{:.2}–{:.2}]",
+            Verdict::Faster => format!("{:.2}× {better} [{low:.2}–{high:.2}]", self.ratio),
+            Verdict::Slower => format!(
+                "{:.2}× {worse} [{:.2}–{:.2}]",
                 self.factor(self.ratio),
                 self.factor(high),
                 self.factor(low)
             ),
-            _ => write!(f, "≈ [{low:.2}–{high:.2}]"),
+            _ => format!("≈ [{low:.2}–{high:.2}]"),
         }
     }
 }
+
+impl fmt::Display for Judgement {
+    /// `1.32× faster [1.20–1.45]`, `1.10× slower [1.04–1.18]`, `≈ [0.97–1.04]`, or
+    /// `0.95×, too few runs (3+3)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.worded(SPEED.0, SPEED.1))
+    }
+}
+
+/// The words of a verdict either way: (X better, X worse).
+pub type Words = (&'static str, &'static str);
+
+/// The verdicts' words for throughput.
+pub const SPEED: Words = ("faster", "slower");
 
 /// How many verdicts of each kind a table holds, and what chance alone could have
 /// done to them.
@@ -397,10 +410,11 @@ impl Tally {
         self.faster + self.no_clear_difference + self.slower
     }
 
-    /// `3 faster, 8 no clear difference, 1 slower` (and `, 2 too few runs`).
-    pub fn counts(&self) -> String {
+    /// `3 faster, 8 no clear difference, 1 slower` (and `, 2 too few runs`), with
+    /// `words` for faster and slower.
+    fn counts(&self, (better, worse): Words) -> String {
         let mut text = format!(
-            "{} faster, {} no clear difference, {} slower",
+            "{} {better}, {} no clear difference, {} {worse}",
             self.faster, self.no_clear_difference, self.slower
         );
         if self.too_few_runs > 0 {
@@ -412,12 +426,20 @@ impl Tally {
     /// The line under a table of verdicts: what they mean, their counts and how many
     /// chance alone could have made wrong.
     pub fn note(&self, settings: Settings) -> String {
+        self.note_worded(settings, SPEED)
+    }
+
+    /// [`Tally::note`] for a measure other than speed: `words` are its verdicts
+    /// (`("fairer", "less fair")`).
+    pub fn note_worded(&self, settings: Settings, words: Words) -> String {
         let mut text = format!(
-            "verdicts: faster/slower when the {:.0}% interval lies wholly beyond ±{:.0}%, ≈ (no \
+            "verdicts: {}/{} when the {:.0}% interval lies wholly beyond ±{:.0}%, ≈ (no \
              clear difference) otherwise\n  {}",
+            words.0,
+            words.1,
             settings.confidence * 100.0,
             settings.min_effect * 100.0,
-            self.counts(),
+            self.counts(words),
         );
         if self.judged() > 0 {
             let cells = match self.judged() {
@@ -673,6 +695,10 @@ mod tests {
         assert_eq!(
             judged(1.0, 0.97, 1.04, Verdict::NoClearDifference).to_string(),
             "≈ [0.97–1.04]"
+        );
+        assert_eq!(
+            judged(0.8, 0.75, 0.86, Verdict::Slower).worded("fairer", "less fair"),
+            "1.25× less fair [1.16–1.33]"
         );
         let few = judge(&[0.0, 0.1, 0.2], &[0.0, 0.1, 0.2], Settings::default()).unwrap();
         assert_eq!(few.verdict, Verdict::TooFewRuns);

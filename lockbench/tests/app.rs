@@ -169,7 +169,12 @@ fn profile_rows_and_report_come_with_the_table() {
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", stderr(&out));
-    for row in ["glibc ", "default ", "glibc+preload ", "glibc+profile "] {
+    for row in [
+        "glibc ",
+        "klocks::Mutex ",
+        "glibc+preload ",
+        "glibc+profile ",
+    ] {
         assert!(
             stdout.lines().any(|l| l.starts_with(row)),
             "no {row}row:\n{stdout}"

@@ -149,6 +149,40 @@ fn the_default_output_fits_in_120_columns_and_ends_with_a_summary() {
     assert!(line.contains("klocks::Mutex"), "{line}");
     assert!(summary.contains("wrong verdicts in this cell"), "{summary}");
     assert!(summary.contains("machine: "), "{summary}");
+    // The windowed tables with verdicts (the seed's pair, the bars, klocks::Mutex
+    // against its peers in throughput and in fairness) fit too, and are printed.
+    let out = lockbench(&[
+        "overcommit",
+        "--locks",
+        "default,ticket,pvticket,pvqspinlock,parking_lot",
+        "--threads",
+        "16",
+        "--cs",
+        "short",
+        "--overcommit",
+        "2",
+        "--window-ms",
+        "50",
+        "--drain-cap-secs",
+        "0.3",
+        "--runs",
+        "4",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in text.lines() {
+        let columns = line.chars().count();
+        assert!(columns <= 120, "{columns} columns: {line}");
+    }
+    for table in [
+        "overcommit, seed 003",
+        "overcommit, bars",
+        "overcommit, klocks::Mutex (default) against the best of the peers that ran",
+        "f vs fairest",
+        "summary: ",
+    ] {
+        assert!(text.contains(table), "{table}: {text}");
+    }
 }
 
 #[test]
@@ -251,7 +285,9 @@ fn the_seed_000_table_compares_before_and_after() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("seed 000"), "{text}");
-    assert!(text.contains("%change"), "{text}");
+    // One run a side gives a ratio but no interval, and says so.
+    assert!(text.contains("qspinlock vs qspinlock-cmpxchg"), "{text}");
+    assert!(text.contains("×, too few runs (1+1)"), "{text}");
 }
 
 #[test]
@@ -277,7 +313,8 @@ fn the_seed_003_tables_compare_base_and_patched() {
         text.contains("(base = qspinlock, patched = pvqspinlock)"),
         "{text}"
     );
-    assert!(text.contains("%gain"), "{text}");
+    assert!(text.contains("pvticket vs ticket"), "{text}");
+    assert!(text.contains("pvqspinlock vs qspinlock"), "{text}");
 }
 
 /// The busted lock lets two threads in at once; lockbench must refuse the result.
@@ -709,11 +746,12 @@ fn the_seed_004_tables_compare_futex_and_spinfutex() {
         text.contains("seed 004 (base = futex, the waiting futex; patched = spinfutex"),
         "{text}"
     );
-    assert!(text.contains("%change"), "{text}");
+    assert!(text.contains("spinfutex vs futex"), "{text}");
     assert!(text.contains("mutex-load, bars: spinfutex"), "{text}");
     assert!(text.contains("ceiling kops/s"), "{text}");
     assert!(
-        text.contains("spinfutex ≥ the best peer in ") && text.contains(" of 1 cells"),
+        text.contains("spinfutex ÷ the best peer as throughput (above 1: spinfutex is faster)")
+            && text.contains(" over 1 cells; lowest "),
         "{text}"
     );
 }
@@ -865,7 +903,8 @@ fn the_seed_001_tables_compare_the_rwsem_policies() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.contains("seed 001 (before = rwsem-always") && text.contains("%change"),
+        text.contains("seed 001 (before = rwsem-always")
+            && text.contains("rwsem-adaptive vs rwsem-always"),
         "{text}"
     );
     assert!(text.contains("rwsem, bars: rwsem-adaptive"), "{text}");
@@ -878,10 +917,11 @@ fn the_seed_001_tables_compare_the_rwsem_policies() {
 #[test]
 fn a_tiny_rw_fair_run_prints_its_tables() {
     let json = scratch("rw-fair.json");
+    let rwlocks = format!("default-rw,{RW_PEERS}");
     let out = measure(&[
         "rw-fair",
         "--rwlocks",
-        RW_PEERS,
+        &rwlocks,
         "--groups",
         "2+2,3+1",
         "--window-ms",
@@ -912,8 +952,15 @@ fn a_tiny_rw_fair_run_prints_its_tables() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("valid JSON");
     let cells = report["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 8, "{report}");
+    assert_eq!(cells.len(), 10, "{report}");
     assert!(cells.iter().all(|c| c["scenario"] == "rw-fair"), "{report}");
+    // klocks::RwLock against the best peer of each group, in throughput and fairness.
+    assert!(
+        text.contains("rw-fair, klocks::RwLock (default-rw) against the best of the peers"),
+        "{text}"
+    );
+    assert!(text.contains("klocks::RwLock vs best"), "{text}");
+    assert!(text.contains("f vs fairest"), "{text}");
     let _ = std::fs::remove_file(json);
 }
 

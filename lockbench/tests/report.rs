@@ -133,8 +133,8 @@ struct Chart {
     dots: Vec<(f64, f64, String)>,
     /// Lock name → its colour, from the legend.
     colors: HashMap<String, String>,
-    /// Texts `DNF`.
-    unfinished: usize,
+    /// DNF marks: how many cells each says did not finish.
+    marks: Vec<usize>,
 }
 
 fn read_chart(svg: &str) -> Chart {
@@ -145,15 +145,19 @@ fn read_chart(svg: &str) -> Chart {
     let mut x_ticks = Vec::new();
     let mut y_ticks = Vec::new();
     let mut names = Vec::new();
-    let mut unfinished = 0;
+    let mut marks: Vec<usize> = Vec::new();
     for t in texts.captures_iter(svg) {
         let (px, py): (f64, f64) = (t[1].parse().unwrap(), t[2].parse().unwrap());
         let label = t[5].to_owned();
-        match (&t[4], parse_number(&label)) {
-            ("end", Some(value)) => y_ticks.push((value, py)),
-            ("middle", Some(value)) => x_ticks.push((value, px)),
-            ("start", _) if label == "DNF" => unfinished += 1,
-            ("start", _) => names.push((label, px, py)),
+        let count = label
+            .strip_prefix("DNF (")
+            .and_then(|rest| rest.strip_suffix(')'))
+            .and_then(|n| n.parse().ok());
+        match (&t[4], parse_number(&label), count) {
+            ("end", Some(value), _) => y_ticks.push((value, py)),
+            ("middle", Some(value), _) => x_ticks.push((value, px)),
+            ("start", _, Some(count)) => marks.push(count),
+            ("start", _, None) => names.push((label, px, py)),
             _ => {}
         }
     }
@@ -180,7 +184,7 @@ fn read_chart(svg: &str) -> Chart {
         y: Axis::from_ticks(y_ticks),
         dots,
         colors,
-        unfinished,
+        marks,
     }
 }
 
@@ -195,7 +199,7 @@ fn check_lines(dir: &Path, id: &str, scenario: &str, value: impl Fn(&Value) -> O
     let chart = read_chart(&svg(dir, id));
     let mut unfinished = 0;
     for cell in cells().iter().filter(|c| c["scenario"] == scenario) {
-        let lock = cell["lock"].as_str().unwrap();
+        let lock = label(cell["lock"].as_str().unwrap());
         let Some(v) = value(cell) else {
             unfinished += 1;
             continue;
@@ -214,7 +218,17 @@ fn check_lines(dir: &Path, id: &str, scenario: &str, value: impl Fn(&Value) -> O
             "{id}: no {lock} dot at {threads} threads, {v} (pixel {px:.1}, {py:.1})"
         );
     }
-    assert_eq!(chart.unfinished, unfinished, "{id}: DNF marks");
+    let marked: usize = chart.marks.iter().sum();
+    assert_eq!(marked, unfinished, "{id}: DNF marks");
+}
+
+/// A lock's name in a chart: the default locks as users know them.
+fn label(lock: &str) -> &str {
+    match lock {
+        "default" => "klocks::Mutex",
+        "default-rw" => "klocks::RwLock",
+        other => other,
+    }
 }
 
 fn median(cell: &Value) -> Option<f64> {
@@ -250,11 +264,101 @@ fn every_cell_is_drawn_where_its_value_is() {
 fn unfinished_cells_are_marked_not_dropped() {
     let dir = report("report-dnf");
     let loop_svg = svg(&dir, "loop");
-    assert_eq!(read_chart(&loop_svg).unfinished, 1);
+    assert_eq!(read_chart(&loop_svg).marks, [1]);
     assert!(
         loop_svg.contains("did not finish"),
         "the legend explains the mark"
     );
+    // Two locks that did not finish at one thread count: one mark listing both.
+    let mut json: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("report.json")).unwrap()).unwrap();
+    for cell in json["cells"].as_array_mut().unwrap() {
+        if cell["scenario"] == "loop" && cell["threads"] == 4 {
+            cell["summary"] = Value::Null;
+            cell["unfinished"] = serde_json::json!({
+                "reason": "capped", "progress": 0.5, "after_secs": 1.0,
+            });
+        }
+    }
+    let file = scratch("report-dnf-two.json");
+    std::fs::write(&file, json.to_string()).unwrap();
+    let dir = scratch("report-dnf-two");
+    let out = lockbench(&[
+        "report",
+        file.to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        read_chart(&svg(&dir, "loop")).marks,
+        [2],
+        "one mark per thread count"
+    );
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(
+        html.contains("did not finish (DNF): 4 threads: std, klocks::Mutex"),
+        "the page lists them: {html}"
+    );
+}
+
+/// A scenario measured at one thread count is drawn as bars, not as dots over each
+/// other at one x.
+#[test]
+fn a_single_thread_count_is_drawn_as_bars() {
+    let mut json: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("report.json")).unwrap()).unwrap();
+    let cells = json["cells"].as_array_mut().unwrap();
+    cells.retain(|cell| cell["scenario"] != "loop" || cell["threads"] == 2);
+    let file = scratch("report-one-x.json");
+    std::fs::write(&file, json.to_string()).unwrap();
+    let dir = scratch("report-one-x");
+    let out = lockbench(&[
+        "report",
+        file.to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let chart = svg(&dir, "loop");
+    let dots = Regex::new(r##"<circle cx="(-?\d+)" cy="(-?\d+)" r="3""##).unwrap();
+    assert_eq!(dots.find_iter(&chart).count(), 0, "no dots: {chart}");
+    assert!(chart.contains("ms, 2 threads (lower is better)"), "{chart}");
+    for lock in ["klocks::Mutex", "std"] {
+        assert!(chart.contains(lock), "no {lock} bar: {chart}");
+    }
+}
+
+/// Two files: one chart per panel, both files drawn on it, the second dashed.
+#[test]
+fn two_files_are_drawn_over_each_other() {
+    let fixture = fixture("report.json");
+    let dir = scratch("report-overlay");
+    let path = fixture.to_str().unwrap();
+    let out = lockbench(&["report", path, path, "-o", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let single = report("report-overlay-single");
+    let count = |dir: &Path| std::fs::read_dir(dir).unwrap().count();
+    assert_eq!(
+        count(&dir),
+        count(&single),
+        "as many charts as one file has"
+    );
+    let chart = svg(&dir, "loop");
+    for name in [
+        "klocks::Mutex · A",
+        "klocks::Mutex · B",
+        "std · A",
+        "std · B",
+    ] {
+        assert!(chart.contains(name), "no {name} in the legend: {chart}");
+    }
+    assert!(
+        chart.contains("stroke-dasharray") || chart.matches("<polyline").count() > 4,
+        "{chart}"
+    );
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("<h2>A against B</h2>"), "{html}");
 }
 
 #[test]
@@ -291,8 +395,8 @@ fn a_starved_role_reaches_the_left_edge() {
     let dir = report("report-ranges");
     let chart = svg(&dir, "rw-fair-2-2");
     for row in [
-        "default-rw readers",
-        "default-rw writers",
+        "klocks::RwLock readers",
+        "klocks::RwLock writers",
         "pthread-rw-writer readers",
         "pthread-rw-writer writers",
     ] {

@@ -74,6 +74,38 @@ pub fn against_best<'a>(
     Some((best, judgement))
 }
 
+/// `x` against `y` as throughput, from their finished runs: X ÷ Y (above 1: X is
+/// faster) with its interval and verdict; `None` when either did not finish.
+pub fn judge_cells(x: &Cell, y: &Cell) -> Option<Judgement> {
+    verdict::judge(
+        &x.log_throughputs(),
+        &y.log_throughputs(),
+        Settings::default(),
+    )
+}
+
+/// What a starved thread's fairness counts as in [`judge_fairness`]: min ÷ mean is 0
+/// there, and a ratio needs a positive value (0.01: a hundred times below the mean).
+pub const STARVED: f64 = 0.01;
+
+/// `x` against `y` by the fairness of their runs (the slowest thread's operations ÷
+/// the mean, per run, floored at [`STARVED`]): above 1, X is fairer. `None` when
+/// either has no run that counted per thread.
+pub fn judge_fairness(
+    x: &Cell,
+    y: &Cell,
+    fairness: impl Fn(&Run) -> Option<f64>,
+) -> Option<Judgement> {
+    let logs = |cell: &Cell| -> Vec<f64> {
+        cell.runs
+            .iter()
+            .filter_map(&fairness)
+            .map(|f| f.max(STARVED).ln())
+            .collect()
+    };
+    verdict::judge(&logs(x), &logs(y), Settings::default())
+}
+
 /// One lock against the best of its peers, row by row of a table whose cells are
 /// wall times or throughputs.
 pub struct Versus {

@@ -85,6 +85,25 @@ pub struct Run {
 }
 
 impl Run {
+    /// How evenly the run's threads shared the lock: the slowest thread's operations ÷
+    /// the mean, or with readers and writers, the lower of the two roles' (each thread
+    /// against its own role's mean; 0 for a role that did nothing). `None` for a run
+    /// that did not count per thread.
+    pub fn fairness(&self) -> Option<f64> {
+        let Some(rw) = self.rw else {
+            return self.per_thread.map(|p| p.min_per_mean());
+        };
+        let role = |threads: PerThread| match threads.mean > 0.0 {
+            true => threads.min_per_mean(),
+            false => 0.0,
+        };
+        [rw.readers, rw.writers]
+            .into_iter()
+            .flatten()
+            .map(role)
+            .reduce(f64::min)
+    }
+
     /// A finished run measured as a whole: `value` in the cell's unit, over `wall`,
     /// with `operations` done, and nothing per thread or per role.
     pub fn timed(value: f64, wall: std::time::Duration, operations: u64) -> Self {

@@ -55,7 +55,7 @@ fn row_of(cell: &Cell) -> String {
 
 /// The median fairness over a cell's runs, where the scenario counts per thread.
 fn fairness(cell: &Cell) -> Option<f64> {
-    cell.median_of(|run| run.per_thread.map(|p| p.min_per_mean()))
+    cell.median_of(super::Run::fairness)
 }
 
 /// Every cell of `default` and `default-rw` against the best of its peers in the same
@@ -118,10 +118,12 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             "lock",
             "faster/≈/slower",
             "geometric mean",
-            "lowest cell",
+            "lowest",
             "fairness",
         ],
     );
+    // The lowest cell of each line, named under the table (a row would not fit).
+    let mut lowest: Vec<String> = Vec::new();
     let mut groups: Vec<(&str, &str)> = Vec::new();
     for v in &versus {
         if !groups.contains(&(v.scenario, v.lock)) {
@@ -165,7 +167,8 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
                 (None, None) => "-".to_owned(),
             },
             ledger.worst().map_or("-".to_owned(), |(row, judgement)| {
-                format!("{judgement} ({row})")
+                lowest.push(format!("{scenario} {}: {row}", verdict::label(lock)));
+                judgement.to_string()
             }),
             match fairnesses.is_empty() {
                 true => "-".to_owned(),
@@ -173,12 +176,14 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             },
         ]);
     }
-    table.note(
+    table.note(format!(
         "faster/≈/slower: cells where ours is faster than the fastest peer, not clearly \
          different, slower\n  geometric mean: of the ratios, as throughput (above 1: ours is \
-         faster), with a bootstrap interval\n  fairness: slowest thread ÷ mean, ours / the \
+         faster), with a bootstrap interval\n  lowest: the cell with the lowest ratio, with \
+         its interval; those cells: {}\n  fairness: slowest thread ÷ mean, ours / the \
          fairest peer's (geometric means)",
-    );
+        lowest.join("; ")
+    ));
     table.note(all.tally().note(settings));
     table.note(machine_note(cells));
     Some(table)
@@ -266,12 +271,42 @@ mod tests {
         assert!(line.contains("  0.99× ["), "{line}");
         assert_eq!(line.matches('[').count(), 2, "{line}");
         assert!(line.contains("1.25× slower ["), "{line}");
-        assert!(line.contains("(threads 4)"), "{line}");
+        assert!(
+            text.contains("those cells: mutex-load klocks::Mutex: threads 4"),
+            "{text}"
+        );
         assert!(
             text.contains("machine: no contended cell was watched"),
             "{text}"
         );
         assert!(text.lines().all(|l| l.chars().count() <= 120), "{text}");
+    }
+
+    #[test]
+    fn the_widest_rows_fit_in_120_columns() {
+        // The longest scenario name, a slower verdict and the longest row name.
+        let setup = crate::report::Overcommit {
+            cs: "medium",
+            cs_pauses: 200,
+            ratio: 2,
+            hogs: 2,
+            window_ms: 1000.0,
+        };
+        let long = |cell: Cell| Cell {
+            scenario: "false-sharing",
+            overcommit: Some(setup),
+            ..cell
+        };
+        let cells = [
+            long(cell("default", 128, 80.0, &[20, 80])),
+            long(cell("std", 128, 100.0, &[50, 50])),
+        ];
+        let text = table(&cells).expect("ours ran").to_string();
+        assert!(text.contains("1.25× slower ["), "{text}");
+        assert!(text.contains("threads 128, medium cs, 2×"), "{text}");
+        for line in text.lines().filter(|l| l.starts_with("false-sharing")) {
+            assert!(line.chars().count() <= 120, "{line}");
+        }
     }
 
     #[test]

@@ -12,11 +12,13 @@ pub struct Table {
 }
 
 impl Table {
-    /// An empty table.
+    /// An empty table. A header or an entry that is the name of a catalog's default
+    /// lock (`default`, `default-rw`) is shown as users know the lock:
+    /// `klocks::Mutex`, `klocks::RwLock` ([`crate::verdict::label`]).
     pub fn new(title: impl Into<String>, headers: &[&str]) -> Self {
         Self {
             title: title.into(),
-            headers: headers.iter().map(|h| (*h).to_owned()).collect(),
+            headers: headers.iter().map(|h| label(h)).collect(),
             rows: Vec::new(),
             notes: Vec::new(),
         }
@@ -29,7 +31,8 @@ impl Table {
             self.headers.len(),
             "a row needs one entry per header"
         );
-        self.rows.push(row);
+        self.rows
+            .push(row.iter().map(|entry| label(entry)).collect());
     }
 
     /// Appends a line under the table, once.
@@ -49,6 +52,11 @@ impl Table {
         }
         widths
     }
+}
+
+/// An entry as printed: a default lock's name as users know the lock.
+fn label(entry: &str) -> String {
+    crate::verdict::label(entry).to_owned()
 }
 
 fn write_row(f: &mut fmt::Formatter<'_>, row: &[String], widths: &[usize]) -> fmt::Result {
@@ -211,6 +219,25 @@ mod tests {
         let again = table.wrapped(200, &mut explained);
         assert_eq!(again.lines().count(), 4, "{again}");
         assert_eq!(table.wrapped(200, &mut Vec::new()), table.to_string());
+    }
+
+    #[test]
+    fn the_default_locks_go_by_their_type_names() {
+        let mut table = Table::new("t", &["threads", "default", "default-rw", "std"]);
+        table.row(
+            ["default", "default-rw", "1.0 default", "std"]
+                .map(str::to_owned)
+                .to_vec(),
+        );
+        let text = table.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        let words = |line: &str| line.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(words(lines[1]), "threads klocks::Mutex klocks::RwLock std");
+        assert_eq!(
+            words(lines[3]),
+            "klocks::Mutex klocks::RwLock 1.0 default std",
+            "only a whole entry is a lock's name"
+        );
     }
 
     #[test]

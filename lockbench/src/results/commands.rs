@@ -11,10 +11,13 @@ use super::RunFile;
 /// chart that fits it: throughput or wall time against threads with one line per
 /// lock (loop, overcommit, sharded; mutex-load per load with the serialisation
 /// ceiling; rwsem per load; rw-mix per read fraction), the runs' min–max as error
-/// bars and cells that did not finish as a DNF cross on the top edge; fairness
-/// (slowest thread ÷ mean) as a second chart wherever it was measured; rw-fair as
-/// each lock's per-thread range per role; uncontended as bars. The page shows
-/// each file's machine and command, needs no network, and links each SVG.
+/// bars and the cells that did not finish as one DNF cross per thread count on the
+/// top edge (the page lists their locks); fairness (slowest thread ÷ mean) as a second chart
+/// wherever it was measured; rw-fair as each lock's per-thread range per role;
+/// uncontended, and any scenario measured at one thread count, as bars. Two files
+/// are drawn over each other, one chart per panel on one scale (A solid, B dashed).
+/// The page shows each file's machine and command, needs no network, and links each
+/// SVG.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// Result files written with --json

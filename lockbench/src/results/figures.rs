@@ -14,6 +14,7 @@ use plotters::style::RGBColor;
 use super::chart::{self, Bar, Bars, Lines, Point, Range, Ranges, Series};
 use super::{CellData, RunFile};
 use crate::report::Summary;
+use crate::verdict;
 
 /// One chart of a file.
 #[derive(Debug)]
@@ -24,6 +25,9 @@ pub struct Figure {
     pub title: String,
     /// The SVG document.
     pub svg: String,
+    /// The cells a line chart marks as not finished, by thread count (`2 threads:
+    /// ticket, pvticket`); empty when all finished.
+    pub unfinished: String,
 }
 
 /// A colour per lock, the same in every chart of a report.
@@ -91,9 +95,13 @@ pub fn panel(cell: &CellData, pause_ns: f64) -> Option<(String, String)> {
         ),
         "overcommit" => {
             let (cs, ratio) = cell.overcommit.as_ref().map(|o| (o.cs.as_str(), o.ratio))?;
+            let load = match ratio {
+                1 => "no CPU hogs".to_owned(),
+                r => format!("{r}× overcommitted"),
+            };
             (
                 format!("{cs}-r{ratio}"),
-                format!("overcommit: {cs} cs, {ratio}× overcommitted"),
+                format!("overcommit: {cs} cs, {load}"),
             )
         }
         "mutex-load" => {
@@ -156,46 +164,108 @@ pub fn figure_id(scenario: &str, key: &str) -> String {
 
 /// Every figure of a file, in the order its scenarios and panels were measured.
 pub fn figures(file: &RunFile, colors: &Colors) -> Result<Vec<Figure>, String> {
-    let pause_ns = file.machine.pause_ns;
-    let footer = match &file.date {
-        Some(date) => format!("{} · {date}", file.command_line()),
-        None => file.command_line(),
+    overlay(&[file], colors)
+}
+
+/// A cell and the index of the file it comes from.
+type Tagged<'a> = (usize, &'a CellData);
+
+/// The figures of `files` drawn over each other: one chart per panel that any of
+/// them measured, on one scale, each file's lines in their lock's colour with the
+/// file's letter (A, B, ...) in the legend, the first file's solid and the others'
+/// dashed. With one file, its figures as they are.
+pub fn overlay(files: &[&RunFile], colors: &Colors) -> Result<Vec<Figure>, String> {
+    let Some(first) = files.first() else {
+        return Ok(Vec::new());
     };
-    let mut panels: Vec<(String, String, Vec<&CellData>)> = Vec::new();
-    for cell in &file.cells {
-        let Some((key, title)) = panel(cell, pause_ns) else {
-            continue;
-        };
-        let id = figure_id(&cell.scenario, &key);
-        match panels.iter_mut().find(|(known, _, _)| *known == id) {
-            Some((_, _, cells)) => cells.push(cell),
-            None => panels.push((id, title, vec![cell])),
+    let pause_ns = first.machine.pause_ns;
+    let footer = match files {
+        [file] => match &file.date {
+            Some(date) => format!("{} · {date}", file.command_line()),
+            None => file.command_line(),
+        },
+        _ => files
+            .iter()
+            .enumerate()
+            .map(|(i, file)| format!("{} = {}", letter(i), file.name()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let tag = |index: usize| match files.len() {
+        1 => String::new(),
+        _ => letter(index).to_string(),
+    };
+    let mut panels: Vec<(String, String, Vec<Tagged>)> = Vec::new();
+    for (index, file) in files.iter().enumerate() {
+        for cell in &file.cells {
+            let Some((key, title)) = panel(cell, file.machine.pause_ns) else {
+                continue;
+            };
+            let id = figure_id(&cell.scenario, &key);
+            match panels.iter_mut().find(|(known, _, _)| *known == id) {
+                Some((_, _, cells)) => cells.push((index, cell)),
+                None => panels.push((id, title, vec![(index, cell)])),
+            }
         }
     }
     let mut figures = Vec::new();
     for (id, title, cells) in panels {
-        let scenario = cells[0].scenario.as_str();
-        let svg = match scenario {
-            "uncontended" => bars(&title, &cells, colors).svg(&footer)?,
-            "rw-fair" => ranges(&title, &cells).svg(&footer)?,
-            _ => lines(&title, &cells, colors, pause_ns, Measure::Value).svg(&footer)?,
+        let scenario = cells[0].1.scenario.as_str();
+        let mut threads: Vec<usize> = cells.iter().map(|(_, c)| c.threads).collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let mut unfinished = String::new();
+        let svg = match (scenario, threads.as_slice()) {
+            ("uncontended", _) => bars(&title, &cells, colors, &tag, None).svg(&footer)?,
+            ("rw-fair", _) => ranges(&title, &cells, &tag).svg(&footer)?,
+            // One thread count: dots over each other at one x; bars side by side.
+            (_, &[only]) => bars(&title, &cells, colors, &tag, Some(only)).svg(&footer)?,
+            _ => {
+                let chart = lines(&title, &cells, colors, &tag, pause_ns, Measure::Value);
+                unfinished = chart
+                    .unfinished()
+                    .iter()
+                    .map(|(threads, locks)| {
+                        let names: Vec<&str> = locks.iter().map(|s| s.name.as_str()).collect();
+                        format!("{threads} threads: {}", names.join(", "))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                chart.svg(&footer)?
+            }
         };
         figures.push(Figure {
             id: id.clone(),
             title: title.clone(),
             svg,
+            unfinished: unfinished.clone(),
         });
-        if cells.iter().any(|c| c.fairness().is_some()) && scenario != "rw-fair" {
+        let fair = cells.iter().any(|(_, c)| c.fairness().is_some());
+        if fair && scenario != "rw-fair" && threads.len() > 1 {
             let title = format!("{title}: fairness");
-            let chart = lines(&title, &cells, colors, pause_ns, Measure::Fairness);
+            let chart = lines(&title, &cells, colors, &tag, pause_ns, Measure::Fairness);
             figures.push(Figure {
                 id: format!("{id}-fairness"),
                 title,
                 svg: chart.svg(&footer)?,
+                unfinished,
             });
         }
     }
     Ok(figures)
+}
+
+/// The letter of the file at `index` in an overlay: A, B, ...
+pub fn letter(index: usize) -> char {
+    char::from(b'A' + (index % 26) as u8)
+}
+
+/// A lock's name in a chart: as users know it, with its file's letter in an overlay.
+fn series_name(lock: &str, tag: &str) -> String {
+    match tag {
+        "" => verdict::label(lock).to_owned(),
+        tag => format!("{} · {tag}", verdict::label(lock)),
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -212,20 +282,23 @@ fn is_default(lock: &str) -> bool {
 
 fn lines(
     title: &str,
-    cells: &[&CellData],
+    cells: &[Tagged],
     colors: &Colors,
+    tag: &dyn Fn(usize) -> String,
     pause_ns: f64,
     measure: Measure,
 ) -> Lines {
     let mut series: Vec<Series> = Vec::new();
-    for cell in cells {
-        let index = match series.iter().position(|s| s.name == cell.lock) {
+    for &(file, cell) in cells {
+        let name = series_name(&cell.lock, &tag(file));
+        let index = match series.iter().position(|s| s.name == name) {
             Some(index) => index,
             None => {
                 series.push(Series {
-                    name: cell.lock.clone(),
+                    name,
                     color: colors.get(&cell.lock),
                     emphasis: is_default(&cell.lock),
+                    dashed: file > 0,
                     points: Vec::new(),
                     unfinished: Vec::new(),
                 });
@@ -251,6 +324,7 @@ fn lines(
     for line in &mut series {
         line.points.sort_by(|a, b| a.x.total_cmp(&b.x));
     }
+    let cells: Vec<&CellData> = cells.iter().map(|(_, cell)| *cell).collect();
     let unit = &cells[0].unit;
     let better = if cells[0].lower_is_better() {
         "lower is better"
@@ -286,13 +360,22 @@ fn lines(
     }
 }
 
-fn bars(title: &str, cells: &[&CellData], colors: &Colors) -> Bars {
+/// One bar per lock (and file): `threads` names the one thread count of a line
+/// scenario drawn as bars.
+fn bars(
+    title: &str,
+    cells: &[Tagged],
+    colors: &Colors,
+    tag: &dyn Fn(usize) -> String,
+    threads: Option<usize>,
+) -> Bars {
     let bars = cells
         .iter()
-        .filter_map(|cell| {
-            let summary = cell.summary?;
+        .filter_map(|&(file, cell)| {
+            let summary = cell.summary.filter(|_| cell.unfinished.is_none());
+            let summary = summary?;
             Some(Bar {
-                name: cell.lock.clone(),
+                name: series_name(&cell.lock, &tag(file)),
                 color: colors.get(&cell.lock),
                 median: summary.median,
                 min: summary.min,
@@ -300,19 +383,29 @@ fn bars(title: &str, cells: &[&CellData], colors: &Colors) -> Bars {
             })
         })
         .collect();
+    let cell = cells[0].1;
+    let better = match cell.lower_is_better() {
+        true => "lower is better",
+        false => "higher is better",
+    };
+    let at = match (threads, cell.scenario.as_str()) {
+        (Some(k), "false-sharing") => format!(", K = {k} threads"),
+        (Some(n), _) => format!(", {n} threads"),
+        (None, _) => String::new(),
+    };
     Bars {
         title: title.to_owned(),
-        x_label: format!("{} (lower is better)", cells[0].unit),
+        x_label: format!("{}{at} ({better})", cell.unit),
         bars,
     }
 }
 
 /// Per lock, readers then writers: the lowest minimum and the highest maximum over the
 /// runs, and the median mean.
-fn ranges(title: &str, cells: &[&CellData]) -> Ranges {
+fn ranges(title: &str, cells: &[Tagged], tag: &dyn Fn(usize) -> String) -> Ranges {
     let roles = [("readers", chart::color(0)), ("writers", chart::color(1))];
     let mut rows = Vec::new();
-    for cell in cells {
+    for &(file, cell) in cells {
         let Some(setup) = &cell.rw else { continue };
         for (role, color) in roles {
             let threads = if role == "readers" {
@@ -337,7 +430,10 @@ fn ranges(title: &str, cells: &[&CellData]) -> Ranges {
                 .collect();
             let mean = Summary::of(per_role.iter().map(|r| r.1)).map_or(0.0, |s| s.median);
             rows.push(Range {
-                name: format!("{} {role}", cell.lock),
+                name: series_name(
+                    &format!("{} {role}", verdict::label(&cell.lock)),
+                    &tag(file),
+                ),
                 color,
                 min: per_role.iter().map(|r| r.0).fold(f64::MAX, f64::min),
                 mean,

@@ -27,17 +27,39 @@ pub fn write(files: &[RunFile], dir: &Path) -> Result<Written, String> {
     let mut html = String::new();
     head(&mut html, files);
     let mut charts = Vec::new();
-    for (index, file) in files.iter().enumerate() {
-        let figures = figures::figures(file, &colors)?;
-        let prefix = match files.len() {
-            1 => String::new(),
-            _ => format!("{}-{}-", index + 1, stem(file)),
-        };
-        section(&mut html, file, &figures, &prefix);
-        for figure in &figures {
+    let mut write_charts = |figures: &[Figure], prefix: &str| -> Result<(), String> {
+        for figure in figures {
             let path = dir.join(format!("{prefix}{}.svg", figure.id));
             std::fs::write(&path, &figure.svg).map_err(|err| io(&path, err))?;
             charts.push(path);
+        }
+        Ok(())
+    };
+    if let [a, b] = files {
+        // Two files: each one's verdicts, machine and tables, then one chart per
+        // panel with both drawn over each other on one scale.
+        for (index, file) in files.iter().enumerate() {
+            section(&mut html, file, &[], &figures::letter(index).to_string());
+        }
+        let figures = figures::overlay(&[a, b], &colors)?;
+        let _ = write!(
+            html,
+            "<h2>A against B</h2>\n<p>A = {} (solid lines), B = {} (dashed lines): each \
+             chart draws both files on one scale.</p>\n",
+            escape(&a.name()),
+            escape(&b.name())
+        );
+        charts_div(&mut html, &figures, "");
+        write_charts(&figures, "")?;
+    } else {
+        for (index, file) in files.iter().enumerate() {
+            let figures = figures::figures(file, &colors)?;
+            let prefix = match files.len() {
+                1 => String::new(),
+                _ => format!("{}-{}-", index + 1, stem(file)),
+            };
+            section(&mut html, file, &figures, &prefix);
+            write_charts(&figures, &prefix)?;
         }
     }
     html.push_str("</body>\n</html>\n");
@@ -65,18 +87,27 @@ fn head(html: &mut String, files: &[RunFile]) {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <title>lockbench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
          <h1>lockbench report</h1>\n<p>{} result file{}. Each chart shows the median of \
-         its runs with their min–max as error bars; a cell that did not finish is a \
-         cross marked DNF on the top edge. Each chart names the command that measured \
+         its runs with their min–max as error bars; where cells did not finish, one \
+         cross on the top edge per thread count, marked DNF with their number, and the \
+         locks listed under the chart; a scenario measured at one thread count is drawn \
+         as bars. Each chart names the command that measured \
          it.</p>\n",
         files.len(),
         if files.len() == 1 { "" } else { "s" }
     );
 }
 
+/// A file's heading, command, verdicts, machine, charts (`prefix` before their file
+/// names) and the tables of its scenarios without charts; `figures` empty in an
+/// overlay, whose heading names the file's letter (`prefix` there).
 fn section(html: &mut String, file: &RunFile, figures: &[Figure], prefix: &str) {
+    let letter = match figures.is_empty() && prefix.len() == 1 {
+        true => format!("{prefix}: "),
+        false => String::new(),
+    };
     let _ = write!(
         html,
-        "<h2>{}</h2>\n<p><code>{}</code>{}</p>\n",
+        "<h2>{letter}{}</h2>\n<p><code>{}</code>{}</p>\n",
         escape(&file.name()),
         escape(&file.command_line()),
         file.date
@@ -86,11 +117,27 @@ fn section(html: &mut String, file: &RunFile, figures: &[Figure], prefix: &str) 
     );
     verdicts(html, file);
     machine(html, file);
+    if !figures.is_empty() {
+        charts_div(html, figures, prefix);
+    }
+    for scenario in file.scenarios() {
+        if !figures::charted(scenario) {
+            cells_table(html, scenario, &file.cells);
+        }
+    }
+}
+
+/// The charts, each with its title and a link to its SVG file (`prefix` + its id).
+fn charts_div(html: &mut String, figures: &[Figure], prefix: &str) {
     html.push_str("<div class=\"charts\">\n");
     for figure in figures {
+        let unfinished = match figure.unfinished.as_str() {
+            "" => String::new(),
+            list => format!("<br>did not finish (DNF): {}", escape(list)),
+        };
         let _ = writeln!(
             html,
-            "<figure>{}<figcaption>{}: <a href=\"{prefix}{}.svg\">{prefix}{}.svg</a></figcaption></figure>",
+            "<figure>{}<figcaption>{}: <a href=\"{prefix}{}.svg\">{prefix}{}.svg</a>{unfinished}</figcaption></figure>",
             inline(&figure.svg),
             escape(&figure.title),
             figure.id,
@@ -98,11 +145,6 @@ fn section(html: &mut String, file: &RunFile, figures: &[Figure], prefix: &str) 
         );
     }
     html.push_str("</div>\n");
-    for scenario in file.scenarios() {
-        if !figures::charted(scenario) {
-            cells_table(html, scenario, &file.cells);
-        }
-    }
 }
 
 /// The run's verdicts (klocks::Mutex and klocks::RwLock against the fastest peer of

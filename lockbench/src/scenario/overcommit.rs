@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::harness::versus::against_best;
 use crate::harness::windowed::{
     self, fairness, or_default, short, show_fairness, Grid, Plan, WindowArgs, Work,
 };
@@ -21,6 +22,7 @@ use crate::harness::{Common, Error};
 use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
 use crate::machine;
 use crate::report::{num, si, Cell, Overcommit, Progress, Table};
+use crate::verdict::{Ledger, Settings};
 
 /// A critical-section length, in `spin_loop()` pauses (run once inside the lock and
 /// once outside it).
@@ -275,11 +277,13 @@ pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
         lengths.join(", "),
         machine::online_cpus()
     );
+    let [versus, fairness] = default_versus_peers(config, cells, &scale);
     let tables = [
         seed_table(config, cells, &scale),
         Some(matrix(config, cells, &scale)),
         bars(config, cells),
-        default_versus_peers(config, cells, &scale),
+        versus,
+        fairness,
         Some(windowed::detail(
             "overcommit",
             &["threads", "cs", "overcommit"],
@@ -308,7 +312,8 @@ fn find<'a>(cells: &'a [Cell], lock: LockName, row: &Row) -> Option<&'a Cell> {
     })
 }
 
-/// threads | cs | overcommit | base | patched | %gain, when both seed-003 locks ran.
+/// threads | cs | overcommit | base | patched | patched vs base, when both seed-003
+/// locks ran.
 fn seed_table(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
     let (base, patched) = (
         LockName::Klocks(MutexKind::Ticket),
@@ -334,8 +339,8 @@ fn seed_table(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
             "overcommit",
             "base ops/s",
             "patched ops/s",
-            "%gain",
         ],
+        (base.name(), patched.name()),
         rows,
         |cell| cell.short(si),
     ))
@@ -356,18 +361,23 @@ fn matrix(config: &Config, cells: &[Cell], scale: &str) -> Table {
     )
 }
 
-/// default (`klocks::Mutex`) against the best of the peers that ran, cell by cell.
-fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
-    let rows = config.rows().into_iter().filter_map(|row| {
-        let ours = find(cells, DEFAULT, &row)?;
-        let peers = ALTERNATIVES.iter().filter_map(|&p| find(cells, p, &row)).collect();
-        Some((row.labels().to_vec(), ours, peers))
-    });
+/// default (`klocks::Mutex`) against the best of the peers that ran, cell by cell:
+/// throughput, then fairness.
+fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str) -> [Option<Table>; 2] {
+    let rows: Vec<windowed::VersusRow> = config
+        .rows()
+        .into_iter()
+        .filter_map(|row| {
+            let ours = find(cells, DEFAULT, &row)?;
+            let peers = ALTERNATIVES.iter().filter_map(|&p| find(cells, p, &row)).collect();
+            Some((row.labels().to_vec(), ours, peers))
+        })
+        .collect();
     windowed::versus_peers(
-        format!("overcommit, default against the best of the peers that ran: {scale}"),
+        format!("overcommit, klocks::Mutex (default) against the best of the peers that ran: {scale}"),
         &["threads", "cs", "overcommit"],
         DEFAULT.name(),
-        rows,
+        &rows,
         si,
     )
 }
@@ -390,6 +400,7 @@ fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
         return None;
     }
     let pv_fairness = format!("f {}", pv.name());
+    let judged = format!("{} vs best", pv.name());
     let mut table = Table::new(
         "overcommit, bars: pvqspinlock vs the better of parking_lot and pthread (short cs, \
          16–128 threads); f = fairness, min ÷ mean per-thread operations",
@@ -398,12 +409,12 @@ fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
             "overcommit",
             pv.name(),
             "best peer",
-            "÷ best",
+            &judged,
             &pv_fairness,
             "best peer f",
         ],
     );
-    let mut versus_best = Vec::new();
+    let mut ledger = Ledger::default();
     for row in config.rows().into_iter().filter(|row| row.cs == Cs::Short) {
         if !BAR_THREADS.contains(&row.threads) {
             continue;
@@ -412,39 +423,30 @@ fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
             continue;
         };
         let peer_cells: Vec<&Cell> = peers.iter().filter_map(|&p| find(cells, p, &row)).collect();
-        let best = windowed::fastest(&peer_cells);
-        let best_fairness = windowed::fairest(&peer_cells).map(|(f, _)| f);
-        let versus = pv_cell
-            .summary
-            .zip(best)
-            .filter(|(_, (best, _))| *best > 0.0)
-            .map(|(pv, (best, _))| pv.median / best);
-        versus_best.extend(versus);
+        let best = against_best(pv_cell, peer_cells.iter().copied(), Settings::default());
+        if let Some((_, judgement)) = best {
+            ledger.add(format!("threads {}, overcommit {}", row.threads, row.ratio), judgement);
+        }
         table.row(vec![
             row.threads.to_string(),
             row.ratio.to_string(),
             short(pv_cell, si),
             best.map_or_else(
                 || "-".to_owned(),
-                |(ops, lock)| format!("{} {lock}", si(ops)),
+                |(cell, _)| match cell.summary {
+                    Some(s) => format!("{} {}", si(s.median), cell.lock),
+                    None => cell.lock.to_owned(),
+                },
             ),
-            versus.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}×")),
+            best.map_or_else(|| "-".to_owned(), |(_, j)| j.to_string()),
             show_fairness(fairness(pv_cell)),
-            show_fairness(best_fairness),
+            show_fairness(best.and_then(|(cell, _)| fairness(cell))),
         ]);
     }
-    if let Some(geomean) = geometric_mean(&versus_best) {
-        table.note(format!(
-            "pvqspinlock ÷ best peer throughput: geometric mean {geomean:.2}× over {} rows",
-            versus_best.len()
-        ));
+    for note in ledger.notes(pv.name(), "the best peer", Settings::default()) {
+        table.note(note);
     }
     Some(table)
-}
-
-fn geometric_mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty())
-        .then(|| (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
 }
 
 scenario! {

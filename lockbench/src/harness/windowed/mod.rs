@@ -39,7 +39,7 @@ mod versus;
 
 pub use cell::{cell, CellArgs};
 pub use tables::*;
-pub use versus::versus_peers;
+pub use versus::{versus_peers, VersusRow};
 
 use std::fmt;
 use std::time::Duration;

@@ -2,12 +2,15 @@
 //! matrices, comparisons, per-cell detail and footnotes.
 
 use super::{CellLock, Plan, TRUSTED_WINDOW};
+use crate::harness::versus::judge_cells;
 use crate::harness::watch::{self, Conditions};
 use crate::report::{num, si, Cell, PerThread, Table, Unfinished};
+use crate::verdict::{self, Ledger, Settings};
 
-/// The median fairness (min ÷ mean per-thread operations) over a cell's runs.
+/// The median fairness ([`crate::report::Run::fairness`]: the slowest thread ÷ the
+/// mean, per role with readers and writers) over a cell's runs.
 pub fn fairness(cell: &Cell) -> Option<f64> {
-    cell.median_of(|run| run.per_thread.map(|p| p.min_per_mean()))
+    cell.median_of(crate::report::Run::fairness)
 }
 
 /// A fairness, or `-`.
@@ -27,17 +30,6 @@ pub fn short(cell: &Cell, format: fn(f64) -> String) -> String {
         ),
         _ => cell.short(format),
     }
-}
-
-/// `+12.3%`: how much more throughput `patched` had than `base`, by their medians.
-pub fn change(base: &Cell, patched: &Cell) -> String {
-    base.summary
-        .zip(patched.summary)
-        .filter(|(b, _)| b.median > 0.0)
-        .map_or_else(
-            || "-".to_owned(),
-            |(b, p)| format!("{:+.1}%", (p.median / b.median - 1.0) * 100.0),
-        )
 }
 
 /// A table row: the row's parameter columns, then the cell of each lock (`None`
@@ -74,29 +66,41 @@ pub fn matrix<'a, L: CellLock>(
     table
 }
 
-/// A seed's before/after table: `headers` are the row's parameter columns, then
-/// base, patched and change; each row gives its labels and the two cells, shown
-/// through `show`.
+/// A seed's before/after table: `headers` are the row's parameter columns and the
+/// two cells' (base, then patched), shown through `show`; the last column judges
+/// patched against base as throughput ([`judge_cells`]), and the notes under the
+/// table say what the ratio is and count the verdicts.
 pub fn comparison<'a>(
     title: String,
     headers: &[&str],
+    (base, patched): (&str, &str),
     rows: impl IntoIterator<Item = (Vec<String>, &'a Cell, &'a Cell)>,
     show: impl Fn(&Cell) -> String,
 ) -> Table {
-    let mut table = Table::new(title, headers);
-    for (labels, base, patched) in rows {
-        let compared = [show(base), show(patched), change(base, patched)];
+    let (base, patched) = (verdict::label(base), verdict::label(patched));
+    let judged = format!("{patched} vs {base}");
+    let headers: Vec<&str> = headers.iter().copied().chain([judged.as_str()]).collect();
+    let mut table = Table::new(title, &headers);
+    let mut ledger = Ledger::default();
+    for (labels, base_cell, patched_cell) in rows {
+        let judgement = judge_cells(patched_cell, base_cell);
+        if let Some(judgement) = judgement {
+            let row: Vec<String> = (headers.iter().zip(&labels))
+                .map(|(header, label)| format!("{header} {label}"))
+                .collect();
+            ledger.add(row.join(", "), judgement);
+        }
+        let compared = [
+            show(base_cell),
+            show(patched_cell),
+            judgement.map_or_else(|| "-".to_owned(), |j| j.to_string()),
+        ];
         table.row(labels.into_iter().chain(compared).collect());
     }
+    for note in ledger.notes(patched, base, Settings::default()) {
+        table.note(note);
+    }
     table
-}
-
-/// Among `cells`, the one with the highest median throughput: (ops/s, lock).
-pub fn fastest(cells: &[&Cell]) -> Option<(f64, &'static str)> {
-    cells
-        .iter()
-        .filter_map(|cell| cell.summary.map(|s| (s.median, cell.lock)))
-        .max_by(|a, b| a.0.total_cmp(&b.0))
 }
 
 /// Among `cells`, the fairest: (min ÷ mean, lock).

@@ -1,66 +1,74 @@
 //! A klocks lock against the best of the locks a user would otherwise pick, row by
-//! row of a windowed scenario: the throughput verdict ([`crate::verdict`]) and
-//! fairness, with the summary a bar is judged on (geometric mean, the lowest row,
-//! the verdicts' counts, the unfair cells).
+//! row of a windowed scenario: the throughput verdict ([`crate::verdict`]) against
+//! the fastest peer and the fairness verdict against the fairest, with the summary
+//! a bar is judged on (geometric means, the lowest row, the verdicts' counts, the
+//! unfair cells).
 
 use super::tables::{fairest, fairness, short, show_fairness};
-use crate::harness::versus::against_best;
-use crate::report::{Cell, Table};
-use crate::verdict::{self, Ledger, Settings};
+use crate::harness::versus::{against_best, judge_fairness, STARVED};
+use crate::report::{Cell, Run, Table};
+use crate::verdict::{self, Judgement, Ledger, Settings};
 
 /// The fairness (slowest thread ÷ mean) below which a cell counts as unfair.
 const UNFAIR_BELOW: f64 = 0.5;
 
+/// The words of a fairness verdict.
+const FAIRNESS: verdict::Words = ("fairer", "less fair");
+
 /// One row: its parameter columns, our cell and the peers' cells that ran.
 pub type VersusRow<'a> = (Vec<String>, &'a Cell, Vec<&'a Cell>);
 
-/// `label_headers`, ours (`1.23M f0.97`), the fastest peer, ours against it (the
-/// throughput ratio with its interval and verdict), our fairness and the fairest
-/// peer's; notes: the geometric mean and the lowest of the ratios, the verdicts'
-/// counts, both fairness geometric means and our cells below [`UNFAIR_BELOW`].
-/// `None` without rows.
-pub fn versus_peers<'a>(
+/// Two tables: throughput, then fairness. The first: `label_headers`, ours
+/// (`1.23M f0.97`), the fastest peer, ours against it (the throughput ratio with
+/// its interval and verdict); notes: the geometric mean and the lowest of the
+/// ratios, the verdicts' counts. The second, where the cells counted per thread:
+/// `label_headers`, our fairness, the fairest peer's, ours against it (the fairness
+/// ratio, above 1: ours is fairer, with its interval and verdict); notes: both
+/// geometric means, our cells below [`UNFAIR_BELOW`], the verdicts' counts. Two
+/// tables rather than one, so that each fits in 120 columns. `None`s without rows.
+pub fn versus_peers(
     title: String,
     label_headers: &[&str],
     ours: &str,
-    rows: impl IntoIterator<Item = VersusRow<'a>>,
+    rows: &[VersusRow],
     format: fn(f64) -> String,
-) -> Option<Table> {
+) -> [Option<Table>; 2] {
+    if rows.is_empty() {
+        return [None, None];
+    }
     let name = verdict::label(ours);
     let ratio_header = format!("{name} vs best");
-    let fairness_header = format!("f {ours}");
     let headers: Vec<&str> = label_headers
         .iter()
         .copied()
-        .chain([
-            ours,
-            "best peer",
-            ratio_header.as_str(),
-            fairness_header.as_str(),
-            "fairest peer",
-        ])
+        .chain([name, "best peer", ratio_header.as_str()])
         .collect();
-    let mut table = Table::new(title, &headers);
-    let mut ledger = Ledger::default();
+    let mut table = Table::new(title.clone(), &headers);
+    let fairness_headers: Vec<&str> = label_headers
+        .iter()
+        .copied()
+        .chain(["f ours", "fairest peer", "f vs fairest"])
+        .collect();
+    let mut fair_table = Table::new(
+        format!("{title}; fairness f = the slowest thread's operations ÷ the mean"),
+        &fairness_headers,
+    );
+    let (mut ledger, mut fair_ledger) = (Ledger::default(), Ledger::default());
     let mut fairnesses: Vec<(f64, f64)> = Vec::new();
-    let mut rows_seen = 0;
     for (labels, cell, peers) in rows {
-        rows_seen += 1;
+        let row: Vec<String> = label_headers
+            .iter()
+            .zip(labels)
+            .map(|(header, label)| format!("{header} {label}"))
+            .collect();
         let judged = against_best(cell, peers.iter().copied(), Settings::default());
         if let Some((_, judgement)) = judged {
-            let row: Vec<String> = label_headers
-                .iter()
-                .zip(&labels)
-                .map(|(header, label)| format!("{header} {label}"))
-                .collect();
             ledger.add(row.join(", "), judgement);
         }
-        let ours_fair = fairness(cell);
-        let fairest_peer = fairest(&peers);
-        fairnesses.extend(ours_fair.zip(fairest_peer.map(|(f, _)| f)));
         table.row(
             labels
-                .into_iter()
+                .iter()
+                .cloned()
                 .chain([
                     short(cell, format),
                     judged.map_or_else(
@@ -71,36 +79,60 @@ pub fn versus_peers<'a>(
                         },
                     ),
                     judged.map_or_else(|| "-".to_owned(), |(_, j)| j.to_string()),
+                ])
+                .collect(),
+        );
+        let ours_fair = fairness(cell);
+        let fairest_peer = fairest(peers);
+        let fair_judged: Option<Judgement> = fairest_peer
+            .and_then(|(_, lock)| peers.iter().find(|peer| peer.lock == lock))
+            .filter(|_| cell.unfinished.is_none())
+            .and_then(|peer| judge_fairness(cell, peer, Run::fairness));
+        if let Some(judgement) = fair_judged {
+            fair_ledger.add(row.join(", "), judgement);
+        }
+        fairnesses.extend(ours_fair.zip(fairest_peer.map(|(f, _)| f)));
+        fair_table.row(
+            labels
+                .iter()
+                .cloned()
+                .chain([
                     show_fairness(ours_fair),
                     fairest_peer
                         .map_or_else(|| "-".to_owned(), |(f, lock)| format!("{f:.2} {lock}")),
+                    fair_judged
+                        .map_or_else(|| "-".to_owned(), |j| j.worded(FAIRNESS.0, FAIRNESS.1)),
                 ])
                 .collect(),
         );
     }
-    if rows_seen == 0 {
-        return None;
-    }
     for note in ledger.notes(name, "the best peer", Settings::default()) {
         table.note(note);
     }
-    if let Some(note) = fairness_note(ours, &fairnesses) {
-        table.note(note);
-    }
-    Some(table)
+    let Some(note) = fairness_note(name, &fairnesses, &fair_ledger) else {
+        return [Some(table), None];
+    };
+    fair_table.note(note);
+    [Some(table), Some(fair_table)]
 }
 
-/// The fairness note: both geometric means over the rows where both have one, and
-/// our cells below [`UNFAIR_BELOW`].
-fn fairness_note(ours: &str, fairnesses: &[(f64, f64)]) -> Option<String> {
+/// The fairness note: what the fairness verdict compares, both geometric means over
+/// the rows where both have one, our cells below [`UNFAIR_BELOW`], and the fairness
+/// verdicts' counts.
+fn fairness_note(ours: &str, fairnesses: &[(f64, f64)], verdicts: &Ledger) -> Option<String> {
     let mean = |of: fn(&(f64, f64)) -> f64| verdict::geometric_mean(fairnesses.iter().map(of));
     let unfair = fairnesses.iter().filter(|(f, _)| *f < UNFAIR_BELOW).count();
     Some(format!(
-        "fairness (slowest thread ÷ mean): {ours}'s geometric mean {:.2}, the fairest peer's of \
-         each row {:.2}; {ours} below {UNFAIR_BELOW:.2} in {unfair} of {} cells",
+        "f ours = {ours}'s fairness (with readers and writers, the lower of the roles', each \
+         thread against its role's mean); f vs fairest = {ours}'s f ÷ the fairest peer's, run \
+         by run (above 1: {ours} is fairer; a starved thread counts as {STARVED})\n  {ours}'s \
+         geometric mean \
+         {:.2}, the fairest peer's of each row {:.2}; {ours} below {UNFAIR_BELOW:.2} in \
+         {unfair} of {} cells\n  fairness {}",
         mean(|f| f.0)?,
         mean(|f| f.1)?,
         fairnesses.len(),
+        verdicts.tally().note_worded(Settings::default(), FAIRNESS),
     ))
 }
 
@@ -141,43 +173,45 @@ mod tests {
                 cell("pthread", 60.0, &[20, 80]),
             ),
         ];
-        let table = versus_peers(
-            "t".to_owned(),
-            &["threads"],
-            "default",
-            rows.iter()
-                .enumerate()
-                .map(|(i, (ours, a, b))| (vec![(i + 1).to_string()], ours, vec![a, b])),
-            si,
-        )
-        .expect("two rows");
-        let text = table.to_string();
-        let row = |first: &str| {
+        let rows: Vec<VersusRow> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (ours, a, b))| (vec![(i + 1).to_string()], ours, vec![a, b]))
+            .collect();
+        let [Some(table), Some(fair)] =
+            versus_peers("t".to_owned(), &["threads"], "default", &rows, si)
+        else {
+            panic!("two rows, both tables");
+        };
+        let (text, fair) = (table.to_string(), fair.to_string());
+        let row = |text: &str, first: &str| {
             text.lines()
                 .find(|line| line.starts_with(first))
                 .unwrap_or_else(|| panic!("no row {first}: {text}"))
                 .split_whitespace()
+                .map(str::to_owned)
                 .collect::<Vec<_>>()
         };
-        let judged = |first: &str| {
-            let row = row(first);
-            let verdict = row[5..7].join(" ");
-            let labels: Vec<&str> = row[..5].iter().chain(&row[8..]).copied().collect();
-            (labels, verdict)
-        };
+        // threads, ours, the fastest peer, the verdict (ratio, word, interval).
         assert_eq!(
-            judged("1 "),
-            (
-                vec!["1", "80.0", "f0.80", "100", "std", "0.80", "0.90", "pthread"],
-                "1.25× slower".to_owned()
-            )
+            row(&text, "1 ")[..7],
+            ["1", "80.0", "f0.80", "100", "std", "1.25×", "slower"]
         );
         assert_eq!(
-            judged("2 "),
-            (
-                vec!["2", "125", "f1.00", "100", "std", "1.00", "1.00", "std"],
-                "1.25× faster".to_owned()
-            )
+            row(&text, "2 ")[..7],
+            ["2", "125", "f1.00", "100", "std", "1.25×", "faster"]
+        );
+        // threads, our fairness, the fairest peer, the fairness verdict: 0.80 ÷ 0.90
+        // is 1.125× less fair.
+        let first = row(&fair, "1 ");
+        assert_eq!(first[..4], ["1", "0.80", "0.90", "pthread"]);
+        assert!(
+            first[4].starts_with("1.1") && first[5..7] == ["less", "fair"],
+            "{fair}"
+        );
+        assert_eq!(
+            row(&fair, "2 "),
+            ["2", "1.00", "1.00", "std", "≈", "[1.00–1.00]"]
         );
         // sqrt(0.8 × 1.25) = 1; the lowest is the first row, one faster, one slower.
         assert!(
@@ -191,24 +225,28 @@ mod tests {
         );
         // Ours: sqrt(0.8 × 1.0) = 0.89; the fairest peers': sqrt(0.9 × 1.0) = 0.95.
         assert!(
-            text.contains("geometric mean 0.89, the fairest peer's of each row 0.95; default below 0.50 in 0 of 2 cells"),
-            "{text}"
+            fair.contains("klocks::Mutex's geometric mean 0.89, the fairest peer's of each row 0.95; klocks::Mutex below 0.50 in 0 of 2 cells"),
+            "{fair}"
+        );
+        assert!(
+            fair.contains("0 fairer, 1 no clear difference, 1 less fair"),
+            "{fair}"
         );
     }
 
     #[test]
     fn rows_without_a_peer_get_dashes_and_no_summary() {
         let ours = cell("default", 80.0, &[40, 60]);
-        let table = versus_peers(
-            "t".to_owned(),
-            &["threads"],
-            "default",
-            [(vec!["2".to_owned()], &ours, vec![])],
-            si,
-        )
-        .expect("a row");
+        let rows = [(vec!["2".to_owned()], &ours, vec![])];
+        let [Some(table), None] = versus_peers("t".to_owned(), &["threads"], "default", &rows, si)
+        else {
+            panic!("a throughput table and no fairness one without a peer");
+        };
         let text = table.to_string();
         assert!(!text.contains("geometric mean"), "{text}");
-        assert!(versus_peers("t".to_owned(), &["threads"], "default", [], si).is_none());
+        assert!(matches!(
+            versus_peers("t".to_owned(), &["threads"], "default", &[], si),
+            [None, None]
+        ));
     }
 }

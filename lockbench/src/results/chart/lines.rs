@@ -3,7 +3,7 @@
 use plotters::prelude::*;
 
 use super::axis::Axis;
-use super::{failed, frame, svg, Drawn, LegendEntry, Lines, Swatch, FONT};
+use super::{failed, frame, svg, Drawn, LegendEntry, Lines, Series, Swatch, FONT};
 
 impl Lines {
     /// The chart as an SVG document; `footer`: the command that measured it.
@@ -60,16 +60,16 @@ impl Lines {
                 .draw_series(DashedLineSeries::new(points, 6, 4, grey))
                 .map_err(failed)?;
         }
-        // Where a DNF cross sits: on the top edge, inside the plot.
-        let top = y.hi - (y.hi - y.lo) * 0.03;
         for series in &self.series {
             let style = series
                 .color
                 .stroke_width(if series.emphasis { 3 } else { 2 });
             let line = series.points.iter().map(|p| (x.to(p.x), y.to(p.median)));
-            chart
-                .draw_series(LineSeries::new(line, style))
-                .map_err(failed)?;
+            match series.dashed {
+                true => chart.draw_series(DashedLineSeries::new(line, 7, 4, style)),
+                false => chart.draw_series(LineSeries::new(line, style)),
+            }
+            .map_err(failed)?;
             let bars = series.points.iter().filter(|p| p.max > p.min).map(|p| {
                 ErrorBar::new_vertical(
                     x.to(p.x),
@@ -86,34 +86,56 @@ impl Lines {
                 .iter()
                 .map(|p| Circle::new((x.to(p.x), y.to(p.median)), 3, series.color.filled()));
             chart.draw_series(dots).map_err(failed)?;
-            let label = TextStyle::from((FONT, 12).into_font()).color(&series.color);
-            let crosses = series.unfinished.iter().map(|&threads| {
-                EmptyElement::at((x.to(threads), top))
-                    + Cross::new((0, 0), 5, series.color.stroke_width(2))
-                    + Text::new("DNF", (7, -4), label.clone())
-            });
-            chart.draw_series(crosses).map_err(failed)?;
         }
+        // One cross per thread count on the top edge, inside the plot, with how many
+        // locks did not finish there (the page lists them under the chart: beside
+        // the crosses, the names of neighbouring thread counts would overlap).
+        let top = y.hi - (y.hi - y.lo) * 0.03;
+        let dnf = TextStyle::from((FONT, 12).into_font());
+        let marks = self.unfinished().into_iter().map(|(threads, locks)| {
+            EmptyElement::at((x.to(threads), top))
+                + Cross::new((0, 0), 5, BLACK.stroke_width(2))
+                + Text::new(format!("DNF ({})", locks.len()), (7, -4), dnf.clone())
+        });
+        chart.draw_series(marks).map_err(failed)?;
         Ok(())
+    }
+
+    /// The thread counts where a lock did not finish, each with those locks.
+    pub fn unfinished(&self) -> Vec<(f64, Vec<&Series>)> {
+        let mut found: Vec<(f64, Vec<&Series>)> = Vec::new();
+        for series in &self.series {
+            for &threads in &series.unfinished {
+                match found.iter_mut().find(|(x, _)| *x == threads) {
+                    Some((_, locks)) => locks.push(series),
+                    None => found.push((threads, vec![series])),
+                }
+            }
+        }
+        found
     }
 
     fn legend(&self, unfinished: bool) -> Vec<LegendEntry> {
         let mut entries: Vec<LegendEntry> = self
             .series
             .iter()
-            .map(|s| LegendEntry {
-                name: s.name.clone(),
-                color: s.color,
-                swatch: Swatch::Line {
-                    width: if s.emphasis { 3 } else { 2 },
-                },
+            .map(|s| {
+                let width = if s.emphasis { 3 } else { 2 };
+                LegendEntry {
+                    name: s.name.clone(),
+                    color: s.color,
+                    swatch: match s.dashed {
+                        true => Swatch::Dashed { width },
+                        false => Swatch::Line { width },
+                    },
+                }
             })
             .collect();
         if let Some((name, _)) = &self.reference {
             entries.push(LegendEntry {
                 name: name.clone(),
                 color: RGBColor(110, 110, 110),
-                swatch: Swatch::Dashed,
+                swatch: Swatch::Dashed { width: 2 },
             });
         }
         if unfinished {

@@ -1,7 +1,8 @@
 //! Charts as SVG, drawn with plotters' SVG backend.
 //!
 //! Three kinds: a line chart (one line per lock against threads, the runs' min–max as
-//! error bars, a cell that did not finish as a `DNF` cross on the top edge), a bar
+//! error bars, the cells that did not finish as one `DNF (n)` cross per thread count
+//! on the top edge), a bar
 //! chart (one horizontal bar per lock, with the runs' range) and a range chart (per
 //! lock and role, the slowest and the fastest thread's operations with the mean, on a
 //! log axis whose left edge stands for zero, so a starved thread touches it). Every
@@ -48,6 +49,8 @@ pub struct Series {
     pub color: RGBColor,
     /// Drawn thicker: klocks' default locks.
     pub emphasis: bool,
+    /// Drawn dashed: the second file's lines in an overlay.
+    pub dashed: bool,
     /// The finished cells, by threads.
     pub points: Vec<Point>,
     /// Threads of the cells that did not finish.
@@ -191,7 +194,7 @@ struct LegendEntry {
 #[derive(Clone, Copy)]
 enum Swatch {
     Line { width: u32 },
-    Dashed,
+    Dashed { width: u32 },
     Cross,
 }
 
@@ -210,9 +213,9 @@ fn draw_legend(
                 area.draw(&Circle::new((18, y), 3, entry.color.filled()))
                     .map_err(failed)?;
             }
-            Swatch::Dashed => {
+            Swatch::Dashed { width } => {
                 for x in [6, 14, 22] {
-                    area.draw(&PathElement::new(vec![(x, y), (x + 5, y)], stroke(2)))
+                    area.draw(&PathElement::new(vec![(x, y), (x + 5, y)], stroke(width)))
                         .map_err(failed)?;
                 }
             }

@@ -14,8 +14,9 @@ use klocks::catalog::MutexKind;
 use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
-use crate::harness::versus::Versus;
+use crate::harness::versus::{judge_cells, Versus};
 use crate::locks::{BenchLock, LockName, LockVisitor, ALTERNATIVES, DEFAULT};
+use crate::verdict::{Ledger, Settings};
 use crate::report::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
 
 mod tables;
@@ -32,9 +33,10 @@ use tables::tables;
 /// changed during the cell; ! steal or other processes took over 5% of the CPU
 /// time; ~ serialized, the threads ran one after another instead of contending.
 /// A run that exceeds --cap-secs is stopped and reported as "DNF x%". Verified: the counter must equal the sum of the
-/// iterations the threads completed. Tables: the seed-000 comparison (before =
+/// iterations the threads completed. Tables (each comparison a throughput ratio,
+/// above 1: faster, with its 95% interval and verdict): the seed-000 one (before =
 /// qspinlock-cmpxchg, after = qspinlock), the seed-003 one (base = ticket,
-/// patched = pvticket; %gain = base ÷ patched wall - 1) and the same for
+/// patched = pvticket) and the same for
 /// qspinlock → pvqspinlock, all locks, default (`klocks::Mutex`) against the best of
 /// std, parking_lot, pthread and pthread-adaptive (when both ran), and per-cell detail.
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -84,65 +84,80 @@ pub(super) const PV_QSPINLOCK: Pair = Pair {
     patched: LockName::Klocks(MutexKind::PvQSpinLock),
 };
 
-/// threads | before | after | %change (negative: after is faster).
+/// threads | before | after | after vs before: the throughput verdict of after
+/// against before ([`judge_cells`]).
 pub(super) fn seed_000_table(config: &Config, cells: &[Cell], scale: &str) -> Option<Table> {
     if !SEED_000.ran(config) {
         return None;
     }
+    let (before, after) = (SEED_000.base.name(), SEED_000.patched.name());
+    let judged = format!("{after} vs {before}");
     let mut table = Table::new(
         format!(
-            "loop, {} (before = {}, after = {}): {scale}",
-            SEED_000.what,
-            SEED_000.base.name(),
-            SEED_000.patched.name()
+            "loop, {} (before = {before}, after = {after}): {scale}",
+            SEED_000.what
         ),
-        &["threads", "before ms", "after ms", "%change"],
+        &["threads", "before ms", "after ms", &judged],
     );
-    for (threads, before, after) in SEED_000.rows(config, cells) {
-        let change = before.summary.zip(after.summary).map_or_else(
-            || "-".to_owned(),
-            |(b, a)| format!("{:+.1}%", (a.median - b.median) / b.median * 100.0),
-        );
+    let mut ledger = Ledger::default();
+    for (threads, before_cell, after_cell) in SEED_000.rows(config, cells) {
+        let judgement = judge_cells(after_cell, before_cell);
+        if let Some(judgement) = judgement {
+            ledger.add(format!("threads {threads}"), judgement);
+        }
         table.row(vec![
             threads.to_string(),
-            before.short(num),
-            after.short(num),
-            change,
+            before_cell.short(num),
+            after_cell.short(num),
+            judgement.map_or_else(|| "-".to_owned(), |j| j.to_string()),
         ]);
+    }
+    for note in ledger.notes(after, before, Settings::default()) {
+        table.note(note);
     }
     Some(table)
 }
 
-/// threads | base | patched | %gain, seed 003's shape: the throughput gain, base wall
-/// ÷ patched wall - 1. A base that hit its cap took longer than the cap, so the gain
-/// is at least cap ÷ patched wall - 1, shown as `>+x%`.
+/// threads | base | patched | patched vs base, seed 003's pairs: the throughput
+/// verdict of patched against base ([`judge_cells`]). A base that hit its cap took
+/// longer than the cap, so patched is at least cap ÷ patched wall times faster,
+/// shown as `> 3.20× faster (base DNF)`.
 pub(super) fn pv_table(config: &Config, cells: &[Cell], scale: &str, pair: &Pair) -> Option<Table> {
     if !pair.ran(config) {
         return None;
     }
+    let (base, patched) = (pair.base.name(), pair.patched.name());
+    let judged = format!("{patched} vs {base}");
     let mut table = Table::new(
         format!(
-            "loop, {} (base = {}, patched = {}): {scale}; %gain = base ÷ patched wall - 1",
-            pair.what,
-            pair.base.name(),
-            pair.patched.name()
+            "loop, {} (base = {base}, patched = {patched}): {scale}",
+            pair.what
         ),
-        &["threads", "base ms", "patched ms", "%gain"],
+        &["threads", "base ms", "patched ms", &judged],
     );
-    for (threads, base, patched) in pair.rows(config, cells) {
-        let gain = match (base.summary, base.unfinished, patched.summary) {
-            (Some(b), None, Some(p)) => format!("{:+.1}%", (b.median / p.median - 1.0) * 100.0),
-            (_, Some(Unfinished::Capped { after_secs, .. }), Some(p)) => {
-                format!(">{:+.0}%", (after_secs * 1e3 / p.median - 1.0) * 100.0)
+    let mut ledger = Ledger::default();
+    for (threads, base_cell, patched_cell) in pair.rows(config, cells) {
+        let judgement = judge_cells(patched_cell, base_cell);
+        let finished = patched_cell.summary.filter(|_| patched_cell.unfinished.is_none());
+        let shown = match (judgement, base_cell.unfinished, finished) {
+            (Some(judgement), _, _) => {
+                ledger.add(format!("threads {threads}"), judgement);
+                judgement.to_string()
+            }
+            (None, Some(Unfinished::Capped { after_secs, .. }), Some(p)) => {
+                format!("> {:.2}× faster (base DNF)", after_secs * 1e3 / p.median)
             }
             _ => "-".to_owned(),
         };
         table.row(vec![
             threads.to_string(),
-            base.short(num),
-            patched.short(num),
-            gain,
+            base_cell.short(num),
+            patched_cell.short(num),
+            shown,
         ]);
+    }
+    for note in ledger.notes(patched, base, Settings::default()) {
+        table.note(note);
     }
     Some(table)
 }

@@ -26,13 +26,15 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::harness::versus::{against_best, judge_cells};
 use crate::harness::watch::Conditions;
 use crate::harness::windowed::{
-    self, fairest, fairness, fastest, or_default, show_fairness, Grid, Plan, WindowArgs, Work,
+    self, fairest, fairness, or_default, show_fairness, Grid, Plan, WindowArgs, Work,
 };
 use crate::harness::{Common, Error};
 use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
 use crate::report::{num, Cell, MutexLoad, Progress, Table};
+use crate::verdict::{Judgement, Ledger, Settings};
 
 mod tables;
 use tables::tables;
@@ -56,18 +58,20 @@ use tables::tables;
 /// --drain-cap-secs is killed and its cell reported as "DNF (drain > N s)"; the
 /// others are verified: the counter must equal every operation, counted or late.
 ///
-/// Tables: the seed-004 comparison (base = futex, patched = spinfutex, %change);
+/// Tables: the seed-004 comparison (base = futex, patched = spinfutex, and the
+/// throughput verdict of spinfutex against futex);
 /// all locks (kops/s with f); the spinfutex bars; per-cell detail (range, f
 /// min/max, drain, c2c placement, foreign CPU time). The bars give each cell's
 /// ceiling, 1 ÷ (load × pause ns) critical sections per second, since no lock runs
 /// two at once; where the critical section is shorter than two cache-line
 /// transfers (load 1) the lock's own handoff bounds the cell instead (marked †).
 /// Then spinfutex as a % of the ceiling, the best peer (std, parking_lot, pthread,
-/// pthread-adaptive) and spinfutex ÷ best peer, spinfutex ÷ futex, the fairness of
-/// spinfutex and of the fairest peer, and a count of the cells where spinfutex ≥
-/// the best peer, with the lowest ratio. Then default (`klocks::Mutex`) against the
-/// same peers: its throughput ÷ the best peer's and its fairness against the fairest
-/// peer's, cell by cell, with their geometric means.
+/// pthread-adaptive) and spinfutex against the best peer and against futex (each a
+/// throughput ratio, above 1: faster, with its 95% interval and verdict), the
+/// fairness of spinfutex and of the fairest peer, with the geometric means, the
+/// lowest ratio and the verdicts' counts. Then default (`klocks::Mutex`) against the
+/// same peers: its throughput against the best peer's and its fairness against the
+/// fairest peer's, cell by cell, each with its verdict.
 ///
 /// Default locks: default, futex, spinfutex, pvqspinlock, std, parking_lot, pthread,
 /// pthread-adaptive. The default grid (threads 2,10,64,256 × loads 1,10,50,100 × 8

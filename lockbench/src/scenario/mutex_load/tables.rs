@@ -19,11 +19,13 @@ pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
          {pause_ns:.1} ns; {outside}",
         config.plan.scale("kops/s"),
     );
+    let [versus, fairness] = default_versus_peers(config, cells, pause_ns, &scale);
     let tables = [
         seed_table(config, cells, pause_ns, &scale),
         Some(matrix(config, cells, pause_ns, &scale)),
         bars(config, cells, pause_ns),
-        default_versus_peers(config, cells, pause_ns, &scale),
+        versus,
+        fairness,
         Some(windowed::detail(
             "mutex-load",
             &["threads", "load"],
@@ -49,7 +51,8 @@ pub(super) fn find<'a>(cells: &'a [Cell], lock: LockName, row: &Row) -> Option<&
     })
 }
 
-/// threads | load | cs | base | patched | %change, when both seed-004 locks ran.
+/// threads | load | cs | base | patched | patched vs base, when both seed-004 locks
+/// ran.
 pub(super) fn seed_table(config: &Config, cells: &[Cell], pause_ns: f64, scale: &str) -> Option<Table> {
     if !(config.plan.locks.contains(&BEFORE) && config.plan.locks.contains(&AFTER)) {
         return None;
@@ -72,8 +75,8 @@ pub(super) fn seed_table(config: &Config, cells: &[Cell], pause_ns: f64, scale: 
             "cs",
             "base kops/s",
             "patched kops/s",
-            "%change",
         ],
+        (BEFORE.name(), AFTER.name()),
         rows,
         |cell| cell.long(kops),
     ))
@@ -118,23 +121,28 @@ pub(super) fn overhead_bound(load_ns: f64, cell: &Cell) -> bool {
     load_ns < 2.0 * c2c
 }
 
-/// default (`klocks::Mutex`) against the best of the peers that ran, cell by cell.
+/// default (`klocks::Mutex`) against the best of the peers that ran, cell by cell:
+/// throughput, then fairness.
 pub(super) fn default_versus_peers(
     config: &Config,
     cells: &[Cell],
     pause_ns: f64,
     scale: &str,
-) -> Option<Table> {
-    let rows = config.rows().into_iter().filter_map(|row| {
-        let ours = find(cells, DEFAULT, &row)?;
-        let peers = PEERS.iter().filter_map(|&p| find(cells, p, &row)).collect();
-        Some((row.labels(pause_ns), ours, peers))
-    });
+) -> [Option<Table>; 2] {
+    let rows: Vec<windowed::VersusRow> = config
+        .rows()
+        .into_iter()
+        .filter_map(|row| {
+            let ours = find(cells, DEFAULT, &row)?;
+            let peers = PEERS.iter().filter_map(|&p| find(cells, p, &row)).collect();
+            Some((row.labels(pause_ns), ours, peers))
+        })
+        .collect();
     windowed::versus_peers(
-        format!("mutex-load, default against the best of the peers that ran: {scale}"),
+        format!("mutex-load, klocks::Mutex (default) against the best of the peers that ran: {scale}"),
         &["threads", "load", "cs"],
         DEFAULT.name(),
-        rows,
+        &rows,
         kops,
     )
 }
@@ -150,8 +158,8 @@ pub(super) fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Tab
         return None;
     }
     let after = AFTER.name();
-    let ratio_header = format!("{after} ÷ best");
-    let before_header = format!("÷ {}", BEFORE.name());
+    let ratio_header = format!("{after} vs best");
+    let before_header = format!("vs {}", BEFORE.name());
     let fairness_header = format!("f {after}");
     let mut table = Table::new(
         format!(
@@ -180,35 +188,29 @@ pub(super) fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Tab
             "fairest peer",
         ],
     );
-    // (spinfutex ÷ best peer, row) for every row where both finished.
-    let mut versus_best: Vec<(f64, Row)> = Vec::new();
+    let (mut versus_best, mut versus_before) = (Ledger::default(), Ledger::default());
     let mut overhead_marked = false;
     for row in config.rows() {
         let Some(after_cell) = find(cells, AFTER, &row) else {
             continue;
         };
         let peer_cells: Vec<&Cell> = peers.iter().filter_map(|&p| find(cells, p, &row)).collect();
-        let best = fastest(&peer_cells);
+        let best = against_best(after_cell, peer_cells.iter().copied(), Settings::default());
+        let before = find(cells, BEFORE, &row).and_then(|cell| judge_cells(after_cell, cell));
+        let name = format!("threads {}, load {}", row.threads, row.load);
+        if let Some((_, judgement)) = best {
+            versus_best.add(name.clone(), judgement);
+        }
+        if let Some(judgement) = before {
+            versus_before.add(name, judgement);
+        }
         let cell_pause = cell_pause_ns(after_cell, pause_ns);
         let ceiling = row.ceiling(cell_pause);
         let median = after_cell.summary.map(|s| s.median);
-        let versus = |other: Option<f64>| {
-            median
-                .zip(other)
-                .filter(|(_, other)| *other > 0.0)
-                .map(|(after, other)| after / other)
-        };
-        let versus_peer = versus(best.map(|(ops, _)| ops));
-        versus_best.extend(versus_peer.map(|v| (v, row)));
-        let versus_before = versus(
-            find(cells, BEFORE, &row)
-                .and_then(|cell| cell.summary)
-                .map(|s| s.median),
-        );
         let bound = overhead_bound(row.load_ns(cell_pause), after_cell);
         overhead_marked |= bound;
         let mark = if bound { OVERHEAD_MARK } else { "" };
-        let times = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}×"));
+        let judged = |j: Option<Judgement>| j.map_or_else(|| "-".to_owned(), |j| j.to_string());
         table.row(vec![
             row.threads.to_string(),
             row.load.to_string(),
@@ -219,30 +221,19 @@ pub(super) fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Tab
                 || "-".to_owned(),
                 |m| format!("{:.1}%", m / ceiling * 100.0),
             ),
-            best.map_or_else(
-                || "-".to_owned(),
-                |(ops, lock)| format!("{} {lock}", kops(ops)),
-            ),
-            times(versus_peer),
-            times(versus_before),
+            best.and_then(|(cell, _)| Some((cell.summary?.median, cell.lock)))
+                .map_or_else(|| "-".to_owned(), |(ops, lock)| format!("{} {lock}", kops(ops))),
+            judged(best.map(|(_, j)| j)),
+            judged(before),
             show_fairness(fairness(after_cell)),
             fairest(&peer_cells)
                 .map_or_else(|| "-".to_owned(), |(f, lock)| format!("{f:.2} {lock}")),
         ]);
     }
-    if let Some((lowest, row)) = versus_best
-        .iter()
-        .copied()
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-    {
-        let ahead = versus_best.iter().filter(|(v, _)| *v >= 1.0).count();
-        table.note(format!(
-            "{after} ≥ the best peer in {ahead} of {} cells; lowest {after} ÷ best peer \
-             {lowest:.2}× ({} threads, load {})",
-            versus_best.len(),
-            row.threads,
-            row.load
-        ));
+    for (ledger, against) in [(versus_best, "the best peer"), (versus_before, BEFORE.name())] {
+        for note in ledger.notes(after, against, Settings::default()) {
+            table.note(note);
+        }
     }
     if overhead_marked {
         table.note(format!(
@@ -354,8 +345,7 @@ mod tests {
         assert!(lines[4].contains("2.00×"), "{text}");
         assert!(lines[4].contains("0.60"), "{text}");
         assert!(
-            text.contains("≥ the best peer in 1 of 2 cells")
-                && text.contains("0.50× (2 threads, load 1)"),
+            text.contains("geometric mean 0.82× over 2 cells; lowest 0.50×, too few runs (1+1) (threads 2, load 1)"),
             "{text}"
         );
         assert!(text.contains("† the critical section is shorter"), "{text}");

@@ -25,8 +25,41 @@ pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
         .groups
         .iter()
         .map(|&group| Some(group_table(config, cells, group, &scale)));
-    let tables: Vec<Option<Table>> = groups.chain([bars(config, cells)]).collect();
+    let versus = default_versus_peers(config, cells, &scale);
+    let tables: Vec<Option<Table>> = groups.chain([bars(config, cells)]).chain(versus).collect();
     windowed::with_footnotes(tables, cells, &config.plan)
+}
+
+/// default-rw (`klocks::RwLock`) against the best of the peers that ran, group by
+/// group: throughput (reads + writes) against the fastest, fairness (the slower
+/// role's slowest thread ÷ that role's mean) against the fairest.
+pub(super) fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str) -> [Option<Table>; 2] {
+    let peers: Vec<RwLockName> = RW_ALTERNATIVES
+        .into_iter()
+        .filter(|peer| config.plan.locks.contains(peer))
+        .collect();
+    if !config.plan.locks.contains(&RW_DEFAULT) || peers.is_empty() {
+        return [None, None];
+    }
+    let rows: Vec<windowed::VersusRow> = config
+        .groups
+        .iter()
+        .filter_map(|&group| {
+            let ours = find(cells, RW_DEFAULT, group)?;
+            let found = peers.iter().filter_map(|&p| find(cells, p, group)).collect();
+            Some((vec![group.name()], ours, found))
+        })
+        .collect();
+    windowed::versus_peers(
+        format!(
+            "rw-fair, klocks::RwLock (default-rw) against the best of the peers that ran, \
+             kops/s (reads + writes): {scale}"
+        ),
+        &["group"],
+        RW_DEFAULT.name(),
+        &rows,
+        rw::kops,
+    )
 }
 
 /// `a/b/c`: one role's median per-thread iterations, slowest, mean and fastest.
@@ -111,8 +144,24 @@ pub(super) fn starved(cell: &Cell, role: Role) -> String {
     }
 }
 
+/// One role's mean sections per thread, run by run, as log values (for [`verdict::judge`]).
+fn role_means(cell: &Cell, role: Role) -> Vec<f64> {
+    cell.runs
+        .iter()
+        .filter_map(|run| {
+            let rw = run.rw?;
+            let threads = match role {
+                Role::Reader => rw.readers,
+                Role::Writer => rw.writers,
+            };
+            verdict::log_throughput(threads?.mean, false)
+        })
+        .collect()
+}
+
 /// Per group and rwsem policy: no starvation in either role, and each role's mean
-/// per thread against the best policy's.
+/// per thread against the best policy's (a ratio, above 1: more sections, with its
+/// interval and verdict).
 pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
     let policies: Vec<RwLockName> = POLICIES
         .iter()
@@ -126,7 +175,8 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
         format!(
             "rw-fair, bars for the rwsem policies: every reader's and every writer's \
              iterations ≥ {:.0}% of its role's mean in every run (yes/no, with the worst \
-             min ÷ mean), and each role's mean iterations ÷ the best policy's",
+             min ÷ mean), and each role's mean iterations against the best policy's (above \
+             1: more)",
             STARVATION * 100.0
         ),
         &[
@@ -135,11 +185,12 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
             "readers ≥ 25%",
             "writers ≥ 25%",
             "writers mean",
-            "÷ best",
+            "vs best",
             "readers mean",
-            "÷ best",
+            "vs best",
         ],
     );
+    let mut ledger = Ledger::default();
     for &group in &config.groups {
         let found: Vec<&Cell> = policies
             .iter()
@@ -150,17 +201,30 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
         let best = |role| {
             found
                 .iter()
-                .filter_map(|c| mean(c, role))
-                .max_by(f64::total_cmp)
+                .copied()
+                .filter_map(|c| Some((c, mean(c, role)?)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(c, _)| c)
         };
         let (best_writers, best_readers) = (best(Role::Writer), best(Role::Reader));
-        let versus = |value: Option<f64>, best: Option<f64>| {
-            value
-                .zip(best)
-                .filter(|(_, b)| *b > 0.0)
-                .map(|(v, b)| v / b)
+        let versus = |cell: &Cell, best: Option<&Cell>, role| {
+            let best = best.filter(|b| b.lock != cell.lock)?;
+            verdict::judge(&role_means(cell, role), &role_means(best, role), Settings::default())
+        };
+        let shown = |cell: &Cell, best: Option<&Cell>, role| match versus(cell, best, role) {
+            Some(judgement) => judgement.worded("more", "fewer"),
+            None if best.is_some_and(|b| b.lock == cell.lock) => "best".to_owned(),
+            None => "-".to_owned(),
         };
         for cell in &found {
+            for (role, best, name) in [
+                (Role::Writer, best_writers, "writers"),
+                (Role::Reader, best_readers, "readers"),
+            ] {
+                if let Some(judgement) = versus(cell, best, role) {
+                    ledger.add(format!("{} {}, {name}", group.name(), cell.lock), judgement);
+                }
+            }
             let (writers, readers) = (mean(cell, Role::Writer), mean(cell, Role::Reader));
             table.row(vec![
                 group.name(),
@@ -168,9 +232,9 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
                 starved(cell, Role::Reader),
                 starved(cell, Role::Writer),
                 show(writers, |v| format!("{v:.0}")),
-                times(versus(writers, best_writers)),
+                shown(cell, best_writers, Role::Writer),
                 show(readers, |v| format!("{v:.0}")),
-                times(versus(readers, best_readers)),
+                shown(cell, best_readers, Role::Reader),
             ]);
         }
         let adaptive = found.iter().find(|c| c.lock == POLICIES[0].name());
@@ -179,15 +243,23 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
                 .iter()
                 .all(|&role| worst_fairness(adaptive, role).is_some_and(|w| w >= STARVATION));
             table.note(format!(
-                "seed 001's bar, {}: {} starves {} thread; its writers' mean ÷ the best \
-                 policy's {}, its readers' {}",
+                "seed 001's bar, {}: {} starves {} thread; its writers' mean against the best \
+                 policy's: {}, its readers': {}",
                 group.name(),
                 adaptive.lock,
                 if no_starvation { "no" } else { "some" },
-                times(versus(mean(adaptive, Role::Writer), best_writers)),
-                times(versus(mean(adaptive, Role::Reader), best_readers)),
+                shown(adaptive, best_writers, Role::Writer),
+                shown(adaptive, best_readers, Role::Reader),
             ));
         }
+    }
+    let tally = ledger.tally();
+    if tally.judged() + tally.too_few_runs > 0 {
+        table.note(format!(
+            "vs best: a policy's mean sections per thread ÷ the best policy's (above 1: more), \
+             {}",
+            tally.note_worded(Settings::default(), ("more", "fewer"))
+        ));
     }
     Some(table)
 }

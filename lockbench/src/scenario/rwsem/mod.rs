@@ -26,11 +26,13 @@ use std::time::Duration;
 use klocks::catalog::RwLockKind;
 
 use crate::harness::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
+use crate::harness::versus::{against_best, judge_cells};
 use crate::harness::watch::Conditions;
-use crate::harness::windowed::{self, fastest, or_default, Grid, Plan, WindowArgs, Work};
+use crate::harness::windowed::{self, or_default, Grid, Plan, WindowArgs, Work};
 use crate::harness::{Common, Error};
 use crate::report::{num, si, Cell, Progress, RwRun, RwSetup, Table};
 use crate::rwlocks::RwLockName;
+use crate::verdict::{self, Judgement, Ledger, Settings};
 
 mod tables;
 use tables::tables;
@@ -56,7 +58,7 @@ use tables::tables;
 /// (exit status 1).
 ///
 /// Tables: the seed-001 comparison (before = rwsem-always, after = rwsem-adaptive,
-/// %change, and rwsem-never); all locks (kops/s, reads + writes); the
+/// the throughput verdict of after against before, and rwsem-never); all locks (kops/s, reads + writes); the
 /// rwsem-adaptive bars (÷ the better of always and never, ÷ the best peer of
 /// std-rw, parking_lot-rw, pthread-rw and pthread-rw-writer, and the geometric
 /// mean of ÷ best peer over the thread counts per load); per-cell detail (reads/s,

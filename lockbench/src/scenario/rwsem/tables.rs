@@ -30,13 +30,8 @@ pub(super) fn find<'a>(cells: &'a [Cell], lock: RwLockName, row: &Row) -> Option
     })
 }
 
-/// The median throughput of a finished cell.
-pub(super) fn median(cell: Option<&Cell>) -> Option<f64> {
-    cell?.summary.map(|s| s.median)
-}
-
-/// threads | load | cs | before | after | %change | never, when the seed's two
-/// policies ran.
+/// threads | load | cs | before | after | after vs before (the throughput verdict) |
+/// never, when the seed's two policies ran.
 pub(super) fn seed_table(config: &Config, cells: &[Cell], pause_ns: f64, scale: &str) -> Option<Table> {
     if !(config.has(BEFORE) && config.has(AFTER)) {
         return None;
@@ -44,7 +39,8 @@ pub(super) fn seed_table(config: &Config, cells: &[Cell], pause_ns: f64, scale: 
     let before = format!("before: {} kops/s", BEFORE.name());
     let after = format!("after: {} kops/s", AFTER.name());
     let never = format!("{} kops/s", NEVER.name());
-    let mut headers = vec!["threads", "load", "cs", &before, &after, "%change"];
+    let judged = format!("{} vs {}", AFTER.name(), BEFORE.name());
+    let mut headers = vec!["threads", "load", "cs", &before, &after, &judged];
     if config.has(NEVER) {
         headers.push(&never);
     }
@@ -59,21 +55,29 @@ pub(super) fn seed_table(config: &Config, cells: &[Cell], pause_ns: f64, scale: 
         ),
         &headers,
     );
+    let mut ledger = Ledger::default();
     for row in config.rows() {
         let (Some(base), Some(patched)) = (find(cells, BEFORE, &row), find(cells, AFTER, &row))
         else {
             continue;
         };
+        let judgement = judge_cells(patched, base);
+        if let Some(judgement) = judgement {
+            ledger.add(format!("threads {}, load {}", row.threads, row.load), judgement);
+        }
         let mut entries = row.labels(pause_ns);
         entries.extend([
             base.long(kops),
             patched.long(kops),
-            windowed::change(base, patched),
+            judgement.map_or_else(|| "-".to_owned(), |j| j.to_string()),
         ]);
         if config.has(NEVER) {
             entries.push(find(cells, NEVER, &row).map_or_else(|| "-".to_owned(), |c| c.long(kops)));
         }
         table.row(entries);
+    }
+    for note in ledger.notes(AFTER.name(), BEFORE.name(), Settings::default()) {
+        table.note(note);
     }
     Some(table)
 }
@@ -106,8 +110,8 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
         return None;
     }
     let after = AFTER.name();
-    let versus_policy = format!("{after} ÷ policy");
-    let versus_peer = format!("{after} ÷ peer");
+    let versus_policy = format!("{after} vs policy");
+    let versus_peer = format!("{after} vs peer");
     let mut table = Table::new(
         format!(
             "rwsem, bars: {after} against the better of the other policies ({}) and the \
@@ -119,7 +123,7 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
                 .join(", "),
             peers
                 .iter()
-                .map(|l| l.name())
+                .map(|l| verdict::label(l.name()))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -134,41 +138,47 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
         ],
     );
     let mut ratios: Vec<Versus> = Vec::new();
+    let (mut policy_ledger, mut peer_ledger) = (Ledger::default(), Ledger::default());
     for row in config.rows() {
         let Some(after_cell) = find(cells, AFTER, &row) else {
             continue;
         };
         let best_of = |locks: &[RwLockName]| {
             let found: Vec<&Cell> = locks.iter().filter_map(|&l| find(cells, l, &row)).collect();
-            fastest(&found)
+            against_best(after_cell, found, Settings::default())
         };
         let (policy, peer) = (best_of(&policies), best_of(&peers));
-        let versus = |other: Option<(f64, &str)>| {
-            median(Some(after_cell))
-                .zip(other)
-                .filter(|(_, (other, _))| *other > 0.0)
-                .map(|(after, (other, _))| after / other)
-        };
-        let (versus_policy, versus_peer) = (versus(policy), versus(peer));
+        let name = format!("threads {}, load {}", row.threads, row.load);
+        for (ledger, judged) in [(&mut policy_ledger, policy), (&mut peer_ledger, peer)] {
+            if let Some((_, judgement)) = judged {
+                ledger.add(name.clone(), judgement);
+            }
+        }
         ratios.push(Versus {
             load: row.load,
-            policy: versus_policy,
-            peer: versus_peer,
+            policy: policy.map(|(_, j)| j.ratio),
+            peer: peer.map(|(_, j)| j.ratio),
         });
-        let best = |best: Option<(f64, &str)>| {
+        let best = |best: Option<(&Cell, Judgement)>| {
             best.map_or_else(
                 || "-".to_owned(),
-                |(ops, lock)| format!("{} {lock}", kops(ops)),
+                |(cell, _)| {
+                    let median = cell.summary.map_or(0.0, |s| s.median);
+                    format!("{} {}", kops(median), verdict::label(cell.lock))
+                },
             )
+        };
+        let judged = |best: Option<(&Cell, Judgement)>| {
+            best.map_or_else(|| "-".to_owned(), |(_, j)| j.to_string())
         };
         table.row(vec![
             row.threads.to_string(),
             row.load.to_string(),
             after_cell.short(kops),
             best(policy),
-            times(versus_policy),
+            judged(policy),
             best(peer),
-            times(versus_peer),
+            judged(peer),
         ]);
     }
     for &load in &config.loads {
@@ -184,10 +194,16 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
         if policy_cells + peer_cells > 0 {
             table.note(format!(
                 "load {load}, geometric mean over the thread counts: {after} ÷ best peer \
-                 {} ({peer_cells} cells), ÷ best policy {} ({policy_cells} cells)",
+                 {} ({peer_cells} cells), ÷ best policy {} ({policy_cells} cells), as \
+                 throughput (above 1: {after} is faster)",
                 times(peer),
                 times(policy)
             ));
+        }
+    }
+    for (ledger, against) in [(policy_ledger, "the best policy"), (peer_ledger, "the best peer")] {
+        if let Some(note) = ledger.notes(after, against, Settings::default()).pop() {
+            table.note(format!("against {against}: {note}"));
         }
     }
     Some(table)
@@ -393,7 +409,7 @@ mod tests {
         let seed = seed_table(&config, &cells, 25.0, "s")
             .expect("seed table")
             .to_string();
-        assert!(seed.contains("+100.0%"), "{seed}");
+        assert!(seed.contains("2.00×, too few runs (1+1)"), "{seed}");
         let detail = detail(&cells).to_string();
         assert!(
             detail.contains("10000"),
