@@ -41,7 +41,8 @@ pub(crate) fn unheld_read_unlock_wrapped() {
 
 /// The owner probe is registering the calling thread (between its place in the
 /// budget and its slot): where a test runs what a signal handler on that thread
-/// would.
+/// would. (The probe is not modelled under loom.)
+#[cfg(not(loom))]
 #[inline(always)]
 pub(crate) fn during_registration() {
     #[cfg(all(test, not(loom)))]
