@@ -45,7 +45,7 @@ use std::sync::atomic::{compiler_fence, AtomicUsize, Ordering};
 pub(crate) enum Role {
     /// The spinner whose flag makes unlocks skip their wake.
     Spinner,
-    /// The handoff claimant of the default mutex or of the default rwlock's writers.
+    /// The default mutex's handoff claimant.
     Claimant,
     /// A writer in the default rwlock's write slow path.
     Writer,

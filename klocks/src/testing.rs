@@ -743,49 +743,6 @@ pub(crate) fn isolated(test: &str, scenario: impl FnOnce()) -> Option<std::proce
     Some(out.status)
 }
 
-/// The longest time any of `threads` threads waited to get a lock while each, for
-/// `run`, took it (`lock`), slept `section` holding it, released it (`unlock`) and
-/// at once asked for it again. The holder is off its CPU for the whole section, so
-/// its waiters sleep, and it takes the lock again before the waiter its unlock woke
-/// can run: on a barging lock only a fairness mechanism (a handoff) gets that
-/// waiter the lock before the holder's thread stops asking. A lock that bounds its
-/// waits keeps this near its bound plus a section per other thread.
-#[cfg(all(test, not(loom)))]
-pub(crate) fn longest_wait(
-    threads: usize,
-    section: std::time::Duration,
-    run: std::time::Duration,
-    lock: impl Fn() + Sync,
-    unlock: impl Fn() + Sync,
-) -> std::time::Duration {
-    use std::time::{Duration, Instant};
-    let end = Instant::now() + run;
-    std::thread::scope(|scope| {
-        let waiters: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut longest = Duration::ZERO;
-                    loop {
-                        let asked = Instant::now();
-                        if asked >= end {
-                            return longest;
-                        }
-                        lock();
-                        longest = longest.max(asked.elapsed());
-                        std::thread::sleep(section);
-                        unlock();
-                    }
-                })
-            })
-            .collect();
-        waiters
-            .into_iter()
-            .map(|waiter| waiter.join().unwrap())
-            .max()
-            .unwrap_or_default()
-    })
-}
-
 /// [`isolated`], requiring the child to pass: `true` in the child (run the test's
 /// body), `false` in the parent once the child passed (`if !alone(..) { return; }`).
 #[cfg(all(test, not(loom)))]

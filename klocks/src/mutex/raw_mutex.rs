@@ -25,26 +25,14 @@
 //!   2016, and parking_lot's "eventual fairness"). Running threads take a free lock
 //!   before woken ones, which keeps a lock on a CPU that is running with it and is
 //!   what makes a barging lock fast with more threads than CPUs. But a thread that
-//!   has waited [`FAIR_WAIT_US`] since its first failed try (asleep, spinning or
-//!   yielding) and still finds the lock taken when it is about to sleep *claims a
-//!   handoff*: it sets `HANDOFF`, and from then on nobody barges: the next unlock
-//!   leaves the lock free but reserved, wakes the claimant alone, and the claimant
-//!   takes it. Claims on one lock are at least [`FAIR_INTERVAL_US`] apart (the time
-//!   of the last is the mutex's second word), so barging keeps its throughput
-//!   between them (parking_lot forces a fair unlock every 0.5 ms on average for the
-//!   same reason); a waiter's wait is bounded by the queue of sleepers before it
-//!   times the claim interval, not by luck.
-//!
-//!   This is the kernel mutex's handoff kept, with the wait counted from the first
-//!   failed try rather than from the first wake-up. Counted from the wake-up, a
-//!   sleeper that had already waited long was woken, lost the race to the running
-//!   threads, and went to the back of the futex queue before it could claim: it
-//!   claimed only after a second trip through the queue. Counted from the first try,
-//!   the woken sleeper that has waited past the bound claims at once, and a waiter
-//!   that never slept (it spun and yielded behind running owners) can claim too.
-//!   The handoff already had what a bound needs (a reservation no barger passes, a
-//!   wake for the claimant alone, signal safety); only who may claim, and when,
-//!   changed.
+//!   has slept, was woken and still finds the lock taken after [`FAIR_WAIT_US`]
+//!   *claims a handoff*: it sets `HANDOFF`, and from then on nobody barges: the next
+//!   unlock leaves the lock free but reserved, wakes the claimant alone, and the
+//!   claimant takes it. Claims on one lock are at least [`FAIR_INTERVAL_US`] apart
+//!   (the time of the last is the mutex's second word), so barging keeps its
+//!   throughput between them (parking_lot forces a fair unlock every 0.5 ms on
+//!   average for the same reason); a waiter's wait is bounded by the queue of
+//!   sleepers before it times the claim interval, not by luck.
 //! - **Turns** (after u-SCL's lock slices, EuroSys 2020). A thread that sleeps on a
 //!   `RawMutex` begins a turn when it wakes; once the turn is [`TURN_US`] old, the
 //!   next time the thread finds a mutex held it sleeps at once, behind the sleepers
@@ -91,7 +79,7 @@
 //! stop spin:       (*,1,*,*) -> (*,0,*,*)                     fetch_and
 //! sleep:           (o,s,*,h) -> (o,s,1,h), futex_wait(SLEEPER) o != 0 or h = 1
 //!                  (also at once, before any spin, when the thread's turn is over)
-//! claim:           (o,s,w,0) -> (o,s,1,1)                     cmpxchg, o != 0
+//! claim:           (o,s,1,0) -> (o,s,1,1)                     cmpxchg, o != 0
 //! claimant takes:  (0,s,1,1) -> (me,s,1,0)                    cmpxchg
 //! unlock:          (me,s,0,0) -> (0,0,0,0)                    cmpxchg
 //! unlock, wake:    (me,0,1,0) -> (0,0,0,0), futex_wake(SLEEPER)
@@ -100,8 +88,8 @@
 //! ```
 //!
 //! `slept`: a thread that has slept in this acquisition takes the lock with `WAITERS`
-//! set (Drepper's rule): it cannot know whether others still sleep. A claimant
-//! always does (its claim set `WAITERS`: it may have slept).
+//! set (Drepper's rule): it cannot know whether others still sleep. A claimant has
+//! slept, so it always does.
 //!
 //! Every unlock is one releasing cmpxchg that decides the wake-up too, and touches
 //! nothing of the mutex after it but the word's address (for `futex_wake`): the next
@@ -189,8 +177,7 @@ const SLEEPER: u32 = 1;
 /// The futex class of the thread that claimed a handoff.
 const CLAIMANT: u32 = 2;
 
-/// A thread that has waited this long (µs, from its first failed try) and still
-/// waits claims a handoff.
+/// A thread that has slept and still waits this long claims a handoff (µs).
 // Used by the native clock only (time is not modelled under loom).
 #[cfg_attr(loom, allow(dead_code))]
 pub const FAIR_WAIT_US: u32 = 1_000;
@@ -317,16 +304,6 @@ impl Patience {
             Patience::Forever => None,
             #[cfg(not(loom))]
             Patience::Until(at) => Some(park::Deadline::at(at)),
-        }
-    }
-
-    /// Whether a waiter of this patience may claim a handoff: only one that waits
-    /// as long as it takes (a timed waiter could give up with the lock reserved).
-    pub(crate) fn may_claim(self) -> bool {
-        match self {
-            Patience::Forever => true,
-            #[cfg(not(loom))]
-            Patience::Until(_) => false,
         }
     }
 
@@ -513,7 +490,6 @@ impl RawMutex {
         }
         stats::count(STATS, Event::LockSlowpath);
         let mut slept_since = None;
-        let waiting_since = now_us();
         let mut yields = 0;
         // Relaxed: picks the path; `sleep` reads the word again.
         if owner_of(self.word.load(Relaxed)) != 0 && turn_is_over() {
@@ -545,11 +521,11 @@ impl RawMutex {
                 crate::sync::yield_now();
                 continue;
             }
-            if patience.may_claim() {
+            if let (Patience::Forever, Some(since)) = (patience, slept_since) {
                 // A signal handler that claims keeps the claim of the code it
                 // interrupted.
                 let outer = Role::Claimant.lock();
-                if self.claim(waiting_since, outer) {
+                if self.claim(since, outer) {
                     stats::count(STATS, Event::HandoffClaim);
                     let took = self.await_handoff(me);
                     Role::Claimant.restore(outer);
@@ -760,9 +736,9 @@ impl RawMutex {
         stats::woke(STATS, park::wake_one_of_at(&self.word, CLAIMANT));
     }
 
-    /// A waiter that first failed to take the lock at `since` (µs) and still waits:
-    /// claim a handoff, `(o,s,w,0) -> (o,s,1,1)`, if it has waited [`FAIR_WAIT_US`]
-    /// and the last claim on this mutex is [`FAIR_INTERVAL_US`] old. Whether it claimed; if it did not,
+    /// A waiter that slept at `since` (µs) and still waits: claim a handoff,
+    /// `(o,s,1,0) -> (o,s,1,1)`, if it has waited [`FAIR_WAIT_US`] and the last claim
+    /// on this mutex is [`FAIR_INTERVAL_US`] old. Whether it claimed; if it did not,
     /// the thread's claim record is `outer` again.
     fn claim(&self, since: u32, outer: usize) -> bool {
         if !claim_is_due(since, &self.claimed_at) {
@@ -778,8 +754,7 @@ impl RawMutex {
             // Recorded before the word says so: a signal handler that sees HANDOFF on
             // this thread must know the claim is its thread's.
             Role::Claimant.enter(self.address());
-            // Relaxed: as above. WAITERS: a claimant may have slept, and takes with
-            // it.
+            // Relaxed: as above. WAITERS: a claimant has slept, and takes with it.
             match self
                 .word
                 .compare_exchange(val, val | HANDOFF | WAITERS, Relaxed, Relaxed)
@@ -963,9 +938,9 @@ pub(crate) fn count_skipped_wake() -> bool {
     })
 }
 
-/// Whether a waiter that first failed to take the lock at `since` may claim a handoff
-/// now, given the time of the mutex's last claim. Under loom any waiter may (time is
-/// not modelled), so the models reach the handoff.
+/// Whether a waiter that slept at `since` may claim a handoff now, given the time of
+/// the mutex's last claim. Under loom any waiter that slept may (time is not modelled),
+/// so the models reach the handoff.
 fn claim_is_due(since: u32, claimed_at: &AtomicU32) -> bool {
     #[cfg(not(loom))]
     {
@@ -983,8 +958,8 @@ fn claim_is_due(since: u32, claimed_at: &AtomicU32) -> bool {
 
 #[cfg(loom)]
 std::thread_local! {
-    /// Whether a waiter about to sleep claims a handoff under loom, at once (time is
-    /// not modelled). A model that turns it off explores the woken waiter that finds the
+    /// Whether a waiter that slept claims a handoff under loom, at once (time is not
+    /// modelled). A model that turns it off explores the woken waiter that finds the
     /// lock taken and sleeps again as a plain sleeper, which the claim otherwise
     /// pre-empts. A std thread-local: loom runs a model's threads on the thread that
     /// called `check`.

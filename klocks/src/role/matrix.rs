@@ -417,63 +417,6 @@ fn waiter_that_claims(
     Some(waiter)
 }
 
-/// The default rwlock's writer handoff: the claimant sleeps until the write unlock
-/// that reserves the lock wakes it, after its release; the handler writes, or reads.
-fn a_write_handoff_unlock_owes_the_claimant_its_wake(access: Access) -> Result<(), String> {
-    let lock: &'static RawRwLock = leak(RawRwLock::new());
-    let tid: &'static AtomicU32 = leak(AtomicU32::new(0));
-    owed_wake(
-        &format!("RawRwLock / handoff unlocker / {access:?}"),
-        move || {
-            lock.lock_exclusive();
-            // A woken writer may barge in instead of claiming: then a new one tries.
-            let claimant = (0..10)
-                .find_map(|_| writer_that_claims(lock, tid))
-                .expect("in ten attempts, no writer claimed a handoff");
-            assert!(asleep(tid), "the claimant never slept");
-            unlock_and_signal_after_release(|| lock.unlock_exclusive());
-            claimant.join().unwrap();
-        },
-        Box::new(move || match access {
-            Access::Read => {
-                lock.lock_shared();
-                lock.unlock_shared();
-            }
-            Access::Write => {
-                lock.lock_exclusive();
-                lock.unlock_exclusive();
-            }
-        }),
-    )
-}
-
-/// `waiter_that_claims` for the default rwlock's writers: with `lock` write-held by
-/// the caller, the writer with the lock held and reserved for it, or `None`.
-fn writer_that_claims(
-    lock: &'static RawRwLock,
-    tid: &'static AtomicU32,
-) -> Option<std::thread::JoinHandle<()>> {
-    let writer = std::thread::spawn(move || {
-        // SAFETY: gettid has no preconditions.
-        tid.store(unsafe { libc::gettid() } as u32, SeqCst);
-        lock.lock_exclusive();
-        lock.unlock_exclusive();
-    });
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !format!("{lock:?}").contains("handoff: true") {
-        if writer.is_finished() || Instant::now() > deadline {
-            lock.unlock_exclusive();
-            writer.join().unwrap();
-            lock.lock_exclusive();
-            return None;
-        }
-        lock.unlock_exclusive();
-        lock.lock_exclusive();
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    Some(writer)
-}
-
 /// The default rwlock's drain: the drainer sleeps until the last read unlock wakes
 /// it, after its `fetch_sub`.
 fn a_last_read_unlock_owes_the_drainer_its_wake() -> Result<(), String> {
@@ -528,13 +471,10 @@ fn every_role_of_every_lock() {
         .chain(mutex_cases::<FutexMutex>("FutexMutex", false))
         .chain(rwlock_cases());
     let mut failures = Vec::new();
-    let owed_wakes: [fn() -> Result<(), String>; 4] = [
+    for owed in [
         a_handoff_unlock_owes_the_claimant_its_wake,
-        || a_write_handoff_unlock_owes_the_claimant_its_wake(Access::Write),
-        || a_write_handoff_unlock_owes_the_claimant_its_wake(Access::Read),
         a_last_read_unlock_owes_the_drainer_its_wake,
-    ];
-    for owed in owed_wakes {
+    ] {
         match owed() {
             Ok(()) => eprintln!("owed wake: the handler got the lock"),
             Err(failure) => {

@@ -221,7 +221,7 @@ mod default_rwlock {
     /// wakes once more after it, for a woken writer that slept again on the held word
     /// in between. Both must get the lock.
     #[test]
-    pub(super) fn write_held_then_two_writers() {
+    fn write_held_then_two_writers() {
         super::builder(1).check(|| {
             let lock = Arc::new(RawRwLock::new());
             lock.lock_exclusive();
@@ -262,7 +262,7 @@ mod default_rwlock {
     /// and the reader sleeps behind it, passed over by the unlock for the writers'
     /// sake. No writer sleeps any more: the reader must be woken all the same.
     #[test]
-    pub(super) fn write_held_then_writer_and_reader() {
+    fn write_held_then_writer_and_reader() {
         super::builder(1).check(|| {
             let lock = Arc::new(RawRwLock::new());
             lock.lock_exclusive();
@@ -287,56 +287,5 @@ mod default_rwlock {
             reader.join().unwrap();
             assert!(!lock.is_locked());
         });
-    }
-}
-
-/// The default rwlock's writer handoff: every writer about to sleep claims at once
-/// (`WRITER_CLAIMS_IN_MODELS`), so the write unlock reserves the lock and wakes the
-/// claimant alone, which takes it with `WRITERS_WAITING` and passes the sleepers'
-/// wake on; other writers and readers wait on the reserved, free word.
-mod default_rwlock_handoff {
-    use crate::rwlock::raw_rwlock::WRITER_CLAIMS_IN_MODELS;
-    use crate::testing::{explore_rw, with_switch};
-    use crate::RawRwLock;
-
-    /// The shared client with two writers, twice each: the claimant's take must be
-    /// ordered after the section it was handed (loom's `UnsafeCell`).
-    #[test]
-    fn two_writers_twice() {
-        with_switch(&WRITER_CLAIMS_IN_MODELS, true, || {
-            explore_rw::<RawRwLock>(0, 2, 2);
-        });
-    }
-
-    /// A reader and a writer twice each: the reader behind a claim (held back by the
-    /// claim's `WRITERS_WAITING`, woken by the claimant's unlock or given a turn that
-    /// the claimant waits out).
-    #[test]
-    fn reader_and_writer_twice() {
-        with_switch(&WRITER_CLAIMS_IN_MODELS, true, || {
-            explore_rw::<RawRwLock>(1, 1, 2);
-        });
-    }
-
-    /// Write-held while two writers arrive: one claims, the other sleeps on the held
-    /// or the reserved word (making the claimant's owed wake), and both must get it.
-    #[test]
-    fn write_held_then_two_writers() {
-        with_switch(
-            &WRITER_CLAIMS_IN_MODELS,
-            true,
-            super::default_rwlock::write_held_then_two_writers,
-        );
-    }
-
-    /// Write-held while a writer (the claimant) and then a reader arrive: the reader
-    /// must be woken after the handoff.
-    #[test]
-    fn write_held_then_writer_and_reader() {
-        with_switch(
-            &WRITER_CLAIMS_IN_MODELS,
-            true,
-            super::default_rwlock::write_held_then_writer_and_reader,
-        );
     }
 }

@@ -63,10 +63,8 @@
 //! half writers, no work outside) at 32–64 threads and sections of 170–870 ns
 //! 11–22% fewer sections in all, as writes rose 5–7× (64 threads, 870 ns: 217k
 //! writes/s against 31k; std's writers did 191 to 8k); `rw-mix` within its noise.
-//! Tried and not kept: the default mutex's handoff claim counted from a writer's
-//! first wake-up (few woken writers lose, the sleepers are the ones that wait; see
-//! "Writer handoff" for the claim that is kept), waking two writers per unlock, a
-//! timed nudge of
+//! Tried and not kept: the default mutex's handoff claim (few woken writers lose, the
+//! sleepers are the ones that wait), waking two writers per unlock, a timed nudge of
 //! one more sleeping writer every 200 µs
 //! (`docs/results/rw-writer-nudge-2026-11-26.txt`), and writers that never yield
 //! (`rw-mix` 0.90× where it was 0.96×).
@@ -81,37 +79,18 @@
 //! they never lapse while writers sleep). `rw-fair` 40+40: the slowest writer gets
 //! 0.24–0.29 of the writers' mean (0.06–0.23 without).
 //!
-//! **Writer handoff** (the default mutex's, which is the kernel mutex's
-//! `MUTEX_FLAG_HANDOFF`; the rwsem's handoff bit after 4 ms of waiting is the same
-//! idea). Turns and wakes in turn still leave a writer's wait to luck: a writer that
-//! unlocks and asks again at once finds the lock free before the writer its unlock
-//! woke runs, and takes it; that writer finds it held and sleeps again at the back
-//! of the queue. So a writer that has waited [`WRITER_FAIR_WAIT_US`] since its first
-//! failed try and is about to sleep *claims a handoff*: it sets `HANDOFF` (with
-//! `WRITERS_WAITING`, which holds new readers back), no other writer takes `WRITER`
-//! from then on, and the next write unlock leaves the lock free but reserved, wakes
-//! the claimant alone, and the claimant takes `WRITER` (after a reader turn that
-//! unlock may grant: the claimant waits it out as any writer). Claims on one lock
-//! are at least [`WRITER_FAIR_INTERVAL_US`] apart, so barging keeps its throughput
-//! between them. Counted from the first try, not from the first wake-up as the claim
-//! tried earlier was: the woken writer that has waited past the bound claims at
-//! once instead of going back to the end of the queue first. Writers that sleep
-//! holding the lock and ask again at once (`no_writer_waits_much_past_the_bound`):
-//! the longest wait was 120 ms to 1 s of a 1 s run without the handoff, 15–25 ms
-//! with it.
-//!
 //! The writing thread's id is kept beside the word, for the owner probe and to catch
 //! misuse, and so are the time of the last reader event (the first sleep, or the
-//! turn), and the count of sleeping writers with the time of the last writer claim.
+//! turn) and the count of sleeping writers.
 //!
 //! # The word
 //!
 //! ```text
-//!     31          8       7        6        5        4        3         2         1        0
-//! +-------------+--------+--------+--------+--------+---------+---------+---------+--------+
-//! |   readers   | HAND-  | UPGRA- | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER |
-//! |             |  OFF   | DABLE  |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        |
-//! +-------------+--------+--------+--------+--------+---------+---------+---------+--------+
+//!     31          7       6        5        4        3         2         1        0
+//! +-------------+--------+--------+--------+---------+---------+---------+--------+
+//! |   readers   | UPGRA- | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER |
+//! |             | DABLE  |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        |
+//! +-------------+--------+--------+--------+---------+---------+---------+--------+
 //! ```
 //!
 //! The count sits above the flags so that a read unlock can be one `fetch_sub`
@@ -142,21 +121,6 @@
 //!                     one; if neither woke anyone and rw, futex_wake(READER, all)
 //! ... readers slept:  (0,1,0,1,0) -> (0,0,0,0,0), futex_wake(READER, all)
 //! ... both, due:      (0,1,1,1,0) -> (0,0,0,0,1), futex_wake(READER, all), futex_wake(WRITER, one)
-//! ```
-//!
-//! The writer handoff, with `HANDOFF` as `h` after the tuple (0 in every line
-//! above; while it is set, no writer but the claimant takes `WRITER`, and a writer
-//! sleeps on the reserved, free word too):
-//!
-//! ```text
-//! claim:           (r,1,*,rw,t),0 -> (r,1,1,rw,t),1                   cmpxchg, by a writer about
-//!                                                                     to sleep
-//! handoff unlock:  (0,1,1,rw,0),1 -> (0,0,1,rw',t'),1                 readers as above;
-//!                                                                     futex_wake(CLAIMANT, one); if
-//!                                                                     it found none and rw',
-//!                                                                     futex_wake(READER, all)
-//! claimant takes:  (r,0,1,rw,t),1 -> (r,1,1,rw,0),0                   t = 0 or the turn is over
-//! claimant sleeps: futex_wait(CLAIMANT | WRITER) on a held word with HANDOFF
 //! ```
 //!
 //! The upgradable lock (`lock_api`'s `upgradable_read`) is `WRITER` taken as a writer
@@ -206,38 +170,27 @@
 //!
 //! # Signals
 //!
-//! Four waiting roles are delegations: the writer spinner (an unlock that finds
+//! Three waiting roles are delegations: the writer spinner (an unlock that finds
 //! `WRITER_SPINNING` leaves the sleeping writers' wake to it), a writer woken before
 //! the release or relied on by a skipped wake (the unlock leaves `WRITERS_WAITING` on
-//! a free word for it to take, which holds readers back), the claimant (the lock is
-//! reserved for it), and the draining writer (it holds `WRITER` while the readers
-//! inside leave). Each is recorded per thread
+//! a free word for it to take, which holds readers back), and the draining writer
+//! (it holds `WRITER` while the readers inside leave). Each is recorded per thread
 //! ([`role`](crate::role)), and a signal handler on that thread that takes the same
 //! lock never waits for its own thread: as the spinner's handler it clears
 //! `WRITER_SPINNING` before it sleeps; as a reader it enters past `WRITERS_WAITING`
 //! on a free lock, and alongside its own thread's `WRITER` while that thread drains
 //! (its section ends before the drain goes on); as a writer it waits, as its thread
 //! does, for the readers to leave, and then borrows its thread's `WRITER` for its
-//! section (marked in the writer's id, so that its unlock gives it back). As the
-//! default mutex's, the claimant's handler that writes takes the lock reserved for
-//! its thread and consumes the claim (it sleeps as the claimant too meanwhile; the
-//! interrupted claimant then waits as any writer); one that reads enters the
-//! reserved, free lock past its thread's claim (`Role::Writer`), and a handoff
-//! unlock whose claimant wake finds nobody asleep wakes the sleeping readers for it.
-//! The claim is recorded before the claiming cmpxchg, so a handler that lands
-//! between the two while another thread claims takes that thread's reservation,
-//! which then waits as any writer: an unfair turn, never a lost one.
+//! section (marked in the writer's id, so that its unlock gives it back).
 //!
 //! A wake the *unlocking* thread owes after its release is the other half of the
 //! class: the last read unlock wakes a sleeping drainer after its `fetch_sub`, and a
 //! handler that interrupts it in between and waits behind the drainer's `WRITER`
 //! would wait for that wake. Every waiter about to sleep on a drained word whose
-//! drainer still sleeps makes the wake itself (`wake_owed_drainer`). So does every
-//! waiter (reader or writer) about to sleep on a reserved, free word, for the
-//! claimant the handoff unlock owes a wake (`wake_owed_claimant`). The write
-//! unlock's other wakes after its release leave nothing that blocks such a handler:
-//! a writer finds `WRITER` free; a reader finds `WRITERS_WAITING` cleared, or kept
-//! for a writer that is running (woken early, or the spinner), or a reader turn.
+//! drainer still sleeps makes the wake itself (`wake_owed_drainer`). The write
+//! unlock's own wakes after its release leave nothing that blocks such a handler: a
+//! writer finds `WRITER` free; a reader finds `WRITERS_WAITING` cleared, or kept for
+//! a writer that is running (woken early, or the spinner), or a reader turn.
 //!
 //! # Misuse
 //!
@@ -287,13 +240,8 @@ const DRAIN_SLEEPS: u32 = 1 << 4;
 const READER_TURN: u32 = 1 << 5;
 /// The `WRITER` holder holds it upgradable: readers enter beside it, writers do not.
 const UPGRADABLE: u32 = 1 << 6;
-/// A writer that has waited [`WRITER_FAIR_WAIT_US`] claimed a handoff: no other
-/// writer takes `WRITER` until the claimant has (the write unlock leaves it free but
-/// reserved and wakes the claimant). Always with `WRITERS_WAITING`, so readers stay
-/// out too, but for a reader turn.
-const HANDOFF: u32 = 1 << 7;
-/// One reader: the count is the word's top 24 bits.
-const READER: u32 = 1 << 8;
+/// One reader: the count is the word's top 25 bits.
+const READER: u32 = 1 << 7;
 /// The count of readers inside.
 const READERS_MASK: u32 = (u32::MAX / READER) * READER;
 /// Marks the writer's id of a write lock a signal handler borrowed from its own
@@ -315,28 +263,6 @@ const WRITER_CLASS: u32 = 2;
 const UNTIMED_WRITER_CLASS: u32 = 8;
 /// The futex class of the writer that waits for the readers to leave.
 const DRAIN_CLASS: u32 = 4;
-/// The futex class of the writer that claimed a handoff.
-const CLAIMANT_CLASS: u32 = 16;
-
-/// A writer that has waited this long (µs, from its first failed try) claims a
-/// handoff (module doc, "Writer handoff").
-// Used by the native clock only (time is not modelled under loom).
-#[cfg_attr(loom, allow(dead_code))]
-pub const WRITER_FAIR_WAIT_US: u32 = 1_000;
-
-/// The least time between two writer handoff claims on one lock (µs).
-// Used by the native clock only (time is not modelled under loom).
-#[cfg_attr(loom, allow(dead_code))]
-pub const WRITER_FAIR_INTERVAL_US: u32 = 1_000;
-
-/// The writers' hints word: the count of sleeping writers in its low 16 bits ...
-const ASLEEP_MASK: u32 = 0xffff;
-/// ... and in its high 16 bits the clock of the last writer claim, in units of
-/// `1 << CLAIM_CLOCK_SHIFT` µs (wrapping every 4.2 s: a claim that old may look
-/// recent and wait one more interval).
-// Used by the native clock only (time is not modelled under loom).
-#[cfg_attr(loom, allow(dead_code))]
-const CLAIM_CLOCK_SHIFT: u32 = 6;
 
 /// Sleeping readers get a turn from a write unlock once they have waited this long
 /// while writers wait (µs); until then writers go first.
@@ -376,15 +302,6 @@ std::thread_local! {
     /// wrapping, with the low bit set); 0 if it never slept as one. No destructor:
     /// it can be read during thread exit too.
     static WRITER_WOKE_AT: Cell<u32> = const { Cell::new(0) };
-}
-
-#[cfg(loom)]
-std::thread_local! {
-    /// Whether a writer about to sleep claims a handoff under loom, at once (time is
-    /// not modelled). Off but in the models that turn it on: the others explore the
-    /// writers' sleeps and wakes, which a claim pre-empts. A std thread-local: loom
-    /// runs a model's threads on the thread that called `check`.
-    pub(crate) static WRITER_CLAIMS_IN_MODELS: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The spin budget shared by every `RawRwLock`.
@@ -432,12 +349,9 @@ pub struct RawRwLock {
     writer: AtomicU32,
     /// The microsecond clock (wrapping) when readers began to sleep.
     readers_since: AtomicU32,
-    /// Two hints for the writers, in one word to keep the lock at 16 bytes: how many
-    /// writers sleep in `sleep_as_writer` (low 16 bits: [`ASLEEP_MASK`]; it decides
-    /// whether a write unlock wakes a writer early; 65,536 sleepers would carry into
-    /// the clock, which only moves one claim), and when a writer last claimed a
-    /// handoff (high 16 bits: [`CLAIM_CLOCK_SHIFT`]).
-    writer_hints: AtomicU32,
+    /// How many writers sleep in `sleep_as_writer`: a hint that decides whether a
+    /// write unlock wakes a writer early.
+    writers_asleep: AtomicU32,
 }
 
 fn readers(val: u32) -> u32 {
@@ -501,7 +415,7 @@ impl RawRwLock {
             word: AtomicU32::new(0),
             writer: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
-            writer_hints: AtomicU32::new(0),
+            writers_asleep: AtomicU32::new(0),
         }
     }
 
@@ -512,7 +426,7 @@ impl RawRwLock {
             word: AtomicU32::new(0),
             writer: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
-            writer_hints: AtomicU32::new(0),
+            writers_asleep: AtomicU32::new(0),
         }
     }
 
@@ -605,7 +519,7 @@ impl RawRwLock {
         // Relaxed: picks the transition; the cmpxchg decides.
         let val = self.word.load(Relaxed);
         // Acquire: as in `lock_exclusive`.
-        let took = val & (READERS_MASK | WRITER | READER_TURN | HANDOFF) == 0
+        let took = val & (READERS_MASK | WRITER | READER_TURN) == 0
             && self
                 .word
                 .compare_exchange(val, val | WRITER, Acquire, Relaxed)
@@ -702,7 +616,7 @@ impl RawRwLock {
         // Relaxed: picks the transition; the cmpxchg decides.
         let val = self.word.load(Relaxed);
         // Acquire: as in `lock_exclusive`.
-        let took = val & (WRITER | READER_TURN | HANDOFF) == 0
+        let took = val & (WRITER | READER_TURN) == 0
             && self
                 .word
                 .compare_exchange(val, val | WRITER | UPGRADABLE, Acquire, Relaxed)
@@ -868,7 +782,7 @@ impl RawRwLock {
         if draining {
             self.writer.store(0, Relaxed);
         }
-        self.writer_hints.store(0, Relaxed);
+        self.writers_asleep.store(0, Relaxed);
     }
 
     /// Checks that the calling thread writes, and forgets it as the writer; its id,
@@ -938,12 +852,7 @@ impl RawRwLock {
                     self.readers_since.store(now_us(), Relaxed);
                 }
             }
-            // Reserved for a claimant: the lock stays reserved (and WRITERS_WAITING
-            // with it), and the claimant alone is woken, after the release; it takes
-            // WRITER with WRITERS_WAITING, and with it the duty to wake the next.
-            let handoff = val & HANDOFF != 0;
             let wake_writer = match val & (WRITER_SPINNING | WRITERS_WAITING) {
-                _ if handoff => false,
                 WRITERS_WAITING => {
                     // Wake the next sleeping writer while we still hold the lock. If
                     // that found one, it will take WRITER and set the flag again, so
@@ -974,17 +883,7 @@ impl RawRwLock {
                         }
                         stats::woke(STATS, park::wake_all_of_at(word, READER_CLASS));
                     }
-                    if handoff {
-                        stats::count(STATS, Event::Handoff);
-                        let woken = park::wake_one_of_at(word, CLAIMANT_CLASS);
-                        stats::woke(STATS, woken);
-                        // No claimant asleep: it runs (it takes the lock), or a signal
-                        // handler on its thread sleeps as a reader, which enters the
-                        // reserved lock past its own thread's claim once woken.
-                        if woken == 0 && new & READERS_WAITING != 0 {
-                            stats::woke(STATS, park::wake_all_of_at(word, READER_CLASS));
-                        }
-                    } else if wake_writer {
+                    if wake_writer {
                         // Also after an early wake: for a writer that slept again on
                         // the held word in between.
                         let woken = park::wake_one_of_at(word, WRITER_CLASS);
@@ -996,7 +895,7 @@ impl RawRwLock {
                         if woken == 0 && woke_early != Some(true) && new & READERS_WAITING != 0 {
                             stats::woke(STATS, park::wake_all_of_at(word, READER_CLASS));
                         }
-                    } else if val & (HANDOFF | WRITER_SPINNING | WRITERS_WAITING)
+                    } else if val & (WRITER_SPINNING | WRITERS_WAITING)
                         == WRITER_SPINNING | WRITERS_WAITING
                     {
                         stats::count(STATS, Event::WakeSkipped);
@@ -1022,7 +921,7 @@ impl RawRwLock {
         // With one writer asleep the wake after the release finds it in time: the
         // early wake pays off with a queue of them. Relaxed: a hint; a stale count
         // only picks the other of two correct paths.
-        if self.writer_hints.load(Relaxed) & ASLEEP_MASK < 2 {
+        if self.writers_asleep.load(Relaxed) < 2 {
             return false;
         }
         let woken = park::wake_one_of_at(&self.word, UNTIMED_WRITER_CLASS);
@@ -1177,7 +1076,6 @@ impl RawRwLock {
             }
             self.stop_own_thread_spinning();
             self.wake_owed_drainer();
-            self.wake_owed_claimant();
             // Relaxed: the value to sleep on; the futex re-reads it atomically.
             let val = self.word.load(Relaxed);
             if self.reader_may_enter(val) {
@@ -1278,7 +1176,6 @@ impl RawRwLock {
     fn take_write_lock(&self, me: u32, take: Take, patience: Patience) -> bool {
         let mut slept = false;
         let mut yields = 0;
-        let waiting_since = now_us();
         loop {
             if self.queue_behind_sleepers(patience) {
                 slept = true;
@@ -1313,24 +1210,6 @@ impl RawRwLock {
                 stats::count(STATS, Event::Yield);
                 crate::sync::yield_now();
                 continue;
-            }
-            if patience.may_claim() {
-                // A signal handler that claims keeps the claim of the code it
-                // interrupted.
-                let outer = Role::Claimant.lock();
-                if self.claim(waiting_since, outer) {
-                    stats::count(STATS, Event::HandoffClaim);
-                    let took = self.await_handoff(take);
-                    Role::Claimant.restore(outer);
-                    if took {
-                        // Relaxed: as in `lock_exclusive`.
-                        self.writer.store(me, Relaxed);
-                        return take == Take::Upgradable || self.drain_readers(patience);
-                    }
-                    // A signal handler on this thread took the lock and the claim, or
-                    // another thread's did (module doc, "Signals").
-                    continue;
-                }
             }
             self.sleep_as_writer(patience);
             begin_writer_turn();
@@ -1397,19 +1276,6 @@ impl RawRwLock {
         }
     }
 
-    /// The lock is reserved and free: the write unlock that reserved it owes the
-    /// claimant a wake, which it makes after its release, and its thread may be kept
-    /// from making it for long: preempted, or interrupted by a signal handler that
-    /// now waits here for the claimant. So a waiter about to sleep on a reserved,
-    /// free lock makes that wake itself; one more is harmless (the claimant takes the
-    /// lock, or finds it taken and waits again).
-    fn wake_owed_claimant(&self) {
-        // Relaxed: a hint; the claimant re-reads the word when woken.
-        if self.word.load(Relaxed) & (WRITER | HANDOFF) == HANDOFF {
-            stats::woke(STATS, park::wake_one_of_at(&self.word, CLAIMANT_CLASS));
-        }
-    }
-
     /// A writer whose turn is over and that finds the lock write-held while writers
     /// sleep sleeps at once behind them, so that the lock goes round the sleepers'
     /// FIFO instead of staying with the writers the scheduler happens to run; whether
@@ -1426,183 +1292,27 @@ impl RawRwLock {
         true
     }
 
-    /// Takes `WRITER` if no writer holds it and it is not reserved for another
-    /// thread's claim: `Some(true)` if taken, `Some(false)` if a writer holds it or it
-    /// is reserved, `None` while a turn waits for its readers to come. A lock reserved
-    /// for this thread's claim is taken, `(r,0,1,rw,t),h -> (r,1,1,rw,0),0`, and the
-    /// claim consumed: by the claimant, or by a signal handler that interrupted it.
+    /// Takes `WRITER` if no writer holds it: `Some(true)` if taken, `Some(false)` if a
+    /// writer holds it, `None` while a turn waits for its readers to come.
     fn try_take_writer(&self, slept: bool, take: Take, patience: Patience) -> Option<bool> {
         // Relaxed: picks the transition; the cmpxchg is the Acquire.
         let mut val = self.word.load(Relaxed);
         while val & WRITER == 0 {
-            let mine = val & HANDOFF != 0 && self.claimed_by_this_thread();
-            if val & HANDOFF != 0 && !mine {
-                return Some(false);
-            }
             if val & READER_TURN != 0 && !patience.expired() && self.turn_is_on() {
                 return None;
             }
-            // A claimant takes with WRITERS_WAITING, which the claim set: the duty to
-            // wake the sleeping writers passes to it.
-            let new = (val & !(READER_TURN | WRITERS_WAITING | HANDOFF))
-                | writers_waiting_after(val, slept || mine)
+            let new = (val & !(READER_TURN | WRITERS_WAITING))
+                | writers_waiting_after(val, slept)
                 | WRITER
                 | take.extra();
             // Acquire: pairs with the Release of the unlocks (the readers' too, seen
             // in full once the drain finds none).
             match self.word.compare_exchange(val, new, Acquire, Relaxed) {
-                Ok(_) => {
-                    if mine {
-                        // Consumed: an interrupted claimant sees that it is not its
-                        // claim any more.
-                        Role::Claimant.restore(0);
-                    }
-                    return Some(true);
-                }
+                Ok(_) => return Some(true),
                 Err(now) => val = now,
             }
         }
         Some(false)
-    }
-
-    /// Whether a writer may take `WRITER` from `val`: not held, and not reserved
-    /// for another thread's claim.
-    fn writer_may_take(&self, val: u32) -> bool {
-        val & WRITER == 0 && (val & HANDOFF == 0 || self.claimed_by_this_thread())
-    }
-
-    /// Whether this thread's recorded claim is on this lock.
-    fn claimed_by_this_thread(&self) -> bool {
-        Role::Claimant.held_on(self.address())
-    }
-
-    /// A writer that started waiting at `since` (µs) and still waits: claim a
-    /// handoff, `(r,1,*,rw,t),0 -> (r,1,1,rw,t),1`, if it has waited
-    /// [`WRITER_FAIR_WAIT_US`] and the last claim on this lock is
-    /// [`WRITER_FAIR_INTERVAL_US`] old. Whether it claimed; if it did not, the
-    /// thread's claim record is `outer` again.
-    fn claim(&self, since: u32, outer: usize) -> bool {
-        if !self.claim_is_due(since) {
-            return false;
-        }
-        // Relaxed: picks the transition; the claim protects no data (the take is the
-        // Acquire).
-        let mut val = self.word.load(Relaxed);
-        loop {
-            if val & (WRITER | HANDOFF) != WRITER {
-                return false;
-            }
-            // Recorded before the word says so: a signal handler that sees HANDOFF on
-            // this thread must know the claim is its thread's.
-            Role::Claimant.enter(self.address());
-            // Relaxed: as above. WRITERS_WAITING: holds new readers back (the lock
-            // goes to a writer) and the claimant takes with it.
-            match self
-                .word
-                .compare_exchange(val, val | HANDOFF | WRITERS_WAITING, Relaxed, Relaxed)
-            {
-                Ok(_) => {
-                    self.note_claim();
-                    return true;
-                }
-                Err(now) => {
-                    Role::Claimant.restore(outer);
-                    val = now;
-                }
-            }
-        }
-    }
-
-    /// Whether a writer waiting since `since` may claim now.
-    fn claim_is_due(&self, since: u32) -> bool {
-        #[cfg(not(loom))]
-        {
-            let now = now_us();
-            // Relaxed: a hint; a stale value only moves one claim by one interval.
-            let last = self.writer_hints.load(Relaxed) >> 16;
-            let interval = (now >> CLAIM_CLOCK_SHIFT).wrapping_sub(last) & ASLEEP_MASK;
-            now.wrapping_sub(since) >= WRITER_FAIR_WAIT_US
-                && interval >= WRITER_FAIR_INTERVAL_US >> CLAIM_CLOCK_SHIFT
-        }
-        #[cfg(loom)]
-        {
-            let _ = since;
-            WRITER_CLAIMS_IN_MODELS.with(Cell::get)
-        }
-    }
-
-    /// Records the clock of a claim in the writers' hints (the rate limit).
-    fn note_claim(&self) {
-        #[cfg(not(loom))]
-        {
-            let at = (now_us() >> CLAIM_CLOCK_SHIFT) << 16;
-            // Relaxed: a hint, as in `claim_is_due`; the sleepers' count is kept.
-            let _ = self
-                .writer_hints
-                .fetch_update(Relaxed, Relaxed, |hints| Some((hints & ASLEEP_MASK) | at));
-        }
-    }
-
-    /// The claimant waits for the unlock that reserves the lock for it, then takes
-    /// `WRITER` (after a reader turn that unlock granted). Spins while the writer
-    /// holding the lock runs, sleeps as the claimant otherwise (and as a writer:
-    /// should another thread's handler consume the claim, the writers' wakes reach
-    /// us). `false` if the claim was consumed (the lock is not ours): by a signal
-    /// handler on this thread, or by one on another thread that interrupted a claim
-    /// in the making. The caller restores the thread's claim record.
-    fn await_handoff(&self, take: Take) -> bool {
-        let budget = BUDGET.spins();
-        let mut spent = 0;
-        let mut watch: Option<(u32, Watch)> = None;
-        loop {
-            if !self.claimed_by_this_thread() {
-                return false;
-            }
-            match self.try_take_writer(true, take, Patience::Forever) {
-                Some(true) => return true,
-                // A turn is on and no reader came yet: let them run.
-                None => {
-                    stats::count(STATS, Event::Yield);
-                    crate::sync::yield_now();
-                    continue;
-                }
-                Some(false) => {}
-            }
-            // Relaxed: the value to wait on; the take above is the Acquire.
-            let val = self.word.load(Relaxed);
-            if val & HANDOFF == 0 {
-                if val & WRITER == 0 {
-                    continue;
-                }
-                // Held, and no longer reserved: someone consumed the claim.
-                return false;
-            }
-            // Relaxed: a hint for the probe.
-            let writer = self.writer.load(Relaxed) & !BORROWED;
-            let running = writer != 0 && {
-                let (_, watch) = match &mut watch {
-                    Some(w) if w.0 == writer => w,
-                    _ => watch.insert((writer, Watch::new(writer))),
-                };
-                watch.owner_running() != Some(false)
-            };
-            if running && spent < budget {
-                cpu_relax_times(MAX_BACKOFF);
-                spent += MAX_BACKOFF;
-                continue;
-            }
-            if val & WRITER == 0 {
-                // Reserved and free: taken above unless the claim went meanwhile.
-                continue;
-            }
-            stats::count(STATS, Event::Sleep);
-            park::wait_as(
-                &self.word,
-                val,
-                CLAIMANT_CLASS | WRITER_CLASS | UNTIMED_WRITER_CLASS,
-                None,
-            );
-        }
     }
 
     /// Holding `WRITER`: wait until no reader is inside. A timed writer that runs out
@@ -1706,16 +1416,13 @@ impl RawRwLock {
         let claimed = self
             .word
             .fetch_update(Relaxed, Relaxed, |val| {
-                (val & (WRITER | WRITER_SPINNING | HANDOFF) == WRITER)
-                    .then_some(val | WRITER_SPINNING)
+                (val & (WRITER | WRITER_SPINNING) == WRITER).then_some(val | WRITER_SPINNING)
             })
             .is_ok();
-        let free = |val| self.writer_may_take(val);
         if !claimed {
-            return self.spin_on_writer(free, |_, spent| spent < BRIEF_SPIN);
+            return self.spin_on_writer(|val| val & WRITER == 0, |_, spent| spent < BRIEF_SPIN);
         }
-        // A claim stops the spin: the lock is reserved for the claimant.
-        let free = self.spin_on_writer(free, |val, _| val & HANDOFF == 0);
+        let free = self.spin_on_writer(|val| val & WRITER == 0, |_, _| true);
         stats::count(
             STATS,
             if free {
@@ -1730,15 +1437,14 @@ impl RawRwLock {
         free
     }
 
-    /// Sleep while a writer holds the lock or it is reserved for another thread's
-    /// claim: `(r,1,*,*,*) -> (r,1,1,*,*)`, then sleep as a `WRITER` on that value.
+    /// Sleep while a writer holds the lock: `(r,1,*,*,*) -> (r,1,1,*,*)`, then
+    /// sleep as a `WRITER` on that value.
     fn sleep_as_writer(&self, patience: Patience) {
         self.stop_own_thread_spinning();
         self.wake_owed_drainer();
-        self.wake_owed_claimant();
         // Relaxed: the value to sleep on; the futex re-reads it atomically.
         let mut val = self.word.load(Relaxed);
-        while !self.writer_may_take(val) {
+        while val & WRITER != 0 {
             if val & WRITERS_WAITING == 0 {
                 // Relaxed: the unlock reads it through its RMW on this same word.
                 if let Err(now) =
@@ -1755,27 +1461,19 @@ impl RawRwLock {
                 #[cfg(not(loom))]
                 Patience::Until(_) => WRITER_CLASS,
             };
-            // A signal handler on the claimant's thread sleeps for the claimant too:
-            // the handoff wakes that class, and the handler then takes the lock.
-            let class = if self.claimed_by_this_thread() {
-                class | CLAIMANT_CLASS
-            } else {
-                class
-            };
             stats::count(STATS, Event::Sleep);
             // Relaxed: a hint for the write unlocks (`wake_writer_early`).
-            self.writer_hints.fetch_add(1, Relaxed);
+            self.writers_asleep.fetch_add(1, Relaxed);
             park::wait_as(&self.word, val, class, patience.deadline());
             // Relaxed: as above.
-            self.writer_hints.fetch_sub(1, Relaxed);
+            self.writers_asleep.fetch_sub(1, Relaxed);
             return;
         }
     }
 
     /// A timed writer whose deadline passed before it took `WRITER`. It leaves only
-    /// from a held lock or one reserved for a claimant (which takes it): a free one
-    /// may carry `WRITERS_WAITING` that an unlock left for a spinner (this thread,
-    /// perhaps), so it takes a free one. If it slept, it
+    /// from a held lock: a free one may carry `WRITERS_WAITING` that an unlock left
+    /// for a spinner (this thread, perhaps), so it takes a free one. If it slept, it
     /// may have eaten the wake meant for the next sleeping writer, so it leaves
     /// `WRITERS_WAITING` set. Whether it took the lock.
     fn give_up_waiting(&self, slept: bool, take: Take, patience: Patience) -> bool {
@@ -1787,8 +1485,7 @@ impl RawRwLock {
             }
             // Relaxed: the flag is read by the unlocks' RMWs on this word.
             let val = self.word.load(Relaxed);
-            // Reserved for a claimant: it will take it, with WRITERS_WAITING.
-            if self.writer_may_take(val) {
+            if val & WRITER == 0 {
                 continue;
             }
             let new = if slept { val | WRITERS_WAITING } else { val };
@@ -1929,7 +1626,6 @@ impl std::fmt::Debug for RawRwLock {
             .field("writers_waiting", &(val & WRITERS_WAITING != 0))
             .field("readers_waiting", &(val & READERS_WAITING != 0))
             .field("reader_turn", &(val & READER_TURN != 0))
-            .field("handoff", &(val & HANDOFF != 0))
             .finish()
     }
 }
