@@ -158,6 +158,7 @@ pub mod stats;
 mod stats;
 mod streak;
 mod sync;
+mod wait;
 
 #[cfg(not(loom))]
 pub use condvar::Condvar;

@@ -49,7 +49,7 @@ fn raw_mutex_two_threads_twice() {
 /// held sleeps before it tries anything else.
 #[test]
 fn raw_mutex_two_threads_twice_whose_turns_are_over() {
-    crate::testing::with_switch(&super::raw_mutex::TURNS_OVER_IN_MODELS, true, || {
+    crate::testing::with_switch(&crate::wait::TURNS_OVER_IN_MODELS, true, || {
         explore::<RawMutex>(2, 2);
     });
 }
@@ -119,7 +119,7 @@ fn raw_mutex_owner_then_two_waiters() {
 #[test]
 fn raw_mutex_owner_then_two_waiters_without_claims() {
     crate::testing::with_switch(
-        &super::raw_mutex::CLAIMS_IN_MODELS,
+        &super::raw_mutex::handoff::CLAIMS_IN_MODELS,
         false,
         owner_then_two_waiters::<RawMutex>,
     );
@@ -131,7 +131,7 @@ fn raw_mutex_owner_then_two_waiters_without_claims() {
 #[test]
 fn raw_mutex_owner_then_two_waiters_whose_turns_are_over() {
     crate::testing::with_switch(
-        &super::raw_mutex::TURNS_OVER_IN_MODELS,
+        &crate::wait::TURNS_OVER_IN_MODELS,
         true,
         owner_then_two_waiters::<RawMutex>,
     );
@@ -233,7 +233,7 @@ fn raw_mutex_released_by_another_thread() {
 /// sleeps again as a plain sleeper, and a later release must still wake it.
 #[test]
 fn raw_mutex_released_by_another_thread_without_claims() {
-    crate::testing::with_switch(&super::raw_mutex::CLAIMS_IN_MODELS, false, || {
+    crate::testing::with_switch(&super::raw_mutex::handoff::CLAIMS_IN_MODELS, false, || {
         // SAFETY: as above.
         released_by_another_thread::<RawMutex>(|lock| unsafe { lock.unlock_for_owner() });
     });

@@ -159,6 +159,9 @@ use crate::owner::{self, Watch};
 use crate::park;
 use crate::role::Role;
 use crate::stats::{self, Event, Lock};
+use crate::wait::{count_skipped_wake, now_us, Patience};
+#[cfg(loom)]
+use crate::wait::TURNS_OVER_IN_MODELS;
 use std::cell::Cell;
 
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
@@ -205,10 +208,6 @@ pub const TURN_US: u32 = 1_000;
 #[cfg_attr(loom, allow(dead_code))]
 pub const TURNS_LAPSE_US: u32 = 50_000;
 
-/// Every this many unlocks of a thread that leave sleepers to a spinner, one wakes a
-/// sleeper anyway, so that sleepers rejoin the running threads and can claim.
-const FAIR_SKIPS: u32 = 256;
-
 /// A spinner whose budget ran out while the owner kept running gives its CPU away
 /// this many times before it sleeps (lockbench `loop`, 3 to 8 threads: 4, 8 and 16
 /// within noise; `sharded` with one lock and 8 threads: 338 ms with 8, 252 with 4,
@@ -238,21 +237,15 @@ static BUDGET: SpinBudget = SpinBudget::new();
 /// Whose counters the `stats` feature bumps.
 const STATS: Lock = Lock::Mutex(MutexKind::Default);
 
-// None has a destructor, so each can be read at any time, also during thread exit.
+// No destructor, so it can be read at any time, also during thread exit.
 #[cfg(not(loom))]
 std::thread_local! {
     /// This thread's first pause as the spinner (see `crate::backoff`).
     static FIRST_BACKOFF: Cell<u32> = const { Cell::new(backoff::MIN_FIRST) };
-    /// Unlocks of this thread that left sleepers to a spinner (mod `FAIR_SKIPS`).
-    static SKIPPED_WAKES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-    /// When this thread's turn began (µs, wrapping): the end of its last sleep on a
-    /// `RawMutex`; 0 if it takes no turns (it has not slept lately).
-    static TURN_BEGAN: Cell<u32> = const { Cell::new(0) };
 }
 #[cfg(loom)]
 loom::thread_local! {
     static FIRST_BACKOFF: Cell<u32> = Cell::new(backoff::MIN_FIRST);
-    static SKIPPED_WAKES: std::cell::Cell<u32> = std::cell::Cell::new(0);
 }
 
 /// The default mutex. See the module doc; [`Mutex`](crate::Mutex) is `Mutex<T>` on it.
@@ -286,34 +279,6 @@ enum Spin {
     /// No spin (another thread spins, or a handoff is due), or the owner left its
     /// CPU, or the deadline came.
     Stopped,
-}
-
-/// How a waiting thread ends its wait when it has a deadline.
-#[derive(Clone, Copy)]
-pub(crate) enum Patience {
-    /// `lock`: waits as long as it takes, and may claim a handoff.
-    Forever,
-    /// `try_lock_until`: gives up at the deadline; never claims.
-    #[cfg(not(loom))]
-    Until(std::time::Instant),
-}
-
-impl Patience {
-    pub(crate) fn deadline(self) -> Option<park::Deadline> {
-        match self {
-            Patience::Forever => None,
-            #[cfg(not(loom))]
-            Patience::Until(at) => Some(park::Deadline::at(at)),
-        }
-    }
-
-    pub(crate) fn expired(self) -> bool {
-        match self {
-            Patience::Forever => false,
-            #[cfg(not(loom))]
-            Patience::Until(at) => std::time::Instant::now() >= at,
-        }
-    }
 }
 
 impl RawMutex {
@@ -480,383 +445,6 @@ impl RawMutex {
         }
     }
 
-    /// Everything after a failed fast path; whether we took the lock (always, unless
-    /// `patience` ran out).
-    #[cold]
-    fn lock_contended(&self, me: u32, patience: Patience) -> bool {
-        // Relaxed: our own earlier acquisition's write, if we hold the lock.
-        if owner_of(self.word.load(Relaxed)) == me {
-            relock_by_owner(me);
-        }
-        stats::count(STATS, Event::LockSlowpath);
-        let mut slept_since = None;
-        let mut yields = 0;
-        // Relaxed: picks the path; `sleep` reads the word again.
-        if owner_of(self.word.load(Relaxed)) != 0 && turn_is_over() {
-            stats::count(STATS, Event::TurnOver);
-            self.sleep(patience);
-            slept_since = Some(now_us());
-            begin_turn();
-        }
-        loop {
-            let slept = slept_since.is_some();
-            let spun = if self.try_acquire(me, slept) {
-                Spin::Took
-            } else {
-                self.spin(me, slept, patience)
-            };
-            if spun == Spin::Took {
-                return true;
-            }
-            if patience.expired() {
-                let took = self.give_up(me, slept);
-                if !took {
-                    stats::count(STATS, Event::Timeout);
-                }
-                return took;
-            }
-            if spun == Spin::OwnerKeptRunning && yields < YIELDS_BEFORE_SLEEP {
-                yields += 1;
-                stats::count(STATS, Event::Yield);
-                crate::sync::yield_now();
-                continue;
-            }
-            if let (Patience::Forever, Some(since)) = (patience, slept_since) {
-                // A signal handler that claims keeps the claim of the code it
-                // interrupted.
-                let outer = Role::Claimant.lock();
-                if self.claim(since, outer) {
-                    stats::count(STATS, Event::HandoffClaim);
-                    let took = self.await_handoff(me);
-                    Role::Claimant.restore(outer);
-                    if took {
-                        return true;
-                    }
-                    // A signal handler on this thread took the lock and the claim, or
-                    // another thread's did (module doc, "Signals").
-                    continue;
-                }
-            }
-            self.sleep(patience);
-            slept_since.get_or_insert_with(now_us);
-            begin_turn();
-            yields = 0;
-        }
-    }
-
-    /// Barge: `(0,s,w,0) -> (me,s,w|slept,0)` while the lock is free and not reserved
-    /// (or reserved for a claim this thread made: a signal handler that interrupted
-    /// the claimant takes the lock and consumes the claim).
-    fn try_acquire(&self, me: u32, slept: bool) -> bool {
-        // Relaxed: picks the transition; the cmpxchg that acts on it is the Acquire.
-        let mut val = self.word.load(Relaxed);
-        while owner_of(val) == 0 {
-            let mine = val & HANDOFF != 0 && self.claimed_by_this_thread();
-            if val & HANDOFF != 0 && !mine {
-                return false;
-            }
-            let new = (val & SPINNING) | waiters_after(val, slept || mine) | me;
-            // Acquire: pairs with the Release in `unlock`.
-            match self.word.compare_exchange(val, new, Acquire, Relaxed) {
-                Ok(_) => {
-                    if mine {
-                        // Consumed: the interrupted claimant will see that it is not
-                        // its claim any more.
-                        Role::Claimant.restore(0);
-                    }
-                    return true;
-                }
-                Err(now) => val = now,
-            }
-        }
-        false
-    }
-
-    /// Become the one spinner, `(o,0,w,0) -> (o,1,w,0)`, and spin on the owner.
-    /// Unless we took the lock, we are no longer the spinner when this returns. The
-    /// role is recorded for the whole spin ([`Role::Spinner`]): a signal handler on
-    /// this thread that sleeps on this mutex clears the flag first.
-    fn spin(&self, me: u32, slept: bool, patience: Patience) -> Spin {
-        // Another thread spins, or a handoff is due: no spin, so no role to record.
-        // Relaxed: a hint; `spin_as_spinner` reads the word again.
-        if self.word.load(Relaxed) & (SPINNING | HANDOFF) != 0 {
-            return Spin::Stopped;
-        }
-        let outer = Role::Spinner.enter(self.address());
-        let spun = self.spin_as_spinner(me, slept, patience);
-        Role::Spinner.restore(outer);
-        spun
-    }
-
-    fn spin_as_spinner(&self, me: u32, slept: bool, patience: Patience) -> Spin {
-        // Relaxed: the expected value for the claim below.
-        let mut val = self.word.load(Relaxed);
-        loop {
-            if val & (SPINNING | HANDOFF) != 0 {
-                return Spin::Stopped;
-            }
-            // Relaxed: SPINNING is a claim on the same word; it protects no data.
-            match self
-                .word
-                .compare_exchange(val, val | SPINNING, Relaxed, Relaxed)
-            {
-                Ok(_) => break,
-                Err(now) => val = now,
-            }
-        }
-        let spun = self.spin_on_owner(me, slept, patience);
-        if spun == Spin::Took {
-            stats::count(STATS, Event::SpinAcquired);
-            return spun;
-        }
-        stats::count(STATS, Event::SpinFailed);
-        // (*,1,*,*) -> (*,0,*,*), even if a newer waiter set the flag after an unlock
-        // cleared ours (it sets it again at its next look). Relaxed: as above. An
-        // unlock that skipped its wake for us left WAITERS set on a free word: the
-        // caller's next `try_acquire` or `sleep` sees that (module doc, "No lost
-        // wake-ups").
-        self.word.fetch_and(!SPINNING, Relaxed);
-        spun
-    }
-
-    /// Spin while the owner runs, within the budget; take the lock when it is free,
-    /// `(0,s,w,0) -> (me,0,w|slept,0)`, and set the flag again on a held lock whose
-    /// unlock cleared it, `(o,0,w,0) -> (o,1,w,0)`. Stops at a handoff claim.
-    fn spin_on_owner(&self, me: u32, slept: bool, patience: Patience) -> Spin {
-        let budget = BUDGET.spins();
-        let mut spent = 0;
-        let first = FIRST_BACKOFF.with(Cell::get);
-        let mut backoff = first;
-        let mut looks = 0;
-        let mut watch: Option<(u32, Watch)> = None;
-        loop {
-            looks += 1;
-            // Relaxed: we only watch; the taking cmpxchg below is the Acquire.
-            let val = self.word.load(Relaxed);
-            if val & HANDOFF != 0 {
-                return Spin::Stopped;
-            }
-            let owner = owner_of(val);
-            if owner == 0 {
-                let new = waiters_after(val, slept) | me;
-                // Acquire: pairs with the Release in `unlock`.
-                if self
-                    .word
-                    .compare_exchange(val, new, Acquire, Relaxed)
-                    .is_ok()
-                {
-                    FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
-                    return Spin::Took;
-                }
-            } else {
-                if val & SPINNING == 0 {
-                    // An unlock without sleepers cleared the flag. This fails if the
-                    // word moved or a newer waiter set the flag first; either way the
-                    // next look sees the word as it is then. Relaxed: as in `spin`.
-                    let _ = self
-                        .word
-                        .compare_exchange(val, val | SPINNING, Relaxed, Relaxed);
-                }
-                // The kernel's rule: keep spinning on a new owner while it runs too.
-                let (_, watch) = match &mut watch {
-                    Some(w) if w.0 == owner => w,
-                    _ => watch.insert((owner, Watch::new(owner))),
-                };
-                if watch.owner_running() == Some(false) {
-                    stats::count(STATS, Event::OwnerOffCpu);
-                    return Spin::Stopped;
-                }
-            }
-            if patience.expired() {
-                return Spin::Stopped;
-            }
-            if spent >= budget {
-                return Spin::OwnerKeptRunning;
-            }
-            // Back off: an owner that re-takes the lock at once keeps the line in its
-            // cache for a run of critical sections instead of losing it to our loads
-            // after each one.
-            cpu_relax_times(backoff);
-            spent += backoff;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
-    }
-
-    /// Sleep on a held or reserved lock: `(o,s,*,h) -> (o,s,1,h)`, then sleep as a
-    /// `SLEEPER` on exactly that value. Returns when woken, at the deadline, or at
-    /// once if the lock came free or the word changed.
-    ///
-    /// A signal handler whose thread is this mutex's spinner first clears the flag,
-    /// `(o,1,*,h) -> (o,0,*,h)`: the unlock would otherwise leave the wake to the
-    /// spinner, which cannot run until the handler returns.
-    fn sleep(&self, patience: Patience) {
-        if Role::Spinner.held_on(self.address()) {
-            // Relaxed: as every change of the flag; the unlock reads it through its
-            // RMW on this same word.
-            self.word.fetch_and(!SPINNING, Relaxed);
-        }
-        // Relaxed: the value to sleep on; the kernel re-reads it atomically with
-        // queueing us, so a stale value only returns at once.
-        let mut val = self.word.load(Relaxed);
-        while owner_of(val) != 0 || val & HANDOFF != 0 {
-            if owner_of(val) == 0 {
-                self.wake_owed_claimant();
-            }
-            if val & WAITERS == 0 {
-                // Relaxed: the unlock reads WAITERS through its RMW on this same word.
-                if let Err(now) = self
-                    .word
-                    .compare_exchange(val, val | WAITERS, Relaxed, Relaxed)
-                {
-                    val = now;
-                    continue;
-                }
-                val |= WAITERS;
-            }
-            // A signal handler on the claimant's thread sleeps for the claimant too:
-            // the handoff wakes that class, and the handler then takes the lock.
-            let class = if self.claimed_by_this_thread() {
-                SLEEPER | CLAIMANT
-            } else {
-                SLEEPER
-            };
-            stats::count(STATS, Event::Sleep);
-            park::wait_as(&self.word, val, class, patience.deadline());
-            return;
-        }
-    }
-
-    /// The lock is reserved and free: the unlock that reserved it owes the claimant
-    /// a wake, which it makes after its release, and its thread may be kept from
-    /// making it for long: preempted, or interrupted by a signal handler that now
-    /// waits here for the claimant to take and release the lock. So a waiter about to
-    /// sleep on a reserved lock makes that wake itself. One more wake is harmless: the
-    /// claimant takes the reserved lock, or finds it taken already and waits again.
-    fn wake_owed_claimant(&self) {
-        stats::woke(STATS, park::wake_one_of_at(&self.word, CLAIMANT));
-    }
-
-    /// A waiter that slept at `since` (µs) and still waits: claim a handoff,
-    /// `(o,s,1,0) -> (o,s,1,1)`, if it has waited [`FAIR_WAIT_US`] and the last claim
-    /// on this mutex is [`FAIR_INTERVAL_US`] old. Whether it claimed; if it did not,
-    /// the thread's claim record is `outer` again.
-    fn claim(&self, since: u32, outer: usize) -> bool {
-        if !claim_is_due(since, &self.claimed_at) {
-            return false;
-        }
-        // Relaxed: picks the transition; the claim protects no data (the take is the
-        // Acquire).
-        let mut val = self.word.load(Relaxed);
-        loop {
-            if owner_of(val) == 0 || val & HANDOFF != 0 {
-                return false;
-            }
-            // Recorded before the word says so: a signal handler that sees HANDOFF on
-            // this thread must know the claim is its thread's.
-            Role::Claimant.enter(self.address());
-            // Relaxed: as above. WAITERS: a claimant has slept, and takes with it.
-            match self
-                .word
-                .compare_exchange(val, val | HANDOFF | WAITERS, Relaxed, Relaxed)
-            {
-                Ok(_) => {
-                    // Relaxed: a rate limit, read by later claimants as a hint.
-                    self.claimed_at.store(now_us(), Relaxed);
-                    return true;
-                }
-                Err(now) => {
-                    Role::Claimant.restore(outer);
-                    val = now;
-                }
-            }
-        }
-    }
-
-    /// The claimant waits for the unlock that reserves the lock for it, then takes
-    /// it: `(0,s,1,1) -> (me,s,1,0)`. Spins while the owner runs, sleeps as the
-    /// `CLAIMANT` otherwise (and as a `SLEEPER`: should another thread's handler
-    /// consume the claim, the wakes that pass the sleepers' duty on reach us). `false`
-    /// if the claim was consumed (then the lock is not ours): by a signal handler on
-    /// this thread, or by one on another thread that interrupted a claim in the making
-    /// (module doc, "Signals"). The caller restores the thread's claim record.
-    fn await_handoff(&self, me: u32) -> bool {
-        let mut watch: Option<(u32, Watch)> = None;
-        let budget = BUDGET.spins();
-        let mut spent = 0;
-        loop {
-            if !self.claimed_by_this_thread() {
-                return false;
-            }
-            // Relaxed: picks the transition; the take below is the Acquire.
-            let val = self.word.load(Relaxed);
-            let owner = owner_of(val);
-            if owner == 0 {
-                // Only a claimant's take clears HANDOFF: nobody else can take it
-                // meanwhile (but a handler on this thread, which consumes the claim
-                // record first). Without HANDOFF the lock is simply free: we barge.
-                // Acquire: pairs with the Release of the handoff unlock.
-                if self
-                    .word
-                    .compare_exchange(val, (val & !HANDOFF) | WAITERS | me, Acquire, Relaxed)
-                    .is_ok()
-                {
-                    return true;
-                }
-                continue;
-            }
-            if val & HANDOFF == 0 {
-                // Held, and no longer reserved: someone consumed the claim.
-                return false;
-            }
-            let (_, watch) = match &mut watch {
-                Some(w) if w.0 == owner => w,
-                _ => watch.insert((owner, Watch::new(owner))),
-            };
-            if spent < budget && watch.owner_running() != Some(false) {
-                cpu_relax_times(MAX_BACKOFF);
-                spent += MAX_BACKOFF;
-                continue;
-            }
-            stats::count(STATS, Event::Sleep);
-            park::wait_as(&self.word, val, CLAIMANT | SLEEPER, None);
-        }
-    }
-
-    /// Whether this thread's recorded claim is on this mutex.
-    fn claimed_by_this_thread(&self) -> bool {
-        Role::Claimant.held_on(self.address())
-    }
-
-    fn address(&self) -> usize {
-        std::ptr::from_ref(self) as usize
-    }
-
-    /// A timed waiter whose deadline passed: take the lock if it is free, else leave
-    /// `WAITERS` on it if it has slept (it may have eaten the wake meant for the
-    /// next sleeper). Whether it took the lock.
-    fn give_up(&self, me: u32, slept: bool) -> bool {
-        loop {
-            if self.try_acquire(me, slept) {
-                return true;
-            }
-            if !slept {
-                return false;
-            }
-            // Relaxed: WAITERS is read by the unlock's RMW on this same word.
-            let val = self.word.load(Relaxed);
-            let taken = owner_of(val) != 0 || val & HANDOFF != 0;
-            if taken
-                && (val & WAITERS != 0
-                    || self
-                        .word
-                        .compare_exchange(val, val | WAITERS, Relaxed, Relaxed)
-                        .is_ok())
-            {
-                return false;
-            }
-        }
-    }
-
     /// Releases the mutex on behalf of the thread that holds it, from any thread, as
     /// glibc releases a normal mutex that another thread locked (a mutex used as a
     /// binary semaphore: taken in one thread, given back in another). Whether the
@@ -896,95 +484,6 @@ impl RawMutex {
         // if and only if it still holds the lock, or a value after its release.
         owner_of(self.word.load(Relaxed)) == owner::current_tid()
     }
-}
-
-/// Whether this thread's turn is over: it last slept on a `RawMutex` at least
-/// [`TURN_US`] and less than [`TURNS_LAPSE_US`] ago. Under loom, whatever the model
-/// asks for (time is not modelled).
-fn turn_is_over() -> bool {
-    #[cfg(not(loom))]
-    {
-        let began = TURN_BEGAN.with(Cell::get);
-        if began == 0 {
-            return false;
-        }
-        let since = now_us().wrapping_sub(began);
-        if since >= TURNS_LAPSE_US {
-            // Spinning has served this thread for a while: it takes no more turns
-            // until it sleeps again.
-            TURN_BEGAN.with(|t| t.set(0));
-            return false;
-        }
-        since >= TURN_US
-    }
-    #[cfg(loom)]
-    TURNS_OVER_IN_MODELS.with(Cell::get)
-}
-
-/// This thread's turn begins now (it has just slept). A clock that reads 0 skips one
-/// turn (0 means none).
-fn begin_turn() {
-    #[cfg(not(loom))]
-    TURN_BEGAN.with(|t| t.set(now_us()));
-}
-
-/// Counts an unlock of this thread that leaves sleepers to a spinner; whether this
-/// one must wake a sleeper anyway (every [`FAIR_SKIPS`]-th).
-pub(crate) fn count_skipped_wake() -> bool {
-    SKIPPED_WAKES.with(|count| {
-        let skipped = count.get().wrapping_add(1);
-        count.set(skipped);
-        skipped % FAIR_SKIPS == 0
-    })
-}
-
-/// Whether a waiter that slept at `since` may claim a handoff now, given the time of
-/// the mutex's last claim. Under loom any waiter that slept may (time is not modelled),
-/// so the models reach the handoff.
-fn claim_is_due(since: u32, claimed_at: &AtomicU32) -> bool {
-    #[cfg(not(loom))]
-    {
-        let now = now_us();
-        // Relaxed: a hint; a stale value only moves one claim by one interval.
-        let last = claimed_at.load(Relaxed);
-        now.wrapping_sub(since) >= FAIR_WAIT_US && now.wrapping_sub(last) >= FAIR_INTERVAL_US
-    }
-    #[cfg(loom)]
-    {
-        let _ = (since, claimed_at);
-        CLAIMS_IN_MODELS.with(Cell::get)
-    }
-}
-
-#[cfg(loom)]
-std::thread_local! {
-    /// Whether a waiter that slept claims a handoff under loom, at once (time is not
-    /// modelled). A model that turns it off explores the woken waiter that finds the
-    /// lock taken and sleeps again as a plain sleeper, which the claim otherwise
-    /// pre-empts. A std thread-local: loom runs a model's threads on the thread that
-    /// called `check`.
-    pub(crate) static CLAIMS_IN_MODELS: Cell<bool> = const { Cell::new(true) };
-    /// Whether every thread's turn is over under loom, so that each contended lock
-    /// that finds the mutex held sleeps at once. Off except in the models that turn
-    /// it on; a std thread-local, as above.
-    pub(crate) static TURNS_OVER_IN_MODELS: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The monotonic clock in microseconds, wrapping at 2³² (71 minutes: differences of
-/// the waits compared here are far shorter).
-pub(crate) fn now_us() -> u32 {
-    #[cfg(not(loom))]
-    {
-        let mut now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: writes the current time into `now`; CLOCK_MONOTONIC always exists.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-        (now.tv_sec as u64 * 1_000_000 + now.tv_nsec as u64 / 1_000) as u32
-    }
-    #[cfg(loom)]
-    0
 }
 
 #[cold]
@@ -1042,6 +541,9 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
         RawMutex::try_lock_until(self, deadline)
     }
 }
+
+mod contended;
+pub(super) mod handoff;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -251,7 +251,7 @@ mod default_rwlock {
     #[test]
     fn write_held_then_two_writers_whose_turns_are_over() {
         crate::testing::with_switch(
-            &crate::mutex::raw_mutex::TURNS_OVER_IN_MODELS,
+            &crate::wait::TURNS_OVER_IN_MODELS,
             true,
             write_held_then_two_writers,
         );

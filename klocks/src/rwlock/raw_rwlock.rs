@@ -211,8 +211,8 @@ use crate::backoff;
 use crate::budget::SpinBudget;
 use crate::catalog::RwLockKind;
 #[cfg(loom)]
-use crate::mutex::raw_mutex::TURNS_OVER_IN_MODELS;
-use crate::mutex::raw_mutex::{count_skipped_wake, now_us, Patience};
+use crate::wait::TURNS_OVER_IN_MODELS;
+use crate::wait::{count_skipped_wake, now_us, Patience};
 use crate::owner::{self, Watch};
 use crate::park;
 use crate::role::Role;

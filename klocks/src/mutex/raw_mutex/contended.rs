@@ -1,0 +1,318 @@
+//! `RawMutex`'s contended lock: try, spin on the owner as the one spinner, yield a
+//! few times, claim a handoff once the wait is long, sleep; and the turns that send a
+//! thread whose turn is over to sleep at once (transitions `barge`, `start spin`,
+//! `spin again`, `spinner takes`, `stop spin`, `sleep` of the module doc).
+
+use super::*;
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// When this thread's turn began (µs, wrapping): the end of its last sleep on a
+    /// `RawMutex`; 0 if it takes no turns (it has not slept lately). No destructor,
+    /// so it can be read at any time, also during thread exit.
+    static TURN_BEGAN: Cell<u32> = const { Cell::new(0) };
+}
+
+impl RawMutex {
+    /// Everything after a failed fast path; whether we took the lock (always, unless
+    /// `patience` ran out).
+    #[cold]
+    pub(super) fn lock_contended(&self, me: u32, patience: Patience) -> bool {
+        // Relaxed: our own earlier acquisition's write, if we hold the lock.
+        if owner_of(self.word.load(Relaxed)) == me {
+            relock_by_owner(me);
+        }
+        stats::count(STATS, Event::LockSlowpath);
+        let mut slept_since = None;
+        let mut yields = 0;
+        // Relaxed: picks the path; `sleep` reads the word again.
+        if owner_of(self.word.load(Relaxed)) != 0 && turn_is_over() {
+            stats::count(STATS, Event::TurnOver);
+            self.sleep(patience);
+            slept_since = Some(now_us());
+            begin_turn();
+        }
+        loop {
+            let slept = slept_since.is_some();
+            let spun = if self.try_acquire(me, slept) {
+                Spin::Took
+            } else {
+                self.spin(me, slept, patience)
+            };
+            if spun == Spin::Took {
+                return true;
+            }
+            if patience.expired() {
+                let took = self.give_up(me, slept);
+                if !took {
+                    stats::count(STATS, Event::Timeout);
+                }
+                return took;
+            }
+            if spun == Spin::OwnerKeptRunning && yields < YIELDS_BEFORE_SLEEP {
+                yields += 1;
+                stats::count(STATS, Event::Yield);
+                crate::sync::yield_now();
+                continue;
+            }
+            if let (Patience::Forever, Some(since)) = (patience, slept_since) {
+                // A signal handler that claims keeps the claim of the code it
+                // interrupted.
+                let outer = Role::Claimant.lock();
+                if self.claim(since, outer) {
+                    stats::count(STATS, Event::HandoffClaim);
+                    let took = self.await_handoff(me);
+                    Role::Claimant.restore(outer);
+                    if took {
+                        return true;
+                    }
+                    // A signal handler on this thread took the lock and the claim, or
+                    // another thread's did (module doc, "Signals").
+                    continue;
+                }
+            }
+            self.sleep(patience);
+            slept_since.get_or_insert_with(now_us);
+            begin_turn();
+            yields = 0;
+        }
+    }
+
+    /// Barge: `(0,s,w,0) -> (me,s,w|slept,0)` while the lock is free and not reserved
+    /// (or reserved for a claim this thread made: a signal handler that interrupted
+    /// the claimant takes the lock and consumes the claim).
+    pub(super) fn try_acquire(&self, me: u32, slept: bool) -> bool {
+        // Relaxed: picks the transition; the cmpxchg that acts on it is the Acquire.
+        let mut val = self.word.load(Relaxed);
+        while owner_of(val) == 0 {
+            let mine = val & HANDOFF != 0 && self.claimed_by_this_thread();
+            if val & HANDOFF != 0 && !mine {
+                return false;
+            }
+            let new = (val & SPINNING) | waiters_after(val, slept || mine) | me;
+            // Acquire: pairs with the Release in `unlock`.
+            match self.word.compare_exchange(val, new, Acquire, Relaxed) {
+                Ok(_) => {
+                    if mine {
+                        // Consumed: the interrupted claimant will see that it is not
+                        // its claim any more.
+                        Role::Claimant.restore(0);
+                    }
+                    return true;
+                }
+                Err(now) => val = now,
+            }
+        }
+        false
+    }
+
+    /// Become the one spinner, `(o,0,w,0) -> (o,1,w,0)`, and spin on the owner.
+    /// Unless we took the lock, we are no longer the spinner when this returns. The
+    /// role is recorded for the whole spin ([`Role::Spinner`]): a signal handler on
+    /// this thread that sleeps on this mutex clears the flag first.
+    fn spin(&self, me: u32, slept: bool, patience: Patience) -> Spin {
+        // Another thread spins, or a handoff is due: no spin, so no role to record.
+        // Relaxed: a hint; `spin_as_spinner` reads the word again.
+        if self.word.load(Relaxed) & (SPINNING | HANDOFF) != 0 {
+            return Spin::Stopped;
+        }
+        let outer = Role::Spinner.enter(self.address());
+        let spun = self.spin_as_spinner(me, slept, patience);
+        Role::Spinner.restore(outer);
+        spun
+    }
+
+    fn spin_as_spinner(&self, me: u32, slept: bool, patience: Patience) -> Spin {
+        // Relaxed: the expected value for the claim below.
+        let mut val = self.word.load(Relaxed);
+        loop {
+            if val & (SPINNING | HANDOFF) != 0 {
+                return Spin::Stopped;
+            }
+            // Relaxed: SPINNING is a claim on the same word; it protects no data.
+            match self
+                .word
+                .compare_exchange(val, val | SPINNING, Relaxed, Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => val = now,
+            }
+        }
+        let spun = self.spin_on_owner(me, slept, patience);
+        if spun == Spin::Took {
+            stats::count(STATS, Event::SpinAcquired);
+            return spun;
+        }
+        stats::count(STATS, Event::SpinFailed);
+        // (*,1,*,*) -> (*,0,*,*), even if a newer waiter set the flag after an unlock
+        // cleared ours (it sets it again at its next look). Relaxed: as above. An
+        // unlock that skipped its wake for us left WAITERS set on a free word: the
+        // caller's next `try_acquire` or `sleep` sees that (module doc, "No lost
+        // wake-ups").
+        self.word.fetch_and(!SPINNING, Relaxed);
+        spun
+    }
+
+    /// Spin while the owner runs, within the budget; take the lock when it is free,
+    /// `(0,s,w,0) -> (me,0,w|slept,0)`, and set the flag again on a held lock whose
+    /// unlock cleared it, `(o,0,w,0) -> (o,1,w,0)`. Stops at a handoff claim.
+    fn spin_on_owner(&self, me: u32, slept: bool, patience: Patience) -> Spin {
+        let budget = BUDGET.spins();
+        let mut spent = 0;
+        let first = FIRST_BACKOFF.with(Cell::get);
+        let mut backoff = first;
+        let mut looks = 0;
+        let mut watch: Option<(u32, Watch)> = None;
+        loop {
+            looks += 1;
+            // Relaxed: we only watch; the taking cmpxchg below is the Acquire.
+            let val = self.word.load(Relaxed);
+            if val & HANDOFF != 0 {
+                return Spin::Stopped;
+            }
+            let owner = owner_of(val);
+            if owner == 0 {
+                let new = waiters_after(val, slept) | me;
+                // Acquire: pairs with the Release in `unlock`.
+                if self
+                    .word
+                    .compare_exchange(val, new, Acquire, Relaxed)
+                    .is_ok()
+                {
+                    FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
+                    return Spin::Took;
+                }
+            } else {
+                if val & SPINNING == 0 {
+                    // An unlock without sleepers cleared the flag. This fails if the
+                    // word moved or a newer waiter set the flag first; either way the
+                    // next look sees the word as it is then. Relaxed: as in `spin`.
+                    let _ = self
+                        .word
+                        .compare_exchange(val, val | SPINNING, Relaxed, Relaxed);
+                }
+                // The kernel's rule: keep spinning on a new owner while it runs too.
+                let (_, watch) = match &mut watch {
+                    Some(w) if w.0 == owner => w,
+                    _ => watch.insert((owner, Watch::new(owner))),
+                };
+                if watch.owner_running() == Some(false) {
+                    stats::count(STATS, Event::OwnerOffCpu);
+                    return Spin::Stopped;
+                }
+            }
+            if patience.expired() {
+                return Spin::Stopped;
+            }
+            if spent >= budget {
+                return Spin::OwnerKeptRunning;
+            }
+            // Back off: an owner that re-takes the lock at once keeps the line in its
+            // cache for a run of critical sections instead of losing it to our loads
+            // after each one.
+            cpu_relax_times(backoff);
+            spent += backoff;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// Sleep on a held or reserved lock: `(o,s,*,h) -> (o,s,1,h)`, then sleep as a
+    /// `SLEEPER` on exactly that value. Returns when woken, at the deadline, or at
+    /// once if the lock came free or the word changed.
+    ///
+    /// A signal handler whose thread is this mutex's spinner first clears the flag,
+    /// `(o,1,*,h) -> (o,0,*,h)`: the unlock would otherwise leave the wake to the
+    /// spinner, which cannot run until the handler returns.
+    fn sleep(&self, patience: Patience) {
+        if Role::Spinner.held_on(self.address()) {
+            // Relaxed: as every change of the flag; the unlock reads it through its
+            // RMW on this same word.
+            self.word.fetch_and(!SPINNING, Relaxed);
+        }
+        // Relaxed: the value to sleep on; the kernel re-reads it atomically with
+        // queueing us, so a stale value only returns at once.
+        let mut val = self.word.load(Relaxed);
+        while owner_of(val) != 0 || val & HANDOFF != 0 {
+            if owner_of(val) == 0 {
+                self.wake_owed_claimant();
+            }
+            if val & WAITERS == 0 {
+                // Relaxed: the unlock reads WAITERS through its RMW on this same word.
+                if let Err(now) = self
+                    .word
+                    .compare_exchange(val, val | WAITERS, Relaxed, Relaxed)
+                {
+                    val = now;
+                    continue;
+                }
+                val |= WAITERS;
+            }
+            // A signal handler on the claimant's thread sleeps for the claimant too:
+            // the handoff wakes that class, and the handler then takes the lock.
+            let class = if self.claimed_by_this_thread() {
+                SLEEPER | CLAIMANT
+            } else {
+                SLEEPER
+            };
+            stats::count(STATS, Event::Sleep);
+            park::wait_as(&self.word, val, class, patience.deadline());
+            return;
+        }
+    }
+
+    /// A timed waiter whose deadline passed: take the lock if it is free, else leave
+    /// `WAITERS` on it if it has slept (it may have eaten the wake meant for the
+    /// next sleeper). Whether it took the lock.
+    pub(super) fn give_up(&self, me: u32, slept: bool) -> bool {
+        loop {
+            if self.try_acquire(me, slept) {
+                return true;
+            }
+            if !slept {
+                return false;
+            }
+            // Relaxed: WAITERS is read by the unlock's RMW on this same word.
+            let val = self.word.load(Relaxed);
+            let taken = owner_of(val) != 0 || val & HANDOFF != 0;
+            if taken
+                && (val & WAITERS != 0
+                    || self
+                        .word
+                        .compare_exchange(val, val | WAITERS, Relaxed, Relaxed)
+                        .is_ok())
+            {
+                return false;
+            }
+        }
+    }
+}
+
+/// Whether this thread's turn is over: it last slept on a `RawMutex` at least
+/// [`TURN_US`] and less than [`TURNS_LAPSE_US`] ago. Under loom, whatever the model
+/// asks for (time is not modelled).
+fn turn_is_over() -> bool {
+    #[cfg(not(loom))]
+    {
+        let began = TURN_BEGAN.with(Cell::get);
+        if began == 0 {
+            return false;
+        }
+        let since = now_us().wrapping_sub(began);
+        if since >= TURNS_LAPSE_US {
+            // Spinning has served this thread for a while: it takes no more turns
+            // until it sleeps again.
+            TURN_BEGAN.with(|t| t.set(0));
+            return false;
+        }
+        since >= TURN_US
+    }
+    #[cfg(loom)]
+    TURNS_OVER_IN_MODELS.with(Cell::get)
+}
+
+/// This thread's turn begins now (it has just slept). A clock that reads 0 skips one
+/// turn (0 means none).
+fn begin_turn() {
+    #[cfg(not(loom))]
+    TURN_BEGAN.with(|t| t.set(now_us()));
+}

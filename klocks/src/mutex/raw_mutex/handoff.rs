@@ -1,0 +1,142 @@
+//! `RawMutex`'s timed handoff: a waiter that slept and still waits after
+//! [`FAIR_WAIT_US`] claims the lock (`claim`), the next unlock reserves it and wakes
+//! the claimant alone, and the claimant takes it (`claimant takes`); claims on one
+//! mutex are [`FAIR_INTERVAL_US`] apart. The module doc of `raw_mutex` explains why,
+//! and how a signal handler on the claimant's thread is served ("Signals").
+
+use super::*;
+
+#[cfg(loom)]
+std::thread_local! {
+    /// Whether a waiter that slept claims a handoff under loom, at once (time is not
+    /// modelled). A model that turns it off explores the woken waiter that finds the
+    /// lock taken and sleeps again as a plain sleeper, which the claim otherwise
+    /// pre-empts. A std thread-local: loom runs a model's threads on the thread that
+    /// called `check`.
+    pub(crate) static CLAIMS_IN_MODELS: Cell<bool> = const { Cell::new(true) };
+}
+
+impl RawMutex {
+    /// The lock is reserved and free: the unlock that reserved it owes the claimant
+    /// a wake, which it makes after its release, and its thread may be kept from
+    /// making it for long: preempted, or interrupted by a signal handler that now
+    /// waits here for the claimant to take and release the lock. So a waiter about to
+    /// sleep on a reserved lock makes that wake itself. One more wake is harmless: the
+    /// claimant takes the reserved lock, or finds it taken already and waits again.
+    pub(super) fn wake_owed_claimant(&self) {
+        stats::woke(STATS, park::wake_one_of_at(&self.word, CLAIMANT));
+    }
+
+    /// A waiter that slept at `since` (µs) and still waits: claim a handoff,
+    /// `(o,s,1,0) -> (o,s,1,1)`, if it has waited [`FAIR_WAIT_US`] and the last claim
+    /// on this mutex is [`FAIR_INTERVAL_US`] old. Whether it claimed; if it did not,
+    /// the thread's claim record is `outer` again.
+    pub(super) fn claim(&self, since: u32, outer: usize) -> bool {
+        if !claim_is_due(since, &self.claimed_at) {
+            return false;
+        }
+        // Relaxed: picks the transition; the claim protects no data (the take is the
+        // Acquire).
+        let mut val = self.word.load(Relaxed);
+        loop {
+            if owner_of(val) == 0 || val & HANDOFF != 0 {
+                return false;
+            }
+            // Recorded before the word says so: a signal handler that sees HANDOFF on
+            // this thread must know the claim is its thread's.
+            Role::Claimant.enter(self.address());
+            // Relaxed: as above. WAITERS: a claimant has slept, and takes with it.
+            match self
+                .word
+                .compare_exchange(val, val | HANDOFF | WAITERS, Relaxed, Relaxed)
+            {
+                Ok(_) => {
+                    // Relaxed: a rate limit, read by later claimants as a hint.
+                    self.claimed_at.store(now_us(), Relaxed);
+                    return true;
+                }
+                Err(now) => {
+                    Role::Claimant.restore(outer);
+                    val = now;
+                }
+            }
+        }
+    }
+
+    /// The claimant waits for the unlock that reserves the lock for it, then takes
+    /// it: `(0,s,1,1) -> (me,s,1,0)`. Spins while the owner runs, sleeps as the
+    /// `CLAIMANT` otherwise (and as a `SLEEPER`: should another thread's handler
+    /// consume the claim, the wakes that pass the sleepers' duty on reach us). `false`
+    /// if the claim was consumed (then the lock is not ours): by a signal handler on
+    /// this thread, or by one on another thread that interrupted a claim in the making
+    /// (module doc, "Signals"). The caller restores the thread's claim record.
+    pub(super) fn await_handoff(&self, me: u32) -> bool {
+        let mut watch: Option<(u32, Watch)> = None;
+        let budget = BUDGET.spins();
+        let mut spent = 0;
+        loop {
+            if !self.claimed_by_this_thread() {
+                return false;
+            }
+            // Relaxed: picks the transition; the take below is the Acquire.
+            let val = self.word.load(Relaxed);
+            let owner = owner_of(val);
+            if owner == 0 {
+                // Only a claimant's take clears HANDOFF: nobody else can take it
+                // meanwhile (but a handler on this thread, which consumes the claim
+                // record first). Without HANDOFF the lock is simply free: we barge.
+                // Acquire: pairs with the Release of the handoff unlock.
+                if self
+                    .word
+                    .compare_exchange(val, (val & !HANDOFF) | WAITERS | me, Acquire, Relaxed)
+                    .is_ok()
+                {
+                    return true;
+                }
+                continue;
+            }
+            if val & HANDOFF == 0 {
+                // Held, and no longer reserved: someone consumed the claim.
+                return false;
+            }
+            let (_, watch) = match &mut watch {
+                Some(w) if w.0 == owner => w,
+                _ => watch.insert((owner, Watch::new(owner))),
+            };
+            if spent < budget && watch.owner_running() != Some(false) {
+                cpu_relax_times(MAX_BACKOFF);
+                spent += MAX_BACKOFF;
+                continue;
+            }
+            stats::count(STATS, Event::Sleep);
+            park::wait_as(&self.word, val, CLAIMANT | SLEEPER, None);
+        }
+    }
+
+    /// Whether this thread's recorded claim is on this mutex.
+    pub(super) fn claimed_by_this_thread(&self) -> bool {
+        Role::Claimant.held_on(self.address())
+    }
+
+    pub(super) fn address(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+}
+
+/// Whether a waiter that slept at `since` may claim a handoff now, given the time of
+/// the mutex's last claim. Under loom any waiter that slept may (time is not modelled),
+/// so the models reach the handoff.
+fn claim_is_due(since: u32, claimed_at: &AtomicU32) -> bool {
+    #[cfg(not(loom))]
+    {
+        let now = now_us();
+        // Relaxed: a hint; a stale value only moves one claim by one interval.
+        let last = claimed_at.load(Relaxed);
+        now.wrapping_sub(since) >= FAIR_WAIT_US && now.wrapping_sub(last) >= FAIR_INTERVAL_US
+    }
+    #[cfg(loom)]
+    {
+        let _ = (since, claimed_at);
+        CLAIMS_IN_MODELS.with(Cell::get)
+    }
+}
