@@ -756,6 +756,15 @@ pub(crate) fn alone(test: &str) -> bool {
     }
 }
 
+/// The scheduler state of thread `tid` of this process (`R`, `S`, ...), from
+/// `/proc/self/task/<tid>/stat`; `None` once the thread is gone.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn thread_state(tid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // "tid (comm) S ...": the state follows the last ')'.
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

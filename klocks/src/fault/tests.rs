@@ -715,22 +715,26 @@ fn registered_at_release_and_after<L: Send + Sync + 'static>(
     let lock = Arc::new(lock);
     thread::spawn(move || {
         take(&lock);
-        let started = Arc::new(AtomicBool::new(false));
+        let waiter_tid = Arc::new(AtomicU32::new(0));
         let waiter = thread::spawn({
-            let (lock, started) = (Arc::clone(&lock), Arc::clone(&started));
+            let (lock, waiter_tid) = (Arc::clone(&lock), Arc::clone(&waiter_tid));
             move || {
-                started.store(true, SeqCst);
+                waiter_tid.store(crate::owner::current_tid(), SeqCst);
                 take(&lock);
                 release(&lock);
             }
         });
-        // The waiter is waiting (a loaded machine may start it late), and long enough
-        // for it to spin out its budget and go to sleep; a waiter still spinning is
-        // found by the unlock too.
-        while !started.load(SeqCst) {
+        // The waiter is waiting: asleep on the lock (a loaded machine may start it
+        // late, or keep it from running until its spin is over). The owner sleeps, so
+        // the waiter's probe sees it off its CPU and the waiter does not spin long.
+        let asleep = || {
+            let tid = waiter_tid.load(SeqCst);
+            tid != 0 && crate::testing::thread_state(tid) == Some('S')
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !asleep() && Instant::now() < deadline {
             thread::sleep(Duration::from_millis(1));
         }
-        thread::sleep(Duration::from_millis(20));
         let at_release = Arc::new(AtomicBool::new(true));
         let seen = Arc::clone(&at_release);
         hook::with(

@@ -159,9 +159,9 @@ use crate::owner::{self, Watch};
 use crate::park;
 use crate::role::Role;
 use crate::stats::{self, Event, Lock};
-use crate::wait::{count_skipped_wake, now_us, Patience};
 #[cfg(loom)]
 use crate::wait::TURNS_OVER_IN_MODELS;
+use crate::wait::{count_skipped_wake, now_us, Patience};
 use std::cell::Cell;
 
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};

@@ -1,5 +1,5 @@
-//! The probe on a real system: the mechanism chosen once per process, thread ids
-//! cached per thread, and the watch a waiter keeps on one owner.
+//! The probe on a real system: the mechanism chosen once per process, and the watch
+//! a waiter keeps on one owner.
 
 use super::{cpu_clock, perf, ProbeKind};
 use crate::config::resolved::Resolved;
@@ -87,79 +87,9 @@ fn choose() -> ProbeKind {
 }
 
 std::thread_local! {
-    /// The thread's tid, 0 until asked. No destructor: readable at any time,
-    /// also from the fork handler.
-    static TID: Cell<u32> = const { Cell::new(0) };
-    /// Whether this thread made itself observable already ([`watch_current`]).
+    /// Whether this thread made itself observable already ([`watch_current`]). No
+    /// destructor: readable at any time, also from the fork handler.
     static WATCHED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The calling thread's kernel thread id (`gettid`), cached in a thread-local.
-#[cfg(not(all(feature = "glibc-tid", target_os = "linux", target_env = "gnu")))]
-#[inline]
-pub fn current_tid() -> u32 {
-    cached_tid()
-}
-
-/// The calling thread's kernel thread id (`gettid`): read from glibc's thread
-/// descriptor once [`calibrate_glibc_tid`](super::calibrate_glibc_tid) found it,
-/// else cached in a thread-local (out of line: a `__tls_get_addr` call would make
-/// every lock path that inlines this larger).
-#[cfg(all(feature = "glibc-tid", target_os = "linux", target_env = "gnu"))]
-#[inline]
-pub fn current_tid() -> u32 {
-    #[cold]
-    #[inline(never)]
-    fn fallback() -> u32 {
-        cached_tid()
-    }
-    super::glibc_tid::read().unwrap_or_else(fallback)
-}
-
-#[inline(always)]
-fn cached_tid() -> u32 {
-    TID.with(|tid| match tid.get() {
-        0 => {
-            let fresh = gettid();
-            tid.set(fresh);
-            fresh
-        }
-        cached => cached,
-    })
-}
-
-#[cold]
-fn gettid() -> u32 {
-    // The cache must be dropped in a fork child before the child can use it.
-    install_fork_handler();
-    // SAFETY: gettid has no preconditions and cannot fail.
-    let tid = unsafe { libc::gettid() };
-    tid as u32
-}
-
-/// Installs the fork handler once per process; whether it is in place.
-/// (A thread that asks while another installs it is told "not yet".)
-pub(super) fn install_fork_handler() -> bool {
-    static INSTALLED: Resolved = Resolved::new();
-    let (installed, _) = INSTALLED.get(
-        || {
-            // SAFETY: `forget_parent_in_child` is a plain function that lives as
-            // long as the process; it does only what is allowed between fork and
-            // exec.
-            let rc = unsafe { libc::pthread_atfork(None, None, Some(forget_parent_in_child)) };
-            u64::from(rc == 0)
-        },
-        0,
-    );
-    installed == 1
-}
-
-/// Runs in a fork child, on its only thread, before the child's own code: the
-/// tid changed, and the parent's perf rings were not mapped into the child.
-extern "C" fn forget_parent_in_child() {
-    TID.with(|tid| tid.set(0));
-    WATCHED.with(|watched| watched.set(false));
-    perf::forget_parent_threads();
 }
 
 /// Makes the calling thread observable by [`Watch`]: with `PerfSwitch`, opens and
@@ -185,8 +115,17 @@ pub fn watch_current() {
 
 #[cold]
 fn watch_current_first() {
+    static FORGET_IN_CHILD: Resolved = Resolved::new();
+    // A fork child's thread has registered nothing (`perf` forgets the parent's
+    // registrations in its own fork handler).
+    super::at_fork_child(&FORGET_IN_CHILD, forget_watched_in_child);
     probe_kind().watch_current();
     WATCHED.with(|watched| watched.set(true));
+}
+
+/// Runs in a fork child, on its only thread, before the child's own code.
+extern "C" fn forget_watched_in_child() {
+    WATCHED.with(|watched| watched.set(false));
 }
 
 /// Whether the calling thread is registered with `PerfSwitch`.

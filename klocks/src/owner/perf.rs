@@ -82,7 +82,7 @@ use std::sync::atomic::{
 
 use crossbeam_utils::CachePadded;
 
-use super::current_tid;
+use super::tid::current_tid;
 use crate::config::resolved::Resolved;
 
 // The kernel ABI, from include/uapi/linux/perf_event.h.
@@ -521,7 +521,8 @@ fn give_back() {
 fn register() -> Option<usize> {
     let layout = layout().ok()?;
     // Without the fork handler a fork child could read a ring it does not have.
-    if !super::native::install_fork_handler() {
+    static FORGET_IN_CHILD: Resolved = Resolved::new();
+    if !super::at_fork_child(&FORGET_IN_CHILD, forget_parent_threads) {
         return None;
     }
     // Arm the destructor first: a thread already tearing down its thread-locals
@@ -610,7 +611,7 @@ fn retire(slot: usize) {
 /// In a fork child: forgets every registration inherited from the parent. Only
 /// async-signal-safe work (atomics and `close`): it runs between `fork` and the
 /// child's own code, with the child's only thread.
-pub(super) fn forget_parent_threads() {
+extern "C" fn forget_parent_threads() {
     for (key, entry) in REGISTRY.keys.iter().zip(&REGISTRY.slots) {
         // Relaxed throughout: the child has a single thread.
         let seen = key.load(Relaxed);

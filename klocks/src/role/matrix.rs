@@ -17,6 +17,7 @@
 //! (`spin::pv_qspinlock`), as has the default mutex's handoff claimant
 //! (`mutex::raw_mutex`).
 
+use crate::testing::thread_state;
 use crate::{FutexMutex, RawMutex, RawRwLock, SpinFutexMutex};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::SeqCst};
 use std::sync::Arc;
@@ -33,13 +34,6 @@ extern "C" fn on_signal(_: libc::c_int) {
         unsafe { (*body)() };
         HANDLED.store(true, SeqCst);
     }
-}
-
-/// The scheduler state of thread `tid` of this process (`R`, `S`, ...).
-fn thread_state(tid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    // "tid (comm) S ...": the state follows the last ')'.
-    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }
 
 /// Polls `done` for up to `within`, busy (the main thread holds the lock and must look

@@ -210,14 +210,14 @@
 use crate::backoff;
 use crate::budget::SpinBudget;
 use crate::catalog::RwLockKind;
-#[cfg(loom)]
-use crate::wait::TURNS_OVER_IN_MODELS;
-use crate::wait::{count_skipped_wake, now_us, Patience};
 use crate::owner::{self, Watch};
 use crate::park;
 use crate::role::Role;
 use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
+#[cfg(loom)]
+use crate::wait::TURNS_OVER_IN_MODELS;
+use crate::wait::{count_skipped_wake, now_us, Patience};
 use std::cell::Cell;
 
 /// Whose counters the `stats` feature bumps.

@@ -116,7 +116,13 @@ impl<P: ReaderSpin> RwSem<P> {
 
     /// Queue and wait until a wake-up grants us a read lock (`true`) or tells us to
     /// retry (`false`). `holds_share`: the fast path's share is still in the count.
-    pub(super) fn read_wait(&self, me: u32, last_rowner: u32, holds_share: bool, since: &Since) -> bool {
+    pub(super) fn read_wait(
+        &self,
+        me: u32,
+        last_rowner: u32,
+        holds_share: bool,
+        since: &Since,
+    ) -> bool {
         since.queued();
         READER_SPINS.queued();
         let node = Node::new(WAITING, Wait::new(Kind::Read, me, last_rowner, since));

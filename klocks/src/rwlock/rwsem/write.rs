@@ -78,7 +78,13 @@ impl<P: ReaderSpin> RwSem<P> {
 
     /// Under the queue lock: take the write lock if it is free and not owed to another
     /// waiter, or, with `handoff`, demand it. Returns whether we took it.
-    pub(super) fn try_write_lock(&self, queue: &Queue<Wait>, node: &Node, handoff: bool, me: u32) -> bool {
+    pub(super) fn try_write_lock(
+        &self,
+        queue: &Queue<Wait>,
+        node: &Node,
+        handoff: bool,
+        me: u32,
+    ) -> bool {
         let first = queue.is_front(node);
         // Relaxed: the expected value; the cmpxchg decides.
         let mut count = self.count.load(Relaxed);

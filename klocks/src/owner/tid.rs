@@ -1,0 +1,62 @@
+//! The calling thread's kernel thread id, the owner id in every lock word that keeps
+//! one: read from glibc's thread descriptor where the `glibc-tid` feature found it,
+//! else cached in a thread-local that a fork child forgets.
+
+use crate::config::resolved::Resolved;
+use std::cell::Cell;
+
+std::thread_local! {
+    /// The thread's tid, 0 until asked. No destructor: readable at any time,
+    /// also from the fork handler.
+    static TID: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The calling thread's kernel thread id (`gettid`), cached in a thread-local.
+#[cfg(not(all(feature = "glibc-tid", target_os = "linux", target_env = "gnu")))]
+#[inline]
+pub fn current_tid() -> u32 {
+    cached_tid()
+}
+
+/// The calling thread's kernel thread id (`gettid`): read from glibc's thread
+/// descriptor once [`calibrate_glibc_tid`](super::calibrate_glibc_tid) found it,
+/// else cached in a thread-local (out of line: a `__tls_get_addr` call would make
+/// every lock path that inlines this larger).
+#[cfg(all(feature = "glibc-tid", target_os = "linux", target_env = "gnu"))]
+#[inline]
+pub fn current_tid() -> u32 {
+    #[cold]
+    #[inline(never)]
+    fn fallback() -> u32 {
+        cached_tid()
+    }
+    super::glibc_tid::read().unwrap_or_else(fallback)
+}
+
+#[inline(always)]
+fn cached_tid() -> u32 {
+    TID.with(|tid| match tid.get() {
+        0 => {
+            let fresh = gettid();
+            tid.set(fresh);
+            fresh
+        }
+        cached => cached,
+    })
+}
+
+#[cold]
+fn gettid() -> u32 {
+    // The cache must be dropped in a fork child before the child can use it.
+    static FORGET_IN_CHILD: Resolved = Resolved::new();
+    super::at_fork_child(&FORGET_IN_CHILD, forget_tid_in_child);
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    tid as u32
+}
+
+/// Runs in a fork child, on its only thread, before the child's own code: the tid
+/// changed.
+extern "C" fn forget_tid_in_child() {
+    TID.with(|tid| tid.set(0));
+}
