@@ -74,6 +74,33 @@ const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Never>>())
 const _: () = assert!(size_of::<RawRwLock>() <= size_of::<RwSem<Adaptive>>());
 const _: () = assert!(std::mem::align_of::<RawRwLock>() <= std::mem::align_of::<RwSem<Adaptive>>());
 
+/// Runs `$body` with `$Lock` the lock type of `$policy`: `RawRwLock`, or `RwSem<P>`
+/// for an rwsem policy. The one map from policy to type, used by [`with_sem!`] and by
+/// the routes' choice (`route`).
+macro_rules! with_policy {
+    ($policy:expr, $Lock:ident => $body:expr) => {
+        match $policy {
+            $crate::preload::config::RwPolicy::Adaptive => {
+                type $Lock = klocks_core::RwSem<klocks_core::reader_spin::Adaptive>;
+                $body
+            }
+            $crate::preload::config::RwPolicy::Always => {
+                type $Lock = klocks_core::RwSem<klocks_core::reader_spin::Always>;
+                $body
+            }
+            $crate::preload::config::RwPolicy::Never => {
+                type $Lock = klocks_core::RwSem<klocks_core::reader_spin::Never>;
+                $body
+            }
+            $crate::preload::config::RwPolicy::Default => {
+                type $Lock = klocks_core::RawRwLock;
+                $body
+            }
+        }
+    };
+}
+pub(super) use with_policy;
+
 /// Runs `$body` with `$sem` the process's lock in `$rw`: `&RawRwLock` or `&RwSem<P>`
 /// for the policy `$policy` (they share the method names used here).
 ///
@@ -82,27 +109,13 @@ const _: () = assert!(std::mem::align_of::<RawRwLock>() <= std::mem::align_of::<
 macro_rules! with_sem {
     ($rw:expr, $policy:expr, $sem:ident => $body:expr) => {{
         let at = $rw.body.get();
-        match $policy {
-            RwPolicy::Adaptive => {
-                // SAFETY (all arms): by the contract, an `RwSem` of this policy lives
-                // at `at` (the three have one layout); its atomics give interior
-                // mutability.
-                let $sem = unsafe { &*at.cast::<RwSem<Adaptive>>() };
-                $body
-            }
-            RwPolicy::Always => {
-                let $sem = unsafe { &*at.cast::<RwSem<Always>>() };
-                $body
-            }
-            RwPolicy::Never => {
-                let $sem = unsafe { &*at.cast::<RwSem<Never>>() };
-                $body
-            }
-            RwPolicy::Default => {
-                let $sem = unsafe { &*at.cast::<RawRwLock>() };
-                $body
-            }
-        }
+        with_policy!($policy, PolicyLock => {
+            // SAFETY: by the contract, a `PolicyLock` lives at `at` (the rwsems of
+            // the three policies have one layout); its atomics give interior
+            // mutability.
+            let $sem = unsafe { &*at.cast::<PolicyLock>() };
+            $body
+        })
     }};
 }
 
@@ -113,16 +126,9 @@ macro_rules! with_sem {
 unsafe fn init_body(rw: &RwLock, policy: RwPolicy) {
     let at = rw.body.get();
     // SAFETY: caller's contract; the body has the size and alignment of every policy's
-    // `RwSem`. The old bytes are not dropped: an `RwSem` owns no resource while no
+    // lock. The old bytes are not dropped: an `RwSem` owns no resource while no
     // thread waits on it, and waiters of a repaired lock are gone.
-    unsafe {
-        match policy {
-            RwPolicy::Adaptive => at.cast::<RwSem<Adaptive>>().write(RwSem::new()),
-            RwPolicy::Always => at.cast::<RwSem<Always>>().write(RwSem::new()),
-            RwPolicy::Never => at.cast::<RwSem<Never>>().write(RwSem::new()),
-            RwPolicy::Default => at.cast::<RawRwLock>().write(RawRwLock::new()),
-        }
-    }
+    with_policy!(policy, PolicyLock => unsafe { at.cast::<PolicyLock>().write(PolicyLock::new()) });
 }
 
 enum Target<'a> {
@@ -333,6 +339,123 @@ fn unlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     0
 }
 
+/// The fast paths of the routes (see `route`) on the lock type `L` of the process's
+/// policy: the common case of each call, done as the general entry would do it;
+/// `false`, having done nothing, for anything else, which the general entry sorts
+/// (its misuse answers, fork repairs, waits, `EAGAIN`, the profile).
+pub(super) trait Routed: Sync {
+    /// Takes a read lock as the general `rdlock` and `tryrdlock` first try to, with
+    /// room for one more reader; `false` if that try does not enter.
+    fn read_uncontended(&self) -> bool;
+    /// Takes the write lock from a lock nobody holds or waits for.
+    fn write_uncontended(&self) -> bool;
+    /// Releases the caller's hold when the lock tells read from write as the general
+    /// `unlock` would (module doc, "Unlock finds the mode").
+    fn unlock_uncontended(&self) -> bool;
+}
+
+impl Routed for RawRwLock {
+    #[inline(always)]
+    fn read_uncontended(&self) -> bool {
+        // `Err` (too many readers) is the general entry's `EAGAIN` to answer.
+        matches!(self.try_lock_shared_within_max(), Ok(true))
+    }
+
+    #[inline(always)]
+    fn write_uncontended(&self) -> bool {
+        // Never past sleeping writers: their turns are `lock_exclusive`'s to keep.
+        self.try_lock_exclusive_free()
+    }
+
+    #[inline(always)]
+    fn unlock_uncontended(&self) -> bool {
+        // One load of the word tells a read hold (readers, no `WRITER`) from the
+        // caller's write hold (`WRITER` alone, its id as the writer's); where the
+        // general entry's snapshot would say the same, in every case it handles.
+        self.try_unlock_either()
+    }
+}
+
+impl<P: ReaderSpin> Routed for RwSem<P> {
+    #[inline(always)]
+    fn read_uncontended(&self) -> bool {
+        self.try_lock_shared()
+    }
+
+    #[inline(always)]
+    fn write_uncontended(&self) -> bool {
+        self.try_lock_exclusive()
+    }
+
+    #[inline(always)]
+    fn unlock_uncontended(&self) -> bool {
+        // The general entry's decision, without its sorting of the call.
+        if self.exclusive_owner() == Some(current_tid()) {
+            self.unlock_exclusive();
+        } else if self.is_locked() && !self.is_locked_exclusive() {
+            self.unlock_shared();
+        } else {
+            return false;
+        }
+        true
+    }
+}
+
+/// The lock in `r` for a route's fast path: a klocks-managed rwlock of this fork
+/// generation; `None` for anything else (null, glibc's, stale).
+///
+/// # Safety
+/// `r` is null or points to a live `pthread_rwlock_t`; `L` is the lock type of the
+/// process's policy.
+#[inline(always)]
+unsafe fn current_lock<'a, L>(r: *mut pthread_rwlock_t) -> Option<&'a L> {
+    if r.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and live (caller's contract), `RwLock`'s size and alignment.
+    let rw = unsafe { &*r.cast::<RwLock>() };
+    // Acquire: as in `RwLock::current` (pairs with the Release in `fork::repair`,
+    // which publishes the body).
+    let stamp = rw.stamp.load(Acquire);
+    // SAFETY (the cast): a klocks-managed rwlock's body holds the process's lock, an
+    // `L` (caller's contract).
+    (stamp == fork::generation() && stamp != GLIBC_OWNED)
+        .then(|| unsafe { &*rw.body.get().cast::<L>() })
+}
+
+/// Declares the routes' functions for a process that runs the lock type `L` without
+/// a profile: the fast path on a current lock, else the general entry (with site 0,
+/// the profile's, which is off on these routes).
+macro_rules! routed_calls {
+    ($($(#[$meta:meta])* $name:ident => $fast:ident, $general:ident($($site:expr)?);)*) => {$(
+        $(#[$meta])*
+        ///
+        /// # Safety
+        /// POSIX's contract for the call; `L` is the lock type of the process's policy.
+        pub(super) unsafe extern "C" fn $name<L: Routed>(r: *mut pthread_rwlock_t) -> c_int {
+            // SAFETY: caller's contract.
+            match unsafe { current_lock::<L>(r) } {
+                Some(lock) if lock.$fast() => 0,
+                // SAFETY: caller's contract.
+                _ => unsafe { $general(r $(, $site)?) },
+            }
+        }
+    )*};
+}
+
+routed_calls! {
+    /// `pthread_rwlock_rdlock` on the route of lock type `L`.
+    rdlock_as => read_uncontended, rdlock_from(0);
+    /// `pthread_rwlock_tryrdlock` on the route of lock type `L`.
+    tryrdlock_as => read_uncontended, tryrdlock_from(0);
+    /// `pthread_rwlock_wrlock` on the route of lock type `L`.
+    wrlock_as => write_uncontended, wrlock_from(0);
+    /// `pthread_rwlock_trywrlock` on the route of lock type `L`.
+    trywrlock_as => write_uncontended, trywrlock_from(0);
+    /// `pthread_rwlock_unlock` on the route of lock type `L`.
+    unlock_as => unlock_uncontended, unlock_from();
+}
+
 with_caller! {
     /// `pthread_rwlock_init`: a klocks rwsem of the process's policy, or glibc's
     /// rwlock for a process-shared one.
@@ -484,21 +607,22 @@ plain_calls! {
 
 /// Declares the blocking calls, entered with their site (see `profile`).
 macro_rules! blocking_calls {
-    ($($name:ident, $from:ident => $role:expr, $try_entry:ident, $entry:ident;)*) => {$(
-        with_caller! {
-            /// The pthread call of the same name.
+    ($($with_site:ident, $from:ident => $role:expr, $try_entry:ident, $entry:ident;)*) => {$(
+        with_caller! { local
+            /// The pthread call's general route (see `route`): the general entry, with
+            /// the call site.
             ///
             /// # Safety
-            /// POSIX's contract for it.
-            fn $name(r: *mut pthread_rwlock_t) -> c_int
+            /// POSIX's contract for the call.
+            fn $with_site(r: *mut pthread_rwlock_t) -> c_int
                 => $from, site: "rsi"
         }
 
-        /// The pthread call of the same name, called from `site`.
+        /// The pthread call, called from `site`.
         ///
         /// # Safety
-        /// POSIX's contract for it.
-        unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
+        /// POSIX's contract for the call.
+        pub(super) unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
             if profile::on() {
                 // SAFETY: caller's contract, for both.
                 return profile::acquire(
@@ -516,26 +640,27 @@ macro_rules! blocking_calls {
 }
 
 blocking_calls! {
-    pthread_rwlock_rdlock, rdlock_from => Role::Read, tryrdlock_entry, rdlock_entry;
-    pthread_rwlock_wrlock, wrlock_from => Role::Write, trywrlock_entry, wrlock_entry;
+    rdlock_with_site, rdlock_from => Role::Read, tryrdlock_entry, rdlock_entry;
+    wrlock_with_site, wrlock_from => Role::Write, trywrlock_entry, wrlock_entry;
 }
 
 /// Declares the tries, entered with their site (see `profile`).
 macro_rules! try_calls {
-    ($($name:ident, $from:ident => $role:expr, $entry:ident;)*) => {$(
-        with_caller! {
-            /// The pthread call of the same name.
+    ($($with_site:ident, $from:ident => $role:expr, $entry:ident;)*) => {$(
+        with_caller! { local
+            /// The pthread call's general route (see `route`): the general entry, with
+            /// the call site.
             ///
             /// # Safety
-            /// POSIX's contract for it.
-            fn $name(r: *mut pthread_rwlock_t) -> c_int => $from, site: "rsi"
+            /// POSIX's contract for the call.
+            fn $with_site(r: *mut pthread_rwlock_t) -> c_int => $from, site: "rsi"
         }
 
-        /// The pthread call of the same name, called from `site`.
+        /// The pthread call, called from `site`.
         ///
         /// # Safety
-        /// POSIX's contract for it.
-        unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
+        /// POSIX's contract for the call.
+        pub(super) unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
             if profile::on() {
                 // SAFETY: caller's contract.
                 return profile::try_acquire(r as usize, $role, site, || unsafe { $entry(r) });
@@ -547,16 +672,15 @@ macro_rules! try_calls {
 }
 
 try_calls! {
-    pthread_rwlock_tryrdlock, tryrdlock_from => Role::Read, tryrdlock_entry;
-    pthread_rwlock_trywrlock, trywrlock_from => Role::Write, trywrlock_entry;
+    tryrdlock_with_site, tryrdlock_from => Role::Read, tryrdlock_entry;
+    trywrlock_with_site, trywrlock_from => Role::Write, trywrlock_entry;
 }
 
-/// `pthread_rwlock_unlock`.
+/// `pthread_rwlock_unlock` on its general route (see `route`).
 ///
 /// # Safety
 /// POSIX's contract for it.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_unlock(r: *mut pthread_rwlock_t) -> c_int {
+pub(super) unsafe extern "C" fn unlock_from(r: *mut pthread_rwlock_t) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract.
         return profile::release(r as usize, || unsafe { unlock_entry(r) });
