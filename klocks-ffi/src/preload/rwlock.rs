@@ -20,7 +20,11 @@
 //! `pthread_rwlock_unlock` does not say which lock the caller holds. Both locks
 //! name a writer exactly for the question "am I the writer?" (`exclusive_owner`); if not, and readers hold the lock, the caller is taken
 //! to be one of them (readers are counted, not named, so a thread that holds nothing
-//! releases another reader's share, as with glibc); else `EPERM`.
+//! releases another reader's share, as with glibc); else `EPERM`. The route of the
+//! default rwlock (`route`, [`Routed`]) decides from one load of the word where that
+//! snapshot would say the same: readers inside and no writer bit, a read hold; the
+//! writer bit alone with the caller's id as the writer, its write hold; anything else
+//! (a free lock, a writer draining readers, a borrowed write lock) comes here.
 //!
 //! # Too many readers
 //!
