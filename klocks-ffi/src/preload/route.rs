@@ -24,7 +24,7 @@
 //!
 //! An rwlock's unlock is not told whether the caller reads or writes. Its route
 //! decides from one load of the lock's word where the general entry's snapshot would
-//! decide the same (`rwlock::Routed`), and leaves every other case to that entry.
+//! decide the same (`rwlock::routed::Routed`), and leaves every other case to that entry.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
