@@ -20,7 +20,11 @@
 //! `pthread_rwlock_unlock` does not say which lock the caller holds. Both locks
 //! name a writer exactly for the question "am I the writer?" (`exclusive_owner`); if not, and readers hold the lock, the caller is taken
 //! to be one of them (readers are counted, not named, so a thread that holds nothing
-//! releases another reader's share, as with glibc); else `EPERM`.
+//! releases another reader's share, as with glibc); else `EPERM`. The route of the
+//! default rwlock (`route`, [`routed::Routed`]) decides from one load of the word where that
+//! snapshot would say the same: readers inside and no writer bit, a read hold; the
+//! writer bit alone with the caller's id as the writer, its write hold; anything else
+//! (a free lock, a writer draining readers, a borrowed write lock) comes here.
 //!
 //! # Too many readers
 //!
@@ -52,6 +56,9 @@ use super::glibc;
 use super::profile::{self, with_caller, Role};
 use super::time::Deadline;
 
+mod routed;
+pub(super) use routed::{rdlock_as, tryrdlock_as, trywrlock_as, unlock_as, wrlock_as};
+
 extern "C" {
     /// glibc's (the `libc` crate does not declare it).
     fn pthread_rwlockattr_getkind_np(attr: *const pthread_rwlockattr_t, kind: *mut c_int) -> c_int;
@@ -74,6 +81,33 @@ const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Never>>())
 const _: () = assert!(size_of::<RawRwLock>() <= size_of::<RwSem<Adaptive>>());
 const _: () = assert!(std::mem::align_of::<RawRwLock>() <= std::mem::align_of::<RwSem<Adaptive>>());
 
+/// Runs `$body` with `$Lock` the lock type of `$policy`: `RawRwLock`, or `RwSem<P>`
+/// for an rwsem policy. The one map from policy to type, used by [`with_sem!`] and by
+/// the routes' choice (`route`).
+macro_rules! with_policy {
+    ($policy:expr, $Lock:ident => $body:expr) => {
+        match $policy {
+            $crate::preload::config::RwPolicy::Adaptive => {
+                type $Lock = klocks_core::RwSem<klocks_core::reader_spin::Adaptive>;
+                $body
+            }
+            $crate::preload::config::RwPolicy::Always => {
+                type $Lock = klocks_core::RwSem<klocks_core::reader_spin::Always>;
+                $body
+            }
+            $crate::preload::config::RwPolicy::Never => {
+                type $Lock = klocks_core::RwSem<klocks_core::reader_spin::Never>;
+                $body
+            }
+            $crate::preload::config::RwPolicy::Default => {
+                type $Lock = klocks_core::RawRwLock;
+                $body
+            }
+        }
+    };
+}
+pub(super) use with_policy;
+
 /// Runs `$body` with `$sem` the process's lock in `$rw`: `&RawRwLock` or `&RwSem<P>`
 /// for the policy `$policy` (they share the method names used here).
 ///
@@ -82,27 +116,13 @@ const _: () = assert!(std::mem::align_of::<RawRwLock>() <= std::mem::align_of::<
 macro_rules! with_sem {
     ($rw:expr, $policy:expr, $sem:ident => $body:expr) => {{
         let at = $rw.body.get();
-        match $policy {
-            RwPolicy::Adaptive => {
-                // SAFETY (all arms): by the contract, an `RwSem` of this policy lives
-                // at `at` (the three have one layout); its atomics give interior
-                // mutability.
-                let $sem = unsafe { &*at.cast::<RwSem<Adaptive>>() };
-                $body
-            }
-            RwPolicy::Always => {
-                let $sem = unsafe { &*at.cast::<RwSem<Always>>() };
-                $body
-            }
-            RwPolicy::Never => {
-                let $sem = unsafe { &*at.cast::<RwSem<Never>>() };
-                $body
-            }
-            RwPolicy::Default => {
-                let $sem = unsafe { &*at.cast::<RawRwLock>() };
-                $body
-            }
-        }
+        with_policy!($policy, PolicyLock => {
+            // SAFETY: by the contract, a `PolicyLock` lives at `at` (the rwsems of
+            // the three policies have one layout); its atomics give interior
+            // mutability.
+            let $sem = unsafe { &*at.cast::<PolicyLock>() };
+            $body
+        })
     }};
 }
 
@@ -113,16 +133,9 @@ macro_rules! with_sem {
 unsafe fn init_body(rw: &RwLock, policy: RwPolicy) {
     let at = rw.body.get();
     // SAFETY: caller's contract; the body has the size and alignment of every policy's
-    // `RwSem`. The old bytes are not dropped: an `RwSem` owns no resource while no
+    // lock. The old bytes are not dropped: an `RwSem` owns no resource while no
     // thread waits on it, and waiters of a repaired lock are gone.
-    unsafe {
-        match policy {
-            RwPolicy::Adaptive => at.cast::<RwSem<Adaptive>>().write(RwSem::new()),
-            RwPolicy::Always => at.cast::<RwSem<Always>>().write(RwSem::new()),
-            RwPolicy::Never => at.cast::<RwSem<Never>>().write(RwSem::new()),
-            RwPolicy::Default => at.cast::<RawRwLock>().write(RawRwLock::new()),
-        }
-    }
+    with_policy!(policy, PolicyLock => unsafe { at.cast::<PolicyLock>().write(PolicyLock::new()) });
 }
 
 enum Target<'a> {
@@ -484,21 +497,22 @@ plain_calls! {
 
 /// Declares the blocking calls, entered with their site (see `profile`).
 macro_rules! blocking_calls {
-    ($($name:ident, $from:ident => $role:expr, $try_entry:ident, $entry:ident;)*) => {$(
-        with_caller! {
-            /// The pthread call of the same name.
+    ($($with_site:ident, $from:ident => $role:expr, $try_entry:ident, $entry:ident;)*) => {$(
+        with_caller! { local
+            /// The pthread call's general route (see `route`): the general entry, with
+            /// the call site.
             ///
             /// # Safety
-            /// POSIX's contract for it.
-            fn $name(r: *mut pthread_rwlock_t) -> c_int
+            /// POSIX's contract for the call.
+            fn $with_site(r: *mut pthread_rwlock_t) -> c_int
                 => $from, site: "rsi"
         }
 
-        /// The pthread call of the same name, called from `site`.
+        /// The pthread call, called from `site`.
         ///
         /// # Safety
-        /// POSIX's contract for it.
-        unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
+        /// POSIX's contract for the call.
+        pub(super) unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
             if profile::on() {
                 // SAFETY: caller's contract, for both.
                 return profile::acquire(
@@ -516,26 +530,27 @@ macro_rules! blocking_calls {
 }
 
 blocking_calls! {
-    pthread_rwlock_rdlock, rdlock_from => Role::Read, tryrdlock_entry, rdlock_entry;
-    pthread_rwlock_wrlock, wrlock_from => Role::Write, trywrlock_entry, wrlock_entry;
+    rdlock_with_site, rdlock_from => Role::Read, tryrdlock_entry, rdlock_entry;
+    wrlock_with_site, wrlock_from => Role::Write, trywrlock_entry, wrlock_entry;
 }
 
 /// Declares the tries, entered with their site (see `profile`).
 macro_rules! try_calls {
-    ($($name:ident, $from:ident => $role:expr, $entry:ident;)*) => {$(
-        with_caller! {
-            /// The pthread call of the same name.
+    ($($with_site:ident, $from:ident => $role:expr, $entry:ident;)*) => {$(
+        with_caller! { local
+            /// The pthread call's general route (see `route`): the general entry, with
+            /// the call site.
             ///
             /// # Safety
-            /// POSIX's contract for it.
-            fn $name(r: *mut pthread_rwlock_t) -> c_int => $from, site: "rsi"
+            /// POSIX's contract for the call.
+            fn $with_site(r: *mut pthread_rwlock_t) -> c_int => $from, site: "rsi"
         }
 
-        /// The pthread call of the same name, called from `site`.
+        /// The pthread call, called from `site`.
         ///
         /// # Safety
-        /// POSIX's contract for it.
-        unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
+        /// POSIX's contract for the call.
+        pub(super) unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
             if profile::on() {
                 // SAFETY: caller's contract.
                 return profile::try_acquire(r as usize, $role, site, || unsafe { $entry(r) });
@@ -547,16 +562,15 @@ macro_rules! try_calls {
 }
 
 try_calls! {
-    pthread_rwlock_tryrdlock, tryrdlock_from => Role::Read, tryrdlock_entry;
-    pthread_rwlock_trywrlock, trywrlock_from => Role::Write, trywrlock_entry;
+    tryrdlock_with_site, tryrdlock_from => Role::Read, tryrdlock_entry;
+    trywrlock_with_site, trywrlock_from => Role::Write, trywrlock_entry;
 }
 
-/// `pthread_rwlock_unlock`.
+/// `pthread_rwlock_unlock` on its general route (see `route`).
 ///
 /// # Safety
 /// POSIX's contract for it.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_unlock(r: *mut pthread_rwlock_t) -> c_int {
+pub(super) unsafe extern "C" fn unlock_from(r: *mut pthread_rwlock_t) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract.
         return profile::release(r as usize, || unsafe { unlock_entry(r) });

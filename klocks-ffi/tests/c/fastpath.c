@@ -5,8 +5,10 @@
  * mode, where any system call other than read, write, _exit and sigreturn kills the
  * process with SIGKILL. Inside it, it runs uncontended lock/unlock and trylock/unlock
  * pairs on a statically initialised mutex, on one from pthread_mutex_init, and on a
- * recursive and an error-checking one; then it writes "fastpath: ok" and leaves
- * through the raw exit system call (exit_group, which exit() uses, is not allowed).
+ * recursive and an error-checking one, and read, write, tryread and trywrite pairs
+ * (and two nested reads) on a statically initialised rwlock and on one from
+ * pthread_rwlock_init; then it writes "fastpath: ok" and leaves through the raw exit
+ * system call (exit_group, which exit() uses, is not allowed).
  *
  *   fastpath           the check
  *   fastpath syscall   the negative control: one getppid() inside strict mode, which
@@ -24,6 +26,7 @@
 #define PAIRS 100000
 
 static pthread_mutex_t fixed = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t fixed_rw = PTHREAD_RWLOCK_INITIALIZER;
 
 static void say(const char *text) {
     ssize_t written = write(1, text, strlen(text));
@@ -44,6 +47,23 @@ static int pairs(pthread_mutex_t *m, long n) {
     return 0;
 }
 
+static int rw_pairs(pthread_rwlock_t *r, long n) {
+    for (long i = 0; i < n; i++) {
+        if (pthread_rwlock_rdlock(r) != 0 || pthread_rwlock_unlock(r) != 0)
+            return 1;
+        if (pthread_rwlock_wrlock(r) != 0 || pthread_rwlock_unlock(r) != 0)
+            return 1;
+        if (pthread_rwlock_tryrdlock(r) != 0 || pthread_rwlock_unlock(r) != 0)
+            return 1;
+        if (pthread_rwlock_trywrlock(r) != 0 || pthread_rwlock_unlock(r) != 0)
+            return 1;
+        if (pthread_rwlock_rdlock(r) != 0 || pthread_rwlock_tryrdlock(r) != 0 ||
+            pthread_rwlock_unlock(r) != 0 || pthread_rwlock_unlock(r) != 0)
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int control = argc == 2 && strcmp(argv[1], "syscall") == 0;
     pthread_mutex_t made, recursive, checking;
@@ -55,8 +75,11 @@ int main(int argc, char **argv) {
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
     pthread_mutex_init(&checking, &attr);
     pthread_mutex_t *all[] = {&fixed, &made, &recursive, &checking};
+    pthread_rwlock_t made_rw;
+    pthread_rwlock_init(&made_rw, NULL);
+    pthread_rwlock_t *all_rw[] = {&fixed_rw, &made_rw};
     for (int i = 0; i < 4; i++)
-        if (pairs(all[i], 1) != 0) {
+        if (pairs(all[i], 1) != 0 || (i < 2 && rw_pairs(all_rw[i], 1) != 0)) {
             fprintf(stderr, "fastpath: warm-up failed\n");
             return 1;
         }
@@ -70,6 +93,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++)
         if (pairs(all[i], PAIRS) != 0) {
             say("fastpath: a lock call failed\n");
+            leave(1);
+        }
+    for (int i = 0; i < 2; i++)
+        if (rw_pairs(all_rw[i], PAIRS) != 0) {
+            say("fastpath: an rwlock call failed\n");
             leave(1);
         }
     say("fastpath: ok\n");

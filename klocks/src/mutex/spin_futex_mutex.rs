@@ -9,10 +9,12 @@
 //! context-switch records, or its CPU clock) and keeps the rest of the design:
 //!
 //! - **The word holds the owner's thread id**, plus two flags. Uncontended lock and
-//!   unlock are one atomic operation each, as in a plain futex mutex, and stay so
-//!   while a waiter spins (the `SPINNING` flag is carried through), so an owner that
-//!   re-takes the lock does not pay for being watched (load 1 in lockbench
-//!   `mutex-load`: ~27 to ~31 Mops/s).
+//!   unlock are one atomic operation each, as in a plain futex mutex. While a waiter
+//!   spins the lock stays one (the `SPINNING` flag is carried through) and the unlock
+//!   takes one failed cmpxchg more (its inline one expects the bare owner; the
+//!   out-of-line rest carries the flag through), so an owner that re-takes the lock
+//!   pays little for being watched (load 1 in lockbench `mutex-load`: ~27 to ~31
+//!   Mops/s, measured with an unlock that loaded the word first).
 //! - **One spinner** (the kernel's OSQ idea, reduced to one flag): the first waiter
 //!   sets `SPINNING` and spins while the owner is on a CPU; it stops when the probe
 //!   says the owner is not running (preempted or blocked: its wait will be long) or
@@ -64,7 +66,8 @@
 //! spinner takes: (0,1,w) -> (me,0,w|slept)                cmpxchg
 //! stop spin:     (*,1,*) -> (*,0,*)                       fetch_and
 //! sleep:         (o,s,*) -> (o,s,1), futex_wait           o != 0
-//! unlock:        (me,s,0) -> (0,s,0)                      cmpxchg
+//! unlock:        (me,0,0) -> (0,0,0)                      cmpxchg, inline
+//! ... a spinner: (me,1,0) -> (0,1,0)                      cmpxchg, out of line
 //! unlock, wake:  (me,0,1) -> (0,0,0), futex_wake(1)        cmpxchg
 //! unlock, spin:  (me,1,1) -> (0,1,1); every 512th time futex_wake(1)
 //! ```
@@ -218,29 +221,19 @@ impl SpinFutexMutex {
     ///
     /// # Panics
     /// If the calling thread does not hold the mutex (the word is left untouched).
-    #[inline]
+    #[inline(always)]
     pub fn unlock(&self) {
         let me = owner::current_tid();
-        // Relaxed: reads our own acquisition's write if we hold the lock (others only
-        // add or remove flags meanwhile); the cmpxchg decides.
-        let val = self.word.load(Relaxed);
-        if val & (OWNER_MASK | WAITERS) == me {
-            // (me,s,0) -> (0,s,0). Release: pairs with the Acquire of the next
-            // acquisition. Nobody sleeps, so there is nobody to wake.
-            if self
-                .word
-                .compare_exchange(val, val & SPINNING, Release, Relaxed)
-                .is_ok()
-            {
-                crate::fault::after_release();
-                if val != me {
-                    // Someone spun on us (after the release: `owner::watch_current`).
-                    owner::watch_current();
-                }
-                return;
-            }
+        // (me,0,0) -> (0,0,0). Release: pairs with the Acquire of the next
+        // acquisition. Nobody sleeps or spins, so there is nobody to wake or to be
+        // watched by. No load first, as `RawMutex::unlock`: the load before this
+        // cmpxchg made the uncontended pair about 1.5× the other kinds' through the
+        // preload. A word with more in it (a spinner's flag, waiters, another owner)
+        // takes the out-of-line rest, whose own load reads it again.
+        match self.word.compare_exchange(me, 0, Release, Relaxed) {
+            Ok(_) => crate::fault::after_release(),
+            Err(_) => self.unlock_contended(me),
         }
-        self.unlock_contended(me);
     }
 
     /// Whether some thread holds the mutex.
@@ -252,7 +245,8 @@ impl SpinFutexMutex {
 
     /// Others wanted the lock we held (or we do not hold it): release with one RMW that
     /// also settles the wake-up, `(me,0,1) -> (0,0,0)` then wake one sleeper, or
-    /// `(me,s,w) -> (0,s,w)` when a spinner takes over the duty to wake.
+    /// `(me,s,w) -> (0,s,w)` when a spinner takes over the duty to wake (with no
+    /// sleeper, `(me,1,0) -> (0,1,0)`: the spinner keeps its flag and watches us).
     ///
     /// The releasing cmpxchg is the last access to the mutex: POSIX lets the thread
     /// that takes it next unlock, destroy and free it at once (glibc bug 13690's
@@ -260,6 +254,7 @@ impl SpinFutexMutex {
     /// to clear `WAITERS`) is read and written before the release, and after it only
     /// the word's address is used, for a futex wake (which never touches the memory).
     #[cold]
+    #[inline(never)]
     fn unlock_contended(&self, me: u32) {
         // Relaxed: reads our own acquisition's write if we hold the lock (nobody else
         // changes the owner field meanwhile); any other value means we do not.

@@ -162,6 +162,44 @@ mod default_rwlock {
         explore_rw::<RawRwLock>(1, 1, 2);
     }
 
+    /// The lock released as pthread's unlock route releases it: `try_unlock_either`,
+    /// which must never release the wrong kind (loom's `UnsafeCell` in the client
+    /// catches a write section left open to readers, and a read unlock taken for a
+    /// write one leaves `WRITER` set for good, a deadlock). A reader whose look
+    /// cannot tell (a writer draining it) releases as the general path does.
+    struct UnlockEither(RawRwLock);
+
+    impl crate::testing::TestRwLock for UnlockEither {
+        fn new_unlocked() -> Self {
+            Self(RawRwLock::new())
+        }
+        fn read(&self) {
+            self.0.lock_shared();
+        }
+        fn read_done(&self) {
+            if !self.0.try_unlock_either() {
+                self.0.unlock_shared();
+            }
+        }
+        fn write(&self) {
+            self.0.lock_exclusive();
+        }
+        fn write_done(&self) {
+            // A writer in its section has no reader inside and its own id set.
+            assert!(self.0.try_unlock_either(), "a write hold left unreleased");
+        }
+    }
+
+    #[test]
+    fn reader_and_writer_twice_unlocking_either() {
+        explore_rw::<UnlockEither>(1, 1, 2);
+    }
+
+    #[test]
+    fn two_readers_one_writer_unlocking_either() {
+        explore_rw::<UnlockEither>(2, 1, 1);
+    }
+
     #[test]
     fn two_writers_twice() {
         explore_rw::<RawRwLock>(0, 2, 2);

@@ -496,20 +496,30 @@ impl RawRwLock {
     /// Takes the write lock.
     #[inline]
     pub fn lock_exclusive(&self) {
+        if !self.try_lock_exclusive_free() {
+            self.lock_exclusive_slow(owner::current_tid(), Take::Exclusive, Patience::Forever);
+        }
+    }
+
+    /// `lock_exclusive`'s fast path alone: `(0,0,0,0,0) -> (0,1,0,0,0)`, taking the
+    /// write lock only from a free word with no waiter of any kind. Unlike
+    /// [`try_lock_exclusive`](Self::try_lock_exclusive) it never takes `WRITER` past
+    /// sleeping writers, so a caller that waits in `lock_exclusive` after a `false`
+    /// keeps the writers' turns (pthread's `wrlock` route, in klocks-ffi).
+    #[inline]
+    pub fn try_lock_exclusive_free(&self) -> bool {
         let me = owner::current_tid();
-        // (0,0,0,0,0) -> (0,1,0,0,0). Acquire: pairs with the Release of the
-        // unlocks.
-        if self
+        // Acquire: pairs with the Release of the unlocks.
+        let took = self
             .word
             .compare_exchange(0, WRITER, Acquire, Relaxed)
-            .is_ok()
-        {
+            .is_ok();
+        if took {
             // Relaxed: read by others as a hint (the probe), and by this thread alone
             // for "is it me?". (The slow path stores it itself.)
             self.writer.store(me, Relaxed);
-        } else {
-            self.lock_exclusive_slow(me, Take::Exclusive, Patience::Forever);
         }
+        took
     }
 
     /// Takes the write lock if no reader or writer holds it (or a turn is on).
@@ -570,6 +580,42 @@ impl RawRwLock {
         } else {
             self.release_write(me, 0);
         }
+    }
+
+    /// Releases the calling thread's hold, read or write, when one look at the word
+    /// tells which it is; `false`, having done nothing, when it cannot. For callers
+    /// that are not told (pthread's `unlock`), and know the caller holds the lock:
+    ///
+    /// - readers inside and no `WRITER`: a read hold (a writer's `WRITER` stays set
+    ///   until its own unlock, so the caller is not one), released as
+    ///   [`unlock_shared`](Self::unlock_shared) releases it;
+    /// - `WRITER` alone (no reader inside, not upgradable) with the caller's id as the
+    ///   writer: its write hold, released as [`unlock_exclusive`](Self::unlock_exclusive)
+    ///   releases it;
+    /// - anything else (a free lock, a writer draining the readers inside, an
+    ///   upgradable holder, a write lock a signal handler borrowed): `false`.
+    #[inline]
+    pub fn try_unlock_either(&self) -> bool {
+        // Relaxed: picks which release; the release's own RMW (the fetch_sub of
+        // `unlock_shared`, the cmpxchg of `unlock_exclusive`) is the Release that
+        // pairs with the next acquisition's Acquire.
+        let val = self.word.load(Relaxed);
+        if val & WRITER == 0 {
+            if readers(val) == 0 {
+                return false;
+            }
+            self.unlock_shared();
+            return true;
+        }
+        // Relaxed: only this thread stores its own id there, so "is it me?" needs no
+        // ordering (as in `disown_write`).
+        if val & (READERS_MASK | UPGRADABLE) != 0
+            || self.writer.load(Relaxed) != owner::current_tid()
+        {
+            return false;
+        }
+        self.unlock_exclusive();
+        true
     }
 
     /// Turns the write lock the thread holds into a read lock, letting waiting
@@ -1536,7 +1582,9 @@ impl RawRwLock {
     pub const MAX_READERS: u32 = MAX_READERS;
 
     /// Takes a read lock if no writer holds the lock (as `try_lock_shared`); `Err`
-    /// if [`MAX_READERS`] readers hold it.
+    /// if [`MAX_READERS`] readers hold it. Inline: it is the read fast path of
+    /// pthread's `rdlock` and `tryrdlock` routes (klocks-ffi).
+    #[inline]
     pub fn try_lock_shared_within_max(&self) -> Result<bool, TooManyReaders> {
         self.enter_reader_within_max(readers_may_enter)
     }
@@ -1564,6 +1612,7 @@ impl RawRwLock {
     /// `(r,*,*,*,t) -> (r+1,*,*,*,0)` while `may_enter(word)`, as `enter_reader_while`,
     /// but a count at [`MAX_READERS`] is `Err` instead of a panic. A count above it (an
     /// unheld read unlock's transient wrap) is waited out, as there.
+    #[inline]
     fn enter_reader_within_max(
         &self,
         may_enter: impl Fn(u32) -> bool,
