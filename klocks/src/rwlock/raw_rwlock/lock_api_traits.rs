@@ -1,0 +1,138 @@
+//! `lock_api`'s raw rwlock traits on [`RawRwLock`], so that `lock_api::RwLock<RawRwLock, T>`
+//! ([`RwLock`](crate::RwLock)) and its guards, downgrades, upgradable reads and timeouts
+//! come for free. Each method is the inherent one of the same name. (Not under loom: the
+//! models call the inherent methods.)
+
+use super::*;
+
+// SAFETY: a writer enters only from a word with no writer and no reader (the fast
+// path's 0, or a cmpxchg that sets `WRITER` on a word without it, then the drain until
+// no reader is inside), and readers only while no writer holds `WRITER`
+// (`try_enter_reader`); writers and readers leave by clearing exactly what they
+// entered with. Write guards are not `Send`: the unlock checks the writer's id.
+unsafe impl lock_api::RawRwLock for RawRwLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    type GuardMarker = lock_api::GuardNoSend;
+
+    #[inline]
+    fn lock_shared(&self) {
+        RawRwLock::lock_shared(self);
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> bool {
+        RawRwLock::try_lock_shared(self)
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self) {
+        RawRwLock::unlock_shared(self);
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) {
+        RawRwLock::lock_exclusive(self);
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> bool {
+        RawRwLock::try_lock_exclusive(self)
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self) {
+        RawRwLock::unlock_exclusive(self);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        RawRwLock::is_locked(self)
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        RawRwLock::is_locked_exclusive(self)
+    }
+}
+
+// SAFETY: the write lock becomes a read lock in one cmpxchg, with no window in which
+// another writer could enter.
+unsafe impl lock_api::RawRwLockDowngrade for RawRwLock {
+    unsafe fn downgrade(&self) {
+        RawRwLock::downgrade(self);
+    }
+}
+
+// SAFETY: the upgradable lock is `WRITER` with `UPGRADABLE`: it excludes writers and
+// other upgradable holders as the write lock does, and readers enter beside it only
+// while `UPGRADABLE` is set; `upgrade` clears it and then drains the readers inside
+// as a writer does, so the upgraded lock excludes every reader and writer.
+unsafe impl lock_api::RawRwLockUpgrade for RawRwLock {
+    #[inline]
+    fn lock_upgradable(&self) {
+        RawRwLock::lock_upgradable(self);
+    }
+
+    fn try_lock_upgradable(&self) -> bool {
+        RawRwLock::try_lock_upgradable(self)
+    }
+
+    unsafe fn unlock_upgradable(&self) {
+        RawRwLock::unlock_upgradable(self);
+    }
+
+    unsafe fn upgrade(&self) {
+        RawRwLock::upgrade(self);
+    }
+
+    unsafe fn try_upgrade(&self) -> bool {
+        RawRwLock::try_upgrade(self)
+    }
+}
+
+// SAFETY: each downgrade is one RMW that lets readers in while keeping writers out
+// (a read lock in `release_write`'s cmpxchg; `UPGRADABLE` set on a held `WRITER`).
+unsafe impl lock_api::RawRwLockUpgradeDowngrade for RawRwLock {
+    unsafe fn downgrade_upgradable(&self) {
+        RawRwLock::downgrade_upgradable(self);
+    }
+
+    unsafe fn downgrade_to_upgradable(&self) {
+        RawRwLock::downgrade_to_upgradable(self);
+    }
+}
+
+// SAFETY: the timed variants acquire exactly as the untimed ones when they succeed.
+unsafe impl lock_api::RawRwLockTimed for RawRwLock {
+    type Duration = std::time::Duration;
+    type Instant = std::time::Instant;
+
+    fn try_lock_shared_for(&self, timeout: Self::Duration) -> bool {
+        match std::time::Instant::now().checked_add(timeout) {
+            Some(deadline) => self.try_lock_shared_until(deadline),
+            None => {
+                self.lock_shared();
+                true
+            }
+        }
+    }
+
+    fn try_lock_shared_until(&self, deadline: Self::Instant) -> bool {
+        RawRwLock::try_lock_shared_until(self, deadline)
+    }
+
+    fn try_lock_exclusive_for(&self, timeout: Self::Duration) -> bool {
+        match std::time::Instant::now().checked_add(timeout) {
+            Some(deadline) => self.try_lock_exclusive_until(deadline),
+            None => {
+                self.lock_exclusive();
+                true
+            }
+        }
+    }
+
+    fn try_lock_exclusive_until(&self, deadline: Self::Instant) -> bool {
+        RawRwLock::try_lock_exclusive_until(self, deadline)
+    }
+}

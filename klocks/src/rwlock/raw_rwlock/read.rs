@@ -1,0 +1,271 @@
+//! The read paths past the fast path: enter while the word lets readers in, spin on
+//! a writer owner, sleep until readers may enter; the readers' limit (the `_within_max`
+//! entries refuse past it, the others panic), and a transient wrap left by an unheld
+//! read unlock waited out.
+
+use super::*;
+
+impl RawRwLock {
+    /// `(r,0,0,*,*) or (r,0,*,*,1) -> (r+1,0,*,*,0)` while no writer holds the lock and
+    /// none sleeps, or a turn is on.
+    #[inline]
+    pub(super) fn try_enter_reader(&self) -> bool {
+        // A load first, as std's: with readers on both CPUs, a cmpxchg that
+        // guessed the free word failed at almost every read and took the line from
+        // the other reader each time. Not the kernel rwsem's one fetch_add (1.5 ns
+        // faster uncontended): a refused reader would hold a count until it takes
+        // itself out again, and a signal handler that write-locks in that moment
+        // waits for the interrupted code, or a fork leaves the child a reader that
+        // does not exist (`docs/results/rw-read-contention-2026-11-26.txt`).
+        self.enter_reader_while(readers_may_enter)
+    }
+
+    /// `(r,*,*,*,t) -> (r+1,*,*,*,0)` while `may_enter(word)`.
+    #[inline]
+    pub(super) fn enter_reader_while(&self, may_enter: impl Fn(u32) -> bool) -> bool {
+        // Relaxed: picks the transition; the cmpxchg is the Acquire.
+        let mut val = self.word.load(Relaxed);
+        while may_enter(val) {
+            if readers(val) >= MAX_READERS {
+                val = self.wait_below_max_readers(val);
+                continue;
+            }
+            // Acquire: pairs with the Release of the write unlock.
+            match self.word.compare_exchange_weak(
+                val,
+                (val + READER) & !READER_TURN,
+                Acquire,
+                Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => val = now,
+            }
+        }
+        false
+    }
+
+    /// The count is at or above [`MAX_READERS`]. Entries stop at `MAX_READERS`, so
+    /// a count above it can only be an unheld read unlock's wrap of an empty count,
+    /// which that unlock undoes before its panic (`undo_unheld_read_unlock`): wait
+    /// until it has, however long its thread is kept from running; the word once it
+    /// is back. A count at `MAX_READERS` is that many readers inside: one more panics.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn wait_below_max_readers(&self, val: u32) -> u32 {
+        let val = self.wait_out_unheld_wrap(val);
+        if readers(val) == MAX_READERS {
+            too_many_readers();
+        }
+        val
+    }
+
+    /// Waits while the count is above [`MAX_READERS`]: an unheld read unlock's wrap,
+    /// which its undo takes back (see `wait_below_max_readers`); the word once it is.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn wait_out_unheld_wrap(&self, mut val: u32) -> u32 {
+        let mut looks = 0u32;
+        while readers(val) > MAX_READERS {
+            // The undo is one instruction away unless its thread is preempted: spin
+            // briefly, then give the CPU away.
+            looks += 1;
+            if looks < 64 {
+                cpu_relax_times(16);
+            } else {
+                crate::sync::yield_now();
+            }
+            // Relaxed: the caller's cmpxchg is the Acquire.
+            val = self.word.load(Relaxed);
+        }
+        val
+    }
+
+    /// A reader that found a writer: spin while it runs, then sleep until the write
+    /// unlock wakes the readers. Whether it entered (always, unless `patience` ran
+    /// out).
+    #[cold]
+    pub(super) fn lock_shared_slow(&self, patience: Patience) -> bool {
+        self.wait_to_read(patience)
+            .unwrap_or_else(|TooManyReaders| too_many_readers())
+    }
+
+    /// `lock_shared_slow`'s wait, entering through `enter_reader_within_max`: `Err`
+    /// when [`MAX_READERS`] readers are inside as it would enter.
+    pub(super) fn wait_to_read(&self, patience: Patience) -> Result<bool, TooManyReaders> {
+        let me = owner::current_tid();
+        // Relaxed: only this thread stores its own id there. A signal handler whose
+        // thread drains the readers enters alongside (`reader_may_enter`).
+        let writer = self.writer.load(Relaxed);
+        if writer == me | BORROWED || (writer == me && !Role::Drainer.held_on(self.address())) {
+            panic!("klocks: thread {me} read-locked a klocks::RwLock it holds for writing");
+        }
+        stats::count(STATS, Event::ReadSlowpath);
+        let may_enter = |val| self.reader_may_enter(val);
+        loop {
+            if self.enter_reader_within_max(may_enter)? {
+                return Ok(true);
+            }
+            let entered = self.spin_on_writer(may_enter, reader_may_spin)
+                && self.enter_reader_within_max(may_enter)?;
+            if entered {
+                stats::count(STATS, Event::ReaderSpinAcquired);
+                return Ok(true);
+            }
+            stats::count(STATS, Event::ReaderSpinFailed);
+            if patience.expired() {
+                stats::count(STATS, Event::Timeout);
+                return Ok(false);
+            }
+            self.stop_own_thread_spinning();
+            self.wake_owed_drainer();
+            // Relaxed: the value to sleep on; the futex re-reads it atomically.
+            let val = self.word.load(Relaxed);
+            if self.reader_may_enter(val) {
+                continue;
+            }
+            if val & READERS_WAITING == 0 {
+                // Relaxed: the write unlock reads READERS_WAITING through its RMW on
+                // this same word; the flag publishes nothing.
+                if self
+                    .word
+                    .compare_exchange(val, val | READERS_WAITING, Relaxed, Relaxed)
+                    .is_err()
+                {
+                    continue;
+                }
+                // Relaxed: a hint for the write unlock's turn decision.
+                self.readers_since.store(now_us(), Relaxed);
+            }
+            stats::count(STATS, Event::Sleep);
+            park::wait_as(
+                &self.word,
+                val | READERS_WAITING,
+                READER_CLASS,
+                patience.deadline(),
+            );
+        }
+    }
+
+    /// Spins while `done(word)` is false, `worth(word, pauses spent)` is true and the
+    /// writer holding the lock (if any) runs on a CPU, within the budget; whether
+    /// `done` came true.
+    pub(super) fn spin_on_writer(
+        &self,
+        done: impl Fn(u32) -> bool,
+        worth: impl Fn(u32, u32) -> bool,
+    ) -> bool {
+        let budget = BUDGET.spins();
+        let mut spent = 0;
+        let first = FIRST_BACKOFF.with(Cell::get);
+        let mut backoff = first;
+        let mut looks = 0;
+        let mut watch: Option<(u32, Watch)> = None;
+        loop {
+            looks += 1;
+            // Relaxed: only watches; the caller's cmpxchg is the Acquire.
+            let val = self.word.load(Relaxed);
+            if done(val) {
+                FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
+                return true;
+            }
+            if !worth(val, spent) {
+                return false;
+            }
+            // Relaxed: a hint for the probe.
+            let writer = self.writer.load(Relaxed) & !BORROWED;
+            if writer != 0 {
+                let (_, watch) = match &mut watch {
+                    Some(w) if w.0 == writer => w,
+                    _ => watch.insert((writer, Watch::new(writer))),
+                };
+                if watch.owner_running() == Some(false) {
+                    stats::count(STATS, Event::OwnerOffCpu);
+                    return false;
+                }
+            }
+            if spent >= budget {
+                return false;
+            }
+            cpu_relax_times(backoff);
+            spent += backoff;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+}
+
+/// A read lock refused because [`MAX_READERS`](RawRwLock::MAX_READERS) readers hold the lock (pthread's
+/// `EAGAIN`: "the maximum number of read locks has been exceeded"). Only the
+/// `_within_max` entries answer it; `lock_shared` and `lock_api`'s readers panic there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooManyReaders;
+
+/// Read locks that refuse the reader past [`MAX_READERS`](RawRwLock::MAX_READERS) instead of panicking, for
+/// callers with an error to return: the C API's `klocks_rwlock_t` and the preload's
+/// `pthread_rwlock_t` answer `EAGAIN` with them. Each takes the lock as its
+/// counterpart does (`try_lock_shared`, `lock_shared`, `try_lock_shared_until`), with
+/// the same transitions and orderings.
+impl RawRwLock {
+    /// The most readers at once (2²⁴ − 1, half of what the count holds): one more is
+    /// [`TooManyReaders`].
+    pub const MAX_READERS: u32 = MAX_READERS;
+
+    /// Takes a read lock if no writer holds the lock (as `try_lock_shared`); `Err`
+    /// if [`MAX_READERS`](RawRwLock::MAX_READERS) readers hold it. Inline: it is the read fast path of
+    /// pthread's `rdlock` and `tryrdlock` routes (klocks-ffi).
+    #[inline]
+    pub fn try_lock_shared_within_max(&self) -> Result<bool, TooManyReaders> {
+        self.enter_reader_within_max(readers_may_enter)
+    }
+
+    /// Takes a read lock, waiting as `lock_shared` does; `Err` if [`MAX_READERS`](RawRwLock::MAX_READERS)
+    /// readers hold it when the caller would enter.
+    pub fn lock_shared_within_max(&self) -> Result<(), TooManyReaders> {
+        if !self.try_lock_shared_within_max()? {
+            self.wait_to_read(Patience::Forever)?;
+        }
+        Ok(())
+    }
+
+    /// Takes a read lock unless `deadline` passes first (as `try_lock_shared_until`);
+    /// whether it did, or `Err` if [`MAX_READERS`](RawRwLock::MAX_READERS) readers hold it when the caller
+    /// would enter.
+    #[cfg(not(loom))]
+    pub fn try_lock_shared_within_max_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Result<bool, TooManyReaders> {
+        Ok(self.try_lock_shared_within_max()? || self.wait_to_read(Patience::Until(deadline))?)
+    }
+
+    /// `(r,*,*,*,t) -> (r+1,*,*,*,0)` while `may_enter(word)`, as `enter_reader_while`,
+    /// but a count at [`MAX_READERS`](RawRwLock::MAX_READERS) is `Err` instead of a panic. A count above it (an
+    /// unheld read unlock's transient wrap) is waited out, as there.
+    #[inline]
+    fn enter_reader_within_max(
+        &self,
+        may_enter: impl Fn(u32) -> bool,
+    ) -> Result<bool, TooManyReaders> {
+        // Relaxed: picks the transition; the cmpxchg is the Acquire.
+        let mut val = self.word.load(Relaxed);
+        while may_enter(val) {
+            if readers(val) == MAX_READERS {
+                return Err(TooManyReaders);
+            }
+            if readers(val) > MAX_READERS {
+                val = self.wait_out_unheld_wrap(val);
+                continue;
+            }
+            // Acquire: pairs with the Release of the write unlock.
+            match self.word.compare_exchange_weak(
+                val,
+                (val + READER) & !READER_TURN,
+                Acquire,
+                Relaxed,
+            ) {
+                Ok(_) => return Ok(true),
+                Err(now) => val = now,
+            }
+        }
+        Ok(false)
+    }
+}

@@ -1,0 +1,153 @@
+//! The upgradable read lock (`lock_api`'s `RawRwLockUpgrade`): `WRITER` plus
+//! `UPGRADABLE`, taken without draining the readers, so readers enter beside it;
+//! `upgrade` drains them, and the downgrades give the lock back to readers.
+
+use super::*;
+
+impl RawRwLock {
+    /// Takes the lock upgradable: readers go on entering beside it, writers and
+    /// other upgradable holders wait; [`upgrade`](Self::upgrade) then makes it a
+    /// write lock without letting a writer in between. It is taken as the write lock
+    /// is (`WRITER` with `UPGRADABLE`), without the drain.
+    #[inline]
+    pub fn lock_upgradable(&self) {
+        let me = owner::current_tid();
+        // (0,0,0,0,0) -> (0,1u,0,0,0). Acquire: pairs with the Release of the unlocks.
+        if self
+            .word
+            .compare_exchange(0, WRITER | UPGRADABLE, Acquire, Relaxed)
+            .is_ok()
+        {
+            // Relaxed: as in `lock_exclusive`.
+            self.writer.store(me, Relaxed);
+        } else {
+            self.lock_exclusive_slow(me, Take::Upgradable, Patience::Forever);
+        }
+    }
+
+    /// Takes the lock upgradable if no writer or upgradable holder holds it (and no
+    /// reader turn is on), whatever readers are inside.
+    pub fn try_lock_upgradable(&self) -> bool {
+        let me = owner::current_tid();
+        // Relaxed: picks the transition; the cmpxchg decides.
+        let val = self.word.load(Relaxed);
+        // Acquire: as in `lock_exclusive`.
+        let took = val & (WRITER | READER_TURN) == 0
+            && self
+                .word
+                .compare_exchange(val, val | WRITER | UPGRADABLE, Acquire, Relaxed)
+                .is_ok();
+        if took {
+            // Relaxed: as in `lock_exclusive`.
+            self.writer.store(me, Relaxed);
+        }
+        took
+    }
+
+    /// Releases the upgradable lock.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold it (the lock is left as it was).
+    pub fn unlock_upgradable(&self) {
+        let Some(me) = self.disown_write() else {
+            return;
+        };
+        // (r,1u,0,0,0) -> (r,0,0,0,0). Relaxed: picks the transition; the cmpxchg
+        // decides, and its Release pairs with the Acquire of the next writer's
+        // acquisition.
+        let val = self.word.load(Relaxed);
+        let released = val & !(READERS_MASK | WRITER | UPGRADABLE) == 0
+            && self
+                .word
+                .compare_exchange(val, val & READERS_MASK, Release, Relaxed)
+                .is_ok();
+        if released {
+            crate::fault::after_release();
+        } else {
+            self.release_write(me, 0);
+        }
+    }
+
+    /// Makes the upgradable lock the calling thread holds a write lock: no new reader
+    /// enters from here, and it waits for the readers inside to leave (as a writer's
+    /// drain does).
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the lock upgradable.
+    pub fn upgrade(&self) {
+        if self.check_upgradable() {
+            // Relaxed: the flag publishes nothing; the drain's Acquire loads pair
+            // with the readers' Release unlocks.
+            self.word.fetch_and(!UPGRADABLE, Relaxed);
+            self.drain_readers(Patience::Forever);
+        }
+    }
+
+    /// Makes the upgradable lock a write lock if no reader is inside; whether it did.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the lock upgradable.
+    pub fn try_upgrade(&self) -> bool {
+        if !self.check_upgradable() {
+            return true;
+        }
+        // Relaxed: picks the transition; the cmpxchg decides.
+        let mut val = self.word.load(Relaxed);
+        while readers(val) == 0 {
+            // Acquire: pairs with the Release of the last reader's unlock.
+            match self
+                .word
+                .compare_exchange(val, val & !UPGRADABLE, Acquire, Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => val = now,
+            }
+        }
+        false
+    }
+
+    /// Turns the upgradable lock into a read lock.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the lock upgradable.
+    pub fn downgrade_upgradable(&self) {
+        if self.check_upgradable() {
+            if let Some(me) = self.disown_write() {
+                self.release_write(me, READER);
+            }
+        }
+    }
+
+    /// Turns the write lock the calling thread holds into an upgradable lock:
+    /// readers may enter beside it from here (sleeping ones are woken at its unlock).
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the write lock.
+    pub fn downgrade_to_upgradable(&self) {
+        // Relaxed: only this thread stores its own id there.
+        let holder = self.writer.load(Relaxed);
+        let me = owner::current_tid();
+        if holder != me || self.word.load(Relaxed) & (WRITER | UPGRADABLE) != WRITER {
+            write_unlock_by_non_writer(holder & !BORROWED, me);
+        }
+        // Release: pairs with the Acquire of the readers that enter beside it, which
+        // then see the write section's writes.
+        self.word.fetch_or(UPGRADABLE, Release);
+    }
+
+    /// Whether the calling thread holds the lock upgradable (`false` for a write lock
+    /// a signal handler borrowed from its thread's drain: it is exclusive already);
+    /// panics otherwise.
+    pub(super) fn check_upgradable(&self) -> bool {
+        // Relaxed: only this thread stores its own id there.
+        let holder = self.writer.load(Relaxed);
+        let me = owner::current_tid();
+        if holder == me | BORROWED {
+            return false;
+        }
+        if holder != me || self.word.load(Relaxed) & UPGRADABLE == 0 {
+            panic!("klocks: thread {me} upgraded or downgraded a klocks::RwLock it does not hold upgradable");
+        }
+        true
+    }
+}
