@@ -36,11 +36,9 @@ use crate::config::resolved::Resolved;
 pub use crate::config::MAX_SPIN_NS;
 
 /// Floor of a calibrated budget: the kernel's base reader-owned rwsem spin. The
-/// measured handoff depends on what the machine does at that moment: on the
-/// development VM, consecutive calibrations gave 19–27 µs with the other vCPU idle
-/// (the sleeper's vCPU halts, so its wake-up pays a VM exit) and 2.3–3.2 µs with it
-/// busy. With the old 1 µs floor one lockbench run got a 2.3 µs budget, shorter than
-/// its 2.4 µs critical sections, and spinfutex lost 10% at load 100 to needless sleeps.
+/// measured handoff depends on what the machine does at that moment (a halted vCPU's
+/// wake-up pays a VM exit), and a lower floor let one calibration end shorter than
+/// the critical sections it was meant to outlast (`docs/results/tuning.md`).
 pub const MIN_CALIBRATED_NS: u64 = 10_000;
 /// Ceiling of a calibrated budget.
 pub const MAX_CALIBRATED_NS: u64 = 50_000;

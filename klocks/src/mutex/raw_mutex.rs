@@ -4,19 +4,18 @@
 //! # The algorithm
 //!
 //! [`RawMutex`] is [`SpinFutexMutex`](crate::SpinFutexMutex) (seed 004) made into a
-//! lock to pick without reading a table, with two changes that come from what the
-//! anchors do and from what lockbench measured:
+//! lock to pick without reading a table, with four changes that come from what the
+//! anchors do and from what lockbench measured (the measurements are in
+//! `docs/results/tuning.md`):
 //!
 //! - **Fast paths as short as std's futex mutex's**: one cmpxchg to lock, expecting
 //!   the free word 0 without reading it first, and one to unlock (a load before
-//!   either costs the uncontended pair: 14.1 against std's 10.7 ns on an Intel Xeon
-//!   VM with a load before the lock's, 11.3 without). An unlock without sleepers
+//!   either costs the uncontended pair a visible share). An unlock without sleepers
 //!   clears the spinner's flag along with the owner, so that an owner that re-takes
 //!   the lock while a waiter spins, the common contended case, finds 0 too; the
 //!   spinner sets its flag again at its next look if the lock is held then. Keeping
-//!   the flag cost every such re-take a load or a second RMW: `loop` with 2–8
-//!   threads ran 20–27% faster without it. Sleepers or a handoff send the thread to
-//!   the slow path.
+//!   the flag cost every such re-take a load or a second RMW. Sleepers or a handoff
+//!   send the thread to the slow path.
 //! - **A patient spinner.** The spinner's first look at the word comes after ~1.5 µs
 //!   of `pause`s, not at once: each look takes the line from an owner that re-takes
 //!   the lock at once, and a spinner that looked after 1, 2, 4, ... pauses cost the
@@ -190,30 +189,23 @@ pub const FAIR_WAIT_US: u32 = 1_000;
 pub const FAIR_INTERVAL_US: u32 = 1_000;
 
 /// A thread that has not slept on a `RawMutex` for this long (µs) has had its turn:
-/// the next mutex it finds held, it sleeps on at once. Prototype runs of `overcommit`
-/// with 64 threads: 2 and 4 ms turns were no fairer than 1 ms (slowest ÷ mean
-/// 0.67–0.77 against 0.71–0.79), nor were 200 and 500 µs turns (0.41–0.58 against
-/// 0.54–0.64 for 1 ms in that build), and shorter turns sleep more often
-/// (docs/results/mutex-turns-2026-11-26.txt).
+/// the next mutex it finds held, it sleeps on at once. Longer turns were no fairer,
+/// shorter ones no fairer and slept more often (`docs/results/tuning.md`).
 // Used by the native clock only (time is not modelled under loom).
 #[cfg_attr(loom, allow(dead_code))]
 pub const TURN_US: u32 = 1_000;
 
 /// A thread that has not slept on a `RawMutex` for this long (µs) takes no turns until
 /// it sleeps again: where spinning serves every waiter (threads ≤ CPUs), a thread
-/// should never sleep on a lock only because its turn is over. (`overcommit`, 64 and
-/// 128 threads: fairness as without the lapse; `sharded` with 2 threads: within
-/// noise, at most one turn per millisecond either way.)
+/// should never sleep on a lock only because its turn is over (`docs/results/tuning.md`).
 // Used by the native clock only (time is not modelled under loom).
 #[cfg_attr(loom, allow(dead_code))]
 pub const TURNS_LAPSE_US: u32 = 50_000;
 
 /// A spinner whose budget ran out while the owner kept running gives its CPU away
-/// this many times before it sleeps (lockbench `loop`, 3 to 8 threads: 4, 8 and 16
-/// within noise; `sharded` with one lock and 8 threads: 338 ms with 8, 252 with 4,
-/// each yield being a context switch when threads outnumber CPUs; `mutex-load`, 2 to
-/// 64 threads and no work outside the lock: 17–23% more throughput than sleeping at
-/// once).
+/// this many times before it sleeps: the owner is about to release, or re-takes the
+/// lock at once, and each yield is a context switch when threads outnumber CPUs, so a
+/// few, not many (`docs/results/tuning.md`).
 #[cfg(not(loom))]
 const YIELDS_BEFORE_SLEEP: u32 = 4;
 /// One yield under loom: more only repeats the same states.
@@ -223,10 +215,8 @@ const YIELDS_BEFORE_SLEEP: u32 = 1;
 // The spinner's first pause between two looks at the word adapts, per thread
 // ([`backoff`](crate::backoff)). Each look takes the line from an owner that re-takes
 // the lock at once: a spinner that looked after 1, 2, 4, ... pauses cost the owner
-// of a tight loop several misses per handoff (lockbench `loop`, 8 threads: 89 ms with
-// a first pause of 1, 66 to 70 with 64; parking_lot 55 to 58), while with short
-// sections and work outside the lock a late first look leaves the lock idle
-// (`overcommit`, 64 threads, short: 2.2M ops/s with 64, 2.8M with 1).
+// of a tight loop several misses per handoff, while with short sections and work
+// outside the lock a late first look leaves the lock idle (`docs/results/tuning.md`).
 
 /// The spinner's longest pause between two looks at the word, in `cpu_relax`es.
 const MAX_BACKOFF: u32 = 128;
