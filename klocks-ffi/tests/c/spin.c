@@ -49,6 +49,7 @@ static long shared_rounds = 200000;
 static long alarm_seconds = 120;
 static int busted;
 static int go; /* the adders start together */
+static int expect_klocks; /* EXPECT_KLOCKS: klocks' stricter answers */
 
 static void *add(void *arg) {
     (void)arg;
@@ -203,6 +204,12 @@ static void *add_mapped(void *arg) {
     return NULL;
 }
 
+static void *unlock_mapped(void *arg) {
+    struct mapped *mapped = arg;
+    EXPECT(pthread_spin_unlock(&mapped->lock), 0);
+    return NULL;
+}
+
 static struct mapped *map_again(int fd) {
     struct mapped *at = mmap(NULL, sizeof(struct mapped), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     CHECK(at != MAP_FAILED);
@@ -227,10 +234,19 @@ static void second_mapping(void) {
     struct mapped *first = map_again(fd), *second = map_again(fd);
     CHECK(first != second);
     EXPECT(pthread_spin_init(&first->lock, PTHREAD_PROCESS_SHARED), 0);
-    /* One lock at both addresses, in this process. */
+    /* One lock at both addresses, in this process, with the answers of a private one. */
     EXPECT(pthread_spin_lock(&second->lock), 0);
     EXPECT(pthread_spin_trylock(&first->lock), EBUSY);
+    if (expect_klocks)
+        EXPECT(pthread_spin_destroy(&first->lock), EBUSY);
     EXPECT(pthread_spin_unlock(&first->lock), 0);
+    if (expect_klocks)
+        EXPECT(pthread_spin_unlock(&second->lock), EPERM);
+    EXPECT(pthread_spin_trylock(&second->lock), 0);
+    /* Another thread releases the hold, as glibc's unlock does. */
+    pthread_t other;
+    CHECK(pthread_create(&other, NULL, unlock_mapped, first) == 0);
+    CHECK(pthread_join(other, NULL) == 0);
     EXPECT(pthread_spin_trylock(&second->lock), 0);
     EXPECT(pthread_spin_unlock(&second->lock), 0);
     pid_t child = fork();
@@ -323,7 +339,7 @@ static void fork_while_held(void) {
 
 int main(int argc, char **argv) {
     busted = argc > 1 && strcmp(argv[1], "busted") == 0;
-    int klocks = getenv("EXPECT_KLOCKS") != NULL;
+    int klocks = expect_klocks = getenv("EXPECT_KLOCKS") != NULL;
     alarm_seconds = env_long("ALARM", alarm_seconds);
     alarm(alarm_seconds);
     counter_adds_up();
