@@ -249,6 +249,19 @@ mod tests {
         assert!(!SharedFutexSpinLock::is_shared_word(word.load(Relaxed)));
         queued.unlock();
         assert!(!SharedFutexSpinLock::is_shared_word(0));
+        // The queued spinlocks' fast path fails on every shared word and returns it.
+        for value in [FREE, HELD, SLEEPERS] {
+            let word = AtomicU32::new(value);
+            // SAFETY: as above: one AtomicU32 seen as each lock, for the fast path only.
+            let (pv, q) = unsafe {
+                let at = (&word as *const AtomicU32).cast::<crate::PvQSpinLock>();
+                (&*at, &*at.cast::<crate::QSpinLock>())
+            };
+            assert_eq!(pv.try_lock_fast(), Err(value));
+            assert_eq!(q.try_lock_fast(), Err(value));
+            assert!(SharedFutexSpinLock::is_shared_word(value));
+            assert_eq!(word.load(Relaxed), value);
+        }
     }
 
     /// Two mappings of one memfd page in this process: a holder through one address
