@@ -1,5 +1,6 @@
 //! Interposed `pthread_spin_*`: a klocks queued spinlock inside glibc's 4-byte
-//! `pthread_spinlock_t`, when `KLOCKS_SPIN` names one; glibc's own otherwise.
+//! `pthread_spinlock_t`, when `KLOCKS_SPIN` names one (a process-shared spinlock:
+//! klocks' shared lock, below); glibc's own otherwise.
 //!
 //! # Which lock: the kernel's answer
 //!
@@ -25,7 +26,8 @@
 //! static initialiser for spinlocks, so every spinlock of the program passes through
 //! this `init` first, and the klocks word never meets glibc's encoding (a spinlock
 //! that was never initialised is, on x86-64 glibc, held for good; here it is free).
-//! There is no room for a mark beside the lock.
+//! There is no room for a mark beside the lock: what marks a process-shared one lives
+//! in the word itself (next section).
 //!
 //! # Process-shared spinlocks: klocks' shared lock, told apart by the word
 //!
@@ -55,7 +57,7 @@
 //! thread that does not hold the lock releases the holder's hold, as glibc's does (it
 //! stores 0 whoever calls it). Stricter than glibc: unlocking a lock that is not held
 //! returns `EPERM` (POSIX's "may fail"; glibc stores 0 again), and destroying a held
-//! lock returns `EBUSY`. A relock by the holder spins forever, as glibc's does. The
+//! lock returns `EBUSY`. A relock by the holder waits forever, as glibc's does. The
 //! same holds for process-shared spinlocks.
 
 use std::ffi::c_int;
