@@ -351,9 +351,24 @@ fn spin_program(env: &[(&str, &str)], args: &[&str]) -> common::Run {
     common::run(command)
 }
 
+/// Every section of `spin.c` ran: a program that skips one fails here.
+fn assert_every_spin_section(run: &common::Run) {
+    for line in [
+        "spin: errno answers ok",
+        "spin: process-shared, parent and child",
+        "spin: second mapping, 4 threads x 2 processes",
+        "spin: fork while another thread holds a spinlock",
+        "spin: ok",
+    ] {
+        assert!(run.stdout.contains(line), "no {line:?} in:\n{}", run.stdout);
+    }
+}
+
 /// `KLOCKS_SPIN=pvqspinlock` (and `default`, its name too): exact counters with 4
 /// threads per CPU, `EBUSY` tries, an unlock by another thread, the stricter answers,
-/// a process-shared lock across fork; the `KLOCKS_VERBOSE` line names it.
+/// a process-shared lock across fork and at three addresses in two processes (which
+/// hung while process-shared spinlocks were known by address), a fork while another
+/// thread holds a spinlock; the `KLOCKS_VERBOSE` line names it.
 #[test]
 fn spin_pvqspinlock() {
     for name in ["pvqspinlock", "Default"] {
@@ -366,9 +381,7 @@ fn spin_pvqspinlock() {
             &[],
         );
         common::assert_ok("spin", &run);
-        assert!(run
-            .stdout
-            .contains("spin: process-shared, parent and child"));
+        assert_every_spin_section(&run);
         assert!(
             run.stderr.starts_with(
                 "klocks: active: mutexes glibc, rwlocks glibc, spinlocks pvqspinlock, "
@@ -380,7 +393,8 @@ fn spin_pvqspinlock() {
     }
 }
 
-/// `KLOCKS_SPIN=qspinlock`, which never sleeps: with threads ≤ CPUs.
+/// `KLOCKS_SPIN=qspinlock`, which never sleeps: with threads ≤ CPUs (the
+/// process-shared lock, which sleeps, still runs 4 threads in each process).
 #[test]
 fn spin_qspinlock() {
     let run = spin_program(
@@ -392,6 +406,7 @@ fn spin_qspinlock() {
         &[],
     );
     common::assert_ok("spin", &run);
+    assert_every_spin_section(&run);
     assert!(run.stderr.is_empty(), "{}", run.stderr);
 }
 
@@ -402,6 +417,7 @@ fn spin_glibc_passes_the_same_checks() {
     for env in [vec![], vec![("KLOCKS_LOCK", "default")]] {
         let run = spin_program(&env, &[]);
         common::assert_ok("spin", &run);
+        assert_every_spin_section(&run);
     }
 }
 

@@ -174,6 +174,7 @@ pub use spin::pv_ticket::PvTicketLock;
 #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64", not(loom)))]
 pub use spin::qspinlock::QSpinLockByteStore;
 pub use spin::qspinlock::{Flavor, QSpinLock, QSpinLockCmpxchgHandoff, RawQSpinLock};
+pub use spin::shared_futex_spin::SharedFutexSpinLock;
 pub use spin::ticket::TicketLock;
 
 /// Flavours of [`RawQSpinLock`] (how the queue head claims the lock, how the word is

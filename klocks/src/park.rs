@@ -3,7 +3,10 @@
 //! [`wait`] sleeps while a 32-bit word holds an expected value; [`wake_one`] and
 //! [`wake_all`] wake threads sleeping on a word. On Linux this is the futex syscall
 //! with `FUTEX_PRIVATE_FLAG` (the word is never shared between processes, so the
-//! kernel hashes it by address alone, which is cheaper). Under `--cfg loom` it is a
+//! kernel hashes it by address alone, which is cheaper). The one lock whose word other
+//! processes share, [`SharedFutexSpinLock`](crate::SharedFutexSpinLock), sleeps in
+//! [`wait_shared`] and is woken by [`wake_one_shared_at`], the futex without that
+//! flag, keyed by the memory behind the word. Under `--cfg loom` it is a
 //! model with the same contract built from loom's mutex and condition variable, so
 //! every sleeping path is model-checked.
 //!
@@ -108,6 +111,33 @@ mod futex {
         woken_of(woken)
     }
 
+    /// Sleeps while `*word == expected`, on a shared futex: the kernel keys the wait
+    /// by the memory behind the word, not by this process's address of it, so a wake
+    /// from another process, or through another mapping of the same memory, finds it.
+    pub(crate) fn wait_shared(word: &AtomicU32, expected: u32) {
+        // SAFETY: as in `wait`, with no timeout. Errors are spurious returns.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT,
+                expected,
+                std::ptr::null::<libc::timespec>(),
+            );
+        }
+    }
+
+    /// Wakes up to `count` threads of any process sleeping on the memory behind
+    /// `word` (see [`wait_shared`]); how many it woke.
+    pub(crate) fn wake_shared(word: *const AtomicU32, count: i32) -> u32 {
+        // SAFETY: a shared FUTEX_WAKE looks up the mapping at the address to find the
+        // memory behind it (an unmapped address is EFAULT, no wake) but never reads or
+        // writes the word; `AtomicU32` has the layout of `u32`.
+        let woken =
+            unsafe { libc::syscall(libc::SYS_futex, word.cast::<u32>(), libc::FUTEX_WAKE, count) };
+        woken_of(woken)
+    }
+
     /// A wake's result: the threads woken, or -1 on an error (none woken).
     fn woken_of(result: libc::c_long) -> u32 {
         u32::try_from(result).unwrap_or(0)
@@ -187,6 +217,15 @@ mod futex {
         wake_bits(word, count, u32::MAX)
     }
 
+    /// A model has one process and one mapping: a shared futex is the private one.
+    pub(crate) fn wait_shared(word: &AtomicU32, expected: u32) {
+        wait(word, expected, None);
+    }
+
+    pub(crate) fn wake_shared(word: *const AtomicU32, count: i32) -> u32 {
+        wake(word, count)
+    }
+
     pub(crate) fn wake_bits(word: *const AtomicU32, count: i32, bits: u32) -> u32 {
         let (table, wakeup) = &*TABLE;
         let mut t = table.lock().unwrap();
@@ -243,6 +282,23 @@ pub(crate) fn wake_one(word: &AtomicU32) -> u32 {
 #[inline]
 pub(crate) fn wake_one_at(word: *const AtomicU32) -> u32 {
     futex::wake(word, 1)
+}
+
+/// [`wait`] on a word that other processes may share, possibly mapped at other
+/// addresses: the futex is not `FUTEX_PRIVATE_FLAG`, so the kernel keys it by the
+/// memory behind the word. Pair it with [`wake_one_shared_at`] only.
+#[inline]
+pub(crate) fn wait_shared(word: &AtomicU32, expected: u32) {
+    futex::wait_shared(word, expected);
+}
+
+/// Wakes one thread, of any process, sleeping in [`wait_shared`] on the memory behind
+/// the word at `word`, whichever address it mapped it at; as [`wake_one_at`], the word
+/// may be gone (then the address is unmapped, or names other memory, and the wake finds
+/// nobody or wakes spuriously).
+#[inline]
+pub(crate) fn wake_one_shared_at(word: *const AtomicU32) -> u32 {
+    futex::wake_shared(word, 1)
 }
 
 /// Wakes every thread sleeping on `word`; how many it woke.

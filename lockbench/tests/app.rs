@@ -191,3 +191,50 @@ fn profile_rows_and_report_come_with_the_table() {
     let row = lines[site - 1];
     assert!(row.contains(" 40000 "), "two threads × 20000 pairs: {row}");
 }
+
+/// The spinlock recipe of docs/preload.md: `spin-pairs` (pthread_spin_* pairs on one
+/// spinlock) under glibc and under `KLOCKS_SPIN=pvqspinlock`, which the command sets
+/// with `env` (app sets only `KLOCKS_LOCK`): a table with the pairs per second, and
+/// its count check catches a lock that excludes nothing.
+#[test]
+fn spin_pairs_compare_a_spinlock_under_glibc_and_klocks_spin() {
+    let spin_pairs = common::compile("spin-pairs", false);
+    let spin_pairs = spin_pairs.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--runs",
+            "1",
+            "--with",
+            "pvqspinlock",
+            "--metric",
+            r"pairs/s: (\S+)",
+            "--output-varies",
+            "--",
+            "env",
+            "KLOCKS_SPIN=pvqspinlock",
+            spin_pairs,
+            "4",
+            "20000",
+        ];
+        args.extend_from_slice(extra);
+        app(&args)
+    };
+    let out = run(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", stderr(&out));
+    for row in ["glibc ", "pvqspinlock "] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(row)),
+            "no {row}row:\n{stdout}"
+        );
+    }
+    let busted = (0..5)
+        .map(|_| run(&["busted"]))
+        .find(|out| !out.status.success())
+        .expect("the busted spin-pairs passed every attempt");
+    assert!(
+        stderr(&busted).contains("counter mismatch"),
+        "{}",
+        stderr(&busted)
+    );
+}

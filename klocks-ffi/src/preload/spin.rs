@@ -1,5 +1,6 @@
 //! Interposed `pthread_spin_*`: a klocks queued spinlock inside glibc's 4-byte
-//! `pthread_spinlock_t`, when `KLOCKS_SPIN` names one; glibc's own otherwise.
+//! `pthread_spinlock_t`, when `KLOCKS_SPIN` names one (a process-shared spinlock:
+//! klocks' shared lock, below); glibc's own otherwise.
 //!
 //! # Which lock: the kernel's answer
 //!
@@ -25,21 +26,30 @@
 //! static initialiser for spinlocks, so every spinlock of the program passes through
 //! this `init` first, and the klocks word never meets glibc's encoding (a spinlock
 //! that was never initialised is, on x86-64 glibc, held for good; here it is free).
-//! There is no room for a mark beside the lock.
+//! There is no room for a mark beside the lock: what marks a process-shared one lives
+//! in the word itself (next section).
 //!
-//! # Process-shared spinlocks stay glibc's
+//! # Process-shared spinlocks: klocks' shared lock, told apart by the word
 //!
 //! The queue's tail names a thread's node by its slot in this process, and the sleeps
-//! are private futexes: a lock shared with another process must not be klocks'. With
-//! no room in the word for the mark that rwlocks and mutexes carry, `init` with
-//! `PTHREAD_PROCESS_SHARED` records the lock's address in a table of
-//! [`SHARED_SLOTS`] (a fork child inherits it, so the common pattern, a lock in
-//! shared memory initialised before `fork`, works), and every call on an address in
-//! the table goes to glibc; `destroy` or a private `init` at the address removes it.
-//! The table is searched only while it is not empty. A shared spinlock reached at an
-//! address not initialised as one in this process (another process's, or the same
-//! memory mapped again elsewhere) cannot be known for shared: programs that share
-//! spinlocks between processes should not set `KLOCKS_SPIN`.
+//! are private futexes: a lock shared with another process, or reached through a
+//! second mapping of its memory, must not be a queued spinlock. `init` with
+//! `PTHREAD_PROCESS_SHARED` makes it klocks' `SharedFutexSpinLock` instead, a
+//! spinning futex lock whose every word carries a mark (bit 7) that no word of the
+//! queued spinlocks ever has (the proof is in `klocks/src/spin/shared_futex_spin.rs`).
+//! So the word itself says which lock it is, in every process and at every address
+//! the memory is mapped at: no table, no limit on how many there are. Every call
+//! tries the private lock's fast path first (one cmpxchg from 0, which fails on every
+//! shared word), and only when that fails reads the word: marked, the shared lock
+//! serves the call; unmarked, the queued spinlock. A private `init` on a word that was
+//! shared writes 0, a private lock again. Every process that uses a process-shared
+//! spinlock must run under the interposer with `KLOCKS_SPIN` set (either kind: the
+//! shared lock is the same for both): glibc's spinlock reads its own encoding and
+//! does not exclude a klocks one.
+//!
+//! A private spinlock held by another thread at `fork` stays held in the child, as
+//! glibc's does (no thread of the child will unlock it); the child's other spinlocks
+//! work, and the queue slots it needs come from a fork-safe pool.
 //!
 //! # Misuse
 //!
@@ -47,23 +57,24 @@
 //! thread that does not hold the lock releases the holder's hold, as glibc's does (it
 //! stores 0 whoever calls it). Stricter than glibc: unlocking a lock that is not held
 //! returns `EPERM` (POSIX's "may fail"; glibc stores 0 again), and destroying a held
-//! lock returns `EBUSY`. A relock by the holder spins forever, as glibc's does.
+//! lock returns `EBUSY`. A relock by the holder waits forever, as glibc's does. The
+//! same holds for process-shared spinlocks.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use klocks_core::catalog::MutexKind;
-use klocks_core::{PvQSpinLock, QSpinLock};
-use libc::{pthread_spinlock_t, EAGAIN, EBUSY, EINVAL, EPERM};
+use klocks_core::{PvQSpinLock, QSpinLock, SharedFutexSpinLock};
+use libc::{pthread_spinlock_t, EBUSY, EINVAL, EPERM};
 
 use super::config;
 use super::glibc;
 
 const _: () = assert!(size_of::<PvQSpinLock>() == size_of::<pthread_spinlock_t>());
 const _: () = assert!(size_of::<QSpinLock>() == size_of::<pthread_spinlock_t>());
+const _: () = assert!(size_of::<SharedFutexSpinLock>() == size_of::<pthread_spinlock_t>());
 const _: () = assert!(align_of::<PvQSpinLock>() <= align_of::<pthread_spinlock_t>());
 const _: () = assert!(align_of::<QSpinLock>() <= align_of::<pthread_spinlock_t>());
-
+const _: () = assert!(align_of::<SharedFutexSpinLock>() <= align_of::<pthread_spinlock_t>());
 /// The spinlocks `KLOCKS_SPIN` names.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum SpinKind {
@@ -104,74 +115,19 @@ impl SpinKind {
     }
 }
 
-/// How many process-shared spinlocks the table holds at once; one more `init` is
-/// `EAGAIN` (POSIX: "the system lacks the necessary resources").
-pub(super) const SHARED_SLOTS: usize = 64;
-
-/// The addresses of the process-shared spinlocks initialised in this process; 0 is a
-/// free slot.
-static SHARED: [AtomicUsize; SHARED_SLOTS] = [const { AtomicUsize::new(0) }; SHARED_SLOTS];
-
-/// How many slots of [`SHARED`] are taken: while 0, no call searches it.
-static SHARED_COUNT: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether `lock` is a process-shared spinlock, glibc's.
+/// Runs `$body` with `$lock` the queued spinlock of kind `$kind` at `$at`.
 ///
-/// Relaxed (both loads): `init` wrote the slot, and `init` happens-before every other
-/// call on the lock (POSIX's rule), so a call on a shared lock sees its slot; a slot
-/// of another lock that is being taken or freed meanwhile names another address.
-#[inline]
-fn is_shared(lock: *mut pthread_spinlock_t) -> bool {
-    SHARED_COUNT.load(Relaxed) != 0 && shared_slot(lock).is_some()
-}
-
-#[cold]
-fn shared_slot(lock: *mut pthread_spinlock_t) -> Option<&'static AtomicUsize> {
-    // Relaxed: see `is_shared`.
-    SHARED
-        .iter()
-        .find(|slot| slot.load(Relaxed) == lock as usize)
-}
-
-/// Records `lock` as process-shared; `false` if the table is full.
-fn share(lock: *mut pthread_spinlock_t) -> bool {
-    if shared_slot(lock).is_some() {
-        return true;
-    }
-    // Relaxed: the slot's owner is decided by the cmpxchg on it alone; readers rely on
-    // `init` happening before their calls (see `is_shared`).
-    let taken = SHARED.iter().any(|slot| {
-        slot.compare_exchange(0, lock as usize, Relaxed, Relaxed)
-            .is_ok()
-    });
-    if taken {
-        // Relaxed: a hint that lets calls skip the search; `init` orders it as above.
-        SHARED_COUNT.fetch_add(1, Relaxed);
-    }
-    taken
-}
-
-/// Forgets `lock` as process-shared, if it was.
-fn unshare(lock: *mut pthread_spinlock_t) {
-    if let Some(slot) = shared_slot(lock) {
-        // Relaxed: `destroy` and `init` do not race with other calls on the lock.
-        slot.store(0, Relaxed);
-        SHARED_COUNT.fetch_sub(1, Relaxed);
-    }
-}
-
-/// Runs `$body` with `$lock` the klocks spinlock of kind `$kind` at `$at`.
-///
-/// Contract: `$at` is non-null and points to a live `pthread_spinlock_t` that is not
-/// process-shared.
+/// Contract: `$at` is non-null and points to a live, initialised `pthread_spinlock_t`.
+/// Its word may be a shared lock's: the body tells them apart (`shared` below).
 macro_rules! with_spin {
     ($at:expr, $kind:expr, $lock:ident => $body:expr) => {{
         let at = $at;
         match $kind {
             SpinKind::PvQSpin => {
-                // SAFETY (both arms): by the contract, 4 bytes that are the lock's word
-                // (0 free; size and alignment asserted above); its atomic gives interior
-                // mutability.
+                // SAFETY (both arms): by the contract, 4 bytes that are a lock's word
+                // (size and alignment asserted above); its atomic gives interior
+                // mutability. The body calls the lock's methods other than the fast
+                // path only once the word has shown no shared mark.
                 let $lock = unsafe { &*at.cast::<PvQSpinLock>() };
                 $body
             }
@@ -181,6 +137,18 @@ macro_rules! with_spin {
             }
         }
     }};
+}
+
+/// The lock at `lock` seen as the shared lock; call its methods only once its word
+/// has shown the mark ([`SharedFutexSpinLock::is_shared_word`]).
+///
+/// # Safety
+/// As `with_spin!`'s contract.
+#[inline]
+unsafe fn shared<'a>(lock: *mut pthread_spinlock_t) -> &'a SharedFutexSpinLock {
+    // SAFETY: 4 bytes that are a lock's word (size and alignment asserted above;
+    // `SharedFutexSpinLock` is a transparent `AtomicU32`), by the caller's contract.
+    unsafe { &*lock.cast::<SharedFutexSpinLock>() }
 }
 
 /// How a call on `lock` is served: glibc's lock, klocks' of a kind, or `EINVAL`.
@@ -195,59 +163,58 @@ fn target(lock: *mut pthread_spinlock_t) -> Target {
     match config::choice().spin {
         None => Target::Glibc,
         Some(_) if lock.is_null() => Target::Invalid,
-        Some(_) if is_shared(lock) => Target::Glibc,
         Some(kind) => Target::Klocks(kind),
     }
 }
 
-/// `pthread_spin_init`: an unlocked klocks spinlock, or glibc's for a process-shared
-/// one (module doc).
+/// `pthread_spin_init`: an unlocked queued spinlock, or an unlocked shared lock for a
+/// process-shared one (module doc).
 ///
 /// # Safety
 /// POSIX's contract for `pthread_spin_init`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_init(lock: *mut pthread_spinlock_t, pshared: c_int) -> c_int {
-    if config::choice().spin.is_none() {
+    match target(lock) {
         // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_spin_init(lock, pshared) };
-    }
-    if lock.is_null() {
-        return EINVAL;
-    }
-    unshare(lock);
-    if pshared == libc::PTHREAD_PROCESS_SHARED {
-        if !share(lock) {
-            super::say(&format!(
-                "more than {SHARED_SLOTS} process-shared spinlocks at once under KLOCKS_SPIN: pthread_spin_init returns EAGAIN"
-            ));
-            return EAGAIN;
+        Target::Glibc => unsafe { glibc::pthread_spin_init(lock, pshared) },
+        Target::Invalid => EINVAL,
+        Target::Klocks(_) if pshared == libc::PTHREAD_PROCESS_SHARED => {
+            // SAFETY: `lock` is writable and 4 bytes (caller's contract, size asserted
+            // above); init does not race with other calls (POSIX's rule).
+            unsafe {
+                lock.cast::<SharedFutexSpinLock>()
+                    .write(SharedFutexSpinLock::new())
+            };
+            0
         }
-        // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_spin_init(lock, pshared) };
+        Target::Klocks(_) => {
+            // SAFETY: as above; 0 is the queued spinlocks' unlocked word, whatever the
+            // word was before (a shared lock's too).
+            unsafe { lock.write(0) };
+            0
+        }
     }
-    // SAFETY: `lock` is writable (caller's contract); 0 is klocks' unlocked word.
-    // Init does not race with other calls (POSIX's rule).
-    unsafe { lock.write(0) };
-    0
 }
 
-/// `pthread_spin_destroy`: `EBUSY` while a klocks spinlock is held.
+/// `pthread_spin_destroy`: `EBUSY` while the lock is held.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_spin_destroy`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_destroy(lock: *mut pthread_spinlock_t) -> c_int {
     match target(lock) {
-        Target::Glibc => {
-            if config::choice().spin.is_some() {
-                unshare(lock);
-            }
-            // SAFETY: the caller's contract is glibc's.
-            unsafe { glibc::pthread_spin_destroy(lock) }
-        }
+        // SAFETY: the caller's contract is glibc's.
+        Target::Glibc => unsafe { glibc::pthread_spin_destroy(lock) },
         Target::Invalid => EINVAL,
         Target::Klocks(kind) => {
-            if with_spin!(lock, kind, spin => spin.is_locked()) {
+            // SAFETY: the caller's contract (an initialised spinlock).
+            let shared = unsafe { shared(lock) };
+            let held = if shared.is_shared() {
+                shared.is_locked()
+            } else {
+                with_spin!(lock, kind, spin => spin.is_locked())
+            };
+            if held {
                 EBUSY
             } else {
                 0
@@ -267,13 +234,21 @@ pub unsafe extern "C" fn pthread_spin_lock(lock: *mut pthread_spinlock_t) -> c_i
         Target::Glibc => unsafe { glibc::pthread_spin_lock(lock) },
         Target::Invalid => EINVAL,
         Target::Klocks(kind) => {
-            with_spin!(lock, kind, spin => spin.lock());
+            with_spin!(lock, kind, spin => match spin.try_lock_fast() {
+                Ok(()) => {}
+                // SAFETY: the caller's contract; the word carries the mark.
+                Err(word) if SharedFutexSpinLock::is_shared_word(word) => unsafe {
+                    shared(lock).lock()
+                },
+                Err(_) => spin.lock(),
+            });
             0
         }
     }
 }
 
-/// `pthread_spin_trylock`: `EBUSY` unless the lock was free with nobody queued.
+/// `pthread_spin_trylock`: `EBUSY` unless the lock was free (a queued spinlock: with
+/// nobody queued).
 ///
 /// # Safety
 /// POSIX's contract for `pthread_spin_trylock`.
@@ -284,7 +259,15 @@ pub unsafe extern "C" fn pthread_spin_trylock(lock: *mut pthread_spinlock_t) -> 
         Target::Glibc => unsafe { glibc::pthread_spin_trylock(lock) },
         Target::Invalid => EINVAL,
         Target::Klocks(kind) => {
-            if with_spin!(lock, kind, spin => spin.try_lock()) {
+            let taken = with_spin!(lock, kind, spin => match spin.try_lock_fast() {
+                Ok(()) => true,
+                // SAFETY: the caller's contract; the word carries the mark.
+                Err(word) if SharedFutexSpinLock::is_shared_word(word) => unsafe {
+                    shared(lock).try_lock()
+                },
+                Err(_) => false,
+            });
+            if taken {
                 0
             } else {
                 EBUSY
@@ -304,16 +287,29 @@ pub unsafe extern "C" fn pthread_spin_unlock(lock: *mut pthread_spinlock_t) -> c
         // SAFETY: the caller's contract is glibc's.
         Target::Glibc => unsafe { glibc::pthread_spin_unlock(lock) },
         Target::Invalid => EINVAL,
-        Target::Klocks(kind) => with_spin!(lock, kind, spin => {
-            // A snapshot: two threads racing to release one hold both pass it, and the
-            // second meets the lock's own check, whose panic ends the process (see
-            // the `preload` doc).
-            if spin.is_locked() {
-                spin.unlock();
-                0
+        Target::Klocks(kind) => {
+            // SAFETY: the caller's contract (an initialised spinlock).
+            let shared = unsafe { shared(lock) };
+            // A snapshot in both arms: two threads racing to release one hold both
+            // pass it, and the second meets the lock's own check, whose panic ends the
+            // process (see the `preload` doc).
+            if shared.is_shared() {
+                if shared.is_locked() {
+                    shared.unlock();
+                    0
+                } else {
+                    EPERM
+                }
             } else {
-                EPERM
+                with_spin!(lock, kind, spin => {
+                    if spin.is_locked() {
+                        spin.unlock();
+                        0
+                    } else {
+                        EPERM
+                    }
+                })
             }
-        }),
+        }
     }
 }

@@ -11,6 +11,7 @@ use super::mcs::{with_default_slots, with_slot_limit};
 use super::pv_qspinlock::PvQSpinLock;
 use super::pv_ticket::PvTicketLock;
 use super::qspinlock::{QueueOnly, RawQSpinLock};
+use super::shared_futex_spin::SharedFutexSpinLock;
 use super::ticket::TicketLock;
 use crate::testing::{explore, BustedLock, TestLock};
 
@@ -130,4 +131,20 @@ fn qspinlock_cmpxchg_slot_exhaustion() {
 #[should_panic]
 fn busted_lock_is_caught() {
     check::<BustedLock>(2, 1);
+}
+
+/// The process-shared spinlock: under loom it spins no budget, so a contender marks
+/// the word and sleeps at once; the unlock that finds the mark wakes it (loom fails
+/// any execution with a lost wake-up), and the woken thread's own unlock makes
+/// Drepper's needless wake.
+#[test]
+fn shared_futex_spin_sleep_and_wake() {
+    check::<SharedFutexSpinLock>(2, 2);
+}
+
+/// Two sleepers: each unlock of a marked word wakes one, and a woken thread re-marks
+/// the word so that the other is woken in turn.
+#[test]
+fn shared_futex_spin_three_threads() {
+    check::<SharedFutexSpinLock>(3, 1);
 }

@@ -121,7 +121,7 @@ use crate::sync::{cpu_relax, cpu_relax_times, AtomicU32, Ordering::*};
 use crate::{barrier, park};
 
 /// The locked byte of a held lock whose queue head sleeps on the word.
-const SLOW_VAL: u32 = 3;
+pub(crate) const SLOW_VAL: u32 = 3;
 
 /// Steals taken while a queue exists, counted modulo 128 in bits 9-15 of the word
 /// (the kernel leaves bits 9-15 of the pending byte unused). Zero whenever the tail
@@ -195,6 +195,18 @@ impl PvQSpinLock {
     #[inline]
     pub fn try_lock(&self) -> bool {
         trylock(&self.word)
+    }
+
+    /// The uncontended fast path alone, `(0,0,0) -> (0,0,1)`: one cmpxchg, with no
+    /// load before it; otherwise the word it found. For a caller that keeps another
+    /// lock in the same 4 bytes and tells the two apart by the word, as the
+    /// interposer does with [`SharedFutexSpinLock`](crate::SharedFutexSpinLock).
+    #[inline]
+    pub fn try_lock_fast(&self) -> Result<(), u32> {
+        // Acquire: pairs with the Release of the lock's unlock.
+        self.word
+            .compare_exchange(0, LOCKED_VAL, Acquire, Relaxed)
+            .map(drop)
     }
 
     /// Releases the lock, waking the queue head if it sleeps.

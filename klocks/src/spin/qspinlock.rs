@@ -326,6 +326,18 @@ impl<F: Flavor> RawQSpinLock<F> {
         trylock(&self.word)
     }
 
+    /// The uncontended fast path alone, `(0,0,0) -> (0,0,1)`: one cmpxchg, with no
+    /// load before it; otherwise the word it found. For a caller that keeps another
+    /// lock in the same 4 bytes and tells the two apart by the word, as the
+    /// interposer does with [`SharedFutexSpinLock`](crate::SharedFutexSpinLock).
+    #[inline]
+    pub fn try_lock_fast(&self) -> Result<(), u32> {
+        // Acquire: pairs with the Release of the lock's unlock.
+        self.word
+            .compare_exchange(0, LOCKED_VAL, Acquire, Relaxed)
+            .map(drop)
+    }
+
     /// Releases the lock.
     ///
     /// # Panics
