@@ -100,6 +100,7 @@ mod mutex;
 mod profile;
 mod route;
 mod rwlock;
+mod settings;
 mod spin;
 
 use crate::time;

@@ -11,12 +11,11 @@ use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
 use std::ffi::CStr;
 
 use klocks_core::catalog::RwLockKind;
-use klocks_core::config::{
-    parse_owner_probe, parse_spin_ns, BadValue, Var, GLIBC, LOCK, OWNER_PROBE, RWLOCK, SPIN_NS,
-};
+use klocks_core::config::{parse_owner_probe, parse_spin_ns, BadValue, Var, OWNER_PROBE, SPIN_NS};
 use klocks_core::owner::ProbeKind;
 
 use super::say;
+use super::settings::{GLIBC, LOCK, RWLOCK};
 use super::spin::SpinKind;
 use crate::mutex::Kind;
 
