@@ -87,7 +87,7 @@ fn names_in(text: &str) -> Vec<String> {
     text.split('`')
         .skip(1)
         .step_by(2)
-        .map(|name| short_generic(name))
+        .map(short_generic)
         .collect()
 }
 

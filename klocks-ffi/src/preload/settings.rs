@@ -74,26 +74,26 @@ pub(super) struct BadSetting<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Problem {
     /// Not one of [`Profile::ALL`]'s names.
-    NotAProfile,
+    UnknownProfile,
     /// Not a whole number in `1..=`[`MAX_PROFILE_TOP`].
-    NotATop,
+    TopOutOfRange,
     /// Not a whole number in `64..=`[`MAX_PROFILE_LOCKS`].
-    NotALockCount,
+    LockCountOutOfRange,
 }
 
 impl fmt::Display for BadSetting<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let BadSetting { var, text, .. } = *self;
         match self.problem {
-            Problem::NotAProfile => write!(
+            Problem::UnknownProfile => write!(
                 f,
                 "{var}={text:?} is not a profile setting: use 0, 1 (at exit) or sigusr2 (at exit and on SIGUSR2)"
             ),
-            Problem::NotATop => write!(
+            Problem::TopOutOfRange => write!(
                 f,
                 "{var}={text:?} is not a number of locks in 1..={MAX_PROFILE_TOP}"
             ),
-            Problem::NotALockCount => write!(
+            Problem::LockCountOutOfRange => write!(
                 f,
                 "{var}={text:?} is not a number of locks in 64..={MAX_PROFILE_LOCKS}"
             ),
@@ -110,7 +110,7 @@ pub(super) fn parse_profile(text: &str) -> Result<Profile, BadSetting<'_>> {
         .ok_or(BadSetting {
             var: PROFILE,
             text,
-            problem: Problem::NotAProfile,
+            problem: Problem::UnknownProfile,
         })
 }
 
@@ -121,7 +121,7 @@ pub(super) fn parse_profile_locks(text: &str) -> Result<usize, BadSetting<'_>> {
         _ => Err(BadSetting {
             var: PROFILE_LOCKS,
             text,
-            problem: Problem::NotALockCount,
+            problem: Problem::LockCountOutOfRange,
         }),
     }
 }
@@ -133,7 +133,7 @@ pub(super) fn parse_profile_top(text: &str) -> Result<usize, BadSetting<'_>> {
         _ => Err(BadSetting {
             var: PROFILE_TOP,
             text,
-            problem: Problem::NotATop,
+            problem: Problem::TopOutOfRange,
         }),
     }
 }
