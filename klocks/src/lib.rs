@@ -153,6 +153,10 @@ mod park;
 mod role;
 mod rwlock;
 mod spin;
+// Public for klocks-ffi's fork repair of the objects it interposes, not part of the
+// library's API: it stays here, beside the loom models of its election, because
+// klocks-ffi has no loom build.
+#[doc(hidden)]
 pub mod stamp;
 #[cfg(feature = "stats")]
 pub mod stats;
