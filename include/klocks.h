@@ -5,8 +5,8 @@
  * `cc app.c $(pkg-config --cflags --libs klocks)`).
  *
  * klocks brings the Linux kernel's lock designs to userspace. This header exposes
- * its mutexes (klocks_mutex_t, seven kinds), its default reader-writer lock
- * (klocks_rwlock_t), its reader-writer semaphore (klocks_rwsem_t) and a condition
+ * its mutexes (klocks_mutex_t, of the klocks_kind kinds), its default reader-writer
+ * lock (klocks_rwlock_t), its reader-writer semaphore (klocks_rwsem_t) and a condition
  * variable (klocks_cond_t) with pthread's conventions:
  *
  *   - Storage is the caller's: declare a klocks_mutex_t, klocks_rwlock_t,

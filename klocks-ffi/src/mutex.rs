@@ -1,4 +1,4 @@
-//! `klocks_mutex_t`: the seven klocks mutexes behind one C type.
+//! `klocks_mutex_t`: the klocks mutexes of the C API (`Kind`) behind one C type.
 //!
 //! The kind chosen at `klocks_mutex_init` is kept in the object's tag (see the crate
 //! doc); every call decodes it and dispatches to the Rust lock in the body.
@@ -30,9 +30,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use klocks_core::catalog::MutexKind;
 use klocks_core::owner::current_tid;
-use klocks_core::{
-    FutexMutex, PvQSpinLock, PvTicketLock, QSpinLock, RawMutex, SpinFutexMutex, TicketLock,
-};
+use klocks_core::RawMutex;
 use libc::{timespec, CLOCK_REALTIME, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
 
 use crate::object::{Object, Tag};
@@ -48,35 +46,105 @@ const BODY_WORDS: usize = (MUTEX_SIZE - 8) / 8;
 #[allow(non_camel_case_types)]
 pub type klocks_mutex_t = Object<BODY_WORDS>;
 
-/// Every kind fits in the body and needs no more than its alignment.
-macro_rules! assert_fits {
-    ($($ty:ty),*) => {
-        $(const _: () = assert!(klocks_mutex_t::fits::<$ty>());)*
+/// Declares the C API's mutex kinds from one list, each kind once: the [`Kind`]
+/// enum with its `klocks_kind` value, [`Kind::ALL`], the catalog entry (which names
+/// it), the C constant, whether it tracks its owner (module doc), what to pick it for
+/// (`KLOCKS_LOCK=help`), the check that it fits the body, and `with_kind!`, the one
+/// map from a kind to its type. `$d` is `$`, for the metavariables of `with_kind!`.
+macro_rules! kinds {
+    ($d:tt
+        $($variant:ident = $raw:literal => $ty:ident, $c_name:ident, $entry:ident,
+            owner: $owner:literal, use: $use_it_for:literal;)*
+    ) => {
+        /// The C `klocks_kind` values.
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        pub(crate) enum Kind {
+            $($variant = $raw,)*
+        }
+
+        impl Kind {
+            /// Every kind, in `klocks_kind` order.
+            pub(crate) const ALL: [Kind; [$($raw),*].len()] = [$(Kind::$variant,)*];
+
+            /// The lock's entry in the catalog, which names it (`KLOCKS_LOCK`,
+            /// lockbench).
+            pub(crate) fn catalog(self) -> MutexKind {
+                match self {
+                    $(Kind::$variant => MutexKind::$entry,)*
+                }
+            }
+
+            /// The kind whose C value is `raw`.
+            pub(crate) fn from_raw(raw: u32) -> Option<Kind> {
+                match raw {
+                    $($raw => Some(Kind::$variant),)*
+                    _ => None,
+                }
+            }
+
+            /// The kind's `klocks_kind` constant in `include/klocks.h`.
+            #[cfg(test)]
+            pub(crate) fn c_name(self) -> &'static str {
+                match self {
+                    $(Kind::$variant => stringify!($c_name),)*
+                }
+            }
+
+            /// Whether the lock keeps its owner in its word and panics on an unlock
+            /// by another thread or a relock by the owner, so that callers must check
+            /// first (module doc, "Owner tracking").
+            pub(crate) fn tracks_owner(self) -> bool {
+                match self {
+                    $(Kind::$variant => $owner,)*
+                }
+            }
+
+            /// What to pick the kind for, in a few words (README's "Which lock").
+            pub(crate) fn use_it_for(self) -> &'static str {
+                match self {
+                    $(Kind::$variant => $use_it_for,)*
+                }
+            }
+        }
+
+        // Every kind fits in the body and needs no more than its alignment.
+        $(const _: () = assert!(klocks_mutex_t::fits::<klocks_core::$ty>());)*
+
+        /// Runs `$body` with the type alias `$ty` naming the lock type of `$kind`: the
+        /// one place that maps each kind to its type.
+        macro_rules! with_kind {
+            ($d kind:expr, $d alias:ident => $d body:expr) => {{
+                match $d kind {
+                    $($crate::mutex::Kind::$variant => {
+                        type $d alias = klocks_core::$ty;
+                        $d body
+                    })*
+                }
+            }};
+        }
     };
 }
-assert_fits!(
-    PvQSpinLock,
-    QSpinLock,
-    TicketLock,
-    PvTicketLock,
-    FutexMutex,
-    SpinFutexMutex,
-    RawMutex
-);
+
+kinds! { $
+    PvQSpin = 1 => PvQSpinLock, KLOCKS_PVQSPINLOCK, PvQSpinLock,
+        owner: false, use: "short sections, any number of threads";
+    QSpin = 2 => QSpinLock, KLOCKS_QSPINLOCK, QSpinLock,
+        owner: false, use: "short sections, FIFO, no more threads than CPUs (never sleeps)";
+    Ticket = 3 => TicketLock, KLOCKS_TICKET, Ticket,
+        owner: false, use: "tiny sections on very few CPUs (never sleeps)";
+    PvTicket = 4 => PvTicketLock, KLOCKS_PVTICKET, PvTicket,
+        owner: false, use: "strict FIFO with threads that may outnumber CPUs";
+    Futex = 5 => FutexMutex, KLOCKS_FUTEX, Futex,
+        owner: false, use: "re-running seed 004's \"before\"";
+    SpinFutex = 6 => SpinFutexMutex, KLOCKS_SPINFUTEX, SpinFutex,
+        owner: true, use: "re-running seed 004's \"after\"";
+    Default = 7 => RawMutex, KLOCKS_DEFAULT, Default,
+        owner: true, use: "any section, any threads";
+}
+pub(crate) use with_kind;
+
 const _: () = assert!(size_of::<klocks_mutex_t>() == MUTEX_SIZE);
 const _: () = assert!(align_of::<klocks_mutex_t>() == 8);
-
-/// The C `klocks_kind` values.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Kind {
-    PvQSpin = 1,
-    QSpin = 2,
-    Ticket = 3,
-    PvTicket = 4,
-    Futex = 5,
-    SpinFutex = 6,
-    Default = 7,
-}
 
 impl Tag for Kind {
     /// `KLOCKS_MUTEX_INITIALIZER`: a zero-filled mutex is an unlocked `KLOCKS_DEFAULT`
@@ -93,54 +161,9 @@ impl Tag for Kind {
 }
 
 impl Kind {
-    /// Every kind, in `klocks_kind` order.
-    pub(crate) const ALL: [Kind; 7] = [
-        Kind::PvQSpin,
-        Kind::QSpin,
-        Kind::Ticket,
-        Kind::PvTicket,
-        Kind::Futex,
-        Kind::SpinFutex,
-        Kind::Default,
-    ];
-
-    /// The lock's entry in the catalog, which names it (`KLOCKS_LOCK`, lockbench).
-    pub(crate) fn catalog(self) -> MutexKind {
-        match self {
-            Kind::PvQSpin => MutexKind::PvQSpinLock,
-            Kind::QSpin => MutexKind::QSpinLock,
-            Kind::Ticket => MutexKind::Ticket,
-            Kind::PvTicket => MutexKind::PvTicket,
-            Kind::Futex => MutexKind::Futex,
-            Kind::SpinFutex => MutexKind::SpinFutex,
-            Kind::Default => MutexKind::Default,
-        }
-    }
-
     /// The kind's name.
     pub(crate) fn name(self) -> &'static str {
         self.catalog().name()
-    }
-
-    /// Whether the lock keeps its owner in its word and panics on an unlock by
-    /// another thread or a relock by the owner, so that callers must check first
-    /// (module doc, "Owner tracking").
-    pub(crate) fn tracks_owner(self) -> bool {
-        matches!(self, Kind::SpinFutex | Kind::Default)
-    }
-
-    /// The kind whose C value is `raw`.
-    pub(crate) fn from_raw(raw: u32) -> Option<Kind> {
-        Some(match raw {
-            1 => Kind::PvQSpin,
-            2 => Kind::QSpin,
-            3 => Kind::Ticket,
-            4 => Kind::PvTicket,
-            5 => Kind::Futex,
-            6 => Kind::SpinFutex,
-            7 => Kind::Default,
-            _ => return None,
-        })
     }
 }
 
@@ -154,44 +177,6 @@ macro_rules! with_lock {
         with_lock_at!(unsafe { klocks_mutex_t::body($m) }, $kind, $lock => $body)
     }};
 }
-
-/// Runs `$body` with the type alias `$ty` naming the lock type of `$kind`: the one
-/// place that maps each kind to its type.
-macro_rules! with_kind {
-    ($kind:expr, $ty:ident => $body:expr) => {{
-        match $kind {
-            $crate::mutex::Kind::PvQSpin => {
-                type $ty = klocks_core::PvQSpinLock;
-                $body
-            }
-            $crate::mutex::Kind::QSpin => {
-                type $ty = klocks_core::QSpinLock;
-                $body
-            }
-            $crate::mutex::Kind::Ticket => {
-                type $ty = klocks_core::TicketLock;
-                $body
-            }
-            $crate::mutex::Kind::PvTicket => {
-                type $ty = klocks_core::PvTicketLock;
-                $body
-            }
-            $crate::mutex::Kind::Futex => {
-                type $ty = klocks_core::FutexMutex;
-                $body
-            }
-            $crate::mutex::Kind::SpinFutex => {
-                type $ty = klocks_core::SpinFutexMutex;
-                $body
-            }
-            $crate::mutex::Kind::Default => {
-                type $ty = klocks_core::RawMutex;
-                $body
-            }
-        }
-    }};
-}
-pub(crate) use with_kind;
 
 /// Runs `$body` with `$lock: &L` for the lock type of `$kind` at `$at`.
 ///
@@ -220,18 +205,8 @@ pub(crate) use with_lock_at;
 /// uses during the call. The old bytes are not dropped (every kind is plain words).
 pub(crate) unsafe fn init_at(at: *mut u8, kind: Kind) {
     // SAFETY: caller's contract; every kind is at most 8 bytes, aligned to at most 8
-    // (`assert_fits!` and the test `every_kind_is_eight_zero_bytes`).
-    unsafe {
-        match kind {
-            Kind::PvQSpin => ptr::write(at.cast(), PvQSpinLock::new()),
-            Kind::QSpin => ptr::write(at.cast(), QSpinLock::new()),
-            Kind::Ticket => ptr::write(at.cast(), TicketLock::new()),
-            Kind::PvTicket => ptr::write(at.cast(), PvTicketLock::new()),
-            Kind::Futex => ptr::write(at.cast(), FutexMutex::new()),
-            Kind::SpinFutex => ptr::write(at.cast(), SpinFutexMutex::new()),
-            Kind::Default => ptr::write(at.cast(), RawMutex::new()),
-        }
-    }
+    // (the `fits` checks of `kinds!` and the test `every_kind_is_eight_zero_bytes`).
+    with_kind!(kind, KindLock => unsafe { ptr::write(at.cast::<KindLock>(), KindLock::new()) })
 }
 
 /// Initialises `*m` as an unlocked mutex of `kind`. See `include/klocks.h`.
@@ -425,22 +400,93 @@ mod tests {
     /// `KLOCKS_MUTEX_INITIALIZER`, an unlocked `KLOCKS_DEFAULT`.
     #[test]
     fn every_kind_is_eight_zero_bytes() {
-        macro_rules! check {
-            ($($ty:ty),*) => {$(
-                let lock = <$ty>::new();
-                assert!(size_of::<$ty>() <= 8, stringify!($ty));
-                assert!(bytes_of(&lock).iter().all(|&b| b == 0), stringify!($ty));
-            )*};
+        for kind in Kind::ALL {
+            with_kind!(kind, KindLock => {
+                let lock = KindLock::new();
+                assert!(size_of::<KindLock>() <= 8, "{}", kind.name());
+                assert!(bytes_of(&lock).iter().all(|&b| b == 0), "{}", kind.name());
+            });
         }
-        check!(
-            PvQSpinLock,
-            QSpinLock,
-            TicketLock,
-            PvTicketLock,
-            FutexMutex,
-            SpinFutexMutex,
-            RawMutex
-        );
+    }
+
+    /// The `klocks_kind` constants of `klocks.h`, in order, with their values (an
+    /// enumerator without `= N` is one more than the one before it, as in C).
+    fn header_kinds(header: &str) -> Vec<(String, u32)> {
+        let body = header
+            .split("typedef enum {")
+            .find_map(|rest| rest.split_once("} klocks_kind;").map(|(body, _)| body))
+            .expect("klocks.h declares `typedef enum { ... } klocks_kind;`");
+        let mut next = 0;
+        let mut kinds = Vec::new();
+        for line in body.lines().map(str::trim) {
+            if line.starts_with("/*") || line.starts_with('*') || line.is_empty() {
+                continue;
+            }
+            let entry = line.trim_end_matches(',');
+            let (name, value) = match entry.split_once('=') {
+                Some((name, value)) => (name.trim(), value.trim().parse().unwrap()),
+                None => (entry, next),
+            };
+            kinds.push((name.to_owned(), value));
+            next = value + 1;
+        }
+        kinds
+    }
+
+    fn rust_kinds() -> Vec<(String, u32)> {
+        Kind::ALL
+            .iter()
+            .map(|&kind| (kind.c_name().to_owned(), kind as u32))
+            .collect()
+    }
+
+    /// klocks.h's `klocks_kind` is `Kind`, constant for constant and value for
+    /// value: a C program passes these numbers to `klocks_mutex_init`.
+    #[test]
+    fn the_header_declares_every_kind_with_its_value() {
+        let header = include_str!("../../include/klocks.h");
+        assert_eq!(header_kinds(header), rust_kinds());
+    }
+
+    /// The header's parser sees a kind that the header lacks, renumbers or adds.
+    #[test]
+    fn a_header_that_disagrees_is_caught() {
+        let header = include_str!("../../include/klocks.h");
+        for (from, to) in [
+            ("    KLOCKS_TICKET,\n", ""),
+            ("KLOCKS_PVQSPINLOCK = 1", "KLOCKS_PVQSPINLOCK = 0"),
+            (
+                "    KLOCKS_DEFAULT\n",
+                "    KLOCKS_DEFAULT,\n    KLOCKS_MCS\n",
+            ),
+        ] {
+            assert!(header.contains(from), "{from:?}");
+            let changed = header.replacen(from, to, 1);
+            assert_ne!(header_kinds(&changed), rust_kinds(), "{from:?} -> {to:?}");
+        }
+    }
+
+    /// The C tests' list of kinds (`tests/c/kinds.h`: `{KLOCKS_X, "X", sleeps}`) is
+    /// every kind, with the catalog's "sleeps": a kind missing there goes untested
+    /// in C.
+    #[test]
+    fn the_c_tests_run_every_kind() {
+        let list = include_str!("../tests/c/kinds.h");
+        let (_, entries) = list.split_once("KINDS[] = {").unwrap();
+        let (entries, _) = entries.split_once("};").unwrap();
+        let listed: Vec<(String, bool)> = entries
+            .split('{')
+            .skip(1)
+            .map(|entry| {
+                let fields: Vec<&str> = entry.split(['}', ',']).map(str::trim).collect();
+                (fields[0].to_owned(), fields[2] == "1")
+            })
+            .collect();
+        let kinds: Vec<(String, bool)> = Kind::ALL
+            .iter()
+            .map(|kind| (kind.c_name().to_owned(), kind.catalog().sleeps()))
+            .collect();
+        assert_eq!(listed, kinds);
     }
 
     #[test]

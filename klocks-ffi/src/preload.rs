@@ -10,8 +10,8 @@
 //!
 //! # The choice is per process, made once
 //!
-//! `KLOCKS_LOCK` names the mutex (`default`, the one to pick, or `pvqspinlock`,
-//! `qspinlock`, `ticket`, `pvticket`, `futex`, `spinfutex`, or `glibc`);
+//! `KLOCKS_LOCK` names the mutex (`default`, the one to pick, or another kind of the
+//! C API, [`crate::mutex`], or `glibc`; `KLOCKS_LOCK=help` lists them);
 //! `KLOCKS_RWLOCK` names the rwlock (`default-rw`, `rwsem-adaptive`, `rwsem-always`,
 //! `rwsem-never`, or `glibc`). `KLOCKS_LOCK=default` names the default pair: its
 //! rwlock too, unless `KLOCKS_RWLOCK` says otherwise. Otherwise each family is
@@ -100,6 +100,7 @@ mod mutex;
 mod profile;
 mod route;
 mod rwlock;
+mod settings;
 mod spin;
 
 use crate::time;

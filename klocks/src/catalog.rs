@@ -31,6 +31,13 @@ macro_rules! family {
                 }
             }
 
+            /// The lock's Rust type, as the catalog spells it (`crate::QSpinLock`).
+            pub const fn type_path(self) -> &'static str {
+                match self {
+                    $($(#[$attr])* $kind::$variant => stringify!($ty),)*
+                }
+            }
+
             /// What the lock is, in one line.
             pub const fn about(self) -> &'static str {
                 match self {

@@ -26,11 +26,8 @@ pub(crate) mod resolved;
 pub(crate) mod settings;
 
 pub use settings::{
-    owner_probe, parse_owner_probe, parse_profile, parse_profile_locks, parse_profile_top,
-    parse_spin_ns, report, spin_ns, BadValue, ConfigError, ProbeKind, Problem, Profile, Var,
-    DEFAULT_PROFILE_LOCKS, GLIBC, LOCK, MAX_PROFILE_LOCKS, MAX_PROFILE_TOP, MAX_SPIN_NS,
-    OWNER_PROBE, PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_LOCKS, PROFILE_TOP, RWLOCK,
-    SPIN_NS,
+    owner_probe, parse_owner_probe, parse_spin_ns, report, spin_ns, BadValue, ConfigError,
+    ProbeKind, Problem, Var, MAX_SPIN_NS, OWNER_PROBE, SPIN_NS,
 };
 
 /// Checks every `KLOCKS_*` setting, including that a forced owner probe works here;

@@ -51,6 +51,9 @@
 //! | [`RwSem`] | seed 001: rwsem with writer (and, by policy, reader) optimistic spinning, FIFO sleepers, handoff | re-running seed 001; strict FIFO among mixed waiters | small footprint (48 bytes) |
 //! | [`Padded<L>`] | seed 002: lock alone on its line | hot locks next to other hot data | millions of locks |
 //!
+//! (A summary: the full table, with every lock's size, is `docs/design.md`'s in the
+//! repository.)
+//!
 //! Pure spinlocks never sleep: with more runnable threads than CPUs a FIFO spinlock
 //! hands the lock to preempted waiters and collapses. The pv ("paravirt") locks spin a
 //! bounded time ([`budget`]) and then sleep on a futex until the unlocker kicks them.
@@ -150,6 +153,10 @@ mod park;
 mod role;
 mod rwlock;
 mod spin;
+// Public for klocks-ffi's fork repair of the objects it interposes, not part of the
+// library's API: it stays here, beside the loom models of its election, because
+// klocks-ffi has no loom build.
+#[doc(hidden)]
 pub mod stamp;
 #[cfg(feature = "stats")]
 pub mod stats;

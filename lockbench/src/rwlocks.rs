@@ -179,6 +179,10 @@ pthread_bench_rwlock! {
 /// write side only sets `WRITER` and walks in, past readers and past another writer
 /// (whose unlock then clears the bit under it, letting readers in too). The rwsem and
 /// rw-fair verification must catch it: torn reads, and updates lost between writers.
+///
+/// Not `klocks::testing::BustedRwLock`, which breaks the other side (its readers take
+/// nothing, its writers a test-and-set with a widened race) for klocks' unit tests
+/// and loom models: this one fails on every write, so a 100 ms window catches it.
 pub struct BustedRwLock {
     /// `WRITER` plus `READER` per reader inside.
     state: AtomicUsize,

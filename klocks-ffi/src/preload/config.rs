@@ -11,12 +11,11 @@ use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
 use std::ffi::CStr;
 
 use klocks_core::catalog::RwLockKind;
-use klocks_core::config::{
-    parse_owner_probe, parse_spin_ns, BadValue, Var, GLIBC, LOCK, OWNER_PROBE, RWLOCK, SPIN_NS,
-};
+use klocks_core::config::{parse_owner_probe, parse_spin_ns, BadValue, Var, OWNER_PROBE, SPIN_NS};
 use klocks_core::owner::ProbeKind;
 
 use super::say;
+use super::settings::{GLIBC, LOCK, RWLOCK};
 use super::spin::SpinKind;
 use crate::mutex::Kind;
 
@@ -107,19 +106,6 @@ fn mutex_named(name: &str) -> Option<Kind> {
     Kind::ALL
         .into_iter()
         .find(|kind| kind.name().eq_ignore_ascii_case(name))
-}
-
-/// What to pick a mutex kind for, in a few words (README's "Which lock").
-fn mutex_use(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Default => "any section, any threads",
-        Kind::PvQSpin => "short sections, any number of threads",
-        Kind::QSpin => "short sections, FIFO, no more threads than CPUs (never sleeps)",
-        Kind::Ticket => "tiny sections on very few CPUs (never sleeps)",
-        Kind::PvTicket => "strict FIFO with threads that may outnumber CPUs",
-        Kind::Futex => "re-running seed 004's \"before\"",
-        Kind::SpinFutex => "re-running seed 004's \"after\"",
-    }
 }
 
 /// A variable's value as a choice: blanks around it ignored, empty as unset.
@@ -403,7 +389,7 @@ fn help_lines() -> Vec<String> {
         [Kind::Default]
             .into_iter()
             .chain(others)
-            .map(|kind| entry(kind.name(), mutex_use(kind), kind.catalog().about())),
+            .map(|kind| entry(kind.name(), kind.use_it_for(), kind.catalog().about())),
     );
     lines.push(glibc.clone());
     lines.push(format!(

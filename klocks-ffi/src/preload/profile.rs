@@ -69,7 +69,7 @@ use std::sync::atomic::{
     Ordering::{Acquire, Release},
 };
 
-use klocks_core::config::{
+use super::settings::{
     parse_profile, parse_profile_locks, parse_profile_top, Profile, DEFAULT_PROFILE_LOCKS, LOCK,
     PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_LOCKS, PROFILE_TOP, RWLOCK,
 };

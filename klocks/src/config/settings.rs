@@ -1,6 +1,8 @@
-//! The `KLOCKS_*` variables, each named once, and their validated readers. The
-//! parsers allocate nothing until their error is printed, so the preload can check
-//! its settings where `malloc` may be in progress.
+//! The `KLOCKS_*` variables that the locks themselves read, each named once, and
+//! their validated readers. The parsers allocate nothing until their error is
+//! printed, so the preload can check these settings where `malloc` may be in
+//! progress. (The preload's own variables, `KLOCKS_LOCK` and the profile's, are
+//! klocks-ffi's.)
 
 use std::ffi::CStr;
 use std::fmt;
@@ -44,6 +46,11 @@ impl ProbeKind {
 pub struct Var(&'static CStr);
 
 impl Var {
+    /// The variable called `name`, which must be ASCII.
+    pub const fn new(name: &'static CStr) -> Var {
+        Var(name)
+    }
+
     /// The variable's name.
     pub const fn name(self) -> &'static str {
         match self.0.to_str() {
@@ -70,60 +77,6 @@ pub const SPIN_NS: Var = Var(c"KLOCKS_SPIN_NS");
 /// The owner probe ([`owner`](crate::owner)): a [`ProbeKind`] name. Read with
 /// [`parse_owner_probe`].
 pub const OWNER_PROBE: Var = Var(c"KLOCKS_OWNER_PROBE");
-/// The preload's mutex: a [`MutexKind`](crate::catalog::MutexKind) name, `glibc` or
-/// `help`.
-pub const LOCK: Var = Var(c"KLOCKS_LOCK");
-/// The preload's reader-writer lock: a [`RwLockKind`](crate::catalog::RwLockKind)
-/// name, `glibc` or `help`.
-pub const RWLOCK: Var = Var(c"KLOCKS_RWLOCK");
-
-/// The preload's contention profile: [`Profile`]'s values. Read with
-/// [`parse_profile`].
-pub const PROFILE: Var = Var(c"KLOCKS_PROFILE");
-/// Where the preload's contention profile goes: a file path, appended to, with `%p`
-/// replaced by the process id; unset, stderr.
-pub const PROFILE_FILE: Var = Var(c"KLOCKS_PROFILE_FILE");
-/// How many locks the contention profile lists: `1..=`[`MAX_PROFILE_TOP`]. Read with
-/// [`parse_profile_top`].
-pub const PROFILE_TOP: Var = Var(c"KLOCKS_PROFILE_TOP");
-/// How the contention profile is written: `text`, `json` or `folded` (flame-graph
-/// tools' folded stacks); unset, `text`.
-pub const PROFILE_FORMAT: Var = Var(c"KLOCKS_PROFILE_FORMAT");
-/// The most locks a profile lists.
-pub const MAX_PROFILE_TOP: usize = 100;
-/// How many live locks the contention profile's table holds at once:
-/// `64..=`[`MAX_PROFILE_LOCKS`], rounded up to a power of two; unset,
-/// [`DEFAULT_PROFILE_LOCKS`]. Read with [`parse_profile_locks`].
-pub const PROFILE_LOCKS: Var = Var(c"KLOCKS_PROFILE_LOCKS");
-/// The profile table's size unless [`PROFILE_LOCKS`] says.
-pub const DEFAULT_PROFILE_LOCKS: usize = 1 << 16;
-/// The largest profile table (512 bytes a lock: 8 GiB of address space reserved,
-/// backed only as used).
-pub const MAX_PROFILE_LOCKS: usize = 1 << 24;
-
-/// When the preload prints its contention profile ([`PROFILE`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Profile {
-    /// `0`: no profile (as unset).
-    Off,
-    /// `1`: at exit.
-    AtExit,
-    /// `sigusr2`: at exit and each time the process receives `SIGUSR2`.
-    AtExitAndSigusr2,
-}
-
-impl Profile {
-    /// Every value, with the name [`PROFILE`] takes for it.
-    pub const ALL: [(Profile, &'static str); 3] = [
-        (Profile::Off, "0"),
-        (Profile::AtExit, "1"),
-        (Profile::AtExitAndSigusr2, "sigusr2"),
-    ];
-}
-
-/// The value of [`LOCK`] and [`RWLOCK`] that keeps glibc's locks (as unset does).
-pub const GLIBC: &str = "glibc";
-
 /// A value that a variable does not accept. Building one allocates nothing (the
 /// preload checks its settings where `malloc` may be in progress); the message is
 /// made when it is printed.
@@ -146,12 +99,6 @@ pub enum Problem {
     AboveMaximum,
     /// Not the name of a [`ProbeKind`].
     NotAProbe,
-    /// Not one of [`Profile::ALL`]'s names.
-    NotAProfile,
-    /// Not a whole number in `1..=`[`MAX_PROFILE_TOP`].
-    NotATop,
-    /// Not a whole number in `64..=`[`MAX_PROFILE_LOCKS`].
-    NotALockCount,
 }
 
 impl fmt::Display for BadValue<'_> {
@@ -179,18 +126,6 @@ impl fmt::Display for BadValue<'_> {
                 }
                 Ok(())
             }
-            Problem::NotAProfile => write!(
-                f,
-                "{var}={text:?} is not a profile setting: use 0, 1 (at exit) or sigusr2 (at exit and on SIGUSR2)"
-            ),
-            Problem::NotATop => write!(
-                f,
-                "{var}={text:?} is not a number of locks in 1..={MAX_PROFILE_TOP}"
-            ),
-            Problem::NotALockCount => write!(
-                f,
-                "{var}={text:?} is not a number of locks in 64..={MAX_PROFILE_LOCKS}"
-            ),
         }
     }
 }
@@ -219,43 +154,6 @@ pub fn parse_owner_probe(text: &str) -> Result<ProbeKind, BadValue<'_>> {
             text,
             problem: Problem::NotAProbe,
         })
-}
-
-/// Parses a [`PROFILE`] value.
-pub fn parse_profile(text: &str) -> Result<Profile, BadValue<'_>> {
-    Profile::ALL
-        .into_iter()
-        .find(|(_, name)| *name == text.trim())
-        .map(|(profile, _)| profile)
-        .ok_or(BadValue {
-            var: PROFILE,
-            text,
-            problem: Problem::NotAProfile,
-        })
-}
-
-/// Parses a [`PROFILE_LOCKS`] value: the table's size, rounded up to a power of two.
-pub fn parse_profile_locks(text: &str) -> Result<usize, BadValue<'_>> {
-    match text.trim().parse::<usize>() {
-        Ok(locks @ 64..=MAX_PROFILE_LOCKS) => Ok(locks.next_power_of_two()),
-        _ => Err(BadValue {
-            var: PROFILE_LOCKS,
-            text,
-            problem: Problem::NotALockCount,
-        }),
-    }
-}
-
-/// Parses a [`PROFILE_TOP`] value.
-pub fn parse_profile_top(text: &str) -> Result<usize, BadValue<'_>> {
-    match text.trim().parse::<usize>() {
-        Ok(top @ 1..=MAX_PROFILE_TOP) => Ok(top),
-        _ => Err(BadValue {
-            var: PROFILE_TOP,
-            text,
-            problem: Problem::NotATop,
-        }),
-    }
 }
 
 /// A `KLOCKS_*` variable whose value klocks does not accept.
@@ -364,33 +262,6 @@ mod tests {
             );
             assert!(
                 err.starts_with(&format!("KLOCKS_OWNER_PROBE={bad:?}")),
-                "{err}"
-            );
-        }
-    }
-
-    #[test]
-    fn profile_settings_parse_and_bad_ones_name_the_choices() {
-        for (profile, name) in Profile::ALL {
-            assert_eq!(parse_profile(name), Ok(profile));
-        }
-        assert_eq!(parse_profile(" sigusr2\n"), Ok(Profile::AtExitAndSigusr2));
-        for bad in ["", "yes", "2", "SIGUSR2"] {
-            let err = parse_profile(bad).unwrap_err().to_string();
-            assert!(err.starts_with(&format!("KLOCKS_PROFILE={bad:?}")), "{err}");
-            assert!(err.contains("use 0, 1 (at exit) or sigusr2"), "{err}");
-        }
-        assert_eq!(parse_profile_top("1"), Ok(1));
-        assert_eq!(parse_profile_top(" 100 "), Ok(MAX_PROFILE_TOP));
-        assert_eq!(parse_profile_locks("100000"), Ok(1 << 17));
-        assert_eq!(parse_profile_locks("64"), Ok(64));
-        for bad in ["63", "0", "x", "16777217"] {
-            assert!(parse_profile_locks(bad).is_err(), "{bad}");
-        }
-        for bad in ["0", "101", "-3", "ten", ""] {
-            let err = parse_profile_top(bad).unwrap_err().to_string();
-            assert!(
-                err.ends_with("is not a number of locks in 1..=100"),
                 "{err}"
             );
         }

@@ -25,12 +25,19 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use klocks::catalog::{MutexKind, RwLockKind};
-use klocks::config::{LOCK, PROFILE, PROFILE_FILE, PROFILE_TOP, RWLOCK};
+use klocks::config::Var;
 use regex::Regex;
 
 use crate::harness::{Common, Error};
 use crate::report::{num, si, Cell, Progress, Run, Table};
 use crate::verdict::{self, Ledger, Settings};
+
+/// The interposer's variables this command sets (docs/preload.md names them).
+const LOCK: Var = Var::new(c"KLOCKS_LOCK");
+const RWLOCK: Var = Var::new(c"KLOCKS_RWLOCK");
+const PROFILE: Var = Var::new(c"KLOCKS_PROFILE");
+const PROFILE_FILE: Var = Var::new(c"KLOCKS_PROFILE_FILE");
+const PROFILE_TOP: Var = Var::new(c"KLOCKS_PROFILE_TOP");
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
 /// (condvars follow it).
@@ -164,7 +171,7 @@ const DEFAULT_LOCKS: [PreloadLock; 5] = [
 ];
 
 /// The baseline's name in the tables, and the value that keeps glibc's locks.
-const GLIBC: &str = klocks::config::GLIBC;
+const GLIBC: &str = "glibc";
 
 /// What to run.
 #[derive(Debug, Clone)]

@@ -108,7 +108,7 @@ fn help_lists_every_name_once_with_its_description_and_use() {
             .find(|line| line.split_whitespace().next() == Some(kind.name()))
             .unwrap_or_else(|| panic!("{} not listed: {text}", kind.name()));
         assert!(line.contains(kind.catalog().about()), "{line}");
-        assert!(line.contains(mutex_use(kind)), "{line}");
+        assert!(line.contains(kind.use_it_for()), "{line}");
     }
     for policy in RwPolicy::ALL {
         let listed: Vec<_> = lines

@@ -9,7 +9,7 @@
 //! name if one is close, and the report is written as text.
 
 use super::super::config::{did_you_mean, setting};
-use klocks_core::config::PROFILE_FORMAT;
+use crate::preload::settings::PROFILE_FORMAT;
 
 /// How the report is written.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

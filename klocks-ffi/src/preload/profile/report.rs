@@ -17,7 +17,7 @@ use std::sync::atomic::{
 };
 use std::sync::OnceLock;
 
-use klocks_core::config::MAX_PROFILE_TOP;
+use crate::preload::settings::MAX_PROFILE_TOP;
 
 mod folded;
 mod json;

@@ -9,7 +9,7 @@ use std::fmt::{self, Write};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use klocks_core::config::PROFILE_FILE;
+use crate::preload::settings::PROFILE_FILE;
 
 /// The widest line the report writes; a longer one is wrapped at spaces, its
 /// continuation indented by [`INDENT`], or by two more than the line's own indent

@@ -1,0 +1,273 @@
+#![cfg(not(loom))]
+//! The lock tables of the documentation against the catalog: docs/design.md's "All
+//! the locks" is the full table and names every catalog lock; README.md's and the
+//! crate doc's tables are short subsets of it; every size they state, and the sizes
+//! table of docs/design.md, is `size_of` of the lock.
+
+use std::mem::size_of;
+
+use klocks::catalog::{
+    CatalogMutex, CatalogRwLock, MutexKind, MutexVisitor, RwLockKind, RwLockVisitor,
+};
+use klocks::Padded;
+
+const DESIGN: &str = include_str!("../../docs/design.md");
+const README: &str = include_str!("../../README.md");
+const CRATE_DOC: &str = include_str!("../src/lib.rs");
+
+/// A lock the docs name, with its sizes: bare, and in [`Padded`].
+#[derive(Debug)]
+struct Lock {
+    name: String,
+    bytes: usize,
+    padded: usize,
+}
+
+struct Sizes;
+
+impl MutexVisitor for Sizes {
+    type Output = (usize, usize);
+    fn visit<L: CatalogMutex>(self) -> (usize, usize) {
+        (size_of::<L>(), size_of::<Padded<L>>())
+    }
+}
+
+impl RwLockVisitor for Sizes {
+    type Output = (usize, usize);
+    fn visit<L: CatalogRwLock>(self) -> (usize, usize) {
+        (size_of::<L>(), size_of::<Padded<L>>())
+    }
+}
+
+/// `crate::RwSem < crate::reader_spin::Always >` -> `RwSem`.
+fn short_name(type_path: &str) -> String {
+    let base = type_path.split('<').next().unwrap().trim();
+    base.rsplit("::").next().unwrap().to_owned()
+}
+
+/// Every lock of the catalog by its type's name, and the typed names of the default
+/// pair (`klocks::Mutex` is a `RawMutex`).
+fn catalog() -> Vec<Lock> {
+    let mut locks: Vec<Lock> = MutexKind::ALL
+        .iter()
+        .map(|&kind| (kind.type_path(), kind.visit(Sizes)))
+        .chain(
+            RwLockKind::ALL
+                .iter()
+                .map(|&kind| (kind.type_path(), kind.visit(Sizes))),
+        )
+        .map(|(path, (bytes, padded))| Lock {
+            name: short_name(path),
+            bytes,
+            padded,
+        })
+        .collect();
+    let alias = |alias: &str, of: &str, locks: &[Lock]| {
+        let of = locks.iter().find(|lock| lock.name == of).unwrap();
+        Lock {
+            name: alias.to_owned(),
+            bytes: of.bytes,
+            padded: of.padded,
+        }
+    };
+    for (typed, raw) in [
+        ("klocks::Mutex", "RawMutex"),
+        ("Mutex", "RawMutex"),
+        ("klocks::RwLock", "RawRwLock"),
+        ("RwLock", "RawRwLock"),
+    ] {
+        let lock = alias(typed, raw, &locks);
+        locks.push(lock);
+    }
+    locks
+}
+
+/// The names in backticks (or in rustdoc's `[`...`]`) of `text`, without generics.
+fn names_in(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(short_generic)
+        .collect()
+}
+
+/// `RwSem<P>` -> `RwSem`; `Padded<L>` -> `Padded`.
+fn short_generic(name: &str) -> String {
+    name.split('<').next().unwrap().to_owned()
+}
+
+/// The rows of the markdown table that follows the line `header` in `doc` (rustdoc's
+/// `//! ` prefix removed), as cells.
+fn table(doc: &str, header: &str) -> Vec<Vec<String>> {
+    let lines: Vec<&str> = doc
+        .lines()
+        .map(|line| line.strip_prefix("//! ").unwrap_or(line))
+        .collect();
+    let start = lines
+        .iter()
+        .position(|line| line.starts_with(header))
+        .unwrap_or_else(|| panic!("no table headed {header:?}"));
+    lines[start + 2..]
+        .iter()
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            line.trim_matches('|')
+                .split(" | ")
+                .map(|cell| cell.trim().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+/// The first lock a row is about: its first cell's first name.
+fn row_lock(row: &[String]) -> String {
+    names_in(&row[0]).into_iter().next().unwrap_or_default()
+}
+
+/// Every `N bytes` and `N B` in `text`, with the text before it.
+fn byte_claims(text: &str) -> Vec<(usize, &str)> {
+    let mut claims = Vec::new();
+    for unit in [" bytes", " B"] {
+        for (at, _) in text.match_indices(unit) {
+            let after = &text[at + unit.len()..];
+            if after.starts_with(|c: char| c.is_alphanumeric()) {
+                continue;
+            }
+            let before = &text[..at];
+            let digits = before.len() - before.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+            if digits == 0 {
+                continue;
+            }
+            let number = before[before.len() - digits..].parse().unwrap();
+            claims.push((number, &before[..before.len() - digits]));
+        }
+    }
+    claims
+}
+
+/// `N and M bytes` at the start of `text`, as "are N and M bytes".
+fn pair_claim(text: &str) -> Option<String> {
+    fn number(text: &str) -> Option<(&str, &str)> {
+        let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        (digits > 0).then(|| text.split_at(digits))
+    }
+    let (first, rest) = number(text)?;
+    let (second, rest) = number(rest.strip_prefix(" and ")?)?;
+    rest.starts_with(" bytes")
+        .then(|| format!("are {first} and {second} bytes"))
+}
+
+/// Locks that the docs name but this build leaves out (a cargo feature adds them).
+const NOT_BUILT: &[&str] = if cfg!(all(feature = "x86-byte-store", target_arch = "x86_64")) {
+    &[]
+} else {
+    &["QSpinLockByteStore"]
+};
+
+fn lock<'a>(locks: &'a [Lock], name: &str) -> Option<&'a Lock> {
+    locks.iter().find(|lock| lock.name == name)
+}
+
+/// The full table names every lock of the catalog; the short ones name only locks of
+/// the full one.
+#[test]
+fn one_full_table_names_every_lock_and_the_others_are_subsets() {
+    let full: Vec<String> = table(DESIGN, "| lock | kernel design |")
+        .iter()
+        .flat_map(|row| names_in(&row[0]))
+        .collect();
+    for lock in catalog() {
+        if !lock.name.contains("::") && lock.name != "Mutex" && lock.name != "RwLock" {
+            assert!(
+                full.contains(&lock.name),
+                "design.md's table lacks {}",
+                lock.name
+            );
+        }
+    }
+    for (doc, header) in [
+        (README, "| lock | use it when |"),
+        (CRATE_DOC, "| lock | design |"),
+    ] {
+        for row in table(doc, header) {
+            let name = row_lock(&row);
+            assert!(
+                full.contains(&name),
+                "{header}: {name} is not in design.md's table"
+            );
+        }
+    }
+}
+
+/// docs/design.md's sizes table gives every catalog lock's size, bare and padded.
+#[test]
+fn the_sizes_table_is_size_of() {
+    let locks = catalog();
+    let rows = table(DESIGN, "| type | bytes | padded");
+    let mut listed = Vec::new();
+    for row in &rows {
+        let bytes: usize = row[1].split_whitespace().next().unwrap().parse().unwrap();
+        let padded: usize = row[2].parse().unwrap();
+        for name in names_in(&row[0]) {
+            if NOT_BUILT.contains(&name.as_str()) {
+                continue;
+            }
+            let lock = lock(&locks, &name).unwrap_or_else(|| panic!("{name} is no catalog lock"));
+            assert_eq!((bytes, padded), (lock.bytes, lock.padded), "{name}");
+            listed.push(name);
+        }
+    }
+    for lock in &locks {
+        if !lock.name.contains("::") && lock.name != "Mutex" && lock.name != "RwLock" {
+            assert!(
+                listed.contains(&lock.name),
+                "the sizes table lacks {}",
+                lock.name
+            );
+        }
+    }
+}
+
+/// Every size the prose and the tables state for a lock: "they are 8 and 16 bytes"
+/// (the default pair), and in a table row the lock's own size, or another's where
+/// the row says "`Other` is N".
+#[test]
+fn every_stated_size_is_size_of() {
+    let locks = catalog();
+    let size = |name: &str| lock(&locks, name).unwrap().bytes;
+    let pair = format!("are {} and {} bytes", size("RawMutex"), size("RawRwLock"));
+    let mut checked = 0;
+    for (file, doc) in [
+        ("README.md", README),
+        ("docs/design.md", DESIGN),
+        ("klocks/src/lib.rs", CRATE_DOC),
+    ] {
+        let text = doc.replace("\n//! ", " ").replace('\n', " ");
+        for (at, _) in text.match_indices("are ") {
+            if let Some(claim) = pair_claim(&text[at + 4..]) {
+                assert_eq!(claim, pair, "{file}");
+                checked += 1;
+            }
+        }
+        for line in doc.lines() {
+            let line = line.strip_prefix("//! ").unwrap_or(line);
+            if !line.starts_with("| ") {
+                continue;
+            }
+            let Some(row) = lock(&locks, &short_generic(&row_lock(&[line.to_owned()]))) else {
+                continue;
+            };
+            for (number, before) in byte_claims(line) {
+                let other = before
+                    .rsplit_once("` is ")
+                    .filter(|(_, gap)| gap.is_empty())
+                    .and_then(|(named, _)| named.rsplit('`').next())
+                    .map(|name| lock(&locks, name).unwrap());
+                let about = other.unwrap_or(row);
+                assert_eq!(number, about.bytes, "{file}: {} in {line}", about.name);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 6, "found {checked} size claims");
+}
