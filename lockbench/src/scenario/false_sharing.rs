@@ -10,6 +10,7 @@ use crossbeam_utils::CachePadded;
 use klocks::Padded;
 use lock_api::{Mutex, RawMutex};
 
+use crate::results::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{race, verify_count, Common, Error};
@@ -321,8 +322,25 @@ fn placements(packed: &Cell, padded: &Cell) -> String {
     }
 }
 
+/// A chart per layout, against K (threads, each with its own lock).
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        let layout = cell.layout.as_deref().unwrap_or_default();
+        Some(Panel::new(
+            layout,
+            format!("false-sharing: K threads, own lock each, {layout}"),
+        ))
+    },
+    kind: Kind::Lines(Threads {
+        label: "threads (K locks, one each)",
+        count: "K = ",
+        ceiling: None,
+    }),
+};
+
 scenario! {
     takes: Mutexes,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, _| tables(config, cells),
 }

@@ -6,6 +6,7 @@
 use std::cell::UnsafeCell;
 
 
+use crate::results::figures::{self, Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
@@ -263,8 +264,18 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     vec![table]
 }
 
+/// A chart per read fraction.
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        let layout = cell.layout.as_deref().unwrap_or_default();
+        Some(Panel::new(figures::slug(layout), format!("rw-mix: {layout}")))
+    },
+    kind: Kind::Lines(Threads::PLAIN),
+};
+
 scenario! {
     takes: RwLocks,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, _| tables(config, cells),
 }

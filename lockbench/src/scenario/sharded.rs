@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::results::figures::{self, Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
@@ -260,8 +261,21 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     vec![table]
 }
 
+/// A chart per lock count.
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        let layout = cell.layout.as_deref().unwrap_or_default();
+        Some(Panel::new(
+            figures::slug(layout),
+            format!("sharded: random operations on {layout}"),
+        ))
+    },
+    kind: Kind::Lines(Threads::PLAIN),
+};
+
 scenario! {
     takes: Mutexes,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, _| tables(config, cells),
 }

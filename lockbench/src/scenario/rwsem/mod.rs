@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use klocks::catalog::RwLockKind;
 
+use crate::results::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
 use crate::harness::versus::{against_best, judge_cells};
 use crate::harness::watch::Conditions;
@@ -232,8 +233,21 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     windowed::run(config, progress)
 }
 
+/// A chart per load.
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        let load = cell.rw.as_ref()?.load_pauses;
+        Some(Panel::new(
+            format!("{load}-pauses"),
+            format!("rwsem: half readers, half writers, {load} pauses held"),
+        ))
+    },
+    kind: Kind::Lines(Threads::PLAIN),
+};
+
 scenario! {
     takes: RwLocks,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, machine| tables(config, cells, machine.pause_ns),
 }
