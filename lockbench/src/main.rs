@@ -36,7 +36,10 @@ fn locks_help() -> String {
     for lock in LockName::defaults() {
         help += &help_entry(lock.name(), lock.about());
     }
-    help += "\nReader-writer locks (--rwlocks, for rwsem, rw-fair, rw-mix and uncontended):\n";
+    help += &format!(
+        "\nReader-writer locks (--rwlocks, for {}):\n",
+        scenario::taking(&[Takes::RwLocks, Takes::Both])
+    );
     for lock in RwLockName::defaults() {
         help += &help_entry(lock.name(), lock.about());
     }
@@ -111,10 +114,16 @@ struct Cli {
 #[derive(Debug, clap::Args)]
 struct GlobalArgs {
     /// Locks to measure, comma-separated [default: all the possible values; overcommit,
-    /// mutex-load and sharded run their own sets, see their --help; rwsem, rw-fair and
-    /// rw-mix take --rwlocks instead]
+    /// mutex-load and sharded run their own sets, see their --help; the reader-writer
+    /// scenarios take --rwlocks instead]
     #[arg(
         long,
+        help = format!(
+            "Locks to measure, comma-separated [default: all the possible values; overcommit, \
+             mutex-load and sharded run their own sets, see their --help; {} take --rwlocks \
+             instead]",
+            scenario::taking(&[Takes::RwLocks])
+        ),
         global = true,
         value_enum,
         value_delimiter = ',',
@@ -122,10 +131,17 @@ struct GlobalArgs {
     )]
     locks: Vec<LockName>,
 
-    /// Reader-writer locks for rwsem, rw-fair and rw-mix, comma-separated [default: all
-    /// the possible values]; uncontended measures them beside its mutexes when given
+    /// Reader-writer locks for the reader-writer scenarios, comma-separated [default:
+    /// all the possible values]; the scenarios that take both lists measure them beside
+    /// their mutexes when given
     #[arg(
         long,
+        help = format!(
+            "Reader-writer locks for {}, comma-separated [default: all the possible values]; \
+             {} measures them beside its mutexes when given",
+            scenario::taking(&[Takes::RwLocks]),
+            scenario::taking(&[Takes::Both])
+        ),
         global = true,
         value_enum,
         value_delimiter = ',',
@@ -408,18 +424,23 @@ fn check_lock_kinds(cli: &Cli) {
         cli.command,
         Some(Command::Measure(Measure::App(_) | Measure::Preload(_)))
     );
+    let rw_only = scenario::taking(&[Takes::RwLocks]);
+    let rw_any = scenario::taking(&[Takes::Both, Takes::RwLocks]);
     let misplaced = if app && cli.global.stats {
         "--stats counts the locks lockbench runs itself; app and preload run klocks' locks in the \
          preloaded library of their child processes, which does not count"
+            .to_owned()
     } else if app && !(cli.global.locks.is_empty() && cli.global.rwlocks.is_empty()) {
         "app and preload run klocks' preloaded locks: choose them with --with (and app's --rwlock; \
          see --help)"
+            .to_owned()
     } else if reader_writer && !cli.global.locks.is_empty() {
-        "--locks names mutexes; rwsem, rw-fair and rw-mix measure reader-writer locks: choose \
-         them with --rwlocks (see --help)"
+        format!(
+            "--locks names mutexes; {rw_only} measure reader-writer locks: choose them with \
+             --rwlocks (see --help)"
+        )
     } else if takes == Takes::Mutexes && !app && !cli.global.rwlocks.is_empty() {
-        "--rwlocks applies to uncontended, rwsem, rw-fair and rw-mix only; the other scenarios \
-         take --locks"
+        format!("--rwlocks applies to {rw_any} only; the other scenarios take --locks")
     } else {
         return;
     };

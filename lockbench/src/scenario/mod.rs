@@ -128,19 +128,38 @@ macro_rules! scenarios {
             }
         }
 
-        /// Every scenario's `Measure` variant and chart, in the subcommands' order.
-        const CHARTS: &[(&str, Option<Chart>)] =
-            &[$((stringify!($variant), <$module::Args as Options>::CHART),)*];
+        /// Every scenario's `Measure` variant, lock list and chart, in the
+        /// subcommands' order.
+        const SCENARIOS: &[(&str, Takes, Option<Chart>)] = &[$((
+            stringify!($variant),
+            <$module::Args as Options>::TAKES,
+            <$module::Args as Options>::CHART,
+        ),)*];
     };
 }
 
 /// How the scenario `name` (its subcommand, as a cell names it) is charted; `None`
 /// for a scenario shown as a table, or no scenario.
 pub fn chart(name: &str) -> Option<Chart> {
-    CHARTS
+    SCENARIOS
         .iter()
-        .find(|(variant, _)| subcommand(variant) == name)
-        .and_then(|(_, chart)| *chart)
+        .find(|(variant, ..)| subcommand(variant) == name)
+        .and_then(|(.., chart)| *chart)
+}
+
+/// The scenarios that take each of `lists`, in that order and then in the
+/// subcommands' order, as prose: `rwsem, rw-fair and rw-mix`.
+pub fn taking(lists: &[Takes]) -> String {
+    let names: Vec<String> = lists
+        .iter()
+        .flat_map(|list| SCENARIOS.iter().filter(move |(_, takes, _)| takes == list))
+        .map(|(variant, ..)| subcommand(variant))
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 /// The subcommand clap derives from a `Measure` variant: `RwFair` → `rw-fair`.
@@ -180,9 +199,18 @@ mod tests {
     fn variants_name_their_subcommands() {
         let cli = <Measure as clap::Subcommand>::augment_subcommands(clap::Command::new("t"));
         let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
-        let derived: Vec<String> = CHARTS.iter().map(|(v, _)| subcommand(v)).collect();
+        let derived: Vec<String> = SCENARIOS.iter().map(|(v, ..)| subcommand(v)).collect();
         assert_eq!(names, derived);
         assert!(chart("rw-fair").is_some() && chart("false-sharing").is_some());
         assert!(chart("c2c").is_none() && chart("no-such-scenario").is_none());
+    }
+
+    #[test]
+    fn lock_lists_name_their_scenarios() {
+        assert_eq!(taking(&[Takes::RwLocks]), "rwsem, rw-fair and rw-mix");
+        assert_eq!(
+            taking(&[Takes::Both, Takes::RwLocks]),
+            "uncontended, rwsem, rw-fair and rw-mix"
+        );
     }
 }
