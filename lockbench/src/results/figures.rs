@@ -9,7 +9,8 @@ use klocks::catalog::{MutexKind, RwLockKind};
 use plotters::style::RGBColor;
 
 use super::chart::{self, Bar, Bars, Lines, Point, Range, Ranges, Series};
-use super::{CellData, RunFile};
+use super::RunFile;
+use crate::report::Cell;
 use crate::report::Summary;
 use crate::verdict;
 
@@ -36,8 +37,8 @@ impl Colors {
     pub fn of(files: &[RunFile]) -> Self {
         let mut names: Vec<String> = Vec::new();
         for cell in files.iter().flat_map(|f| &f.cells) {
-            if charted(&cell.scenario) && !names.contains(&cell.lock) {
-                names.push(cell.lock.clone());
+            if charted(cell.scenario) && !names.iter().any(|name| name == cell.lock) {
+                names.push(cell.lock.to_owned());
             }
         }
         Self(names)
@@ -60,7 +61,7 @@ impl Colors {
 pub struct Chart {
     /// The panel a cell is drawn in, from the cell and the file's `pause` in ns;
     /// `None` leaves the cell out.
-    pub panel: fn(&CellData, f64) -> Option<Panel>,
+    pub panel: fn(&Cell, f64) -> Option<Panel>,
     /// How each panel is drawn.
     pub kind: Kind,
 }
@@ -97,7 +98,7 @@ pub struct Threads {
     pub count: &'static str,
     /// A horizontal line no lock can beat, from a cell and the `pause` in ns (the
     /// first file's); drawn on the value chart when it is `Some`.
-    pub ceiling: Option<fn(&CellData, f64) -> Option<f64>>,
+    pub ceiling: Option<fn(&Cell, f64) -> Option<f64>>,
 }
 
 impl Threads {
@@ -126,8 +127,8 @@ pub fn charted(scenario: &str) -> bool {
 
 /// The panel a cell is drawn in, within its scenario, and how it is drawn. `None`
 /// for scenarios without charts.
-fn panel(cell: &CellData, pause_ns: f64) -> Option<(Panel, Kind)> {
-    let chart = crate::scenario::chart(&cell.scenario)?;
+fn panel(cell: &Cell, pause_ns: f64) -> Option<(Panel, Kind)> {
+    let chart = crate::scenario::chart(cell.scenario)?;
     Some(((chart.panel)(cell, pause_ns)?, chart.kind))
 }
 
@@ -158,7 +159,7 @@ pub fn figures(file: &RunFile, colors: &Colors) -> Result<Vec<Figure>, String> {
 }
 
 /// A cell and the index of the file it comes from.
-type Tagged<'a> = (usize, &'a CellData);
+type Tagged<'a> = (usize, &'a Cell);
 
 /// The figures of `files` drawn over each other: one chart per panel that any of
 /// them measured, on one scale, each file's lines in their lock's colour with the
@@ -191,7 +192,7 @@ pub fn overlay(files: &[&RunFile], colors: &Colors) -> Result<Vec<Figure>, Strin
             let Some((Panel { key, title }, kind)) = panel(cell, file.machine.pause_ns) else {
                 continue;
             };
-            let id = figure_id(&cell.scenario, &key);
+            let id = figure_id(cell.scenario, &key);
             match panels.iter_mut().find(|(known, ..)| *known == id) {
                 Some((.., cells)) => cells.push((index, cell)),
                 None => panels.push((id, title, kind, vec![(index, cell)])),
@@ -295,14 +296,14 @@ fn lines(
 ) -> Lines {
     let mut series: Vec<Series> = Vec::new();
     for &(file, cell) in cells {
-        let name = series_name(&cell.lock, &tag(file));
+        let name = series_name(cell.lock, &tag(file));
         let index = match series.iter().position(|s| s.name == name) {
             Some(index) => index,
             None => {
                 series.push(Series {
                     name,
-                    color: colors.get(&cell.lock),
-                    emphasis: is_default(&cell.lock),
+                    color: colors.get(cell.lock),
+                    emphasis: is_default(cell.lock),
                     dashed: file > 0,
                     points: Vec::new(),
                     unfinished: Vec::new(),
@@ -329,7 +330,7 @@ fn lines(
     for line in &mut series {
         line.points.sort_by(|a, b| a.x.total_cmp(&b.x));
     }
-    let cells: Vec<&CellData> = cells.iter().map(|(_, cell)| *cell).collect();
+    let cells: Vec<&Cell> = cells.iter().map(|(_, cell)| *cell).collect();
     let unit = &cells[0].unit;
     let better = if cells[0].lower_is_better() {
         "lower is better"
@@ -379,8 +380,8 @@ fn bars(
             let summary = cell.summary.filter(|_| cell.unfinished.is_none());
             let summary = summary?;
             Some(Bar {
-                name: series_name(&cell.lock, &tag(file)),
-                color: colors.get(&cell.lock),
+                name: series_name(cell.lock, &tag(file)),
+                color: colors.get(cell.lock),
                 median: summary.median,
                 min: summary.min,
                 max: summary.max,
@@ -433,10 +434,7 @@ fn ranges(title: &str, cells: &[Tagged], tag: &dyn Fn(usize) -> String) -> Range
                 .collect();
             let mean = Summary::of(per_role.iter().map(|r| r.1)).map_or(0.0, |s| s.median);
             rows.push(Range {
-                name: series_name(
-                    &format!("{} {role}", verdict::label(&cell.lock)),
-                    &tag(file),
-                ),
+                name: series_name(&format!("{} {role}", verdict::label(cell.lock)), &tag(file)),
                 color,
                 min: per_role.iter().map(|r| r.0).fold(f64::MAX, f64::min),
                 mean,

@@ -325,7 +325,7 @@ fn placements(packed: &Cell, padded: &Cell) -> String {
 /// A chart per layout, against K (threads, each with its own lock).
 const CHART: Chart = Chart {
     panel: |cell, _| {
-        let layout = cell.layout.as_deref().unwrap_or_default();
+        let layout = cell.layout.unwrap_or_default();
         Some(Panel::new(
             layout,
             format!("false-sharing: K threads, own lock each, {layout}"),

@@ -267,7 +267,7 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
 /// A chart per read fraction.
 const CHART: Chart = Chart {
     panel: |cell, _| {
-        let layout = cell.layout.as_deref().unwrap_or_default();
+        let layout = cell.layout.unwrap_or_default();
         Some(Panel::new(figures::slug(layout), format!("rw-mix: {layout}")))
     },
     kind: Kind::Lines(Threads::PLAIN),

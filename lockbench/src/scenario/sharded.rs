@@ -264,7 +264,7 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
 /// A chart per lock count.
 const CHART: Chart = Chart {
     panel: |cell, _| {
-        let layout = cell.layout.as_deref().unwrap_or_default();
+        let layout = cell.layout.unwrap_or_default();
         Some(Panel::new(
             figures::slug(layout),
             format!("sharded: random operations on {layout}"),

@@ -309,7 +309,7 @@ fn against(cell: &Cell, reference: Option<&Cell>, ledger: &mut Ledger) -> String
 /// Bars: one chart of the mutexes, one per reader-writer layout.
 const CHART: Chart = Chart {
     panel: |cell, _| {
-        Some(match cell.layout.as_deref().unwrap_or_default() {
+        Some(match cell.layout.unwrap_or_default() {
             "" => Panel::new("", "uncontended: one thread, lock + unlock"),
             layout => Panel::new(
                 figures::slug(layout),
