@@ -4,12 +4,12 @@
 // written: `<L>` there is text, not an HTML tag.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod cells;
 mod harness;
+mod html_report;
 mod locks;
 mod machine;
 mod pthread;
-mod report;
-mod results;
 mod rwlocks;
 mod scenario;
 mod verdict;
@@ -20,11 +20,11 @@ use std::time::Instant;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+use crate::cells::{Cell, Progress};
 use crate::harness::{windowed, Common, Error};
+use crate::html_report::RunFile;
 use crate::locks::LockName;
 use crate::machine::Machine;
-use crate::report::{Cell, Progress};
-use crate::results::RunFile;
 use crate::rwlocks::RwLockName;
 use crate::scenario::{
     c2c, false_sharing, loop_, overcommit, preload, torture, uncontended, Measure, Scenario, Takes,
@@ -236,9 +236,9 @@ enum Command {
     /// --runs times. Not included: mutex-load (several minutes; run it by name).
     Suite,
 
-    Report(results::commands::ReportArgs),
+    Report(html_report::commands::ReportArgs),
 
-    Compare(results::commands::CompareArgs),
+    Compare(html_report::commands::CompareArgs),
 
     /// Runs one window of one cell in this process (the windowed scenarios' child
     /// processes)
@@ -289,7 +289,7 @@ struct Printing {
 
 impl Printing {
     /// `table` as printed, or nothing (and its name remembered) when it is left out.
-    fn show(&self, table: &report::Table) -> String {
+    fn show(&self, table: &cells::Table) -> String {
         if self.wide {
             return format!("{table}\n");
         }
@@ -306,7 +306,7 @@ impl Printing {
     }
 
     /// The summary, with every note of its own even where a table above had it.
-    fn summary(&self, table: &report::Table) -> String {
+    fn summary(&self, table: &cells::Table) -> String {
         match self.wide {
             true => format!("{table}\n"),
             false => format!("{}\n", table.wrapped(COLUMNS, &mut Vec::new())),
@@ -321,7 +321,7 @@ impl Printing {
                 "left out, wider than {COLUMNS} columns (--wide prints them): {}",
                 left_out.join("; ")
             );
-            report::wrap(&line, COLUMNS)
+            cells::wrap(&line, COLUMNS)
         })
     }
 }
@@ -360,16 +360,16 @@ fn write_outputs(
 ) -> Result<(), Error> {
     let failed = |path: &Path, err| Error::Io(format!("writing {}", path.display()), err);
     if let Some(path) = &global.json {
-        report::write_json(path, machine, cells).map_err(|err| failed(path, err))?;
+        cells::write_json(path, machine, cells).map_err(|err| failed(path, err))?;
     }
     if let Some(path) = &global.csv {
-        report::write_csv(path, cells).map_err(|err| failed(path, err))?;
+        cells::write_csv(path, cells).map_err(|err| failed(path, err))?;
     }
     if let Some(dir) = report_dir {
-        let run = report::to_json(machine, cells)
+        let run = cells::to_json(machine, cells)
             .and_then(RunFile::of_run)
             .map_err(|err| Error::Report(format!("the report: {err}")))?;
-        let written = results::page::write(&[run], dir).map_err(Error::Report)?;
+        let written = html_report::page::write(&[run], dir).map_err(Error::Report)?;
         println!(
             "report: {} ({} charts)",
             written.index.display(),
@@ -390,7 +390,7 @@ fn run(cli: Cli) -> Result<(), Error> {
     let machine = Machine::probe();
     match cli.global.wide {
         true => println!("{}\n", machine.header()),
-        false => println!("{}", report::wrap(&machine.header(), COLUMNS)),
+        false => println!("{}", cells::wrap(&machine.header(), COLUMNS)),
     }
     let printing = Printing {
         wide: cli.global.wide,
@@ -398,7 +398,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         explained: Default::default(),
     };
     let cells = measure(&steps, &machine, &printing)?;
-    if let Some(summary) = report::summary::table(&cells) {
+    if let Some(summary) = cells::summary::table(&cells) {
         print!("{}", printing.summary(&summary));
     }
     if let Some(left_out) = printing.left_out() {
@@ -503,8 +503,8 @@ fn main() -> ExitCode {
         }
     }
     match &cli.command {
-        Some(Command::Report(args)) => return results::commands::report(args),
-        Some(Command::Compare(args)) => return results::commands::compare(args),
+        Some(Command::Report(args)) => return html_report::commands::report(args),
+        Some(Command::Compare(args)) => return html_report::commands::compare(args),
         _ => {}
     }
     check_lock_kinds(&cli);

@@ -29,7 +29,7 @@ use klocks::config::{LOCK, PROFILE, PROFILE_FILE, PROFILE_TOP, RWLOCK};
 use regex::Regex;
 
 use crate::harness::{Common, Error};
-use crate::report::{num, si, Cell, Progress, Run, Table};
+use crate::cells::{num, si, Cell, Progress, Run, Table};
 use crate::verdict::{self, Ledger, Settings};
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers

@@ -10,12 +10,12 @@ use crossbeam_utils::CachePadded;
 use klocks::Padded;
 use lock_api::{Mutex, RawMutex};
 
-use crate::results::figures::{Chart, Kind, Panel, Threads};
+use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{race, verify_count, Common, Error};
 use crate::locks::{LockName, RawLockVisitor};
-use crate::report::{si, Cell, Progress, Run, Table};
+use crate::cells::{si, Cell, Progress, Run, Table};
 
 /// Most threads (locks) the packed array holds: 8 slots of 16 bytes fill the 128
 /// bytes of one `CachePadded` block (a pair of 64-byte lines on x86-64).

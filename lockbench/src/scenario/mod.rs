@@ -4,10 +4,10 @@
 //! [`Scenario`] (through `scenario!`, which also takes the scenario's chart, if it has
 //! one) and is registered by one line in the list at the end of this file.
 
+use crate::cells::{Cell, Progress, Table};
 use crate::harness::{Common, Error};
+use crate::html_report::figures::Chart;
 use crate::machine::Machine;
-use crate::report::{Cell, Progress, Table};
-use crate::results::figures::Chart;
 
 pub mod torture;
 
@@ -61,7 +61,7 @@ macro_rules! scenario {
     ) => {
         impl $crate::scenario::Options for Args {
             const TAKES: $crate::scenario::Takes = $crate::scenario::Takes::$takes;
-            $(const CHART: Option<$crate::results::figures::Chart> = Some($chart);)?
+            $(const CHART: Option<$crate::html_report::figures::Chart> = Some($chart);)?
 
             fn configure(
                 &self,
@@ -80,21 +80,21 @@ macro_rules! scenario {
 
             fn run(
                 &self,
-                progress: &$crate::report::Progress,
-            ) -> Result<Vec<$crate::report::Cell>, $crate::harness::Error> {
+                progress: &$crate::cells::Progress,
+            ) -> Result<Vec<$crate::cells::Cell>, $crate::harness::Error> {
                 run(self, progress)
             }
 
             fn tables(
                 &self,
-                cells: &[$crate::report::Cell],
+                cells: &[$crate::cells::Cell],
                 machine: &$crate::machine::Machine,
-            ) -> Vec<$crate::report::Table> {
+            ) -> Vec<$crate::cells::Table> {
                 let tables: fn(
                     &Config,
-                    &[$crate::report::Cell],
+                    &[$crate::cells::Cell],
                     &$crate::machine::Machine,
-                ) -> Vec<$crate::report::Table> = $tables;
+                ) -> Vec<$crate::cells::Table> = $tables;
                 tables(self, cells, machine)
             }
         }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
-use crate::results::figures::{Chart, Kind, Panel, Threads};
+use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::versus::against_best;
 use crate::harness::windowed::{
     self, fairness, or_default, short, show_fairness, Grid, Plan, WindowArgs, Work,
@@ -22,7 +22,7 @@ use crate::harness::windowed::{
 use crate::harness::{Common, Error};
 use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
 use crate::machine;
-use crate::report::{num, si, Cell, Overcommit, Progress, Table};
+use crate::cells::{num, si, Cell, Overcommit, Progress, Table};
 use crate::verdict::{Ledger, Settings};
 
 /// A critical-section length, in `spin_loop()` pauses (run once inside the lock and

@@ -6,11 +6,11 @@
 use std::cell::UnsafeCell;
 
 
-use crate::results::figures::{self, Chart, Kind, Panel, Threads};
+use crate::html_report::figures::{self, Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
-use crate::report::{num, Cell, Progress, Run, Table};
+use crate::cells::{num, Cell, Progress, Run, Table};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor, RW_ALTERNATIVES, RW_DEFAULT};
 
 /// A read-mostly table: T threads × operations that read with probability p, wall ms

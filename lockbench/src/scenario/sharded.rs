@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
-use crate::results::figures::{self, Chart, Kind, Panel, Threads};
+use crate::html_report::figures::{self, Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
 use crate::locks::{BenchLock, LockName, LockVisitor, ALTERNATIVES, DEFAULT};
-use crate::report::{num, Cell, Progress, Run, Table};
+use crate::cells::{num, Cell, Progress, Run, Table};
 
 /// A hash map of mutexes: T threads × random operations on K locks, wall ms
 ///

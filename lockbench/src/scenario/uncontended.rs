@@ -2,12 +2,12 @@
 
 use std::time::Instant;
 
-use crate::results::figures::{self, Chart, Kind, Panel};
+use crate::html_report::figures::{self, Chart, Kind, Panel};
 use crate::harness::rw::{self, Role, RwGuarded};
 use crate::harness::stats::Counting;
 use crate::harness::{verify_count, Common, Error, Guarded};
 use crate::locks::{BenchLock, LockName, LockVisitor};
-use crate::report::{num, Cell, Progress, Run, Table};
+use crate::cells::{num, Cell, Progress, Run, Table};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
 use crate::verdict::{self, Ledger, Settings};
 

@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
-use crate::results::figures::{Chart, Kind, Panel, Threads};
+use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
 use crate::harness::versus::{judge_cells, Versus};
 use crate::locks::{BenchLock, LockName, LockVisitor, ALTERNATIVES, DEFAULT};
 use crate::verdict::{Ledger, Settings};
-use crate::report::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
+use crate::cells::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
 
 mod tables;
 use tables::tables;

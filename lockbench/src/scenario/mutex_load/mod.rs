@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
-use crate::results::figures::{Chart, Kind, Panel, Threads};
+use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::versus::{against_best, judge_cells};
 use crate::harness::watch::Conditions;
 use crate::harness::windowed::{
@@ -34,7 +34,7 @@ use crate::harness::windowed::{
 };
 use crate::harness::{Common, Error};
 use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
-use crate::report::{num, Cell, MutexLoad, Progress, Table};
+use crate::cells::{num, Cell, MutexLoad, Progress, Table};
 use crate::verdict::{Judgement, Ledger, Settings};
 
 mod tables;

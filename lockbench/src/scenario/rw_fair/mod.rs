@@ -21,11 +21,11 @@ use std::time::Duration;
 
 use klocks::catalog::RwLockKind;
 
-use crate::results::figures::{Chart, Kind, Panel};
+use crate::html_report::figures::{Chart, Kind, Panel};
 use crate::harness::rw::{self, per_role, reader_group, role_fairness, show, show_ratio, Role};
 use crate::harness::windowed::{self, Grid, Plan, WindowArgs, Work};
 use crate::harness::{Common, Error};
-use crate::report::{num, Cell, PerThread, Progress, RwSetup, Table};
+use crate::cells::{num, Cell, PerThread, Progress, RwSetup, Table};
 use crate::rwlocks::{RwLockName, RW_ALTERNATIVES, RW_DEFAULT};
 use crate::verdict::{self, Ledger, Settings};
 

@@ -25,13 +25,13 @@ use std::time::Duration;
 
 use klocks::catalog::RwLockKind;
 
-use crate::results::figures::{Chart, Kind, Panel, Threads};
+use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
 use crate::harness::versus::{against_best, judge_cells};
 use crate::harness::watch::Conditions;
 use crate::harness::windowed::{self, or_default, Grid, Plan, WindowArgs, Work};
 use crate::harness::{Common, Error};
-use crate::report::{num, si, Cell, Progress, RwRun, RwSetup, Table};
+use crate::cells::{num, si, Cell, Progress, RwRun, RwSetup, Table};
 use crate::rwlocks::RwLockName;
 use crate::verdict::{self, Judgement, Ledger, Settings};
 

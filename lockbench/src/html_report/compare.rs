@@ -17,8 +17,8 @@
 use std::fmt::Write as _;
 
 use super::RunFile;
-use crate::report::Cell;
-use crate::report::{num, si, Summary, Table};
+use crate::cells::Cell;
+use crate::cells::{num, si, Summary, Table};
 use crate::verdict::{self, Judgement, Settings, Tally, Verdict};
 
 /// How B's cell stands against A's.
@@ -292,7 +292,7 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::RunFile;
+    use crate::html_report::RunFile;
 
     /// A file of one mutex-load cell per (lock, runs).
     fn file(cells: &[(&str, &[f64])]) -> RunFile {

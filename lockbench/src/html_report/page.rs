@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::figures::{self, Colors, Figure};
 use super::RunFile;
-use crate::report::Cell;
-use crate::report::{num, si};
+use crate::cells::Cell;
+use crate::cells::{num, si};
 use crate::verdict::{self, Settings, Tally};
 
 /// What was written.

@@ -10,8 +10,8 @@ use plotters::style::RGBColor;
 
 use super::chart::{self, Bar, Bars, Lines, Point, Range, Ranges, Series};
 use super::RunFile;
-use crate::report::Cell;
-use crate::report::Summary;
+use crate::cells::Cell;
+use crate::cells::Summary;
 use crate::verdict;
 
 /// One chart of a file.

@@ -1,9 +1,10 @@
-//! Results read back from the `--json` files lockbench writes. The report
-//! (`lockbench report`) and the comparison (`lockbench compare`) work from these files,
+//! `lockbench report` (an HTML page and SVG charts: [`page`], [`figures`], [`chart`])
+//! and `lockbench compare` ([`compare`]), from the `--json` files lockbench writes,
+//! read back here. Both work from these files,
 //! never from a live run's memory, so what they show is exactly what a file holds; the
 //! default run writes its report through the same path.
 //!
-//! The cells are [`crate::report::Cell`], the type the scenarios measure and `--json`
+//! The cells are [`crate::cells::Cell`], the type the scenarios measure and `--json`
 //! writes. The model is deliberately loose: every field a later lockbench added is
 //! optional, so results committed by an older one still load.
 
@@ -18,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::report::Cell;
+use crate::cells::Cell;
 
 /// One `--json` file.
 #[derive(Debug, Deserialize)]
@@ -109,7 +110,7 @@ impl RunFile {
         Ok(file)
     }
 
-    /// A run still in memory (`report::to_json`), as its `--json` file would read back.
+    /// A run still in memory (`cells::to_json`), as its `--json` file would read back.
     pub fn of_run(json: serde_json::Value) -> serde_json::Result<Self> {
         serde_json::from_value(json)
     }

@@ -1,9 +1,10 @@
-//! Results: the cells a scenario measures and the runs in them (this module), which
-//! are also what `--json` writes and `lockbench report` and `compare` read back (the
-//! one definition of a result file's cells: every field a later lockbench added reads
-//! back from older files as absent or zero, see [`decode`]), and their outputs: aligned text tables ([`table`]), `--json` and `--csv` ([`output`]),
-//! the progress bar ([`progress`]), and what the machine did around a cell
-//! ([`conditions`]).
+//! The cells a scenario measures and the runs in them (this module): what a run
+//! prints, what `--json` writes, and what `lockbench report` and `compare` read back
+//! ([`crate::html_report`]), the one definition of a result file's cells. Every field a
+//! later lockbench added reads back from older files as absent or zero ([`decode`]).
+//! Their outputs: aligned text tables ([`table`]), `--json` and `--csv` ([`output`]),
+//! the summary of the defaults against their peers ([`summary`]), the progress bar
+//! ([`progress`]), and what the machine did around a cell ([`conditions`]).
 
 mod conditions;
 mod decode;
