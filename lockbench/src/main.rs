@@ -4,12 +4,12 @@
 // written: `<L>` there is text, not an HTML tag.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod cells;
 mod harness;
+mod html_report;
 mod locks;
 mod machine;
 mod pthread;
-mod report;
-mod results;
 mod rwlocks;
 mod scenario;
 mod verdict;
@@ -20,11 +20,11 @@ use std::time::Instant;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+use crate::cells::{Cell, Progress};
 use crate::harness::{windowed, Common, Error};
+use crate::html_report::RunFile;
 use crate::locks::LockName;
 use crate::machine::Machine;
-use crate::report::{Cell, Progress};
-use crate::results::RunFile;
 use crate::rwlocks::RwLockName;
 use crate::scenario::{
     c2c, false_sharing, loop_, overcommit, preload, torture, uncontended, Measure, Scenario, Takes,
@@ -36,7 +36,10 @@ fn locks_help() -> String {
     for lock in LockName::defaults() {
         help += &help_entry(lock.name(), lock.about());
     }
-    help += "\nReader-writer locks (--rwlocks, for rwsem, rw-fair, rw-mix and uncontended):\n";
+    help += &format!(
+        "\nReader-writer locks (--rwlocks, for {}):\n",
+        scenario::taking(&[Takes::RwLocks, Takes::Both])
+    );
     for lock in RwLockName::defaults() {
         help += &help_entry(lock.name(), lock.about());
     }
@@ -111,10 +114,16 @@ struct Cli {
 #[derive(Debug, clap::Args)]
 struct GlobalArgs {
     /// Locks to measure, comma-separated [default: all the possible values; overcommit,
-    /// mutex-load and sharded run their own sets, see their --help; rwsem, rw-fair and
-    /// rw-mix take --rwlocks instead]
+    /// mutex-load and sharded run their own sets, see their --help; the reader-writer
+    /// scenarios take --rwlocks instead]
     #[arg(
         long,
+        help = format!(
+            "Locks to measure, comma-separated [default: all the possible values; overcommit, \
+             mutex-load and sharded run their own sets, see their --help; {} take --rwlocks \
+             instead]",
+            scenario::taking(&[Takes::RwLocks])
+        ),
         global = true,
         value_enum,
         value_delimiter = ',',
@@ -122,10 +131,17 @@ struct GlobalArgs {
     )]
     locks: Vec<LockName>,
 
-    /// Reader-writer locks for rwsem, rw-fair and rw-mix, comma-separated [default: all
-    /// the possible values]; uncontended measures them beside its mutexes when given
+    /// Reader-writer locks for the reader-writer scenarios, comma-separated [default:
+    /// all the possible values]; the scenarios that take both lists measure them beside
+    /// their mutexes when given
     #[arg(
         long,
+        help = format!(
+            "Reader-writer locks for {}, comma-separated [default: all the possible values]; \
+             {} measures them beside its mutexes when given",
+            scenario::taking(&[Takes::RwLocks]),
+            scenario::taking(&[Takes::Both])
+        ),
         global = true,
         value_enum,
         value_delimiter = ',',
@@ -220,9 +236,9 @@ enum Command {
     /// --runs times. Not included: mutex-load (several minutes; run it by name).
     Suite,
 
-    Report(results::commands::ReportArgs),
+    Report(html_report::commands::ReportArgs),
 
-    Compare(results::commands::CompareArgs),
+    Compare(html_report::commands::CompareArgs),
 
     /// Runs one window of one cell in this process (the windowed scenarios' child
     /// processes)
@@ -273,7 +289,7 @@ struct Printing {
 
 impl Printing {
     /// `table` as printed, or nothing (and its name remembered) when it is left out.
-    fn show(&self, table: &report::Table) -> String {
+    fn show(&self, table: &cells::Table) -> String {
         if self.wide {
             return format!("{table}\n");
         }
@@ -290,7 +306,7 @@ impl Printing {
     }
 
     /// The summary, with every note of its own even where a table above had it.
-    fn summary(&self, table: &report::Table) -> String {
+    fn summary(&self, table: &cells::Table) -> String {
         match self.wide {
             true => format!("{table}\n"),
             false => format!("{}\n", table.wrapped(COLUMNS, &mut Vec::new())),
@@ -305,7 +321,7 @@ impl Printing {
                 "left out, wider than {COLUMNS} columns (--wide prints them): {}",
                 left_out.join("; ")
             );
-            report::wrap(&line, COLUMNS)
+            cells::wrap(&line, COLUMNS)
         })
     }
 }
@@ -344,16 +360,16 @@ fn write_outputs(
 ) -> Result<(), Error> {
     let failed = |path: &Path, err| Error::Io(format!("writing {}", path.display()), err);
     if let Some(path) = &global.json {
-        report::write_json(path, machine, cells).map_err(|err| failed(path, err))?;
+        cells::write_json(path, machine, cells).map_err(|err| failed(path, err))?;
     }
     if let Some(path) = &global.csv {
-        report::write_csv(path, cells).map_err(|err| failed(path, err))?;
+        cells::write_csv(path, cells).map_err(|err| failed(path, err))?;
     }
     if let Some(dir) = report_dir {
-        let run = report::to_json(machine, cells)
+        let run = cells::to_json(machine, cells)
             .and_then(RunFile::of_run)
             .map_err(|err| Error::Report(format!("the report: {err}")))?;
-        let written = results::page::write(&[run], dir).map_err(Error::Report)?;
+        let written = html_report::page::write(&[run], dir).map_err(Error::Report)?;
         println!(
             "report: {} ({} charts)",
             written.index.display(),
@@ -374,7 +390,7 @@ fn run(cli: Cli) -> Result<(), Error> {
     let machine = Machine::probe();
     match cli.global.wide {
         true => println!("{}\n", machine.header()),
-        false => println!("{}", report::wrap(&machine.header(), COLUMNS)),
+        false => println!("{}", cells::wrap(&machine.header(), COLUMNS)),
     }
     let printing = Printing {
         wide: cli.global.wide,
@@ -382,7 +398,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         explained: Default::default(),
     };
     let cells = measure(&steps, &machine, &printing)?;
-    if let Some(summary) = report::summary::table(&cells) {
+    if let Some(summary) = cells::summary::table(&cells) {
         print!("{}", printing.summary(&summary));
     }
     if let Some(left_out) = printing.left_out() {
@@ -408,18 +424,23 @@ fn check_lock_kinds(cli: &Cli) {
         cli.command,
         Some(Command::Measure(Measure::App(_) | Measure::Preload(_)))
     );
+    let rw_only = scenario::taking(&[Takes::RwLocks]);
+    let rw_any = scenario::taking(&[Takes::Both, Takes::RwLocks]);
     let misplaced = if app && cli.global.stats {
         "--stats counts the locks lockbench runs itself; app and preload run klocks' locks in the \
          preloaded library of their child processes, which does not count"
+            .to_owned()
     } else if app && !(cli.global.locks.is_empty() && cli.global.rwlocks.is_empty()) {
         "app and preload run klocks' preloaded locks: choose them with --with (and app's --rwlock; \
          see --help)"
+            .to_owned()
     } else if reader_writer && !cli.global.locks.is_empty() {
-        "--locks names mutexes; rwsem, rw-fair and rw-mix measure reader-writer locks: choose \
-         them with --rwlocks (see --help)"
+        format!(
+            "--locks names mutexes; {rw_only} measure reader-writer locks: choose them with \
+             --rwlocks (see --help)"
+        )
     } else if takes == Takes::Mutexes && !app && !cli.global.rwlocks.is_empty() {
-        "--rwlocks applies to uncontended, rwsem, rw-fair and rw-mix only; the other scenarios \
-         take --locks"
+        format!("--rwlocks applies to {rw_any} only; the other scenarios take --locks")
     } else {
         return;
     };
@@ -482,8 +503,8 @@ fn main() -> ExitCode {
         }
     }
     match &cli.command {
-        Some(Command::Report(args)) => return results::commands::report(args),
-        Some(Command::Compare(args)) => return results::commands::compare(args),
+        Some(Command::Report(args)) => return html_report::commands::report(args),
+        Some(Command::Compare(args)) => return html_report::commands::compare(args),
         _ => {}
     }
     check_lock_kinds(&cli);

@@ -28,7 +28,7 @@ use crossbeam_utils::CachePadded;
 use serde::{Deserialize, Serialize};
 
 use super::{pause, Error, Stop, Tallied};
-use crate::report::{num, Cell, PerThread, RwRun};
+use crate::cells::{num, Cell, PerThread, RwRun};
 use crate::rwlocks::BenchRwLock;
 
 /// Which side of the lock a thread takes, for its whole run.

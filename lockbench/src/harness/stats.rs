@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::report::Cell;
+use crate::cells::Cell;
 
 /// One cell's counts of its lock: event name (`sleep`, `wake`, ...) to count.
 pub type Counts = BTreeMap<String, u64>;
@@ -124,7 +124,7 @@ fn count(n: u64) -> String {
     if n < 10_000 {
         n.to_string()
     } else {
-        crate::report::si(n as f64)
+        crate::cells::si(n as f64)
     }
 }
 

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::{race, Error, Race};
-use crate::report::{Cell, Run, Summary};
+use crate::cells::{Cell, Run, Summary};
 use crate::verdict::{self, Judgement, Ledger, Settings};
 
 /// Runs `measure(lock, round)` for `rounds` rounds over `locks` locks, each round
@@ -162,7 +162,7 @@ impl Versus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Run;
+    use crate::cells::Run;
 
     /// A finished cell of `lock` whose runs took `ms` each.
     fn cell(lock: &'static str, ms: &[f64]) -> Cell {

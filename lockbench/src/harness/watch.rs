@@ -5,9 +5,9 @@
 use std::time::Instant;
 
 use super::{ping_pong, Error};
+use crate::cells::{Cell, Table};
+pub use crate::cells::{Conditions, Placement, NEAR_MAX_NS};
 use crate::machine::{self, CpuTimes};
-use crate::report::{Cell, Table};
-pub use crate::report::{Conditions, Placement, NEAR_MAX_NS};
 
 /// Share of the cell's CPU capacity (span × online CPUs) that steal plus other
 /// processes may take before the cell is flagged noisy.

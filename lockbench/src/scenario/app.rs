@@ -29,7 +29,7 @@ use klocks::config::Var;
 use regex::Regex;
 
 use crate::harness::{Common, Error};
-use crate::report::{num, si, Cell, Progress, Run, Table};
+use crate::cells::{num, si, Cell, Progress, Run, Table};
 use crate::verdict::{self, Ledger, Settings};
 
 /// The interposer's variables this command sets (docs/preload.md names them).

@@ -5,7 +5,7 @@
 use crate::harness::ping_pong::{cpu_pair, one_way_ns, ping_pong};
 use crate::harness::watch::{Placement, NEAR_MAX_NS};
 use crate::harness::{Common, Error};
-use crate::report::{num, Cell, Progress, Run, Table};
+use crate::cells::{num, Cell, Progress, Run, Table};
 
 /// Core-to-core latency: one cache line bounced between two pinned threads
 ///

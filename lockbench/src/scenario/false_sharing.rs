@@ -10,11 +10,12 @@ use crossbeam_utils::CachePadded;
 use klocks::Padded;
 use lock_api::{Mutex, RawMutex};
 
+use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{race, verify_count, Common, Error};
 use crate::locks::{LockName, RawLockVisitor};
-use crate::report::{si, Cell, Progress, Run, Table};
+use crate::cells::{si, Cell, Progress, Run, Table};
 
 /// Most threads (locks) the packed array holds: 8 slots of 16 bytes fill the 128
 /// bytes of one `CachePadded` block (a pair of 64-byte lines on x86-64).
@@ -321,8 +322,25 @@ fn placements(packed: &Cell, padded: &Cell) -> String {
     }
 }
 
+/// A chart per layout, against K (threads, each with its own lock).
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        let layout = cell.layout.unwrap_or_default();
+        Some(Panel::new(
+            layout,
+            format!("false-sharing: K threads, own lock each, {layout}"),
+        ))
+    },
+    kind: Kind::Lines(Threads {
+        label: "threads (K locks, one each)",
+        count: "K = ",
+        ceiling: None,
+    }),
+};
+
 scenario! {
     takes: Mutexes,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, _| tables(config, cells),
 }

@@ -1,12 +1,13 @@
 //! The experiments. Each file is one `lockbench` subcommand and owns its options
 //! (`Args`, whose doc comment is the subcommand's help), its cells and its tables;
 //! what they share lives in [`crate::harness`]. A scenario implements [`Options`] and
-//! [`Scenario`] (through `scenario!`) and is registered by one line in the list at
-//! the end of this file.
+//! [`Scenario`] (through `scenario!`, which also takes the scenario's chart, if it has
+//! one) and is registered by one line in the list at the end of this file.
 
+use crate::cells::{Cell, Progress, Table};
 use crate::harness::{Common, Error};
+use crate::html_report::figures::Chart;
 use crate::machine::Machine;
-use crate::report::{Cell, Progress, Table};
 
 pub mod torture;
 
@@ -26,6 +27,9 @@ pub trait Scenario {
 pub trait Options {
     /// Which of the global lock lists it takes.
     const TAKES: Takes;
+
+    /// How `lockbench report` charts its cells; `None`: the page shows its table.
+    const CHART: Option<Chart> = None;
 
     /// The scenario, configured; `Err` is a usage error.
     fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String>;
@@ -47,11 +51,17 @@ pub enum Takes {
 /// Implements [`Options`] for a scenario module's `Args` and [`Scenario`] for its
 /// `Config`, from its `Config::cells` and `run` and two adapters: `configure(args,
 /// common)` builds the `Config` (`Err`: a usage error), `tables(config, cells,
-/// machine)` calls the module's tables.
+/// machine)` calls the module's tables; `chart`, where given, is [`Options::CHART`].
 macro_rules! scenario {
-    (takes: $takes:ident, configure: $configure:expr, tables: $tables:expr $(,)?) => {
+    (
+        takes: $takes:ident,
+        $(chart: $chart:expr,)?
+        configure: $configure:expr,
+        tables: $tables:expr $(,)?
+    ) => {
         impl $crate::scenario::Options for Args {
             const TAKES: $crate::scenario::Takes = $crate::scenario::Takes::$takes;
+            $(const CHART: Option<$crate::html_report::figures::Chart> = Some($chart);)?
 
             fn configure(
                 &self,
@@ -70,21 +80,21 @@ macro_rules! scenario {
 
             fn run(
                 &self,
-                progress: &$crate::report::Progress,
-            ) -> Result<Vec<$crate::report::Cell>, $crate::harness::Error> {
+                progress: &$crate::cells::Progress,
+            ) -> Result<Vec<$crate::cells::Cell>, $crate::harness::Error> {
                 run(self, progress)
             }
 
             fn tables(
                 &self,
-                cells: &[$crate::report::Cell],
+                cells: &[$crate::cells::Cell],
                 machine: &$crate::machine::Machine,
-            ) -> Vec<$crate::report::Table> {
+            ) -> Vec<$crate::cells::Table> {
                 let tables: fn(
                     &Config,
-                    &[$crate::report::Cell],
+                    &[$crate::cells::Cell],
                     &$crate::machine::Machine,
-                ) -> Vec<$crate::report::Table> = $tables;
+                ) -> Vec<$crate::cells::Table> = $tables;
                 tables(self, cells, machine)
             }
         }
@@ -117,7 +127,51 @@ macro_rules! scenarios {
                 }
             }
         }
+
+        /// Every scenario's `Measure` variant, lock list and chart, in the
+        /// subcommands' order.
+        const SCENARIOS: &[(&str, Takes, Option<Chart>)] = &[$((
+            stringify!($variant),
+            <$module::Args as Options>::TAKES,
+            <$module::Args as Options>::CHART,
+        ),)*];
     };
+}
+
+/// How the scenario `name` (its subcommand, as a cell names it) is charted; `None`
+/// for a scenario shown as a table, or no scenario.
+pub fn chart(name: &str) -> Option<Chart> {
+    SCENARIOS
+        .iter()
+        .find(|(variant, ..)| subcommand(variant) == name)
+        .and_then(|(.., chart)| *chart)
+}
+
+/// The scenarios that take each of `lists`, in that order and then in the
+/// subcommands' order, as prose: `rwsem, rw-fair and rw-mix`.
+pub fn taking(lists: &[Takes]) -> String {
+    let names: Vec<String> = lists
+        .iter()
+        .flat_map(|list| SCENARIOS.iter().filter(move |(_, takes, _)| takes == list))
+        .map(|(variant, ..)| subcommand(variant))
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// The subcommand clap derives from a `Measure` variant: `RwFair` → `rw-fair`.
+fn subcommand(variant: &str) -> String {
+    let mut name = String::new();
+    for c in variant.chars() {
+        if c.is_ascii_uppercase() && !name.is_empty() {
+            name.push('-');
+        }
+        name.push(c.to_ascii_lowercase());
+    }
+    name
 }
 
 scenarios! {
@@ -134,4 +188,29 @@ scenarios! {
     Preload => preload,
     Sharded => sharded,
     RwMix => rw_mix,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `chart` finds a scenario by the name clap gives its subcommand.
+    #[test]
+    fn variants_name_their_subcommands() {
+        let cli = <Measure as clap::Subcommand>::augment_subcommands(clap::Command::new("t"));
+        let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+        let derived: Vec<String> = SCENARIOS.iter().map(|(v, ..)| subcommand(v)).collect();
+        assert_eq!(names, derived);
+        assert!(chart("rw-fair").is_some() && chart("false-sharing").is_some());
+        assert!(chart("c2c").is_none() && chart("no-such-scenario").is_none());
+    }
+
+    #[test]
+    fn lock_lists_name_their_scenarios() {
+        assert_eq!(taking(&[Takes::RwLocks]), "rwsem, rw-fair and rw-mix");
+        assert_eq!(
+            taking(&[Takes::Both, Takes::RwLocks]),
+            "uncontended, rwsem, rw-fair and rw-mix"
+        );
+    }
 }

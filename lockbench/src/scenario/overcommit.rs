@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::versus::against_best;
 use crate::harness::windowed::{
     self, fairness, or_default, short, show_fairness, Grid, Plan, WindowArgs, Work,
@@ -21,7 +22,7 @@ use crate::harness::windowed::{
 use crate::harness::{Common, Error};
 use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
 use crate::machine;
-use crate::report::{num, si, Cell, Overcommit, Progress, Table};
+use crate::cells::{num, si, Cell, Overcommit, Progress, Table};
 use crate::verdict::{Ledger, Settings};
 
 /// A critical-section length, in `spin_loop()` pauses (run once inside the lock and
@@ -449,8 +450,25 @@ fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
     Some(table)
 }
 
+/// A chart per critical section and overcommit ratio.
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        let (cs, ratio) = cell.overcommit.as_ref().map(|o| (&o.cs, o.ratio))?;
+        let load = match ratio {
+            1 => "no CPU hogs".to_owned(),
+            r => format!("{r}× overcommitted"),
+        };
+        Some(Panel::new(
+            format!("{cs}-r{ratio}"),
+            format!("overcommit: {cs} cs, {load}"),
+        ))
+    },
+    kind: Kind::Lines(Threads::PLAIN),
+};
+
 scenario! {
     takes: Mutexes,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, machine| tables(config, cells, machine.pause_ns),
 }

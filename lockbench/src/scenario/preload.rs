@@ -38,7 +38,7 @@ use regex::Regex;
 use super::app::{self, PreloadLock, Variant};
 use crate::harness::{verify_count, Common, Error};
 use crate::machine::Machine;
-use crate::report::{self, Cell, Progress, Table};
+use crate::cells::{self, Cell, Progress, Table};
 
 /// pthread_mutex_lock/unlock through the LD_PRELOAD interposer, against glibc
 ///
@@ -172,7 +172,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         Ok(runs) => runs,
         Err(missing) => {
             let line = format!("preload: skipped, {missing}");
-            progress.print(&format!("{}\n", report::wrap(&line, crate::COLUMNS)));
+            progress.print(&format!("{}\n", cells::wrap(&line, crate::COLUMNS)));
             return Ok(Vec::new());
         }
     };

@@ -6,10 +6,11 @@
 use std::cell::UnsafeCell;
 
 
+use crate::html_report::figures::{self, Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
-use crate::report::{num, Cell, Progress, Run, Table};
+use crate::cells::{num, Cell, Progress, Run, Table};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor, RW_ALTERNATIVES, RW_DEFAULT};
 
 /// A read-mostly table: T threads × operations that read with probability p, wall ms
@@ -263,8 +264,18 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     vec![table]
 }
 
+/// A chart per read fraction.
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        let layout = cell.layout.unwrap_or_default();
+        Some(Panel::new(figures::slug(layout), format!("rw-mix: {layout}")))
+    },
+    kind: Kind::Lines(Threads::PLAIN),
+};
+
 scenario! {
     takes: RwLocks,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, _| tables(config, cells),
 }

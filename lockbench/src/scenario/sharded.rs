@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::html_report::figures::{self, Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
 use crate::harness::{Common, Error};
 use crate::locks::{BenchLock, LockName, LockVisitor, ALTERNATIVES, DEFAULT};
-use crate::report::{num, Cell, Progress, Run, Table};
+use crate::cells::{num, Cell, Progress, Run, Table};
 
 /// A hash map of mutexes: T threads × random operations on K locks, wall ms
 ///
@@ -260,8 +261,21 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     vec![table]
 }
 
+/// A chart per lock count.
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        let layout = cell.layout.unwrap_or_default();
+        Some(Panel::new(
+            figures::slug(layout),
+            format!("sharded: random operations on {layout}"),
+        ))
+    },
+    kind: Kind::Lines(Threads::PLAIN),
+};
+
 scenario! {
     takes: Mutexes,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, _| tables(config, cells),
 }

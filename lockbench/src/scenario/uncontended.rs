@@ -2,11 +2,12 @@
 
 use std::time::Instant;
 
+use crate::html_report::figures::{self, Chart, Kind, Panel};
 use crate::harness::rw::{self, Role, RwGuarded};
 use crate::harness::stats::Counting;
 use crate::harness::{verify_count, Common, Error, Guarded};
 use crate::locks::{BenchLock, LockName, LockVisitor};
-use crate::report::{num, Cell, Progress, Run, Table};
+use crate::cells::{num, Cell, Progress, Run, Table};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
 use crate::verdict::{self, Ledger, Settings};
 
@@ -305,8 +306,23 @@ fn against(cell: &Cell, reference: Option<&Cell>, ledger: &mut Ledger) -> String
     )
 }
 
+/// Bars: one chart of the mutexes, one per reader-writer layout.
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        Some(match cell.layout.unwrap_or_default() {
+            "" => Panel::new("", "uncontended: one thread, lock + unlock"),
+            layout => Panel::new(
+                figures::slug(layout),
+                format!("uncontended: one thread, reader-writer locks, {layout} pairs"),
+            ),
+        })
+    },
+    kind: Kind::Bars,
+};
+
 scenario! {
     takes: Both,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |_, cells, _| tables(cells),
 }

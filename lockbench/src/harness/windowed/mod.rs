@@ -48,8 +48,8 @@ use super::rw;
 use super::stats::{self, Counts};
 use super::watch::{CellWatch, Conditions};
 use super::{parse_secs, verify_count, Common, Error};
+use crate::cells::{Cell, Drain, PerThread, Progress, Run, Unfinished};
 use crate::locks::LockName;
-use crate::report::{Cell, Drain, PerThread, Progress, Run, Unfinished};
 use crate::rwlocks::RwLockName;
 
 use child::CellProcess;

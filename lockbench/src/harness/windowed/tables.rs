@@ -2,15 +2,15 @@
 //! matrices, comparisons, per-cell detail and footnotes.
 
 use super::{CellLock, Plan, TRUSTED_WINDOW};
+use crate::cells::{num, si, Cell, PerThread, Table, Unfinished};
 use crate::harness::versus::judge_cells;
 use crate::harness::watch::{self, Conditions};
-use crate::report::{num, si, Cell, PerThread, Table, Unfinished};
 use crate::verdict::{self, Ledger, Settings};
 
-/// The median fairness ([`crate::report::Run::fairness`]: the slowest thread ÷ the
+/// The median fairness ([`crate::cells::Run::fairness`]: the slowest thread ÷ the
 /// mean, per role with readers and writers) over a cell's runs.
 pub fn fairness(cell: &Cell) -> Option<f64> {
-    cell.median_of(crate::report::Run::fairness)
+    cell.median_of(crate::cells::Run::fairness)
 }
 
 /// A fairness, or `-`.

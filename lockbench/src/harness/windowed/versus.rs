@@ -5,8 +5,8 @@
 //! unfair cells).
 
 use super::tables::{fairest, fairness, short, show_fairness};
+use crate::cells::{Cell, Run, Table};
 use crate::harness::versus::{against_best, judge_fairness, STARVED};
-use crate::report::{Cell, Run, Table};
 use crate::verdict::{self, Judgement, Ledger, Settings};
 
 /// The fairness (slowest thread ÷ mean) below which a cell counts as unfair.
@@ -139,7 +139,7 @@ fn fairness_note(ours: &str, fairnesses: &[(f64, f64)], verdicts: &Ledger) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{si, PerThread, Run};
+    use crate::cells::{si, PerThread, Run};
 
     /// A finished five-run cell at `ops` ops/s (±1%) whose threads did `per_thread`.
     fn cell(lock: &'static str, ops: f64, per_thread: &[u64]) -> Cell {

@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
 use crate::harness::versus::{judge_cells, Versus};
 use crate::locks::{BenchLock, LockName, LockVisitor, ALTERNATIVES, DEFAULT};
 use crate::verdict::{Ledger, Settings};
-use crate::report::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
+use crate::cells::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
 
 mod tables;
 use tables::tables;
@@ -280,8 +281,15 @@ fn handoff_cost(
     })
 }
 
+/// One chart: wall time against threads, a line per lock.
+const CHART: Chart = Chart {
+    panel: |_, _| Some(Panel::new("", "loop: N threads × L lock/unlock pairs")),
+    kind: Kind::Lines(Threads::PLAIN),
+};
+
 scenario! {
     takes: Mutexes,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, _| tables(config, cells),
 }

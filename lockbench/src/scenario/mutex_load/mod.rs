@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::versus::{against_best, judge_cells};
 use crate::harness::watch::Conditions;
 use crate::harness::windowed::{
@@ -33,7 +34,7 @@ use crate::harness::windowed::{
 };
 use crate::harness::{Common, Error};
 use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
-use crate::report::{num, Cell, MutexLoad, Progress, Table};
+use crate::cells::{num, Cell, MutexLoad, Progress, Table};
 use crate::verdict::{Judgement, Ledger, Settings};
 
 mod tables;
@@ -229,8 +230,31 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     windowed::run(config, progress)
 }
 
+/// A chart per load, under the serialisation ceiling: one critical section after
+/// another, nothing in between, is `1 s ÷ hold` operations per second.
+const CHART: Chart = Chart {
+    panel: |cell, pause_ns| {
+        let load = cell.mutex_load.as_ref()?.load_pauses;
+        Some(Panel::new(
+            format!("{load}-pauses"),
+            format!(
+                "mutex-load: {load} pauses held (≈ {:.0} ns)",
+                f64::from(load) * pause_ns
+            ),
+        ))
+    },
+    kind: Kind::Lines(Threads {
+        ceiling: Some(|cell, pause_ns| {
+            let load = cell.mutex_load.as_ref()?;
+            (pause_ns > 0.0).then(|| 1e9 / (f64::from(load.load_pauses) * pause_ns))
+        }),
+        ..Threads::PLAIN
+    }),
+};
+
 scenario! {
     takes: Mutexes,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, machine| tables(config, cells, machine.pause_ns),
 }

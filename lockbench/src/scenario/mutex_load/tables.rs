@@ -248,7 +248,7 @@ pub(super) fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Tab
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{PerThread, Run, Summary};
+    use crate::cells::{PerThread, Run, Summary};
 
     /// A finished one-run cell at `ops` ops/s.
     fn cell(lock: LockName, row: Row, ops: f64, per_thread: &[u64]) -> Cell {

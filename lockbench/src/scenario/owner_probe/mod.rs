@@ -35,7 +35,7 @@ use klocks::owner::{self, ProbeKind, Watch};
 use crate::harness::ping_pong::{cpu_pair, pin};
 use crate::harness::watch::{self, Conditions};
 use crate::harness::{join, Common, Error};
-use crate::report::{num, si, Cell, Progress, Run, Table};
+use crate::cells::{num, si, Cell, Progress, Run, Table};
 
 mod measure;
 use measure::{agreement, check_cost, switch_cost, Owner, Samples};

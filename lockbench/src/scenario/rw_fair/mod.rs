@@ -21,10 +21,11 @@ use std::time::Duration;
 
 use klocks::catalog::RwLockKind;
 
+use crate::html_report::figures::{Chart, Kind, Panel};
 use crate::harness::rw::{self, per_role, reader_group, role_fairness, show, show_ratio, Role};
 use crate::harness::windowed::{self, Grid, Plan, WindowArgs, Work};
 use crate::harness::{Common, Error};
-use crate::report::{num, Cell, PerThread, Progress, RwSetup, Table};
+use crate::cells::{num, Cell, PerThread, Progress, RwSetup, Table};
 use crate::rwlocks::{RwLockName, RW_ALTERNATIVES, RW_DEFAULT};
 use crate::verdict::{self, Ledger, Settings};
 
@@ -196,8 +197,24 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     windowed::run(config, progress)
 }
 
+/// A range chart per group of readers and writers.
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        let rw = cell.rw.as_ref()?;
+        Some(Panel::new(
+            format!("{}-{}", rw.readers, rw.writers),
+            format!(
+                "rw-fair: {} readers + {} writers, per-thread sections",
+                rw.readers, rw.writers
+            ),
+        ))
+    },
+    kind: Kind::Ranges,
+};
+
 scenario! {
     takes: RwLocks,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, machine| tables(config, cells, machine.pause_ns),
 }

@@ -267,7 +267,7 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Run, RwRun, Summary};
+    use crate::cells::{Run, RwRun, Summary};
 
     #[test]
     fn groups_parse_and_bad_ones_say_why() {

@@ -25,12 +25,13 @@ use std::time::Duration;
 
 use klocks::catalog::RwLockKind;
 
+use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
 use crate::harness::versus::{against_best, judge_cells};
 use crate::harness::watch::Conditions;
 use crate::harness::windowed::{self, or_default, Grid, Plan, WindowArgs, Work};
 use crate::harness::{Common, Error};
-use crate::report::{num, si, Cell, Progress, RwRun, RwSetup, Table};
+use crate::cells::{num, si, Cell, Progress, RwRun, RwSetup, Table};
 use crate::rwlocks::RwLockName;
 use crate::verdict::{self, Judgement, Ledger, Settings};
 
@@ -232,8 +233,21 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     windowed::run(config, progress)
 }
 
+/// A chart per load.
+const CHART: Chart = Chart {
+    panel: |cell, _| {
+        let load = cell.rw.as_ref()?.load_pauses;
+        Some(Panel::new(
+            format!("{load}-pauses"),
+            format!("rwsem: half readers, half writers, {load} pauses held"),
+        ))
+    },
+    kind: Kind::Lines(Threads::PLAIN),
+};
+
 scenario! {
     takes: RwLocks,
+    chart: CHART,
     configure: |args, common| Ok(Config::new(args, common)),
     tables: |config, cells, machine| tables(config, cells, machine.pause_ns),
 }

@@ -281,7 +281,7 @@ pub(super) fn rw_columns(cell: &Cell) -> [String; 9] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{PerThread, Run, Summary};
+    use crate::cells::{PerThread, Run, Summary};
 
     /// A finished one-run cell at `ops` ops/s, half reads.
     fn cell(lock: RwLockName, row: Row, ops: f64) -> Cell {

@@ -16,8 +16,9 @@
 
 use std::fmt::Write as _;
 
-use super::{CellData, RunFile};
-use crate::report::{num, si, Summary, Table};
+use super::RunFile;
+use crate::cells::Cell;
+use crate::cells::{num, si, Summary, Table};
 use crate::verdict::{self, Judgement, Settings, Tally, Verdict};
 
 /// How B's cell stands against A's.
@@ -64,7 +65,7 @@ pub struct Comparison {
 }
 
 /// What identifies a cell across files: scenario, its setup, lock, threads.
-fn key(cell: &CellData) -> [String; 4] {
+fn key(cell: &Cell) -> [String; 4] {
     let setup = match (&cell.overcommit, &cell.mutex_load, &cell.rw) {
         (Some(o), _, _) => format!("{} cs, {}×", o.cs, o.ratio),
         (_, Some(m), _) => format!("{} pauses", m.load_pauses),
@@ -72,24 +73,24 @@ fn key(cell: &CellData) -> [String; 4] {
         _ => String::new(),
     };
     let setup = match &cell.layout {
-        Some(layout) if setup.is_empty() => layout.clone(),
+        Some(layout) if setup.is_empty() => (*layout).to_owned(),
         Some(layout) => format!("{setup}, {layout}"),
         None => setup,
     };
     [
-        cell.scenario.clone(),
+        cell.scenario.to_owned(),
         setup,
-        cell.lock.clone(),
+        cell.lock.to_owned(),
         cell.threads.to_string(),
     ]
 }
 
-fn finished(cell: &CellData) -> Option<Summary> {
+fn finished(cell: &Cell) -> Option<Summary> {
     cell.summary.filter(|_| cell.unfinished.is_none())
 }
 
 /// The finished reference cell of `lock` beside `cell` in `file`.
-fn reference_of<'a>(file: &'a RunFile, cell: &CellData, lock: &str) -> Option<&'a CellData> {
+fn reference_of<'a>(file: &'a RunFile, cell: &Cell, lock: &str) -> Option<&'a Cell> {
     let mut id = key(cell);
     id[2] = lock.to_owned();
     file.cells
@@ -102,7 +103,7 @@ fn reference_of<'a>(file: &'a RunFile, cell: &CellData, lock: &str) -> Option<&'
 /// `Err` when a file has no finished reference cell beside it.
 fn change(
     files: (&RunFile, &RunFile),
-    cells: (&CellData, &CellData),
+    cells: (&Cell, &Cell),
     reference: Option<&str>,
     settings: Settings,
 ) -> Result<Change, ()> {
@@ -154,7 +155,7 @@ pub fn compare(a: &RunFile, b: &RunFile, reference: Option<&str>) -> Comparison 
         let Some(other) = b_keys.iter().position(|k| *k == id).map(|i| &b.cells[i]) else {
             continue;
         };
-        if reference == Some(cell.lock.as_str()) {
+        if reference == Some(cell.lock) {
             // The reference divided by itself: 1 in both files, nothing to judge.
             unreferenced += 1;
             continue;
@@ -291,7 +292,7 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::RunFile;
+    use crate::html_report::RunFile;
 
     /// A file of one mutex-load cell per (lock, runs).
     fn file(cells: &[(&str, &[f64])]) -> RunFile {

@@ -3,7 +3,7 @@
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 
-use crate::report::si;
+use crate::cells::si;
 
 /// A linear or log10 axis over a range of values, with the ticks to label.
 #[derive(Debug, Clone)]

@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::figures::{self, Colors, Figure};
-use super::{CellData, RunFile};
-use crate::report::{num, si};
+use super::RunFile;
+use crate::cells::Cell;
+use crate::cells::{num, si};
 use crate::verdict::{self, Settings, Tally};
 
 /// What was written.
@@ -199,7 +200,7 @@ fn machine(html: &mut String, file: &RunFile) {
             .into_iter()
             .flatten()
         {
-            *placements.entry(placement.as_str()).or_default() += 1;
+            *placements.entry(placement.name()).or_default() += 1;
         }
     }
     let c2c = file
@@ -251,7 +252,7 @@ fn machine(html: &mut String, file: &RunFile) {
 }
 
 /// A scenario without a chart, as a table of its cells.
-fn cells_table(html: &mut String, scenario: &str, cells: &[CellData]) {
+fn cells_table(html: &mut String, scenario: &str, cells: &[Cell]) {
     let _ = write!(
         html,
         "<h3>{}</h3>\n<table>\n<tr><th>lock</th><th>threads</th><th>layout</th>\
@@ -267,13 +268,13 @@ fn cells_table(html: &mut String, scenario: &str, cells: &[CellData]) {
         let _ = writeln!(
             html,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&cell.lock),
+            escape(cell.lock),
             cell.threads,
-            escape(cell.layout.as_deref().unwrap_or("")),
+            escape(cell.layout.unwrap_or("")),
             values[0],
             values[1],
             values[2],
-            escape(&cell.unit)
+            escape(cell.unit)
         );
     }
     html.push_str("</table>\n");

@@ -2,7 +2,7 @@
 //! `pause` cost and how much CPU time went to others (measured by the scenarios'
 //! watch, stored with the cell).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Largest one-way c2c latency that counts as "near". This host shows two clusters,
 /// 32–42 ns (both vCPUs on one core complex) and about 170 ns (far apart); 80 ns
@@ -10,7 +10,7 @@ use serde::Serialize;
 pub const NEAR_MAX_NS: f64 = 80.0;
 
 /// Where the host had placed the two probe vCPUs relative to each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Placement {
     /// One-way latency up to [`NEAR_MAX_NS`].
@@ -38,8 +38,10 @@ impl Placement {
     }
 }
 
-/// What surrounded a cell.
-#[derive(Debug, Clone, Serialize)]
+/// What surrounded a cell (files from before lockbench probed the pause lack
+/// those fields: 0).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Conditions {
     /// One-way c2c latency probed just before the cell (none on one CPU).
     pub c2c_before_ns: Option<f64>,

@@ -212,7 +212,7 @@ fn machine_note(cells: &[Cell]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{PerThread, Run};
+    use crate::cells::{PerThread, Run};
     use std::time::Duration;
 
     /// A five-run overcommit cell of `lock` at about `ops` ops/s, threads sharing as
@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn the_widest_rows_fit_in_120_columns() {
         // The longest scenario name, a slower verdict and the longest row name.
-        let setup = crate::report::Overcommit {
+        let setup = crate::cells::Overcommit {
             cs: "medium",
             cs_pauses: 200,
             ratio: 2,

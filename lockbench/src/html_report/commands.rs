@@ -103,7 +103,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         }
     };
     if let Some(lock) = &args.relative_to {
-        if !a.cells.iter().chain(&b.cells).any(|c| &c.lock == lock) {
+        if !a.cells.iter().chain(&b.cells).any(|c| c.lock == lock) {
             eprintln!("lockbench: --relative-to {lock}: neither file measured {lock}");
             return ExitCode::from(2);
         }

@@ -1,19 +1,17 @@
-//! Which chart shows which scenario: a result file's cells grouped into figures.
-//!
-//! Against threads, one line per lock: `loop` (wall time), `false-sharing` (a panel
-//! per layout), `overcommit` (a panel per critical section and ratio), `mutex-load` (a
-//! panel per load, with the serialisation ceiling), `rwsem` (a panel per load),
-//! `rw-mix` (a panel per read fraction) and `sharded` (a panel per lock count); where
-//! the runs count operations per thread, a second panel shows fairness (the slowest
-//! thread ÷ the mean). `uncontended` is a bar chart, `rw-fair` a range chart per group.
-//! Other scenarios (`c2c`, `owner-probe`, `app`) are tables on the page.
+//! A result file's cells grouped into figures. Each charted scenario declares its
+//! [`Chart`] in its own file: the panel a cell goes into (a panel per layout, per
+//! load, per read fraction, ...) and whether the panel is drawn as lines against
+//! threads, as bars or as ranges. Line charts show one line per lock; where the runs
+//! count operations per thread, a second chart shows fairness (the slowest thread ÷
+//! the mean). Scenarios without a chart are tables on the page.
 
 use klocks::catalog::{MutexKind, RwLockKind};
 use plotters::style::RGBColor;
 
 use super::chart::{self, Bar, Bars, Lines, Point, Range, Ranges, Series};
-use super::{CellData, RunFile};
-use crate::report::Summary;
+use super::RunFile;
+use crate::cells::Cell;
+use crate::cells::Summary;
 use crate::verdict;
 
 /// One chart of a file.
@@ -39,8 +37,8 @@ impl Colors {
     pub fn of(files: &[RunFile]) -> Self {
         let mut names: Vec<String> = Vec::new();
         for cell in files.iter().flat_map(|f| &f.cells) {
-            if charted(&cell.scenario) && !names.contains(&cell.lock) {
-                names.push(cell.lock.clone());
+            if charted(cell.scenario) && !names.iter().any(|name| name == cell.lock) {
+                names.push(cell.lock.to_owned());
             }
         }
         Self(names)
@@ -56,93 +54,86 @@ impl Colors {
     }
 }
 
+/// How a scenario's cells are charted: what a scenario declares as its
+/// [`Options::CHART`](crate::scenario::Options::CHART). Scenarios without one are
+/// tables on the page.
+#[derive(Debug, Clone, Copy)]
+pub struct Chart {
+    /// The panel a cell is drawn in, from the cell and the file's `pause` in ns;
+    /// `None` leaves the cell out.
+    pub panel: fn(&Cell, f64) -> Option<Panel>,
+    /// How each panel is drawn.
+    pub kind: Kind,
+}
+
+/// One chart of a scenario: the cells that share it.
+#[derive(Debug)]
+pub struct Panel {
+    /// Unique within the scenario, part of the figure id ([`figure_id`]); empty for a
+    /// scenario with one panel.
+    pub key: String,
+    /// The chart's caption.
+    pub title: String,
+}
+
+/// How a panel is drawn.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// Against threads, one line per lock (bars side by side when the panel has one
+    /// thread count), with fairness as a second chart where the runs count operations
+    /// per thread.
+    Lines(Threads),
+    /// One bar per lock.
+    Bars,
+    /// Per lock, readers then writers: the range of sections per thread.
+    Ranges,
+}
+
+/// The thread axis of a line chart.
+#[derive(Debug, Clone, Copy)]
+pub struct Threads {
+    /// The axis label.
+    pub label: &'static str,
+    /// What a bar chart at one thread count `n` puts before `n threads`.
+    pub count: &'static str,
+    /// A horizontal line no lock can beat, from a cell and the `pause` in ns (the
+    /// first file's); drawn on the value chart when it is `Some`.
+    pub ceiling: Option<fn(&Cell, f64) -> Option<f64>>,
+}
+
+impl Threads {
+    /// Threads on the axis, nothing else.
+    pub const PLAIN: Threads = Threads {
+        label: "threads",
+        count: "",
+        ceiling: None,
+    };
+}
+
+impl Panel {
+    /// A panel of `key` and `title`.
+    pub fn new(key: impl Into<String>, title: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            title: title.into(),
+        }
+    }
+}
+
 /// Whether a scenario has a chart (else the page shows its table).
 pub fn charted(scenario: &str) -> bool {
-    matches!(
-        scenario,
-        "loop"
-            | "false-sharing"
-            | "overcommit"
-            | "mutex-load"
-            | "rwsem"
-            | "rw-mix"
-            | "sharded"
-            | "uncontended"
-            | "rw-fair"
-    )
+    crate::scenario::chart(scenario).is_some()
 }
 
-/// The panel a cell is drawn in, within its scenario: its key (for the figure id)
-/// and title. `None` for scenarios without charts.
-pub fn panel(cell: &CellData, pause_ns: f64) -> Option<(String, String)> {
-    let layout = cell.layout.clone().unwrap_or_default();
-    let panel = match cell.scenario.as_str() {
-        "loop" => (
-            String::new(),
-            "loop: N threads × L lock/unlock pairs".to_owned(),
-        ),
-        "uncontended" if layout.is_empty() => (
-            String::new(),
-            "uncontended: one thread, lock + unlock".to_owned(),
-        ),
-        "uncontended" => (
-            slug(&layout),
-            format!("uncontended: one thread, reader-writer locks, {layout} pairs"),
-        ),
-        "false-sharing" => (
-            layout.clone(),
-            format!("false-sharing: K threads, own lock each, {layout}"),
-        ),
-        "overcommit" => {
-            let (cs, ratio) = cell.overcommit.as_ref().map(|o| (o.cs.as_str(), o.ratio))?;
-            let load = match ratio {
-                1 => "no CPU hogs".to_owned(),
-                r => format!("{r}× overcommitted"),
-            };
-            (
-                format!("{cs}-r{ratio}"),
-                format!("overcommit: {cs} cs, {load}"),
-            )
-        }
-        "mutex-load" => {
-            let load = cell.mutex_load.as_ref()?.load_pauses;
-            (
-                format!("{load}-pauses"),
-                format!(
-                    "mutex-load: {load} pauses held (≈ {:.0} ns)",
-                    f64::from(load) * pause_ns
-                ),
-            )
-        }
-        "rwsem" => {
-            let load = cell.rw.as_ref()?.load_pauses;
-            (
-                format!("{load}-pauses"),
-                format!("rwsem: half readers, half writers, {load} pauses held"),
-            )
-        }
-        "rw-mix" => (slug(&layout), format!("rw-mix: {layout}")),
-        "sharded" => (
-            slug(&layout),
-            format!("sharded: random operations on {layout}"),
-        ),
-        "rw-fair" => {
-            let rw = cell.rw.as_ref()?;
-            (
-                format!("{}-{}", rw.readers, rw.writers),
-                format!(
-                    "rw-fair: {} readers + {} writers, per-thread sections",
-                    rw.readers, rw.writers
-                ),
-            )
-        }
-        _ => return None,
-    };
-    Some(panel)
+/// The panel a cell is drawn in, within its scenario, and how it is drawn. `None`
+/// for scenarios without charts.
+fn panel(cell: &Cell, pause_ns: f64) -> Option<(Panel, Kind)> {
+    let chart = crate::scenario::chart(cell.scenario)?;
+    Some(((chart.panel)(cell, pause_ns)?, chart.kind))
 }
 
-/// `99.9% reads` → `99-9-reads`.
-fn slug(text: &str) -> String {
+/// `99.9% reads` → `99-9-reads`: a panel key from a scenario's layout.
+pub fn slug(text: &str) -> String {
     let mut slug = String::new();
     for c in text.chars() {
         if c.is_ascii_alphanumeric() {
@@ -168,7 +159,7 @@ pub fn figures(file: &RunFile, colors: &Colors) -> Result<Vec<Figure>, String> {
 }
 
 /// A cell and the index of the file it comes from.
-type Tagged<'a> = (usize, &'a CellData);
+type Tagged<'a> = (usize, &'a Cell);
 
 /// The figures of `files` drawn over each other: one chart per panel that any of
 /// them measured, on one scale, each file's lines in their lock's colour with the
@@ -195,33 +186,34 @@ pub fn overlay(files: &[&RunFile], colors: &Colors) -> Result<Vec<Figure>, Strin
         1 => String::new(),
         _ => letter(index).to_string(),
     };
-    let mut panels: Vec<(String, String, Vec<Tagged>)> = Vec::new();
+    let mut panels: Vec<(String, String, Kind, Vec<Tagged>)> = Vec::new();
     for (index, file) in files.iter().enumerate() {
         for cell in &file.cells {
-            let Some((key, title)) = panel(cell, file.machine.pause_ns) else {
+            let Some((Panel { key, title }, kind)) = panel(cell, file.machine.pause_ns) else {
                 continue;
             };
-            let id = figure_id(&cell.scenario, &key);
-            match panels.iter_mut().find(|(known, _, _)| *known == id) {
-                Some((_, _, cells)) => cells.push((index, cell)),
-                None => panels.push((id, title, vec![(index, cell)])),
+            let id = figure_id(cell.scenario, &key);
+            match panels.iter_mut().find(|(known, ..)| *known == id) {
+                Some((.., cells)) => cells.push((index, cell)),
+                None => panels.push((id, title, kind, vec![(index, cell)])),
             }
         }
     }
     let mut figures = Vec::new();
-    for (id, title, cells) in panels {
-        let scenario = cells[0].1.scenario.as_str();
+    for (id, title, kind, cells) in panels {
         let mut threads: Vec<usize> = cells.iter().map(|(_, c)| c.threads).collect();
         threads.sort_unstable();
         threads.dedup();
         let mut unfinished = String::new();
-        let svg = match (scenario, threads.as_slice()) {
-            ("uncontended", _) => bars(&title, &cells, colors, &tag, None).svg(&footer)?,
-            ("rw-fair", _) => ranges(&title, &cells, &tag).svg(&footer)?,
+        let svg = match (kind, threads.as_slice()) {
+            (Kind::Bars, _) => bars(&title, &cells, colors, &tag, None).svg(&footer)?,
+            (Kind::Ranges, _) => ranges(&title, &cells, &tag).svg(&footer)?,
             // One thread count: dots over each other at one x; bars side by side.
-            (_, &[only]) => bars(&title, &cells, colors, &tag, Some(only)).svg(&footer)?,
-            _ => {
-                let chart = lines(&title, &cells, colors, &tag, pause_ns, Measure::Value);
+            (Kind::Lines(axis), &[only]) => {
+                bars(&title, &cells, colors, &tag, Some((axis, only))).svg(&footer)?
+            }
+            (Kind::Lines(axis), _) => {
+                let chart = lines(&title, &cells, colors, &tag, pause_ns, axis, Measure::Value);
                 unfinished = chart
                     .unfinished()
                     .iter()
@@ -241,9 +233,22 @@ pub fn overlay(files: &[&RunFile], colors: &Colors) -> Result<Vec<Figure>, Strin
             unfinished: unfinished.clone(),
         });
         let fair = cells.iter().any(|(_, c)| c.fairness().is_some());
-        if fair && scenario != "rw-fair" && threads.len() > 1 {
+        let axis = match kind {
+            Kind::Lines(axis) => Some(axis),
+            Kind::Bars => Some(Threads::PLAIN),
+            Kind::Ranges => None,
+        };
+        if let Some(axis) = axis.filter(|_| fair && threads.len() > 1) {
             let title = format!("{title}: fairness");
-            let chart = lines(&title, &cells, colors, &tag, pause_ns, Measure::Fairness);
+            let chart = lines(
+                &title,
+                &cells,
+                colors,
+                &tag,
+                pause_ns,
+                axis,
+                Measure::Fairness,
+            );
             figures.push(Figure {
                 id: format!("{id}-fairness"),
                 title,
@@ -286,18 +291,19 @@ fn lines(
     colors: &Colors,
     tag: &dyn Fn(usize) -> String,
     pause_ns: f64,
+    axis: Threads,
     measure: Measure,
 ) -> Lines {
     let mut series: Vec<Series> = Vec::new();
     for &(file, cell) in cells {
-        let name = series_name(&cell.lock, &tag(file));
+        let name = series_name(cell.lock, &tag(file));
         let index = match series.iter().position(|s| s.name == name) {
             Some(index) => index,
             None => {
                 series.push(Series {
                     name,
-                    color: colors.get(&cell.lock),
-                    emphasis: is_default(&cell.lock),
+                    color: colors.get(cell.lock),
+                    emphasis: is_default(cell.lock),
                     dashed: file > 0,
                     points: Vec::new(),
                     unfinished: Vec::new(),
@@ -324,7 +330,7 @@ fn lines(
     for line in &mut series {
         line.points.sort_by(|a, b| a.x.total_cmp(&b.x));
     }
-    let cells: Vec<&CellData> = cells.iter().map(|(_, cell)| *cell).collect();
+    let cells: Vec<&Cell> = cells.iter().map(|(_, cell)| *cell).collect();
     let unit = &cells[0].unit;
     let better = if cells[0].lower_is_better() {
         "lower is better"
@@ -335,9 +341,12 @@ fn lines(
         Measure::Value => (format!("{unit} ({better})"), unit.ends_with("/s")),
         Measure::Fairness => ("slowest thread ÷ mean (1 = even)".to_owned(), true),
     };
-    let reference = match (measure, cells[0].mutex_load.as_ref()) {
-        (Measure::Value, Some(load)) if pause_ns > 0.0 => {
-            let per_second = 1e9 / (f64::from(load.load_pauses) * pause_ns);
+    let ceiling = match (measure, axis.ceiling) {
+        (Measure::Value, Some(ceiling)) => ceiling(cells[0], pause_ns),
+        _ => None,
+    };
+    let reference = match ceiling {
+        Some(per_second) => {
             let mut threads: Vec<f64> = cells.iter().map(|c| c.threads as f64).collect();
             threads.sort_by(f64::total_cmp);
             threads.dedup();
@@ -346,13 +355,9 @@ fn lines(
         }
         _ => None,
     };
-    let x_label = match cells[0].scenario.as_str() {
-        "false-sharing" => "threads (K locks, one each)",
-        _ => "threads",
-    };
     Lines {
         title: title.to_owned(),
-        x_label: x_label.to_owned(),
+        x_label: axis.label.to_owned(),
         y_label,
         series,
         reference,
@@ -360,14 +365,14 @@ fn lines(
     }
 }
 
-/// One bar per lock (and file): `threads` names the one thread count of a line
-/// scenario drawn as bars.
+/// One bar per lock (and file): `threads` names the axis and the one thread count of
+/// a line scenario drawn as bars.
 fn bars(
     title: &str,
     cells: &[Tagged],
     colors: &Colors,
     tag: &dyn Fn(usize) -> String,
-    threads: Option<usize>,
+    threads: Option<(Threads, usize)>,
 ) -> Bars {
     let bars = cells
         .iter()
@@ -375,8 +380,8 @@ fn bars(
             let summary = cell.summary.filter(|_| cell.unfinished.is_none());
             let summary = summary?;
             Some(Bar {
-                name: series_name(&cell.lock, &tag(file)),
-                color: colors.get(&cell.lock),
+                name: series_name(cell.lock, &tag(file)),
+                color: colors.get(cell.lock),
                 median: summary.median,
                 min: summary.min,
                 max: summary.max,
@@ -388,10 +393,9 @@ fn bars(
         true => "lower is better",
         false => "higher is better",
     };
-    let at = match (threads, cell.scenario.as_str()) {
-        (Some(k), "false-sharing") => format!(", K = {k} threads"),
-        (Some(n), _) => format!(", {n} threads"),
-        (None, _) => String::new(),
+    let at = match threads {
+        Some((axis, n)) => format!(", {}{n} threads", axis.count),
+        None => String::new(),
     };
     Bars {
         title: title.to_owned(),
@@ -430,10 +434,7 @@ fn ranges(title: &str, cells: &[Tagged], tag: &dyn Fn(usize) -> String) -> Range
                 .collect();
             let mean = Summary::of(per_role.iter().map(|r| r.1)).map_or(0.0, |s| s.median);
             rows.push(Range {
-                name: series_name(
-                    &format!("{} {role}", verdict::label(&cell.lock)),
-                    &tag(file),
-                ),
+                name: series_name(&format!("{} {role}", verdict::label(cell.lock)), &tag(file)),
                 color,
                 min: per_role.iter().map(|r| r.0).fold(f64::MAX, f64::min),
                 mean,

@@ -1,10 +1,12 @@
-//! Results read back from the `--json` files lockbench writes. The report
-//! (`lockbench report`) and the comparison (`lockbench compare`) work from these files,
+//! `lockbench report` (an HTML page and SVG charts: [`page`], [`figures`], [`chart`])
+//! and `lockbench compare` ([`compare`]), from the `--json` files lockbench writes,
+//! read back here. Both work from these files,
 //! never from a live run's memory, so what they show is exactly what a file holds; the
 //! default run writes its report through the same path.
 //!
-//! The model is deliberately loose: every field a later lockbench added is optional,
-//! so results committed by an older one still load.
+//! The cells are [`crate::cells::Cell`], the type the scenarios measure and `--json`
+//! writes. The model is deliberately loose: every field a later lockbench added is
+//! optional, so results committed by an older one still load.
 
 pub mod chart;
 pub mod commands;
@@ -17,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::report::{PerThread, Summary, Unfinished};
+use crate::cells::Cell;
 
 /// One `--json` file.
 #[derive(Debug, Deserialize)]
@@ -34,7 +36,7 @@ pub struct RunFile {
     #[serde(default)]
     pub date: Option<String>,
     /// Every cell, in the order measured.
-    pub cells: Vec<CellData>,
+    pub cells: Vec<Cell>,
     /// `default` and `default-rw` against the best peer of each row, as the run's
     /// summary judged them (files from before lockbench wrote them have none).
     #[serde(default)]
@@ -76,117 +78,9 @@ pub struct MachineInfo {
     /// `calibrated` or `KLOCKS_SPIN_NS`.
     #[serde(default)]
     pub pv_spin_source: String,
-    /// The owner probe klocks used.
+    /// The owner probe klocks used (files from before lockbench wrote it have none).
+    #[serde(default)]
     pub owner_probe: String,
-}
-
-/// One measured configuration.
-#[derive(Debug, Deserialize)]
-pub struct CellData {
-    /// Scenario name, as on the command line.
-    pub scenario: String,
-    /// Lock name, as in `--locks`/`--rwlocks`.
-    pub lock: String,
-    /// Threads (K for false-sharing).
-    pub threads: usize,
-    /// The scenario's extra dimension, if it has one (`padded`, `64 locks`, …).
-    #[serde(default)]
-    pub layout: Option<String>,
-    /// Unit of the summary and of every run's value.
-    pub unit: String,
-    /// Over all runs; `None` when the cell did not finish.
-    pub summary: Option<Summary>,
-    /// Why the cell did not finish.
-    #[serde(default)]
-    pub unfinished: Option<Unfinished>,
-    /// The machine around the cell (contended cells only).
-    #[serde(default)]
-    pub conditions: Option<ConditionsData>,
-    /// Overcommit cells: the critical section and the ratio.
-    #[serde(default)]
-    pub overcommit: Option<OvercommitData>,
-    /// Mutex-load cells: the load.
-    #[serde(default)]
-    pub mutex_load: Option<MutexLoadData>,
-    /// Reader-writer cells: the roles and the load.
-    #[serde(default)]
-    pub rw: Option<RwData>,
-    /// Every repetition.
-    #[serde(default)]
-    pub runs: Vec<RunData>,
-}
-
-/// What the machine did around a cell.
-#[derive(Debug, Deserialize)]
-pub struct ConditionsData {
-    /// c2c placement before the cell: `near` or `far`.
-    #[serde(default)]
-    pub placement_before: Option<String>,
-    /// ... and after.
-    #[serde(default)]
-    pub placement_after: Option<String>,
-    /// CPU time the hypervisor gave to others.
-    #[serde(default)]
-    pub steal_ms: f64,
-    /// Steal plus other processes took over lockbench's threshold.
-    #[serde(default)]
-    pub noisy: bool,
-}
-
-/// An overcommit cell's setup.
-#[derive(Debug, Deserialize)]
-pub struct OvercommitData {
-    /// `short` or `medium`.
-    pub cs: String,
-    /// The overcommit ratio.
-    pub ratio: u32,
-}
-
-/// A mutex-load cell's setup.
-#[derive(Debug, Deserialize)]
-pub struct MutexLoadData {
-    /// Pauses inside the critical section.
-    pub load_pauses: u32,
-}
-
-/// A reader-writer cell's setup.
-#[derive(Debug, Deserialize)]
-pub struct RwData {
-    /// Reader threads.
-    pub readers: usize,
-    /// Writer threads.
-    pub writers: usize,
-    /// Pauses inside each section.
-    pub load_pauses: u32,
-}
-
-/// One repetition.
-#[derive(Debug, Deserialize)]
-pub struct RunData {
-    /// The measurement, in the cell's unit (files from before lockbench wrote every
-    /// run may lack it).
-    #[serde(default)]
-    pub value: Option<f64>,
-    /// Whether the run did all its work before its cap.
-    #[serde(default = "finished_by_default")]
-    pub finished: bool,
-    /// Per-thread operations, where the scenario counts them.
-    #[serde(default)]
-    pub per_thread: Option<PerThread>,
-    /// Reader-writer runs: per role.
-    #[serde(default)]
-    pub rw: Option<RwRunData>,
-}
-
-/// A reader-writer run's roles.
-#[derive(Debug, Deserialize)]
-pub struct RwRunData {
-    /// Per reader thread.
-    #[serde(default)]
-    pub readers: Option<PerThread>,
-    /// Per writer thread.
-    #[serde(default)]
-    pub writers: Option<PerThread>,
 }
 
 /// A file that is not a lockbench result.
@@ -216,7 +110,7 @@ impl RunFile {
         Ok(file)
     }
 
-    /// A run still in memory (`report::to_json`), as its `--json` file would read back.
+    /// A run still in memory (`cells::to_json`), as its `--json` file would read back.
     pub fn of_run(json: serde_json::Value) -> serde_json::Result<Self> {
         serde_json::from_value(json)
     }
@@ -242,8 +136,8 @@ impl RunFile {
     pub fn scenarios(&self) -> Vec<&str> {
         let mut seen: Vec<&str> = Vec::new();
         for cell in &self.cells {
-            if !seen.contains(&cell.scenario.as_str()) {
-                seen.push(&cell.scenario);
+            if !seen.contains(&cell.scenario) {
+                seen.push(cell.scenario);
             }
         }
         seen
@@ -257,43 +151,6 @@ fn shell_word(arg: &str) -> String {
         arg.to_owned()
     } else {
         format!("'{}'", arg.replace('\'', r"'\''"))
-    }
-}
-
-/// A run without a `finished` field finished (older files wrote only finished runs).
-fn finished_by_default() -> bool {
-    true
-}
-
-impl CellData {
-    /// Whether a smaller value is the better one (wall times and costs; not rates, nor
-    /// the number `app --metric` reads from a program, a throughput).
-    pub fn lower_is_better(&self) -> bool {
-        !(self.unit.ends_with("/s") || self.unit == "metric")
-    }
-
-    /// Every finished run as a log throughput ([`crate::verdict::log_throughput`]);
-    /// none when the cell did not finish.
-    pub fn log_throughputs(&self) -> Vec<f64> {
-        if self.unfinished.is_some() || self.summary.is_none() {
-            return Vec::new();
-        }
-        self.runs
-            .iter()
-            .filter(|run| run.finished)
-            .filter_map(|run| run.value)
-            .filter_map(|value| crate::verdict::log_throughput(value, self.lower_is_better()))
-            .collect()
-    }
-
-    /// The median over runs of the slowest thread's operations ÷ the mean; `None`
-    /// where the scenario does not count per thread.
-    pub fn fairness(&self) -> Option<Summary> {
-        Summary::of(
-            self.runs
-                .iter()
-                .filter_map(|run| run.per_thread.map(|p| p.min_per_mean())),
-        )
     }
 }
 
@@ -327,5 +184,62 @@ mod tests {
         .expect("a file with stats loads");
         assert_eq!(file.cells.len(), 2);
         assert_eq!(file.cells[0].lock, "pvqspinlock");
+    }
+
+    /// Every result file committed under docs/results loads, and every field its cells
+    /// hold reads back into the cell type: written again, the cell holds it with its
+    /// value. A field renamed in the type would read back as absent and fail here.
+    #[test]
+    fn committed_results_read_back_every_field() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results");
+        let mut files = 0;
+        for entry in std::fs::read_dir(&dir).expect("docs/results") {
+            let path = entry.expect("a directory entry").path();
+            if path.extension().is_none_or(|ext| ext != "json") {
+                continue;
+            }
+            let file = RunFile::load(&path).unwrap_or_else(|err| panic!("{err}"));
+            let text = std::fs::read_to_string(&path).expect("readable");
+            let written: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+            let cells = written["cells"].as_array().expect("cells");
+            assert_eq!(cells.len(), file.cells.len(), "{}", path.display());
+            for (index, (written, read)) in cells.iter().zip(&file.cells).enumerate() {
+                let again = serde_json::to_value(read).expect("a cell writes");
+                let at = format!("{} cells[{index}]", path.display());
+                holds(&again, written, &at);
+            }
+            files += 1;
+        }
+        assert!(files >= 10, "{files} result files in {}", dir.display());
+    }
+
+    /// Panics unless `again` holds every field of `written`, with its value.
+    fn holds(again: &serde_json::Value, written: &serde_json::Value, at: &str) {
+        use serde_json::Value;
+        match (written, again) {
+            (Value::Object(written), Value::Object(again)) => {
+                for (field, value) in written {
+                    let Some(read) = again.get(field) else {
+                        panic!("{at}: `{field}` did not read back");
+                    };
+                    holds(read, value, &format!("{at}.{field}"));
+                }
+            }
+            (Value::Array(written), Value::Array(again)) => {
+                assert_eq!(written.len(), again.len(), "{at}");
+                for (index, (written, read)) in written.iter().zip(again).enumerate() {
+                    holds(read, written, &format!("{at}[{index}]"));
+                }
+            }
+            (Value::Number(written), Value::Number(again)) => {
+                let (written, again) = (written.as_f64(), again.as_f64());
+                let (Some(written), Some(again)) = (written, again) else {
+                    panic!("{at}: not a number");
+                };
+                let close = (written - again).abs() <= 1e-12 * written.abs().max(1.0);
+                assert!(close, "{at}: {written} read back as {again}");
+            }
+            _ => assert_eq!(written, again, "{at}"),
+        }
     }
 }

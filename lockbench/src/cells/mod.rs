@@ -1,9 +1,13 @@
-//! Results: the cells a scenario measures and the runs in them (this module), and
-//! their outputs: aligned text tables ([`table`]), `--json` and `--csv` ([`output`]),
-//! the progress bar ([`progress`]), and what the machine did around a cell
-//! ([`conditions`]).
+//! The cells a scenario measures and the runs in them (this module): what a run
+//! prints, what `--json` writes, and what `lockbench report` and `compare` read back
+//! ([`crate::html_report`]), the one definition of a result file's cells. Every field a
+//! later lockbench added reads back from older files as absent or zero ([`decode`]).
+//! Their outputs: aligned text tables ([`table`]), `--json` and `--csv` ([`output`]),
+//! the summary of the defaults against their peers ([`summary`]), the progress bar
+//! ([`progress`]), and what the machine did around a cell ([`conditions`]).
 
 mod conditions;
+mod decode;
 mod output;
 mod progress;
 pub mod summary;
@@ -57,13 +61,16 @@ impl Summary {
 }
 
 /// One repetition of a cell.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
-    /// The measurement, in the cell's unit.
+    /// The measurement, in the cell's unit (NaN when a file holds none).
+    #[serde(deserialize_with = "decode::value", default = "decode::no_value")]
     pub value: f64,
     /// Wall time of the run.
+    #[serde(default)]
     pub wall_ns: u64,
     /// Operations done: lock/unlock pairs, or round trips for c2c.
+    #[serde(default)]
     pub operations: u64,
     /// Operations a finished run does (capped scenarios only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -72,6 +79,7 @@ pub struct Run {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handoffs: Option<u64>,
     /// Whether the run did all its work before its cap.
+    #[serde(default = "decode::finished")]
     pub finished: bool,
     /// Per-thread operations inside the window (overcommit only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -123,7 +131,8 @@ impl Run {
 
 /// A reader-writer run (rwsem, rw-fair) split by role. Only the operations inside the
 /// window count, except in `reader_group`, whose read phases span the whole run.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RwRun {
     /// Read sections finished inside the window, all readers.
     pub reads: u64,
@@ -181,7 +190,7 @@ impl PerThread {
 
 /// The drain after a window: the threads finish their operation in flight, and a
 /// thread queued on a FIFO lock must take it once more.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Drain {
     /// From the stop flag to the last thread returning.
     pub ms: f64,
@@ -244,7 +253,7 @@ impl Unfinished {
 }
 
 /// What a lock handoff cost in a loop cell.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct HandoffCost {
     /// Handoffs in the median run.
     pub handoffs: u64,
@@ -257,21 +266,33 @@ pub struct HandoffCost {
     pub serialized: bool,
 }
 
+/// A name a cell holds: its scenario, lock, unit or setup. Spelled as an alias so
+/// that serde does not borrow it from the JSON text (read back, it is interned: see
+/// [`decode`]).
+pub type Name = &'static str;
+
 /// One measured configuration, with every repetition.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cell {
-    /// `uncontended`, `loop`, `false-sharing` or `c2c`.
-    pub scenario: &'static str,
-    /// Lock name (`-` for c2c).
-    pub lock: &'static str,
+    /// The scenario's subcommand: `uncontended`, `loop`, `false-sharing`, ...
+    #[serde(deserialize_with = "decode::name")]
+    pub scenario: Name,
+    /// Lock name, as in `--locks`/`--rwlocks` (`-` for c2c).
+    #[serde(deserialize_with = "decode::name")]
+    pub lock: Name,
     /// Threads (K for false-sharing).
     pub threads: usize,
     /// `packed` or `padded` (false-sharing); the measure (owner-probe, whose `lock` is
     /// the probe).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub layout: Option<&'static str>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "decode::optional_name",
+        default
+    )]
+    pub layout: Option<Name>,
     /// Unit of `summary` and of every run's `value`.
-    pub unit: &'static str,
+    #[serde(deserialize_with = "decode::name")]
+    pub unit: Name,
     /// Over all runs; `None` when the cell did not finish.
     pub summary: Option<Summary>,
     /// Set when a run hit its cap (then it is the last run) or, in overcommit, did
@@ -295,38 +316,45 @@ pub struct Cell {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<crate::harness::stats::Counts>,
     /// Every repetition.
+    #[serde(default)]
     pub runs: Vec<Run>,
 }
 
 /// An overcommit cell's setup.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Overcommit {
     /// `short` or `medium`.
-    pub cs: &'static str,
+    #[serde(deserialize_with = "decode::name")]
+    pub cs: Name,
     /// `spin_loop()` iterations inside the critical section, and again outside it.
+    #[serde(default)]
     pub cs_pauses: u32,
     /// The overcommit ratio r.
     pub ratio: u32,
     /// CPU hog threads run beside the lock threads: (r - 1) × online CPUs.
+    #[serde(default)]
     pub hogs: usize,
     /// The planned measurement window.
+    #[serde(default)]
     pub window_ms: f64,
 }
 
 /// A mutex-load cell's setup.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct MutexLoad {
     /// `spin_loop()` iterations (x86 `pause`) inside the critical section; the
     /// machine's `pause_ns` gives their length.
     pub load_pauses: u32,
     /// `spin_loop()` iterations after each unlock, outside the lock.
+    #[serde(default)]
     pub outside_pauses: u32,
     /// The planned measurement window.
+    #[serde(default)]
     pub window_ms: f64,
 }
 
 /// A reader-writer cell's setup (rwsem, rw-fair).
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct RwSetup {
     /// Threads that only take the lock shared.
     pub readers: usize,
@@ -335,8 +363,10 @@ pub struct RwSetup {
     /// `spin_loop()` iterations inside each read and write section.
     pub load_pauses: u32,
     /// `spin_loop()` iterations after each unlock, outside the lock.
+    #[serde(default)]
     pub outside_pauses: u32,
     /// The planned measurement window.
+    #[serde(default)]
     pub window_ms: f64,
 }
 
@@ -401,7 +431,7 @@ impl Cell {
     /// Every finished run as a log throughput ([`crate::verdict::log_throughput`]);
     /// none when the cell did not finish.
     pub fn log_throughputs(&self) -> Vec<f64> {
-        if self.unfinished.is_some() {
+        if self.unfinished.is_some() || self.summary.is_none() {
             return Vec::new();
         }
         self.runs
@@ -409,6 +439,16 @@ impl Cell {
             .filter(|run| run.finished)
             .filter_map(|run| crate::verdict::log_throughput(run.value, self.lower_is_better()))
             .collect()
+    }
+
+    /// The median over runs of the slowest thread's operations ÷ the mean; `None`
+    /// where the scenario does not count per thread.
+    pub fn fairness(&self) -> Option<Summary> {
+        Summary::of(
+            self.runs
+                .iter()
+                .filter_map(|run| run.per_thread.map(|p| p.min_per_mean())),
+        )
     }
 
     /// The cell's `median [min–max]` with its marks, or the long not-finished text.
