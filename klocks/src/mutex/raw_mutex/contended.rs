@@ -312,7 +312,7 @@ fn turn_is_over() -> bool {
 
 /// This thread's turn begins now (it has just slept). A clock that reads 0 skips one
 /// turn (0 means none).
-fn begin_turn() {
+pub(super) fn begin_turn() {
     #[cfg(not(loom))]
     TURN_BEGAN.with(|t| t.set(now_us()));
 }

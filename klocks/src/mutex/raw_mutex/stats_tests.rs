@@ -38,7 +38,7 @@ fn stats_a_thread_whose_turn_is_over_sleeps_at_once() {
     let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
     lock.lock();
     let waiter = Contender::spawn(move || {
-        begin_turn();
+        contended::begin_turn();
         std::thread::sleep(Duration::from_micros(2 * u64::from(TURN_US)));
         lock.lock();
         lock.unlock();
