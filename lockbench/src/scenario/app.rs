@@ -7,13 +7,23 @@
 //! (a throughput: higher is better), each as median [min–max] and as speed relative
 //! to glibc in the same run.
 //!
-//! With `--profile`, two more variants run in every round: glibc's locks through the
-//! preload (`glibc+preload`), and the same under its contention profile
+//! With `--profile-cost`, two more variants run in every round: glibc's locks through
+//! the preload (`glibc+preload`), and the same under its contention profile
 //! (`glibc+profile`, `KLOCKS_PROFILE=1`, written to a file). The ratio of their rows
 //! is the profile's cost; the last round's report is printed under the table.
 //!
+//! With `--profile`, the command runs once under the contention profile with the
+//! locks in use (glibc's, or `--with LOCK` and `--rwlock`), its JSON report is read
+//! ([`profile`]) and printed short: the share of the threads' time spent waiting,
+//! the locks by wait time and by number of waits, and the advice. With `--try` the
+//! advice is measured: each setting it suggests runs against the locks in use,
+//! `--runs` rounds interleaved, judged as the table's rows are. No rounds run when
+//! locks cost under 1% of the threads' time ("nothing to gain here"; the plain table,
+//! `app --with LOCK`, measures a lock anyway) or when the advice suggests nothing.
+//!
 //! Verified, or no table: every run must exit 0; its stdout must be byte-identical
-//! to the first glibc run's (unless `--output-varies`: programs that print timings);
+//! to the first run's (glibc's, or the profiled run's; unless `--output-varies`:
+//! programs that print timings);
 //! `--metric` must match in every run; and a preloaded run's stderr must carry no
 //! word from the dynamic linker or klocks that the preload failed or fell back to
 //! glibc, so a table never shows glibc under a klocks name.
@@ -25,12 +35,15 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use klocks::catalog::{MutexKind, RwLockKind};
-use klocks::config::{LOCK, PROFILE, PROFILE_FILE, PROFILE_TOP, RWLOCK};
+use klocks::config::{LOCK, PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_TOP, RWLOCK};
 use regex::Regex;
 
 use crate::harness::{Common, Error};
-use crate::report::{num, si, Cell, Progress, Run, Table};
+use crate::report::{num, si, wrap, Cell, Progress, Run, Table};
 use crate::verdict::{self, Ledger, Settings};
+
+mod profile;
+use profile::{Profile, Remedy};
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
 /// (condvars follow it).
@@ -98,6 +111,11 @@ impl clap::ValueEnum for PreloadRwLock {
 /// --output-varies), and no preloaded run may report that the preload failed or
 /// fell back to glibc. Needs libklocks.so: `cargo build --release -p klocks-ffi`.
 /// --locks and --rwlocks do not apply (use --with and --rwlock).
+///
+/// With --profile, runs CMD once under the contention profile instead, with the locks
+/// in use (glibc's, or one --with LOCK and --rwlock), and prints where its threads
+/// waited and the advice; --profile --try then measures the advice: each setting it
+/// suggests against the locks in use, --runs rounds, with verdicts.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// klocks locks to run the command under (KLOCKS_LOCK values), comma-separated;
@@ -126,11 +144,25 @@ pub struct Args {
     #[arg(long)]
     pub output_varies: bool,
 
-    /// Also run the command with glibc's locks under the preload's contention profile
-    /// (KLOCKS_PROFILE=1): its row is the profile's cost, and the report (which
-    /// locks made it wait, with a suggestion per lock) is printed under the table
-    #[arg(long)]
+    /// Instead of the table: run the command once under the preload's contention
+    /// profile (KLOCKS_PROFILE=1) with the locks in use (glibc's, or one --with LOCK
+    /// and --rwlock), and print the share of the threads' time spent waiting, the
+    /// locks that made them wait longest and most often, and the advice
+    #[arg(long, conflicts_with = "profile_cost")]
     pub profile: bool,
+
+    /// With --profile: measure the advice. Each setting it suggests runs against the
+    /// locks in use, --runs rounds interleaved, with its speed and verdict. No rounds
+    /// when locks cost under 1% of the threads' time ("nothing to gain here"; plain
+    /// `app --with LOCK` measures a lock anyway) or when nothing is advised
+    #[arg(long = "try", requires = "profile")]
+    pub try_advice: bool,
+
+    /// Also run the command with glibc's locks through the preload and under its
+    /// contention profile (KLOCKS_PROFILE=1): the ratio of their rows is the profile's
+    /// cost, and the report is printed under the table
+    #[arg(long)]
+    pub profile_cost: bool,
 
     /// The preload library [default: libklocks.so next to the lockbench executable;
     /// build it with `cargo build --release -p klocks-ffi`]
@@ -183,8 +215,100 @@ pub struct Config {
     preload: PathBuf,
     command: Vec<OsString>,
     runs: u32,
-    /// With `--profile`: the last profiled run's report.
+    /// With `--profile-cost` or `--profile`: the last profiled run's report.
     profile: Option<Arc<Mutex<String>>>,
+    /// With `--profile`: what to profile, and what came of it.
+    profiling: Option<Profiling>,
+}
+
+/// `--profile`: the locks in use, whether to measure the advice, and (once run) the
+/// report and the variants the advice added.
+#[derive(Debug, Clone)]
+struct Profiling {
+    current: Setting,
+    try_advice: bool,
+    outcome: Arc<Mutex<Option<Profiled>>>,
+}
+
+/// What `--profile` found.
+#[derive(Debug)]
+struct Profiled {
+    profile: Profile,
+    /// With `--try`: the locks in use, then each advised setting (empty if none ran).
+    tried: Vec<Variant>,
+    /// Why `--try` ran no rounds, if it did not.
+    no_rounds: Option<String>,
+}
+
+/// The locks a run uses through the preload: `KLOCKS_LOCK` (`None`: unset, glibc's
+/// mutexes) and `KLOCKS_RWLOCK`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    lock: Option<PreloadLock>,
+    rwlock: PreloadRwLock,
+}
+
+impl Setting {
+    /// glibc's locks everywhere.
+    fn is_glibc(self) -> bool {
+        self.lock.is_none() && self.rwlock.0.is_none()
+    }
+
+    /// As the variables that make it (`KLOCKS_LOCK=default KLOCKS_RWLOCK=glibc`).
+    fn name(self) -> String {
+        match self.lock {
+            Some(lock) => format!("{}={} {}={}", LOCK.name(), lock.name(), RWLOCK.name(), self.rwlock.name()),
+            None if self.rwlock.0.is_none() => GLIBC.to_owned(),
+            None => format!("{}={}", RWLOCK.name(), self.rwlock.name()),
+        }
+    }
+
+    /// The `lockbench app` options that choose it.
+    fn options(self) -> String {
+        let mut options = String::new();
+        if let Some(lock) = self.lock {
+            options += &format!(" --with {}", lock.name());
+        }
+        if self.rwlock.0.is_some() || self.lock.is_some() {
+            options += &format!(" --rwlock {}", self.rwlock.name());
+        }
+        options
+    }
+
+    /// This setting changed as `remedy` says; `None` for a value lockbench does not
+    /// know (a preload newer than this lockbench).
+    fn with(self, remedy: &Remedy) -> Option<Setting> {
+        let glibc = remedy.value == GLIBC;
+        match remedy.variable.as_str() {
+            "KLOCKS_LOCK" if glibc => Some(Setting { lock: None, ..self }),
+            "KLOCKS_LOCK" => Some(Setting {
+                lock: Some(PreloadLock(MutexKind::from_name(&remedy.value)?)),
+                ..self
+            }),
+            "KLOCKS_RWLOCK" if glibc => Some(Setting {
+                rwlock: PreloadRwLock(None),
+                ..self
+            }),
+            "KLOCKS_RWLOCK" => Some(Setting {
+                rwlock: PreloadRwLock(Some(RwLockKind::from_name(&remedy.value)?)),
+                ..self
+            }),
+            _ => None,
+        }
+    }
+
+    /// Sets the variables of this setting on `command` (which has the preload).
+    fn apply(self, command: &mut Command) {
+        if let Some(lock) = self.lock {
+            // KLOCKS_RWLOCK is set whenever KLOCKS_LOCK is: `default` alone would
+            // also change the rwlocks.
+            command
+                .env(LOCK.name(), lock.name())
+                .env(RWLOCK.name(), self.rwlock.name());
+        } else if self.rwlock.0.is_some() {
+            command.env(RWLOCK.name(), self.rwlock.name());
+        }
+    }
 }
 
 impl Config {
@@ -209,6 +333,9 @@ impl Config {
                 program
             ));
         }
+        if args.profile {
+            return Self::profiling(args, common, preload);
+        }
         let mut locks = if args.with.is_empty() {
             DEFAULT_LOCKS.to_vec()
         } else {
@@ -218,7 +345,7 @@ impl Config {
         let profiled = [Variant::Preloaded, Variant::Profiled];
         let variants = std::iter::once(Variant::Glibc)
             .chain(locks.into_iter().map(Variant::Lock))
-            .chain(profiled.into_iter().filter(|_| args.profile))
+            .chain(profiled.into_iter().filter(|_| args.profile_cost))
             .collect();
         let shown = shown(&args.command);
         Ok(Self {
@@ -232,7 +359,46 @@ impl Config {
             preload,
             command: args.command.clone(),
             runs: common.runs,
-            profile: args.profile.then(Default::default),
+            profile: args.profile_cost.then(Default::default),
+            profiling: None,
+        })
+    }
+
+    /// `--profile`: the locks in use are one `--with` lock (or none: glibc's) and
+    /// `--rwlock`.
+    fn profiling(args: &Args, common: &Common, preload: PathBuf) -> Result<Self, String> {
+        let lock = match args.with[..] {
+            [] => None,
+            [lock] => Some(lock),
+            _ => {
+                return Err(
+                    "--profile profiles the locks in use: give at most one --with lock (the advice says what to try)"
+                        .to_owned(),
+                )
+            }
+        };
+        let current = Setting {
+            lock,
+            rwlock: args.rwlock.unwrap_or(PreloadRwLock(None)),
+        };
+        let shown = shown(&args.command);
+        Ok(Self {
+            scenario: "app",
+            threads: 0,
+            title: format!("measured advice: `{shown}`"),
+            variants: Vec::new(),
+            rwlock: current.rwlock,
+            metric: args.metric.clone(),
+            output_varies: args.output_varies,
+            preload,
+            command: args.command.clone(),
+            runs: common.runs,
+            profile: Some(Default::default()),
+            profiling: Some(Profiling {
+                current,
+                try_advice: args.try_advice,
+                outcome: Default::default(),
+            }),
         })
     }
 
@@ -263,12 +429,18 @@ impl Config {
             command,
             runs,
             profile: None,
+            profiling: None,
         }
     }
 
-    /// Runs this config makes (the progress bar counts runs here).
+    /// Runs this config makes (the progress bar counts runs here): with `--profile`,
+    /// the profiled run and, with `--try`, rounds of the locks in use and one advised
+    /// setting (the count is known after the profile).
     pub fn cells(&self) -> u64 {
-        self.variants.len() as u64 * u64::from(self.runs)
+        match &self.profiling {
+            Some(profiling) => 1 + u64::from(profiling.try_advice) * 2 * u64::from(self.runs),
+            None => self.variants.len() as u64 * u64::from(self.runs),
+        }
     }
 
     fn shown(&self) -> String {
@@ -307,6 +479,10 @@ pub enum Variant {
     Preloaded,
     /// glibc's locks under the preload's contention profile.
     Profiled,
+    /// Under a setting of the preload, named as its variables are.
+    Setting(Setting, &'static str),
+    /// Under a setting, with the contention profile written as JSON (`--profile`).
+    ProfiledJson(Setting),
 }
 
 impl Variant {
@@ -316,7 +492,20 @@ impl Variant {
             Variant::Lock(lock) => lock.name(),
             Variant::Preloaded => "glibc+preload",
             Variant::Profiled => "glibc+profile",
+            Variant::Setting(_, name) => name,
+            Variant::ProfiledJson(_) => "profile",
         }
+    }
+
+    /// A setting's variant: glibc's locks are run without the preload (as a user runs
+    /// the program), any other setting through it.
+    fn of(setting: Setting) -> Variant {
+        if setting.is_glibc() {
+            return Variant::Glibc;
+        }
+        // Leaked: a cell names its lock by a `&'static str`, and a run makes a few
+        // settings at most.
+        Variant::Setting(setting, Box::leak(setting.name().into_boxed_str()))
     }
 }
 
@@ -341,7 +530,7 @@ fn run_once(config: &Config, variant: Variant, round: u32) -> Result<Outcome, Er
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for var in [LOCK, RWLOCK, PROFILE, PROFILE_FILE, PROFILE_TOP] {
+    for var in [LOCK, RWLOCK, PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_TOP] {
         command.env_remove(var.name());
     }
     command.env_remove("LD_PRELOAD");
@@ -364,6 +553,19 @@ fn run_once(config: &Config, variant: Variant, round: u32) -> Result<Outcome, Er
                 .env(PROFILE.name(), "1")
                 .env(PROFILE_FILE.name(), &report);
         }
+        Variant::Setting(setting, _) => {
+            command.env("LD_PRELOAD", &config.preload);
+            setting.apply(&mut command);
+        }
+        Variant::ProfiledJson(setting) => {
+            let _ = std::fs::remove_file(&report);
+            command
+                .env("LD_PRELOAD", &config.preload)
+                .env(PROFILE.name(), "1")
+                .env(PROFILE_FORMAT.name(), "json")
+                .env(PROFILE_FILE.name(), &report);
+            setting.apply(&mut command);
+        }
     }
     let start = Instant::now();
     let output = command
@@ -379,7 +581,7 @@ fn run_once(config: &Config, variant: Variant, round: u32) -> Result<Outcome, Er
             tail(&stderr)
         )));
     }
-    if variant == Variant::Profiled {
+    if matches!(variant, Variant::Profiled | Variant::ProfiledJson(_)) {
         let text = std::fs::read_to_string(&report);
         let _ = std::fs::remove_file(&report);
         let text = text.map_err(|e| Error::Io(format!("{}: reading its profile", context()), e))?;
@@ -433,29 +635,112 @@ fn capture(regex: &Regex, stdout: &[u8], stderr: &[u8]) -> Option<f64> {
 }
 
 /// Runs every round and returns one cell per lock (and one more per lock for the
-/// metric).
+/// metric); with `--profile`, the profile and the advice's rounds.
 pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
-    let mut outcomes: Vec<Vec<Outcome>> = config.variants.iter().map(|_| Vec::new()).collect();
-    let mut reference: Option<Vec<u8>> = None;
+    match &config.profiling {
+        Some(profiling) => run_profile(config, profiling, progress),
+        None => rounds(config, &config.variants, None, progress),
+    }
+}
+
+/// `--profile`: the profiled run, then with `--try` the rounds of the locks in use and
+/// each advised setting (unless there is nothing to gain or nothing advised), its
+/// stdout the reference for theirs.
+fn run_profile(
+    config: &Config,
+    profiling: &Profiling,
+    progress: &Progress,
+) -> Result<Vec<Cell>, Error> {
+    let context = format!("app: `{}` under the profile", config.shown());
+    progress.start(format!("app profile ({})", profiling.current.name()));
+    let outcome = run_once(config, Variant::ProfiledJson(profiling.current), 1)?;
+    progress.done();
+    let text = config.profile.as_ref().map_or(String::new(), |report| {
+        report.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    });
+    let profile = Profile::parse(&text)
+        .map_err(|e| Error::Verification(format!("{context}: reading its profile: {e}")))?;
+    let mut tried = Vec::new();
+    let mut no_rounds = None;
+    if profiling.try_advice {
+        let current = profiling.current;
+        let mut advised = Vec::new();
+        for remedy in profile.remedies() {
+            let setting = current.with(&remedy).ok_or_else(|| {
+                Error::Verification(format!(
+                    "{context}: the profile advises {}={}, which this lockbench does not know",
+                    remedy.variable, remedy.value
+                ))
+            })?;
+            if setting != current && !advised.contains(&setting) {
+                advised.push(setting);
+            }
+        }
+        if profile.negligible() {
+            no_rounds = Some("no --try rounds run: there is nothing to gain".to_owned());
+        } else if advised.is_empty() && profile.wait_in_destroyed_locks() {
+            no_rounds = Some(format!(
+                "most of the wait was for locks destroyed before exit, which get no advice: no --try rounds run; \
+                 `lockbench app --with LOCK -- {}` measures a lock",
+                config.shown()
+            ));
+        } else if advised.is_empty() {
+            no_rounds = Some(
+                "the advice suggests no other lock (only the code can shorten these waits): no --try rounds run"
+                    .to_owned(),
+            );
+        } else {
+            tried = std::iter::once(current)
+                .chain(advised)
+                .map(Variant::of)
+                .collect();
+        }
+    }
+    let cells = match tried.is_empty() {
+        true => Vec::new(),
+        false => rounds(config, &tried, Some(outcome.stdout), progress)?,
+    };
+    let profiled = Profiled {
+        profile,
+        tried,
+        no_rounds,
+    };
+    *profiling.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(profiled);
+    Ok(cells)
+}
+
+/// Runs `variants`, `config.runs` rounds, each run's stdout compared with
+/// `reference` (else the first run's).
+fn rounds(
+    config: &Config,
+    variants: &[Variant],
+    mut reference: Option<Vec<u8>>,
+    progress: &Progress,
+) -> Result<Vec<Cell>, Error> {
+    let mut outcomes: Vec<Vec<Outcome>> = variants.iter().map(|_| Vec::new()).collect();
     for round in 1..=config.runs {
-        for (variant, done) in config.variants.iter().zip(&mut outcomes) {
+        for (variant, done) in variants.iter().zip(&mut outcomes) {
             progress.start(format!("{} {} run {round}", config.scenario, variant.name()));
             let outcome = run_once(config, *variant, round)?;
             progress.done();
             let expected = reference.get_or_insert_with(|| outcome.stdout.clone());
             if !config.output_varies && outcome.stdout != *expected {
                 return Err(Error::Verification(format!(
-                    "app: `{}` printed different output under {} (run {round}) than under glibc; \
+                    "app: `{}` printed different output under {} (run {round}) than under {}; \
                      pass --output-varies if it prints timings",
                     config.shown(),
-                    variant.name()
+                    variant.name(),
+                    match &config.profiling {
+                        Some(_) => "the profile",
+                        None => GLIBC,
+                    }
                 )));
             }
             done.push(outcome);
         }
     }
     let mut cells = Vec::new();
-    for (variant, outcomes) in config.variants.iter().zip(&outcomes) {
+    for (variant, outcomes) in variants.iter().zip(&outcomes) {
         let name = variant.name();
         cells.push(cell(config, name, None, "s", outcomes, |o| {
             Some(o.wall.as_secs_f64())
@@ -486,67 +771,24 @@ fn cell(
 
 /// lock | wall s | against glibc [| metric | against glibc]: each "vs glibc" column is
 /// the lock's throughput (1 ÷ wall time, or the metric) ÷ glibc's, with its interval
-/// and verdict ([`crate::verdict`]).
+/// and verdict ([`crate::verdict`]); then the profile's report, with
+/// `--profile-cost`. With `--profile`: the profile, then the advice's table, if
+/// measured.
 pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
-    let of = |lock: &str, layout: Option<&str>| {
-        cells.iter().find(|c| {
-            (c.scenario, c.threads) == (config.scenario, config.threads)
-                && c.lock == lock
-                && c.layout == layout
-        })
-    };
-    let mut headers = vec!["lock", "wall s median [min–max]", "speed vs glibc"];
-    if config.metric.is_some() {
-        headers.extend(["metric median [min–max]", "metric vs glibc"]);
+    if let Some(profiling) = &config.profiling {
+        return profile_tables(config, profiling, cells);
     }
-    let mut table = Table::new(config.title.clone(), &headers);
-    let mut ledger = Ledger::default();
-    let mut against_glibc = |cell: Option<&Cell>, layout: Option<&str>| {
-        let glibc = of(GLIBC, layout);
-        let judged = cell
-            .zip(glibc)
-            .filter(|(cell, glibc)| cell.lock != glibc.lock)
-            .and_then(|(cell, glibc)| {
-                let judged = verdict::judge(
-                    &cell.log_throughputs(),
-                    &glibc.log_throughputs(),
-                    Settings::default(),
-                )?;
-                let what = layout.map_or(String::new(), |layout| format!(" {layout}"));
-                ledger.add(format!("{}{what}", cell.lock), judged);
-                Some(judged)
-            });
-        judged.map_or("-".to_owned(), |judged| judged.to_string())
-    };
-    let show = |cell: Option<&Cell>, format: fn(f64) -> String| {
-        cell.and_then(|c| c.summary).map_or("-".to_owned(), |s| s.show(format))
-    };
-    for variant in &config.variants {
-        let name = variant.name();
-        let wall = of(name, None);
-        let mut row = vec![name.to_owned(), show(wall, num), against_glibc(wall, None)];
-        if config.metric.is_some() {
-            let metric = of(name, Some("metric"));
-            row.push(show(metric, si));
-            row.push(against_glibc(metric, Some("metric")));
-        }
-        table.row(row);
-    }
-    table.note(format!(
-        "{} runs per lock, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ glibc's (above \
-         1: faster); klocks runs: LD_PRELOAD={} KLOCKS_RWLOCK={}",
-        config.runs,
-        config.preload.display(),
-        config.rwlock.name()
-    ));
-    table.note(ledger.tally().note(Settings::default()));
+    let mut table = timing_table(config, &config.variants, cells);
     table.note(if config.output_varies {
         "output not compared (the command prints timings); every run exited 0".to_owned()
     } else {
         "every run exited 0 and printed the same output as glibc's first run".to_owned()
     });
     let mut tables = vec![table];
-    let report = config.profile.as_ref().map(|r| r.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    let report = config
+        .profile
+        .as_ref()
+        .map(|r| r.lock().unwrap_or_else(|e| e.into_inner()).clone());
     if let Some(report) = report {
         let mut profile = Table::new(
             format!(
@@ -563,6 +805,116 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         tables.push(profile);
     }
     tables
+}
+
+/// `--profile`'s tables: the report, short; then with `--try` the advice measured
+/// against the locks in use, or why it was not.
+fn profile_tables(config: &Config, profiling: &Profiling, cells: &[Cell]) -> Vec<Table> {
+    let outcome = profiling.outcome.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(profiled) = outcome.as_ref() else {
+        return Vec::new();
+    };
+    let current = profiling.current;
+    let mut report = Table::new(
+        format!(
+            "contention profile: `{}` under {}, timed by LD_PRELOAD={} {}=1",
+            config.shown(),
+            current.name(),
+            config.preload.display(),
+            PROFILE.name()
+        ),
+        &["report"],
+    );
+    for line in profiled.profile.lines() {
+        report.row(vec![line]);
+    }
+    let last = match (&profiled.no_rounds, profiling.try_advice) {
+        (Some(why), _) => Some(why.clone()),
+        (None, false) if !profiled.profile.remedies().is_empty() => Some(format!(
+            "measure the advice: lockbench app --profile --try{} -- {}",
+            current.options(),
+            config.shown()
+        )),
+        _ => None,
+    };
+    for line in last.iter().flat_map(|last| wrap(last, 120).lines().map(str::to_owned).collect::<Vec<_>>()) {
+        report.row(vec![line]);
+    }
+    let mut tables = vec![report];
+    if !profiled.tried.is_empty() {
+        let mut table = timing_table(config, &profiled.tried, cells);
+        table.note(if config.output_varies {
+            "output not compared (the command prints timings); every run exited 0".to_owned()
+        } else {
+            "every run exited 0 and printed the same output as the profiled run".to_owned()
+        });
+        tables.push(table);
+    }
+    tables
+}
+
+/// lock | wall s | against the first variant [| metric | against it].
+fn timing_table(config: &Config, variants: &[Variant], cells: &[Cell]) -> Table {
+    let of = |lock: &str, layout: Option<&str>| {
+        cells.iter().find(|c| {
+            (c.scenario, c.threads) == (config.scenario, config.threads)
+                && c.lock == lock
+                && c.layout == layout
+        })
+    };
+    let baseline = variants.first().map_or(GLIBC, |v| v.name());
+    let speed = format!("speed vs {baseline}");
+    let metric_vs = format!("metric vs {baseline}");
+    let mut headers = vec!["lock", "wall s median [min–max]", speed.as_str()];
+    if config.metric.is_some() {
+        headers.extend(["metric median [min–max]", metric_vs.as_str()]);
+    }
+    let mut table = Table::new(config.title.clone(), &headers);
+    let mut ledger = Ledger::default();
+    let mut against_baseline = |cell: Option<&Cell>, layout: Option<&str>| {
+        let base = of(baseline, layout);
+        let judged = cell
+            .zip(base)
+            .filter(|(cell, base)| cell.lock != base.lock)
+            .and_then(|(cell, base)| {
+                let judged = verdict::judge(
+                    &cell.log_throughputs(),
+                    &base.log_throughputs(),
+                    Settings::default(),
+                )?;
+                let what = layout.map_or(String::new(), |layout| format!(" {layout}"));
+                ledger.add(format!("{}{what}", cell.lock), judged);
+                Some(judged)
+            });
+        judged.map_or("-".to_owned(), |judged| judged.to_string())
+    };
+    let show = |cell: Option<&Cell>, format: fn(f64) -> String| {
+        cell.and_then(|c| c.summary)
+            .map_or("-".to_owned(), |s| s.show(format))
+    };
+    for variant in variants {
+        let name = variant.name();
+        let wall = of(name, None);
+        let mut row = vec![name.to_owned(), show(wall, num), against_baseline(wall, None)];
+        if config.metric.is_some() {
+            let metric = of(name, Some("metric"));
+            row.push(show(metric, si));
+            row.push(against_baseline(metric, Some("metric")));
+        }
+        table.row(row);
+    }
+    let settings = match config.profiling {
+        Some(_) => "and the variables each row names".to_owned(),
+        None => format!("KLOCKS_RWLOCK={}", config.rwlock.name()),
+    };
+    table.note(format!(
+        "{} runs per lock, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ {baseline}'s (above \
+         1: faster); klocks runs: LD_PRELOAD={} {settings}",
+        config.runs,
+        config.preload.display(),
+    ));
+    table.note(ledger.tally().note(Settings::default()));
+    table
 }
 
 scenario! {
