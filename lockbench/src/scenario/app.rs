@@ -1,4 +1,6 @@
-//! `lockbench app -- CMD ARGS`: an unmodified program under each klocks lock.
+//! `lockbench app -- CMD ARGS`: an unmodified program under each klocks lock. The
+//! profile it reads with `--profile` is in [`profile`], the advice measured in
+//! [`advice`].
 //!
 //! The command runs once per lock and round: first as it is (glibc's locks, no
 //! preload), then under `LD_PRELOAD=libklocks.so KLOCKS_LOCK=<lock>` for each
@@ -39,11 +41,12 @@ use klocks::config::{LOCK, PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_TOP, R
 use regex::Regex;
 
 use crate::harness::{Common, Error};
-use crate::report::{num, si, wrap, Cell, Progress, Run, Table};
+use crate::report::{num, si, Cell, Progress, Run, Table};
 use crate::verdict::{self, Ledger, Settings};
 
+mod advice;
 mod profile;
-use profile::{Profile, Remedy};
+use advice::{run_profile, profile_tables, Profiling, Setting};
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
 /// (condvars follow it).
@@ -221,95 +224,6 @@ pub struct Config {
     profiling: Option<Profiling>,
 }
 
-/// `--profile`: the locks in use, whether to measure the advice, and (once run) the
-/// report and the variants the advice added.
-#[derive(Debug, Clone)]
-struct Profiling {
-    current: Setting,
-    try_advice: bool,
-    outcome: Arc<Mutex<Option<Profiled>>>,
-}
-
-/// What `--profile` found.
-#[derive(Debug)]
-struct Profiled {
-    profile: Profile,
-    /// With `--try`: the locks in use, then each advised setting (empty if none ran).
-    tried: Vec<Variant>,
-    /// Why `--try` ran no rounds, if it did not.
-    no_rounds: Option<String>,
-}
-
-/// The locks a run uses through the preload: `KLOCKS_LOCK` (`None`: unset, glibc's
-/// mutexes) and `KLOCKS_RWLOCK`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Setting {
-    lock: Option<PreloadLock>,
-    rwlock: PreloadRwLock,
-}
-
-impl Setting {
-    /// glibc's locks everywhere.
-    fn is_glibc(self) -> bool {
-        self.lock.is_none() && self.rwlock.0.is_none()
-    }
-
-    /// As the variables that make it (`KLOCKS_LOCK=default KLOCKS_RWLOCK=glibc`).
-    fn name(self) -> String {
-        match self.lock {
-            Some(lock) => format!("{}={} {}={}", LOCK.name(), lock.name(), RWLOCK.name(), self.rwlock.name()),
-            None if self.rwlock.0.is_none() => GLIBC.to_owned(),
-            None => format!("{}={}", RWLOCK.name(), self.rwlock.name()),
-        }
-    }
-
-    /// The `lockbench app` options that choose it.
-    fn options(self) -> String {
-        let mut options = String::new();
-        if let Some(lock) = self.lock {
-            options += &format!(" --with {}", lock.name());
-        }
-        if self.rwlock.0.is_some() || self.lock.is_some() {
-            options += &format!(" --rwlock {}", self.rwlock.name());
-        }
-        options
-    }
-
-    /// This setting changed as `remedy` says; `None` for a value lockbench does not
-    /// know (a preload newer than this lockbench).
-    fn with(self, remedy: &Remedy) -> Option<Setting> {
-        let glibc = remedy.value == GLIBC;
-        match remedy.variable.as_str() {
-            "KLOCKS_LOCK" if glibc => Some(Setting { lock: None, ..self }),
-            "KLOCKS_LOCK" => Some(Setting {
-                lock: Some(PreloadLock(MutexKind::from_name(&remedy.value)?)),
-                ..self
-            }),
-            "KLOCKS_RWLOCK" if glibc => Some(Setting {
-                rwlock: PreloadRwLock(None),
-                ..self
-            }),
-            "KLOCKS_RWLOCK" => Some(Setting {
-                rwlock: PreloadRwLock(Some(RwLockKind::from_name(&remedy.value)?)),
-                ..self
-            }),
-            _ => None,
-        }
-    }
-
-    /// Sets the variables of this setting on `command` (which has the preload).
-    fn apply(self, command: &mut Command) {
-        if let Some(lock) = self.lock {
-            // KLOCKS_RWLOCK is set whenever KLOCKS_LOCK is: `default` alone would
-            // also change the rwlocks.
-            command
-                .env(LOCK.name(), lock.name())
-                .env(RWLOCK.name(), self.rwlock.name());
-        } else if self.rwlock.0.is_some() {
-            command.env(RWLOCK.name(), self.rwlock.name());
-        }
-    }
-}
 
 impl Config {
     /// From the command line; `Err` is a usage error (a missing program or library).
@@ -643,72 +557,6 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     }
 }
 
-/// `--profile`: the profiled run, then with `--try` the rounds of the locks in use and
-/// each advised setting (unless there is nothing to gain or nothing advised), its
-/// stdout the reference for theirs.
-fn run_profile(
-    config: &Config,
-    profiling: &Profiling,
-    progress: &Progress,
-) -> Result<Vec<Cell>, Error> {
-    let context = format!("app: `{}` under the profile", config.shown());
-    progress.start(format!("app profile ({})", profiling.current.name()));
-    let outcome = run_once(config, Variant::ProfiledJson(profiling.current), 1)?;
-    progress.done();
-    let text = config.profile.as_ref().map_or(String::new(), |report| {
-        report.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    });
-    let profile = Profile::parse(&text)
-        .map_err(|e| Error::Verification(format!("{context}: reading its profile: {e}")))?;
-    let mut tried = Vec::new();
-    let mut no_rounds = None;
-    if profiling.try_advice {
-        let current = profiling.current;
-        let mut advised = Vec::new();
-        for remedy in profile.remedies() {
-            let setting = current.with(&remedy).ok_or_else(|| {
-                Error::Verification(format!(
-                    "{context}: the profile advises {}={}, which this lockbench does not know",
-                    remedy.variable, remedy.value
-                ))
-            })?;
-            if setting != current && !advised.contains(&setting) {
-                advised.push(setting);
-            }
-        }
-        if profile.negligible() {
-            no_rounds = Some("no --try rounds run: there is nothing to gain".to_owned());
-        } else if advised.is_empty() && profile.wait_in_destroyed_locks() {
-            no_rounds = Some(format!(
-                "most of the wait was for locks destroyed before exit, which get no advice: no --try rounds run; \
-                 `lockbench app --with LOCK -- {}` measures a lock",
-                config.shown()
-            ));
-        } else if advised.is_empty() {
-            no_rounds = Some(
-                "the advice suggests no other lock (only the code can shorten these waits): no --try rounds run"
-                    .to_owned(),
-            );
-        } else {
-            tried = std::iter::once(current)
-                .chain(advised)
-                .map(Variant::of)
-                .collect();
-        }
-    }
-    let cells = match tried.is_empty() {
-        true => Vec::new(),
-        false => rounds(config, &tried, Some(outcome.stdout), progress)?,
-    };
-    let profiled = Profiled {
-        profile,
-        tried,
-        no_rounds,
-    };
-    *profiling.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(profiled);
-    Ok(cells)
-}
-
 /// Runs `variants`, `config.runs` rounds, each run's stdout compared with
 /// `reference` (else the first run's).
 fn rounds(
@@ -803,52 +651,6 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
             profile.row(vec![line.to_owned()]);
         }
         tables.push(profile);
-    }
-    tables
-}
-
-/// `--profile`'s tables: the report, short; then with `--try` the advice measured
-/// against the locks in use, or why it was not.
-fn profile_tables(config: &Config, profiling: &Profiling, cells: &[Cell]) -> Vec<Table> {
-    let outcome = profiling.outcome.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(profiled) = outcome.as_ref() else {
-        return Vec::new();
-    };
-    let current = profiling.current;
-    let mut report = Table::new(
-        format!(
-            "contention profile: `{}` under {}, timed by LD_PRELOAD={} {}=1",
-            config.shown(),
-            current.name(),
-            config.preload.display(),
-            PROFILE.name()
-        ),
-        &["report"],
-    );
-    for line in profiled.profile.lines() {
-        report.row(vec![line]);
-    }
-    let last = match (&profiled.no_rounds, profiling.try_advice) {
-        (Some(why), _) => Some(why.clone()),
-        (None, false) if !profiled.profile.remedies().is_empty() => Some(format!(
-            "measure the advice: lockbench app --profile --try{} -- {}",
-            current.options(),
-            config.shown()
-        )),
-        _ => None,
-    };
-    for line in last.iter().flat_map(|last| wrap(last, 120).lines().map(str::to_owned).collect::<Vec<_>>()) {
-        report.row(vec![line]);
-    }
-    let mut tables = vec![report];
-    if !profiled.tried.is_empty() {
-        let mut table = timing_table(config, &profiled.tried, cells);
-        table.note(if config.output_varies {
-            "output not compared (the command prints timings); every run exited 0".to_owned()
-        } else {
-            "every run exited 0 and printed the same output as the profiled run".to_owned()
-        });
-        tables.push(table);
     }
     tables
 }
