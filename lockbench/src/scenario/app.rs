@@ -1,6 +1,6 @@
 //! `lockbench app -- CMD ARGS`: an unmodified program under each klocks lock. The
-//! profile it reads with `--profile` is in [`profile`], the advice measured in
-//! [`advice`].
+//! profile it reads with `--profile` is in `app/profile.rs`, the advice measured in
+//! `app/advice.rs`.
 //!
 //! The command runs once per lock and round: first as it is (glibc's locks, no
 //! preload), then under `LD_PRELOAD=libklocks.so KLOCKS_LOCK=<lock>` for each
