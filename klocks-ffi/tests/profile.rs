@@ -147,7 +147,7 @@ fn ranks_with(env: &[(&str, &str)]) {
     } else {
         assert!(
             long.advice.ends_with(
-                "try KLOCKS_LOCK=default (unmeasured: measure it with `lockbench app --with default -- PROGRAM`)"
+                "try KLOCKS_LOCK=default (unmeasured: measure it with `lockbench app --profile --try -- PROGRAM`)"
             ),
             "{}",
             long.advice
@@ -500,4 +500,68 @@ fn tries_and_timed_calls_name_their_sites() {
             assert_eq!(acquired, 3, "{name}: {}", run.stderr);
         }
     }
+}
+
+/// A lock waited for often but briefly (`often`: 100 waits of a wake-up each) ranks
+/// below one waited for rarely but long (`rarely`: 2 waits of 250 ms) by wait time;
+/// with one lock listed, the list by wait time has `rarely` and "most often waited
+/// for" has `often`, with its rank by waits; the JSON report lists it too, `rank`
+/// null and `waits_rank` 1.
+#[test]
+fn a_lock_waited_for_often_is_listed_beside_the_longest_wait() {
+    let env = [("KLOCKS_PROFILE", "1"), ("KLOCKS_PROFILE_TOP", "1")];
+    let run = profiled("often", &env);
+    let locks = parse(&run.stderr);
+    assert_eq!(locks.len(), 1, "{}", run.stderr);
+    assert!(
+        locks[0].place.starts_with("lock rarely, "),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(locks[0].rows[0].2, 2, "{}", run.stderr);
+    let mut joined: Vec<String> = Vec::new();
+    for line in run.stderr.lines() {
+        match (line.strip_prefix("       "), joined.last_mut()) {
+            (Some(more), Some(last)) => {
+                last.push(' ');
+                last.push_str(more.trim_start());
+            }
+            _ => joined.push(line.to_string()),
+        }
+    }
+    let heading = joined
+        .iter()
+        .position(|l| l.starts_with("most often waited for"))
+        .unwrap_or_else(|| panic!("no list by waits:\n{}", run.stderr));
+    let often = &joined[heading + 1];
+    assert!(often.starts_with(" w1 "), "{often}");
+    assert!(often.contains(" mutex 100 waited "), "{often}");
+    assert!(
+        often.contains(": lock often, first locked at profile.c:"),
+        "{often}"
+    );
+    for line in run.stderr.lines() {
+        assert!(
+            line.chars().count() <= 120,
+            "wider than 120 columns: {line}"
+        );
+    }
+
+    let mut env = env.to_vec();
+    env.push(("KLOCKS_PROFILE_FORMAT", "json"));
+    let run = profiled("often", &env);
+    let locks: Vec<serde_json::Value> = run
+        .stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .filter(|object: &serde_json::Value| object["type"] == "lock")
+        .collect();
+    assert_eq!(locks.len(), 2, "{}", run.stderr);
+    assert_eq!(locks[0]["symbol"], "rarely", "{}", run.stderr);
+    assert_eq!(locks[0]["rank"], 1);
+    assert!(locks[0]["waits_rank"].is_null(), "{}", run.stderr);
+    assert_eq!(locks[1]["symbol"], "often", "{}", run.stderr);
+    assert!(locks[1]["rank"].is_null(), "{}", run.stderr);
+    assert_eq!(locks[1]["waits_rank"], 1);
+    assert_eq!(locks[1]["holds"][0]["contended"], 100);
 }

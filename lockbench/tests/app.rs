@@ -160,7 +160,7 @@ fn profile_rows_and_report_come_with_the_table() {
         "1",
         "--with",
         "default",
-        "--profile",
+        "--profile-cost",
         "--output-varies",
         "--",
         pairs.to_str().unwrap(),

@@ -17,6 +17,10 @@
  *   profile close      the quiet mutex, then stderr closed at exit (as coreutils do)
  *   profile steal FILE the quiet mutex; FILE opened onto descriptors 100-109 (where
  *                      the profile keeps its copy of stderr), stderr closed at exit
+ *   profile often      two mutexes, each waited for by one thread whose waits the
+ *                      holder sees begin (glibc's word is 2): `rarely`, 2 waits of
+ *                      250 ms; `often`, 100 waits that end as soon as they begin
+ *                      (a wake-up each, tens of µs): more waits, far less wait time
  *
  * The lines marked SITE: are the sites the test expects the profile to name. */
 #define _GNU_SOURCE
@@ -271,6 +275,38 @@ static int churn(long n) {
     return 0;
 }
 
+#define RARE_WAITS 2
+#define RARE_HOLD_US 250000
+#define OFTEN_WAITS 100
+static pthread_mutex_t rarely = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t often = PTHREAD_MUTEX_INITIALIZER;
+
+static void *often_waiter(void *arg) {
+    (void)arg;
+    for (long turn = 1; turn <= RARE_WAITS + OFTEN_WAITS; turn++) {
+        pthread_mutex_t *m = turn <= RARE_WAITS ? &rarely : &often;
+        while (__atomic_load_n(&churn_held, __ATOMIC_ACQUIRE) != turn) sched_yield();
+        pthread_mutex_lock(m);
+        pthread_mutex_unlock(m);
+        __atomic_store_n(&churn_got, turn, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static int rarely_and_often(void) {
+    pthread_t waiter;
+    if (pthread_create(&waiter, NULL, often_waiter, NULL) != 0) return 2;
+    for (long turn = 1; turn <= RARE_WAITS + OFTEN_WAITS; turn++) {
+        if (turn <= RARE_WAITS)
+            hand_over(&rarely, turn, RARE_HOLD_US);
+        else
+            hand_over(&often, turn, 0);
+    }
+    pthread_join(waiter, NULL);
+    printf("often done\n");
+    return 0;
+}
+
 static int tries(void) {
     struct timespec real, mono;
     clock_gettime(CLOCK_REALTIME, &real);
@@ -323,6 +359,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "churn") && argc > 2) return churn(atol(argv[2]));
     if (!strcmp(mode, "close")) return close_at_exit();
     if (!strcmp(mode, "steal") && argc > 2) return steal(argv[2]);
-    fprintf(stderr, "usage: profile ranks|fork|reuse|signal|overflow|tries|close|steal FILE|churn N\n");
+    if (!strcmp(mode, "often")) return rarely_and_often();
+    fprintf(stderr, "usage: profile ranks|fork|reuse|signal|overflow|tries|close|steal FILE|churn N|often\n");
     return 2;
 }

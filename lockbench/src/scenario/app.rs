@@ -1,4 +1,6 @@
-//! `lockbench app -- CMD ARGS`: an unmodified program under each klocks lock.
+//! `lockbench app -- CMD ARGS`: an unmodified program under each klocks lock. The
+//! profile it reads with `--profile` is in `app/profile.rs`, the advice measured in
+//! `app/advice.rs`.
 //!
 //! The command runs once per lock and round: first as it is (glibc's locks, no
 //! preload), then under `LD_PRELOAD=libklocks.so KLOCKS_LOCK=<lock>` for each
@@ -7,13 +9,23 @@
 //! (a throughput: higher is better), each as median [min–max] and as speed relative
 //! to glibc in the same run.
 //!
-//! With `--profile`, two more variants run in every round: glibc's locks through the
-//! preload (`glibc+preload`), and the same under its contention profile
+//! With `--profile-cost`, two more variants run in every round: glibc's locks through
+//! the preload (`glibc+preload`), and the same under its contention profile
 //! (`glibc+profile`, `KLOCKS_PROFILE=1`, written to a file). The ratio of their rows
 //! is the profile's cost; the last round's report is printed under the table.
 //!
+//! With `--profile`, the command runs once under the contention profile with the
+//! locks in use (glibc's, or `--with LOCK` and `--rwlock`), its JSON report is read
+//! ([`profile`]) and printed short: the share of the threads' time spent waiting,
+//! the locks by wait time and by number of waits, and the advice. With `--try` the
+//! advice is measured: each setting it suggests runs against the locks in use,
+//! `--runs` rounds interleaved, judged as the table's rows are. No rounds run when
+//! locks cost under 1% of the threads' time ("nothing to gain here"; the plain table,
+//! `app --with LOCK`, measures a lock anyway) or when the advice suggests nothing.
+//!
 //! Verified, or no table: every run must exit 0; its stdout must be byte-identical
-//! to the first glibc run's (unless `--output-varies`: programs that print timings);
+//! to the first run's (glibc's, or the profiled run's; unless `--output-varies`:
+//! programs that print timings);
 //! `--metric` must match in every run; and a preloaded run's stderr must carry no
 //! word from the dynamic linker or klocks that the preload failed or fell back to
 //! glibc, so a table never shows glibc under a klocks name.
@@ -37,7 +49,12 @@ const LOCK: Var = Var::new(c"KLOCKS_LOCK");
 const RWLOCK: Var = Var::new(c"KLOCKS_RWLOCK");
 const PROFILE: Var = Var::new(c"KLOCKS_PROFILE");
 const PROFILE_FILE: Var = Var::new(c"KLOCKS_PROFILE_FILE");
+const PROFILE_FORMAT: Var = Var::new(c"KLOCKS_PROFILE_FORMAT");
 const PROFILE_TOP: Var = Var::new(c"KLOCKS_PROFILE_TOP");
+
+mod advice;
+mod profile;
+use advice::{profile_tables, run_profile, Profiling, Setting};
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
 /// (condvars follow it).
@@ -105,6 +122,11 @@ impl clap::ValueEnum for PreloadRwLock {
 /// --output-varies), and no preloaded run may report that the preload failed or
 /// fell back to glibc. Needs libklocks.so: `cargo build --release -p klocks-ffi`.
 /// --locks and --rwlocks do not apply (use --with and --rwlock).
+///
+/// With --profile, runs CMD once under the contention profile instead, with the locks
+/// in use (glibc's, or one --with LOCK and --rwlock), and prints where its threads
+/// waited and the advice; --profile --try then measures the advice: each setting it
+/// suggests against the locks in use, --runs rounds, with verdicts.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// klocks locks to run the command under (KLOCKS_LOCK values), comma-separated;
@@ -133,11 +155,25 @@ pub struct Args {
     #[arg(long)]
     pub output_varies: bool,
 
-    /// Also run the command with glibc's locks under the preload's contention profile
-    /// (KLOCKS_PROFILE=1): its row is the profile's cost, and the report (which
-    /// locks made it wait, with a suggestion per lock) is printed under the table
-    #[arg(long)]
+    /// Instead of the table: run the command once under the preload's contention
+    /// profile (KLOCKS_PROFILE=1) with the locks in use (glibc's, or one --with LOCK
+    /// and --rwlock), and print the share of the threads' time spent waiting, the
+    /// locks that made them wait longest and most often, and the advice
+    #[arg(long, conflicts_with = "profile_cost")]
     pub profile: bool,
+
+    /// With --profile: measure the advice. Each setting it suggests runs against the
+    /// locks in use, --runs rounds interleaved, with its speed and verdict. No rounds
+    /// when locks cost under 1% of the threads' time ("nothing to gain here"; plain
+    /// `app --with LOCK` measures a lock anyway) or when nothing is advised
+    #[arg(long = "try", requires = "profile")]
+    pub try_advice: bool,
+
+    /// Also run the command with glibc's locks through the preload and under its
+    /// contention profile (KLOCKS_PROFILE=1): the ratio of their rows is the profile's
+    /// cost, and the report is printed under the table
+    #[arg(long)]
+    pub profile_cost: bool,
 
     /// The preload library [default: libklocks.so next to the lockbench executable;
     /// build it with `cargo build --release -p klocks-ffi`]
@@ -190,9 +226,12 @@ pub struct Config {
     preload: PathBuf,
     command: Vec<OsString>,
     runs: u32,
-    /// With `--profile`: the last profiled run's report.
+    /// With `--profile-cost` or `--profile`: the last profiled run's report.
     profile: Option<Arc<Mutex<String>>>,
+    /// With `--profile`: what to profile, and what came of it.
+    profiling: Option<Profiling>,
 }
+
 
 impl Config {
     /// From the command line; `Err` is a usage error (a missing program or library).
@@ -216,6 +255,9 @@ impl Config {
                 program
             ));
         }
+        if args.profile {
+            return Self::profiling(args, common, preload);
+        }
         let mut locks = if args.with.is_empty() {
             DEFAULT_LOCKS.to_vec()
         } else {
@@ -225,7 +267,7 @@ impl Config {
         let profiled = [Variant::Preloaded, Variant::Profiled];
         let variants = std::iter::once(Variant::Glibc)
             .chain(locks.into_iter().map(Variant::Lock))
-            .chain(profiled.into_iter().filter(|_| args.profile))
+            .chain(profiled.into_iter().filter(|_| args.profile_cost))
             .collect();
         let shown = shown(&args.command);
         Ok(Self {
@@ -239,7 +281,46 @@ impl Config {
             preload,
             command: args.command.clone(),
             runs: common.runs,
-            profile: args.profile.then(Default::default),
+            profile: args.profile_cost.then(Default::default),
+            profiling: None,
+        })
+    }
+
+    /// `--profile`: the locks in use are one `--with` lock (or none: glibc's) and
+    /// `--rwlock`.
+    fn profiling(args: &Args, common: &Common, preload: PathBuf) -> Result<Self, String> {
+        let lock = match args.with[..] {
+            [] => None,
+            [lock] => Some(lock),
+            _ => {
+                return Err(
+                    "--profile profiles the locks in use: give at most one --with lock (the advice says what to try)"
+                        .to_owned(),
+                )
+            }
+        };
+        let current = Setting {
+            lock,
+            rwlock: args.rwlock.unwrap_or(PreloadRwLock(None)),
+        };
+        let shown = shown(&args.command);
+        Ok(Self {
+            scenario: "app",
+            threads: 0,
+            title: format!("measured advice: `{shown}`"),
+            variants: Vec::new(),
+            rwlock: current.rwlock,
+            metric: args.metric.clone(),
+            output_varies: args.output_varies,
+            preload,
+            command: args.command.clone(),
+            runs: common.runs,
+            profile: Some(Default::default()),
+            profiling: Some(Profiling {
+                current,
+                try_advice: args.try_advice,
+                outcome: Default::default(),
+            }),
         })
     }
 
@@ -270,12 +351,18 @@ impl Config {
             command,
             runs,
             profile: None,
+            profiling: None,
         }
     }
 
-    /// Runs this config makes (the progress bar counts runs here).
+    /// Runs this config makes (the progress bar counts runs here): with `--profile`,
+    /// the profiled run and, with `--try`, rounds of the locks in use and one advised
+    /// setting (the count is known after the profile).
     pub fn cells(&self) -> u64 {
-        self.variants.len() as u64 * u64::from(self.runs)
+        match &self.profiling {
+            Some(profiling) => 1 + u64::from(profiling.try_advice) * 2 * u64::from(self.runs),
+            None => self.variants.len() as u64 * u64::from(self.runs),
+        }
     }
 
     fn shown(&self) -> String {
@@ -314,6 +401,10 @@ pub enum Variant {
     Preloaded,
     /// glibc's locks under the preload's contention profile.
     Profiled,
+    /// Under a setting of the preload, named as its variables are.
+    Setting(Setting, &'static str),
+    /// Under a setting, with the contention profile written as JSON (`--profile`).
+    ProfiledJson(Setting),
 }
 
 impl Variant {
@@ -323,7 +414,20 @@ impl Variant {
             Variant::Lock(lock) => lock.name(),
             Variant::Preloaded => "glibc+preload",
             Variant::Profiled => "glibc+profile",
+            Variant::Setting(_, name) => name,
+            Variant::ProfiledJson(_) => "profile",
         }
+    }
+
+    /// A setting's variant: glibc's locks are run without the preload (as a user runs
+    /// the program), any other setting through it.
+    fn of(setting: Setting) -> Variant {
+        if setting.is_glibc() {
+            return Variant::Glibc;
+        }
+        // Leaked: a cell names its lock by a `&'static str`, and a run makes a few
+        // settings at most.
+        Variant::Setting(setting, Box::leak(setting.name().into_boxed_str()))
     }
 }
 
@@ -348,7 +452,7 @@ fn run_once(config: &Config, variant: Variant, round: u32) -> Result<Outcome, Er
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for var in [LOCK, RWLOCK, PROFILE, PROFILE_FILE, PROFILE_TOP] {
+    for var in [LOCK, RWLOCK, PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_TOP] {
         command.env_remove(var.name());
     }
     command.env_remove("LD_PRELOAD");
@@ -371,6 +475,19 @@ fn run_once(config: &Config, variant: Variant, round: u32) -> Result<Outcome, Er
                 .env(PROFILE.name(), "1")
                 .env(PROFILE_FILE.name(), &report);
         }
+        Variant::Setting(setting, _) => {
+            command.env("LD_PRELOAD", &config.preload);
+            setting.apply(&mut command);
+        }
+        Variant::ProfiledJson(setting) => {
+            let _ = std::fs::remove_file(&report);
+            command
+                .env("LD_PRELOAD", &config.preload)
+                .env(PROFILE.name(), "1")
+                .env(PROFILE_FORMAT.name(), "json")
+                .env(PROFILE_FILE.name(), &report);
+            setting.apply(&mut command);
+        }
     }
     let start = Instant::now();
     let output = command
@@ -386,7 +503,7 @@ fn run_once(config: &Config, variant: Variant, round: u32) -> Result<Outcome, Er
             tail(&stderr)
         )));
     }
-    if variant == Variant::Profiled {
+    if matches!(variant, Variant::Profiled | Variant::ProfiledJson(_)) {
         let text = std::fs::read_to_string(&report);
         let _ = std::fs::remove_file(&report);
         let text = text.map_err(|e| Error::Io(format!("{}: reading its profile", context()), e))?;
@@ -440,29 +557,46 @@ fn capture(regex: &Regex, stdout: &[u8], stderr: &[u8]) -> Option<f64> {
 }
 
 /// Runs every round and returns one cell per lock (and one more per lock for the
-/// metric).
+/// metric); with `--profile`, the profile and the advice's rounds.
 pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
-    let mut outcomes: Vec<Vec<Outcome>> = config.variants.iter().map(|_| Vec::new()).collect();
-    let mut reference: Option<Vec<u8>> = None;
+    match &config.profiling {
+        Some(profiling) => run_profile(config, profiling, progress),
+        None => rounds(config, &config.variants, None, progress),
+    }
+}
+
+/// Runs `variants`, `config.runs` rounds, each run's stdout compared with
+/// `reference` (else the first run's).
+fn rounds(
+    config: &Config,
+    variants: &[Variant],
+    mut reference: Option<Vec<u8>>,
+    progress: &Progress,
+) -> Result<Vec<Cell>, Error> {
+    let mut outcomes: Vec<Vec<Outcome>> = variants.iter().map(|_| Vec::new()).collect();
     for round in 1..=config.runs {
-        for (variant, done) in config.variants.iter().zip(&mut outcomes) {
+        for (variant, done) in variants.iter().zip(&mut outcomes) {
             progress.start(format!("{} {} run {round}", config.scenario, variant.name()));
             let outcome = run_once(config, *variant, round)?;
             progress.done();
             let expected = reference.get_or_insert_with(|| outcome.stdout.clone());
             if !config.output_varies && outcome.stdout != *expected {
                 return Err(Error::Verification(format!(
-                    "app: `{}` printed different output under {} (run {round}) than under glibc; \
+                    "app: `{}` printed different output under {} (run {round}) than under {}; \
                      pass --output-varies if it prints timings",
                     config.shown(),
-                    variant.name()
+                    variant.name(),
+                    match &config.profiling {
+                        Some(_) => "the profile",
+                        None => GLIBC,
+                    }
                 )));
             }
             done.push(outcome);
         }
     }
     let mut cells = Vec::new();
-    for (variant, outcomes) in config.variants.iter().zip(&outcomes) {
+    for (variant, outcomes) in variants.iter().zip(&outcomes) {
         let name = variant.name();
         cells.push(cell(config, name, None, "s", outcomes, |o| {
             Some(o.wall.as_secs_f64())
@@ -493,67 +627,24 @@ fn cell(
 
 /// lock | wall s | against glibc [| metric | against glibc]: each "vs glibc" column is
 /// the lock's throughput (1 ÷ wall time, or the metric) ÷ glibc's, with its interval
-/// and verdict ([`crate::verdict`]).
+/// and verdict ([`crate::verdict`]); then the profile's report, with
+/// `--profile-cost`. With `--profile`: the profile, then the advice's table, if
+/// measured.
 pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
-    let of = |lock: &str, layout: Option<&str>| {
-        cells.iter().find(|c| {
-            (c.scenario, c.threads) == (config.scenario, config.threads)
-                && c.lock == lock
-                && c.layout == layout
-        })
-    };
-    let mut headers = vec!["lock", "wall s median [min–max]", "speed vs glibc"];
-    if config.metric.is_some() {
-        headers.extend(["metric median [min–max]", "metric vs glibc"]);
+    if let Some(profiling) = &config.profiling {
+        return profile_tables(config, profiling, cells);
     }
-    let mut table = Table::new(config.title.clone(), &headers);
-    let mut ledger = Ledger::default();
-    let mut against_glibc = |cell: Option<&Cell>, layout: Option<&str>| {
-        let glibc = of(GLIBC, layout);
-        let judged = cell
-            .zip(glibc)
-            .filter(|(cell, glibc)| cell.lock != glibc.lock)
-            .and_then(|(cell, glibc)| {
-                let judged = verdict::judge(
-                    &cell.log_throughputs(),
-                    &glibc.log_throughputs(),
-                    Settings::default(),
-                )?;
-                let what = layout.map_or(String::new(), |layout| format!(" {layout}"));
-                ledger.add(format!("{}{what}", cell.lock), judged);
-                Some(judged)
-            });
-        judged.map_or("-".to_owned(), |judged| judged.to_string())
-    };
-    let show = |cell: Option<&Cell>, format: fn(f64) -> String| {
-        cell.and_then(|c| c.summary).map_or("-".to_owned(), |s| s.show(format))
-    };
-    for variant in &config.variants {
-        let name = variant.name();
-        let wall = of(name, None);
-        let mut row = vec![name.to_owned(), show(wall, num), against_glibc(wall, None)];
-        if config.metric.is_some() {
-            let metric = of(name, Some("metric"));
-            row.push(show(metric, si));
-            row.push(against_glibc(metric, Some("metric")));
-        }
-        table.row(row);
-    }
-    table.note(format!(
-        "{} runs per lock, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ glibc's (above \
-         1: faster); klocks runs: LD_PRELOAD={} KLOCKS_RWLOCK={}",
-        config.runs,
-        config.preload.display(),
-        config.rwlock.name()
-    ));
-    table.note(ledger.tally().note(Settings::default()));
+    let mut table = timing_table(config, &config.variants, cells);
     table.note(if config.output_varies {
         "output not compared (the command prints timings); every run exited 0".to_owned()
     } else {
         "every run exited 0 and printed the same output as glibc's first run".to_owned()
     });
     let mut tables = vec![table];
-    let report = config.profile.as_ref().map(|r| r.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    let report = config
+        .profile
+        .as_ref()
+        .map(|r| r.lock().unwrap_or_else(|e| e.into_inner()).clone());
     if let Some(report) = report {
         let mut profile = Table::new(
             format!(
@@ -570,6 +661,70 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         tables.push(profile);
     }
     tables
+}
+
+/// lock | wall s | against the first variant [| metric | against it].
+fn timing_table(config: &Config, variants: &[Variant], cells: &[Cell]) -> Table {
+    let of = |lock: &str, layout: Option<&str>| {
+        cells.iter().find(|c| {
+            (c.scenario, c.threads) == (config.scenario, config.threads)
+                && c.lock == lock
+                && c.layout == layout
+        })
+    };
+    let baseline = variants.first().map_or(GLIBC, |v| v.name());
+    let speed = format!("speed vs {baseline}");
+    let metric_vs = format!("metric vs {baseline}");
+    let mut headers = vec!["lock", "wall s median [min–max]", speed.as_str()];
+    if config.metric.is_some() {
+        headers.extend(["metric median [min–max]", metric_vs.as_str()]);
+    }
+    let mut table = Table::new(config.title.clone(), &headers);
+    let mut ledger = Ledger::default();
+    let mut against_baseline = |cell: Option<&Cell>, layout: Option<&str>| {
+        let base = of(baseline, layout);
+        let judged = cell
+            .zip(base)
+            .filter(|(cell, base)| cell.lock != base.lock)
+            .and_then(|(cell, base)| {
+                let judged = verdict::judge(
+                    &cell.log_throughputs(),
+                    &base.log_throughputs(),
+                    Settings::default(),
+                )?;
+                let what = layout.map_or(String::new(), |layout| format!(" {layout}"));
+                ledger.add(format!("{}{what}", cell.lock), judged);
+                Some(judged)
+            });
+        judged.map_or("-".to_owned(), |judged| judged.to_string())
+    };
+    let show = |cell: Option<&Cell>, format: fn(f64) -> String| {
+        cell.and_then(|c| c.summary)
+            .map_or("-".to_owned(), |s| s.show(format))
+    };
+    for variant in variants {
+        let name = variant.name();
+        let wall = of(name, None);
+        let mut row = vec![name.to_owned(), show(wall, num), against_baseline(wall, None)];
+        if config.metric.is_some() {
+            let metric = of(name, Some("metric"));
+            row.push(show(metric, si));
+            row.push(against_baseline(metric, Some("metric")));
+        }
+        table.row(row);
+    }
+    let settings = match config.profiling {
+        Some(_) => "and the variables each row names".to_owned(),
+        None => format!("KLOCKS_RWLOCK={}", config.rwlock.name()),
+    };
+    table.note(format!(
+        "{} runs per lock, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ {baseline}'s (above \
+         1: faster); klocks runs: LD_PRELOAD={} {settings}",
+        config.runs,
+        config.preload.display(),
+    ));
+    table.note(ledger.tally().note(Settings::default()));
+    table
 }
 
 scenario! {

@@ -1,6 +1,8 @@
 //! The profile's one-line suggestion per lock, from the shape it measured. Each line
 //! gives the measurements it rests on; the choices follow lockbench's results (the
-//! README's "Which lock").
+//! README's "Which lock"). A suggestion to change a lock is marked unmeasured and
+//! names the command that measures it, `lockbench app --profile --try`, which reads
+//! the suggested setting from the JSON report's `try` field ([`Remedy`]).
 
 use std::fmt::{self, Write};
 
@@ -32,57 +34,72 @@ pub(super) struct InUse {
     pub(super) rwlock: Option<&'static str>,
 }
 
+/// A setting the advice suggests: `variable=value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Remedy {
+    pub(super) variable: &'static str,
+    pub(super) value: &'static str,
+}
+
 /// Holds at least this long make spinning waiters a waste: they should sleep.
 const LONG_HOLD_NS: f64 = 50_000.0;
 /// Holds at most this long are over before a sleeper would wake.
 const SHORT_HOLD_NS: f64 = 5_000.0;
 
 /// Writes `VAR=value` as the remedy, unless it is already in force (then says that
-/// only the code can help), with the command that would measure it: the profile
-/// measured the lock's shape, not how the suggested lock runs it.
-fn suggest(out: &mut dyn Write, in_use: InUse, rwlock: bool, value: &str) -> fmt::Result {
-    let (var, current) = if rwlock {
+/// only the code can help), with the command that would measure it against the
+/// setting in force: the profile measured the lock's shape, not how the suggested
+/// lock runs it.
+fn suggest(
+    out: &mut dyn Write,
+    in_use: InUse,
+    rwlock: bool,
+    value: &'static str,
+) -> Result<Option<Remedy>, fmt::Error> {
+    let (variable, current) = if rwlock {
         ("KLOCKS_RWLOCK", in_use.rwlock)
     } else {
         ("KLOCKS_LOCK", in_use.lock)
     };
-    let current = current.unwrap_or("glibc");
-    if current == value {
-        return write!(
+    if current.unwrap_or("glibc") == value {
+        write!(
             out,
-            "{var}={value} is already in use: no other lock removes this wait; shorten the critical section or split the lock"
-        );
+            "{variable}={value} is already in use: no other lock removes this wait; shorten the critical section or split the lock"
+        )?;
+        return Ok(None);
     }
     write!(
         out,
-        "try {var}={value} (unmeasured: measure it with `lockbench app --with "
+        "try {variable}={value} (unmeasured: measure it with `lockbench app --profile --try"
     )?;
-    if rwlock {
-        let with = in_use.lock.unwrap_or("default");
-        write!(out, "{with} --rwlock {value}")?;
-    } else {
-        write!(out, "{value}")?;
-        if let Some(rwlock) = in_use.rwlock {
-            write!(out, " --rwlock {rwlock}")?;
-        }
+    if let Some(lock) = in_use.lock {
+        write!(out, " --with {lock}")?;
     }
-    write!(out, " -- PROGRAM`)")
+    if let Some(rwlock) = in_use.rwlock {
+        write!(out, " --rwlock {rwlock}")?;
+    }
+    write!(out, " -- PROGRAM`)")?;
+    Ok(Some(Remedy { variable, value }))
 }
 
 /// Writes the suggestion for `shape` (one line, no newline), never one for the lock
-/// already `in_use`.
-pub(super) fn advise(shape: &Shape, in_use: InUse, out: &mut dyn Write) -> fmt::Result {
+/// already `in_use`; returns the setting it suggests, if any.
+pub(super) fn advise(
+    shape: &Shape,
+    in_use: InUse,
+    out: &mut dyn Write,
+) -> Result<Option<Remedy>, fmt::Error> {
     let percent = |part: u64| 100.0 * part as f64 / shape.acquisitions.max(1) as f64;
     let waiting = shape.peak_waiting;
     let cpus = shape.cpus;
     if percent(shape.contended) < 1.0 {
-        return if shape.wait_ns < 1e6 {
+        if shape.wait_ns < 1e6 {
             write!(
                 out,
                 "rarely waited for ({:.2}% of acquisitions, {} in all): no change needed",
                 percent(shape.contended),
                 Time(shape.wait_ns)
-            )
+            )?;
         } else {
             write!(
                 out,
@@ -91,8 +108,9 @@ pub(super) fn advise(shape: &Shape, in_use: InUse, out: &mut dyn Write) -> fmt::
                 shape.acquisitions,
                 Time(shape.wait_ns),
                 Time(shape.max_wait_ns)
-            )
-        };
+            )?;
+        }
+        return Ok(None);
     }
     if shape.rwlock {
         let reads = percent(shape.reads);
@@ -166,7 +184,17 @@ mod tests {
 
     fn advice_under(shape: Shape, in_use: InUse) -> String {
         let mut line = String::new();
-        advise(&shape, in_use, &mut line).unwrap();
+        let remedy = advise(&shape, in_use, &mut line).unwrap();
+        // The remedy returned is the one the line suggests.
+        let tried = remedy.map(|r| format!("try {}={} (unmeasured", r.variable, r.value));
+        assert_eq!(
+            tried.is_some(),
+            line.contains("try KLOCKS_"),
+            "{line}: {remedy:?}"
+        );
+        if let Some(tried) = tried {
+            assert!(line.contains(&tried), "{line}: {remedy:?}");
+        }
         line
     }
 
@@ -221,7 +249,7 @@ mod tests {
         };
         assert!(advice(read_mostly).starts_with("read-mostly (99.5% reads;"));
         assert!(advice(read_mostly).ends_with(
-            "try KLOCKS_RWLOCK=default-rw (unmeasured: measure it with `lockbench app --with default --rwlock default-rw -- PROGRAM`)"
+            "try KLOCKS_RWLOCK=default-rw (unmeasured: measure it with `lockbench app --profile --try -- PROGRAM`)"
         ));
         let write_heavy = Shape {
             rwlock: true,
@@ -257,7 +285,7 @@ mod tests {
         for shape in shapes {
             let glibc = advice(shape);
             assert!(
-                glibc.ends_with("try KLOCKS_LOCK=default (unmeasured: measure it with `lockbench app --with default -- PROGRAM`)"),
+                glibc.ends_with("try KLOCKS_LOCK=default (unmeasured: measure it with `lockbench app --profile --try -- PROGRAM`)"),
                 "{glibc}"
             );
             let under = InUse {

@@ -1,9 +1,20 @@
 //! The profile's report: first the share of the threads' time spent waiting for
 //! locks, then the locks that made threads wait longest, one row each (two for an
-//! rwlock: its reads and its writes) and a line naming where it comes from, the sites
-//! whose locks waited longest (destroyed locks included), then a suggestion per lock
-//! (none when locks cost a negligible share). Every line is wrapped at 120 columns
-//! ([`out`]).
+//! rwlock: its reads and its writes) and a line naming where it comes from, then the
+//! locks waited for most often that the first list leaves out, the sites whose locks
+//! waited longest (destroyed locks included), then a suggestion per lock (none when
+//! locks cost a negligible share). Every line is wrapped at 120 columns ([`out`]).
+//!
+//! # Two rankings
+//!
+//! Wait time ranks the locks, since it is what a lock costs the threads. But a lock
+//! waited for very often and very briefly (a queue's lock taken on every request)
+//! sinks in that ranking below locks with a few long waits, while it is the one whose
+//! waits a faster handoff shortens, and the one a count-ranking tool such as mutrace
+//! puts near the top. So the report also ranks by number of waits, keeps the same
+//! `top`, and lists under "most often waited for" the locks of that ranking that the
+//! first list leaves out, one line each with its rank by waits; the first list's
+//! `waited` column gives the count of the others.
 //!
 //! Written without allocating, from fixed buffers, with the raw `write` system call,
 //! so that a `SIGUSR2` handler may print it; only resolving sites to files and lines
@@ -127,6 +138,8 @@ impl fmt::Display for Time {
 struct Row {
     seen: Seen,
     wait: u64,
+    /// Its contended acquisitions.
+    waits: u64,
 }
 
 /// Every lock's total wait, in ticks.
@@ -175,9 +188,11 @@ impl<T: Copy, const N: usize> Top<T, N> {
     }
 }
 
-/// The `top` locks by total wait (then acquisitions), and how many locks were seen.
-fn ranked(top: usize) -> (Top<Row, MAX_PROFILE_TOP>, usize) {
+/// The `top` locks by total wait (then acquisitions), the `top` waited for at all by
+/// number of waits (then total wait), and how many locks were seen.
+fn ranked(top: usize) -> (Top<Row, MAX_PROFILE_TOP>, Top<Row, MAX_PROFILE_TOP>, usize) {
     let mut rows = Top::new(top);
+    let mut by_waits = Top::new(top);
     let mut seen = 0;
     for lock in table::in_use() {
         if acquisitions(lock.entry) == 0 {
@@ -187,10 +202,14 @@ fn ranked(top: usize) -> (Top<Row, MAX_PROFILE_TOP>, usize) {
         let row = Row {
             seen: lock,
             wait: total_wait(lock.entry),
+            waits: contended(lock.entry),
         };
         rows.insert(row, |row| (row.wait, acquisitions(row.seen.entry)));
+        if row.waits > 0 {
+            by_waits.insert(row, |row| (row.waits, row.wait));
+        }
     }
-    (rows, seen)
+    (rows, by_waits, seen)
 }
 
 /// A site's locks, live and destroyed, summed.
@@ -298,6 +317,8 @@ struct Summary {
     /// All locks' wait, destroyed ones included, in ticks.
     all_wait: u64,
     rows: Top<Row, MAX_PROFILE_TOP>,
+    /// The `top` locks by number of waits ([`ranked`]).
+    by_waits: Top<Row, MAX_PROFILE_TOP>,
     /// How many live locks were acquired at all.
     seen: usize,
     /// The process's CPU time, in nanoseconds.
@@ -313,7 +334,7 @@ impl Summary {
         // Relaxed: see `configure`.
         let top = TOP.load(Relaxed);
         let all_wait = tally_sites();
-        let (rows, seen) = ranked(top);
+        let (rows, by_waits, seen) = ranked(top);
         let wait_ns = all_wait as f64 * ns_per_tick;
         let cpu_ns = cpu_ns();
         Summary {
@@ -325,6 +346,7 @@ impl Summary {
             in_use: IN_USE.get().copied().unwrap_or_default(),
             all_wait,
             rows,
+            by_waits,
             seen,
             cpu_ns,
             share: wait_ns / (wait_ns + cpu_ns).max(1.0),
@@ -335,6 +357,24 @@ impl Summary {
 
     fn ns(&self, ticks: u64) -> f64 {
         ticks as f64 * self.ns_per_tick
+    }
+
+    /// The rank of the lock at `address` by number of waits, if in the top.
+    fn waits_rank(&self, address: usize) -> Option<usize> {
+        let mut ranks = self.by_waits.iter().enumerate();
+        ranks
+            .find(|(_, row)| row.seen.address == address)
+            .map(|(i, _)| i + 1)
+    }
+
+    /// The locks in the top by number of waits but not by wait time, with their rank
+    /// by waits: the "most often waited for" list.
+    fn often(&self) -> impl Iterator<Item = (usize, &Row)> {
+        let by_time = |address| self.rows.iter().any(|row| row.seen.address == address);
+        let ranks = self.by_waits.iter().enumerate();
+        ranks
+            .filter(move |(_, row)| !by_time(row.seen.address))
+            .map(|(i, row)| (i + 1, row))
     }
 }
 
@@ -412,6 +452,7 @@ fn write_text(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
         out,
         "holds: every contended acquisition's is timed, and 1 in {SAMPLE_EVERY} of the others' (hold mean and max are over those)"
     )?;
+    write_often(out, summary, sites)?;
     if summary.untracked > 0 {
         writeln!(
             out,
@@ -457,6 +498,46 @@ fn write_text(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
             )?;
             writeln!(out)?;
         }
+    }
+    Ok(())
+}
+
+/// The locks in the top by number of waits that the list by wait time leaves out,
+/// one line each: rank by waits, address, waits, wait sum and mean, name and site.
+fn write_often(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
+    let ns = |ticks: u64| summary.ns(ticks);
+    for (i, (waits_rank, row)) in summary.often().enumerate() {
+        if i == 0 {
+            writeln!(
+                out,
+                "most often waited for, beyond the list above (# by number of waits, of the top {}):",
+                summary.top
+            )?;
+        }
+        let entry = row.seen.entry;
+        write!(
+            out,
+            " w{waits_rank:<2}  {:<#16x} {} {} waited ({:.0}%), {} in all ({:.1}%), mean {}: ",
+            row.seen.address,
+            // Relaxed: a snapshot for the report.
+            if entry.rwlock.load(Relaxed) {
+                "rwlock"
+            } else {
+                "mutex"
+            },
+            row.waits,
+            100.0 * row.waits as f64 / acquisitions(entry).max(1) as f64,
+            Time(ns(row.wait)),
+            100.0 * row.wait as f64 / summary.all_wait.max(1) as f64,
+            Time(ns(row.wait) / row.waits.max(1) as f64),
+        )?;
+        if sites == Sites::Resolved && symbols::write_data_symbol(out, row.seen.address)? {
+            out.write_str(", ")?;
+        }
+        // Relaxed: as above.
+        let site = entry.site.load(Relaxed);
+        symbols::write_site(out, site, entry.site_is_init.load(Relaxed), sites)?;
+        writeln!(out)?;
     }
     Ok(())
 }

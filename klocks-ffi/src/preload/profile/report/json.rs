@@ -1,7 +1,11 @@
 //! `KLOCKS_PROFILE_FORMAT=json`: the report as JSON Lines, one object a line, each
 //! with a `type`: `profile` (the run: time, CPUs, all locks' wait and its share of the
 //! threads' time, untracked acquisitions), then per listed lock a `lock` (its counts
-//! per kind of hold, name, sites and suggestion) followed by its `stack`s, then per
+//! per kind of hold, name, sites, its `rank` by wait time and `waits_rank` by number
+//! of waits, each `null` beyond the top, its suggestion as text in `advice` and the
+//! setting it suggests in `try`: `{"variable":"KLOCKS_LOCK","value":"default"}` or
+//! `null`) followed by its `stack`s; the locks by wait time first, then those of the
+//! "most often waited for" list (`rank` `null`); then per
 //! site of many or destroyed locks a `site` followed by its destroyed locks'
 //! `stack`s. Times are whole nanoseconds; a place in the code is an object with its
 //! `address` and, in the report at exit, its `function` (the innermost inlined one),
@@ -14,11 +18,11 @@
 use std::fmt::{self, Write};
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::super::advice::advise;
+use super::super::advice::{advise, Remedy};
 use super::super::stacks::Stacks;
 use super::super::table::sites;
 use super::super::table::Counters;
-use super::{by_site, program, shape, symbols, total_wait, Out, Sites, Summary};
+use super::{by_site, program, shape, symbols, total_wait, Out, Row, Sites, Summary};
 
 /// Writes text as the inside of a JSON string: quotes, backslashes and control
 /// characters escaped.
@@ -109,6 +113,129 @@ fn stacks(
     Ok(())
 }
 
+/// A number, or `null` for `None`.
+struct Number(Option<usize>);
+
+impl fmt::Display for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(n) => write!(f, "{n}"),
+            None => f.write_str("null"),
+        }
+    }
+}
+
+/// One `lock` object and its `stack`s; `rank` by wait time, `None` for a lock of
+/// the "most often waited for" list only.
+fn lock(
+    out: &mut Out,
+    summary: &Summary,
+    rank: Option<usize>,
+    row: &Row,
+    sites: Sites,
+) -> fmt::Result {
+    let (address, entry) = (row.seen.address, row.seen.entry);
+    // Relaxed, here and below: a snapshot for the report.
+    let rwlock = entry.rwlock.load(Relaxed);
+    write!(
+        out,
+        "{{\"type\":\"lock\",\"rank\":{},\"waits_rank\":{},\"address\":\"{address:#x}\",\"kind\":\"{}\",\"symbol\":",
+        Number(rank),
+        Number(summary.waits_rank(address)),
+        if rwlock { "rwlock" } else { "mutex" },
+    )?;
+    match (sites == Sites::Resolved)
+        .then(|| symbols::data_symbol(address))
+        .flatten()
+    {
+        Some((name, offset)) => {
+            string(out, &name)?;
+            write!(out, ",\"symbol_offset\":{offset}")?;
+        }
+        None => out.write_str("null,\"symbol_offset\":null")?,
+    }
+    let wait = total_wait(entry);
+    write!(
+        out,
+        ",\"wait_ns\":{:.0},\"wait_share\":{},\"peak_waiters\":{}",
+        summary.ns(wait),
+        wait as f64 / summary.all_wait.max(1) as f64,
+        entry.peak_waiting.load(Relaxed),
+    )?;
+    code_field(out, "site", entry.site.load(Relaxed), sites)?;
+    write!(
+        out,
+        ",\"site_is_init\":{}",
+        entry.site_is_init.load(Relaxed)
+    )?;
+    let get = |counter| Counters::get(counter);
+    let longest = if get(&entry.shared.wait_max) > get(&entry.exclusive.wait_max) {
+        &entry.shared
+    } else {
+        &entry.exclusive
+    };
+    code_field(
+        out,
+        "longest_wait_at",
+        longest.wait_site.load(Relaxed),
+        sites,
+    )?;
+    let parts: &[(&str, &Counters)] = if rwlock {
+        &[("read", &entry.shared), ("write", &entry.exclusive)]
+    } else {
+        &[("mutex", &entry.exclusive)]
+    };
+    out.write_str(",\"holds\":[")?;
+    for (i, (held_as, counters)) in parts.iter().enumerate() {
+        if i > 0 {
+            out.write_char(',')?;
+        }
+        write!(
+            out,
+            "{{\"held_as\":\"{held_as}\",\"acquisitions\":{},\"contended\":{},\"wait_ns\":{:.0},\"wait_max_ns\":{:.0},\"timed_holds\":{},\"hold_ns\":{:.0},\"hold_max_ns\":{:.0}}}",
+            get(&counters.acquisitions),
+            get(&counters.contended),
+            summary.ns(get(&counters.wait_total)),
+            summary.ns(get(&counters.wait_max)),
+            get(&counters.timed_holds),
+            summary.ns(get(&counters.hold_total)),
+            summary.ns(get(&counters.hold_max)),
+        )?;
+    }
+    let (others, others_wait) = entry.stacks.others();
+    write!(
+        out,
+        "],\"other_stack_waits\":{others},\"other_stack_wait_ns\":{:.0},\"advice\":",
+        summary.ns(others_wait)
+    )?;
+    let mut remedy = None;
+    if summary.share >= super::NEGLIGIBLE_SHARE {
+        out.write_char('"')?;
+        remedy = advise(
+            &shape(entry, summary.ns_per_tick, summary.cpus),
+            summary.in_use,
+            &mut Escaped(out),
+        )?;
+        out.write_char('"')?;
+    } else {
+        out.write_str("null")?;
+    }
+    match remedy {
+        Some(Remedy { variable, value }) => writeln!(
+            out,
+            ",\"try\":{{\"variable\":\"{variable}\",\"value\":\"{value}\"}}}}"
+        )?,
+        None => writeln!(out, ",\"try\":null}}")?,
+    }
+    stacks(
+        out,
+        &entry.stacks,
+        format_args!("\"lock_rank\":{},\"lock\":\"{address:#x}\"", Number(rank)),
+        summary,
+        sites,
+    )
+}
+
 pub(super) fn write(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
     // SAFETY: no preconditions.
     let pid = unsafe { libc::getpid() };
@@ -126,98 +253,10 @@ pub(super) fn write(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Resu
         summary.untracked,
     )?;
     for (rank, row) in summary.rows.iter().enumerate() {
-        let rank = rank + 1;
-        let (address, entry) = (row.seen.address, row.seen.entry);
-        // Relaxed, here and below: a snapshot for the report.
-        let rwlock = entry.rwlock.load(Relaxed);
-        write!(
-            out,
-            "{{\"type\":\"lock\",\"rank\":{rank},\"address\":\"{address:#x}\",\"kind\":\"{}\",\"symbol\":",
-            if rwlock { "rwlock" } else { "mutex" },
-        )?;
-        match (sites == Sites::Resolved)
-            .then(|| symbols::data_symbol(address))
-            .flatten()
-        {
-            Some((name, offset)) => {
-                string(out, &name)?;
-                write!(out, ",\"symbol_offset\":{offset}")?;
-            }
-            None => out.write_str("null,\"symbol_offset\":null")?,
-        }
-        let wait = total_wait(entry);
-        write!(
-            out,
-            ",\"wait_ns\":{:.0},\"wait_share\":{},\"peak_waiters\":{}",
-            summary.ns(wait),
-            wait as f64 / summary.all_wait.max(1) as f64,
-            entry.peak_waiting.load(Relaxed),
-        )?;
-        code_field(out, "site", entry.site.load(Relaxed), sites)?;
-        write!(
-            out,
-            ",\"site_is_init\":{}",
-            entry.site_is_init.load(Relaxed)
-        )?;
-        let get = |counter| Counters::get(counter);
-        let longest = if get(&entry.shared.wait_max) > get(&entry.exclusive.wait_max) {
-            &entry.shared
-        } else {
-            &entry.exclusive
-        };
-        code_field(
-            out,
-            "longest_wait_at",
-            longest.wait_site.load(Relaxed),
-            sites,
-        )?;
-        let parts: &[(&str, &Counters)] = if rwlock {
-            &[("read", &entry.shared), ("write", &entry.exclusive)]
-        } else {
-            &[("mutex", &entry.exclusive)]
-        };
-        out.write_str(",\"holds\":[")?;
-        for (i, (held_as, counters)) in parts.iter().enumerate() {
-            if i > 0 {
-                out.write_char(',')?;
-            }
-            write!(
-                out,
-                "{{\"held_as\":\"{held_as}\",\"acquisitions\":{},\"contended\":{},\"wait_ns\":{:.0},\"wait_max_ns\":{:.0},\"timed_holds\":{},\"hold_ns\":{:.0},\"hold_max_ns\":{:.0}}}",
-                get(&counters.acquisitions),
-                get(&counters.contended),
-                summary.ns(get(&counters.wait_total)),
-                summary.ns(get(&counters.wait_max)),
-                get(&counters.timed_holds),
-                summary.ns(get(&counters.hold_total)),
-                summary.ns(get(&counters.hold_max)),
-            )?;
-        }
-        let (others, others_wait) = entry.stacks.others();
-        write!(
-            out,
-            "],\"other_stack_waits\":{others},\"other_stack_wait_ns\":{:.0},\"advice\":",
-            summary.ns(others_wait)
-        )?;
-        if summary.share >= super::NEGLIGIBLE_SHARE {
-            out.write_char('"')?;
-            advise(
-                &shape(entry, summary.ns_per_tick, summary.cpus),
-                summary.in_use,
-                &mut Escaped(out),
-            )?;
-            out.write_char('"')?;
-        } else {
-            out.write_str("null")?;
-        }
-        writeln!(out, "}}")?;
-        stacks(
-            out,
-            &entry.stacks,
-            format_args!("\"lock_rank\":{rank},\"lock\":\"{address:#x}\""),
-            summary,
-            sites,
-        )?;
+        lock(out, summary, Some(rank + 1), row, sites)?;
+    }
+    for (_, row) in summary.often() {
+        lock(out, summary, None, row, sites)?;
     }
     let Some(by_site) = by_site(summary.top) else {
         return Ok(());
