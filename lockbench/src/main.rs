@@ -4,6 +4,7 @@
 // written: `<L>` there is text, not an HTML tag.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod adaptive;
 mod harness;
 mod locks;
 mod machine;
@@ -142,6 +143,14 @@ struct GlobalArgs {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
 
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = adaptive::parse_budget,
+          help = adaptive::BUDGET_HELP)]
+    budget: Option<adaptive::Budget>,
+
+    /// Run every cell exactly --runs times: no adaptive repetition (as --budget 0)
+    #[arg(long, global = true, conflicts_with = "budget")]
+    no_adaptive: bool,
+
     /// Write every cell with all its repetitions, plus machine metadata, as JSON
     #[arg(long, global = true, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -186,6 +195,10 @@ impl GlobalArgs {
             runs: self.runs,
             seed_scale: self.seed_scale,
             stats: self.stats,
+            adaptive: adaptive::Adaptive::new(match self.no_adaptive {
+                true => adaptive::Budget::Off,
+                false => self.budget.unwrap_or(adaptive::Budget::Auto),
+            }),
         }
     }
 }
@@ -330,6 +343,7 @@ fn measure(
         if !counts.is_empty() {
             text += &format!("{counts}\n");
         }
+        text += &adaptive::lines(&measured);
         progress.print(&text);
         cells.extend(measured);
     }
@@ -472,11 +486,13 @@ fn main() -> ExitCode {
             || g.csv.is_some()
             || g.report.is_some()
             || g.stats
+            || g.budget.is_some()
+            || g.no_adaptive
         {
             Cli::command()
                 .error(
                     clap::error::ErrorKind::ArgumentConflict,
-                    "report and compare read result files: --locks, --rwlocks, --json, --csv, --report and --stats do not apply",
+                    "report and compare read result files: --locks, --rwlocks, --json, --csv, --report, --stats, --budget and --no-adaptive do not apply",
                 )
                 .exit()
         }

@@ -28,6 +28,8 @@ use klocks::catalog::{MutexKind, RwLockKind};
 use klocks::config::{LOCK, PROFILE, PROFILE_FILE, PROFILE_TOP, RWLOCK};
 use regex::Regex;
 
+use crate::adaptive::{Adaptive, Drive};
+use crate::harness::rounds::{self, rounds, Plan};
 use crate::harness::{Common, Error};
 use crate::report::{num, si, Cell, Progress, Run, Table};
 use crate::verdict::{self, Ledger, Settings};
@@ -183,6 +185,7 @@ pub struct Config {
     preload: PathBuf,
     command: Vec<OsString>,
     runs: u32,
+    adaptive: Adaptive,
     /// With `--profile`: the last profiled run's report.
     profile: Option<Arc<Mutex<String>>>,
 }
@@ -232,6 +235,7 @@ impl Config {
             preload,
             command: args.command.clone(),
             runs: common.runs,
+            adaptive: common.adaptive.clone(),
             profile: args.profile.then(Default::default),
         })
     }
@@ -239,7 +243,7 @@ impl Config {
     /// A command of lockbench's own, run the way `app --output-varies --metric METRIC`
     /// runs a program, its cells named after `scenario` and `threads`: each of
     /// `variants` (the baseline, [`Variant::Glibc`], first) with the library `preload`,
-    /// `runs` rounds.
+    /// `common`'s rounds.
     #[allow(clippy::too_many_arguments)]
     pub fn builtin(
         scenario: &'static str,
@@ -249,7 +253,7 @@ impl Config {
         metric: Regex,
         variants: Vec<Variant>,
         preload: PathBuf,
-        runs: u32,
+        common: &Common,
     ) -> Self {
         Self {
             scenario,
@@ -261,7 +265,8 @@ impl Config {
             output_varies: true,
             preload,
             command,
-            runs,
+            runs: common.runs,
+            adaptive: common.adaptive.clone(),
             profile: None,
         }
     }
@@ -433,29 +438,47 @@ fn capture(regex: &Regex, stdout: &[u8], stderr: &[u8]) -> Option<f64> {
 }
 
 /// Runs every round and returns one cell per lock (and one more per lock for the
-/// metric).
+/// metric). The locks take turns, one run each per round ([`rounds`]), and rounds go
+/// on past `--runs` while a lock's wall time against glibc's is too wide to decide
+/// ([`crate::adaptive`]).
 pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
-    let mut outcomes: Vec<Vec<Outcome>> = config.variants.iter().map(|_| Vec::new()).collect();
+    let names: Vec<&str> = config.variants.iter().map(|v| v.name()).collect();
+    let plan = Plan {
+        runs: config.runs,
+        adaptive: &config.adaptive,
+        drives: names
+            .iter()
+            .filter_map(|name| Drive::pair(&names, name, &GLIBC))
+            .filter(|drive| !matches!(drive, Drive::Pair { x, y } if x == y))
+            .collect(),
+        row: match config.threads {
+            0 => format!("{}: `{}`", config.scenario, config.shown()),
+            threads => format!("{}, {threads} threads", config.scenario),
+        },
+        lower_is_better: true,
+    };
     let mut reference: Option<Vec<u8>> = None;
-    for round in 1..=config.runs {
-        for (variant, done) in config.variants.iter().zip(&mut outcomes) {
-            progress.start(format!("{} {} run {round}", config.scenario, variant.name()));
-            let outcome = run_once(config, *variant, round)?;
+    let measured = rounds(config.variants.len(), &plan, |at, round| {
+        let variant = config.variants[at];
+        progress.start(format!("{} {} run {round}", config.scenario, variant.name()));
+        let outcome = run_once(config, variant, round)?;
+        // The bar counts the planned runs; extra rounds only name theirs.
+        if round <= config.runs {
             progress.done();
-            let expected = reference.get_or_insert_with(|| outcome.stdout.clone());
-            if !config.output_varies && outcome.stdout != *expected {
-                return Err(Error::Verification(format!(
-                    "app: `{}` printed different output under {} (run {round}) than under glibc; \
-                     pass --output-varies if it prints timings",
-                    config.shown(),
-                    variant.name()
-                )));
-            }
-            done.push(outcome);
         }
-    }
+        let expected = reference.get_or_insert_with(|| outcome.stdout.clone());
+        if !config.output_varies && outcome.stdout != *expected {
+            return Err(Error::Verification(format!(
+                "app: `{}` printed different output under {} (run {round}) than under glibc; \
+                 pass --output-varies if it prints timings",
+                config.shown(),
+                variant.name()
+            )));
+        }
+        Ok(Some(outcome))
+    })?;
     let mut cells = Vec::new();
-    for (variant, outcomes) in config.variants.iter().zip(&outcomes) {
+    for (variant, outcomes) in config.variants.iter().zip(&measured.results) {
         let name = variant.name();
         cells.push(cell(config, name, None, "s", outcomes, |o| {
             Some(o.wall.as_secs_f64())
@@ -466,7 +489,21 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
             }));
         }
     }
+    for cell in &mut cells {
+        cell.repeated = measured.repeated.clone();
+    }
     Ok(cells)
+}
+
+/// The rounds judge a run by its wall time, and no run ends its lock's series.
+impl rounds::Outcome for Outcome {
+    fn ends(&self) -> bool {
+        false
+    }
+
+    fn value(&self) -> f64 {
+        self.wall.as_secs_f64()
+    }
 }
 
 fn cell(
@@ -532,10 +569,19 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         }
         table.row(row);
     }
+    let repeated = of(GLIBC, None).and_then(|glibc| glibc.repeated.as_ref());
+    let runs = match repeated {
+        Some(repeated) => format!(
+            "{} runs per lock (--runs {} and adaptive rounds, {})",
+            repeated.rounds,
+            config.runs,
+            repeated.ended.words()
+        ),
+        None => format!("{} runs per lock", config.runs),
+    };
     table.note(format!(
-        "{} runs per lock, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ glibc's (above \
+        "{runs}, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ glibc's (above \
          1: faster); klocks runs: LD_PRELOAD={} KLOCKS_RWLOCK={}",
-        config.runs,
         config.preload.display(),
         config.rwlock.name()
     ));
