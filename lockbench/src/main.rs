@@ -92,8 +92,9 @@ be written), 2 usage error.";
 /// missing), loop (seeds 000 and 003), false-sharing (seed 002) and overcommit (seed
 /// 003), printing every table that fits in 120 columns, a summary of
 /// klocks::Mutex against its peers with a verdict per cell, and writing the charts to
-/// lockbench-report/index.html (--report DIR elsewhere). Every cell is repeated --runs times
-/// and reported as the median with [min–max]; a loop cell whose run hits its time
+/// lockbench-report/index.html (--report DIR elsewhere). Every cell is repeated --runs times,
+/// the locks of a row interleaved, and more while klocks' verdict is too wide to decide
+/// (--budget), and reported as the median with [min–max]; a loop cell whose run hits its time
 /// cap, or an overcommit cell whose threads do not drain in time, is reported as not
 /// finished and not repeated. Every run is verified: the lock-protected counters must match
 /// the work done, or lockbench prints why on stderr and exits with status 1 without

@@ -133,7 +133,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
             runs: config.runs,
             adaptive: &config.adaptive,
             drives: drives(&config.locks),
-            row: format!("loop, {threads} threads"),
+            row: format!("loop, threads {threads}"),
             lower_is_better: true,
         };
         let measured = rounds(config.locks.len(), &plan, |at, index| {
