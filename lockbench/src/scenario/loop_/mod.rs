@@ -31,8 +31,9 @@ use tables::{tables, PV_QSPINLOCK, SEED_000, SEED_003};
 /// finishing. The critical section increments a plain (non-atomic) counter and
 /// records its owner, so every run counts handoffs (the lock passing to another
 /// thread) and reports ns per handoff and its ratio to the c2c one-way latency
-/// probed before and after the cell. Marks: * the c2c placement (near/far)
-/// changed during the cell; ! steal or other processes took over 5% of the CPU
+/// probed before and after the row (the locks of a thread count run interleaved,
+/// one run each per round). Marks: * the c2c placement (near/far)
+/// changed during the row; ! steal or other processes took over 5% of the CPU
 /// time; ~ serialized, the threads ran one after another instead of contending.
 /// A run that exceeds --cap-secs is stopped and reported as "DNF x%". Verified: the counter must equal the sum of the
 /// iterations the threads completed. Tables (each comparison a throughput ratio,
