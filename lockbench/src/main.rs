@@ -4,6 +4,7 @@
 // written: `<L>` there is text, not an HTML tag.
 #![allow(rustdoc::invalid_html_tags)]
 
+mod adaptive;
 mod cells;
 mod harness;
 mod html_report;
@@ -94,8 +95,9 @@ be written), 2 usage error.";
 /// missing), loop (seeds 000 and 003), false-sharing (seed 002) and overcommit (seed
 /// 003), printing every table that fits in 120 columns, a summary of
 /// klocks::Mutex against its peers with a verdict per cell, and writing the charts to
-/// lockbench-report/index.html (--report DIR elsewhere). Every cell is repeated --runs times
-/// and reported as the median with [min–max]; a loop cell whose run hits its time
+/// lockbench-report/index.html (--report DIR elsewhere). Every cell is repeated --runs times,
+/// the locks of a row interleaved, and more while klocks' verdict is too wide to decide
+/// (--budget), and reported as the median with [min–max]; a loop cell whose run hits its time
 /// cap, or an overcommit cell whose threads do not drain in time, is reported as not
 /// finished and not repeated. Every run is verified: the lock-protected counters must match
 /// the work done, or lockbench prints why on stderr and exits with status 1 without
@@ -158,6 +160,14 @@ struct GlobalArgs {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
 
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = adaptive::parse_budget,
+          help = adaptive::BUDGET_HELP)]
+    budget: Option<adaptive::Budget>,
+
+    /// Run every cell exactly --runs times: no adaptive repetition (as --budget 0)
+    #[arg(long, global = true, conflicts_with = "budget")]
+    no_adaptive: bool,
+
     /// Write every cell with all its repetitions, plus machine metadata, as JSON
     #[arg(long, global = true, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -202,6 +212,10 @@ impl GlobalArgs {
             runs: self.runs,
             seed_scale: self.seed_scale,
             stats: self.stats,
+            adaptive: adaptive::Adaptive::new(match self.no_adaptive {
+                true => adaptive::Budget::Off,
+                false => self.budget.unwrap_or(adaptive::Budget::Auto),
+            }),
         }
     }
 }
@@ -346,6 +360,7 @@ fn measure(
         if !counts.is_empty() {
             text += &format!("{counts}\n");
         }
+        text += &adaptive::lines(&measured);
         progress.print(&text);
         cells.extend(measured);
     }
@@ -493,11 +508,13 @@ fn main() -> ExitCode {
             || g.csv.is_some()
             || g.report.is_some()
             || g.stats
+            || g.budget.is_some()
+            || g.no_adaptive
         {
             Cli::command()
                 .error(
                     clap::error::ErrorKind::ArgumentConflict,
-                    "report and compare read result files: --locks, --rwlocks, --json, --csv, --report and --stats do not apply",
+                    "report and compare read result files: --locks, --rwlocks, --json, --csv, --report, --stats, --budget and --no-adaptive do not apply",
                 )
                 .exit()
         }

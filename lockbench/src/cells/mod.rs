@@ -315,6 +315,10 @@ pub struct Cell {
     /// (`lock_slowpath`, `sleep`, `wake`, ...) to count, summed over the runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<crate::harness::stats::Counts>,
+    /// Set when adaptive repetition ([`crate::adaptive`]) gave the cell's row extra
+    /// rounds or left it undecided: the row, its rounds and why they ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeated: Option<crate::adaptive::Repeated>,
     /// Every repetition.
     #[serde(default)]
     pub runs: Vec<Run>,
@@ -395,6 +399,7 @@ impl Cell {
             mutex_load: None,
             rw: None,
             stats: None,
+            repeated: None,
             runs,
         }
     }

@@ -1,9 +1,10 @@
 //! What every scenario stands on and none knows about: the options every scenario
 //! takes, the error type, the guarded critical section and its verification, the
 //! start-gate race, the windowed runner and its child processes, the reader-writer
-//! sections, the cell conditions (placement and load) and the rotating rounds.
+//! sections, the cell conditions (placement and load) and the interleaved rounds.
 
 pub mod ping_pong;
+pub mod rounds;
 pub mod rw;
 pub mod stats;
 pub mod versus;
@@ -39,6 +40,8 @@ pub struct Common {
     pub seed_scale: bool,
     /// `--stats`: count klocks' slow-path events per cell ([`stats`]).
     pub stats: bool,
+    /// `--budget`: extra rounds for rows still undecided ([`crate::adaptive`]).
+    pub adaptive: crate::adaptive::Adaptive,
 }
 
 impl Common {

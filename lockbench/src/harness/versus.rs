@@ -1,31 +1,12 @@
-//! What `sharded` and `rw-mix` share: rounds of runs with the locks of a row
-//! interleaved in rotating order, and the comparison of a klocks lock with the best
-//! of its peers.
+//! What the scenarios that compare locks share: the race to a fixed amount of work
+//! (`sharded`, `rw-mix`), and the comparison of a klocks lock with the best of its
+//! peers.
 
 use std::time::Duration;
 
-use super::{race, Error, Race};
+use super::{race, Race};
 use crate::cells::{Cell, Run, Summary};
 use crate::verdict::{self, Judgement, Ledger, Settings};
-
-/// Runs `measure(lock, round)` for `rounds` rounds over `locks` locks, each round
-/// starting one lock later: the first lock of a round runs slower (measured: ~5% with
-/// 8 threads and 1000 locks in `sharded`, whichever lock it is), so every lock takes
-/// that turn. The runs of each lock, in lock order.
-pub fn rotating_rounds(
-    locks: usize,
-    rounds: u32,
-    mut measure: impl FnMut(usize, u32) -> Result<Run, Error>,
-) -> Result<Vec<Vec<Run>>, Error> {
-    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); locks];
-    for round in 1..=rounds {
-        for i in 0..locks {
-            let at = (i + round as usize - 1) % locks;
-            runs[at].push(measure(at, round)?);
-        }
-    }
-    Ok(runs)
-}
 
 /// Runs `threads` workers `work(id)` from the harness's start gate until each has
 /// done its fixed work; the results by id and the wall time from opening the gate to

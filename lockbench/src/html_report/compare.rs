@@ -17,6 +17,7 @@
 use std::fmt::Write as _;
 
 use super::RunFile;
+use crate::adaptive::{self, Standing};
 use crate::cells::Cell;
 use crate::cells::{num, si, Summary, Table};
 use crate::verdict::{self, Judgement, Settings, Tally, Verdict};
@@ -234,6 +235,7 @@ impl Comparison {
         let show = |s: Option<Summary>, unit_format: fn(f64) -> String| {
             s.map_or("DNF".to_owned(), |s| s.show(unit_format))
         };
+        let settings = Settings::default();
         for row in &self.rows {
             let format = if row.a.or(row.b).is_some_and(|s| s.median >= 1000.0) {
                 si
@@ -244,7 +246,10 @@ impl Comparison {
                 Change::Judged(judgement) if judgement.ratio.is_nan() => {
                     "no runs in a file".to_owned()
                 }
-                Change::Judged(judgement) => judgement.to_string(),
+                Change::Judged(judgement) => match adaptive::standing(&judgement, settings) {
+                    Standing::TooWide => format!("{judgement}, too wide to decide"),
+                    _ => judgement.to_string(),
+                },
                 Change::OnlyAFinished => "only A finished".to_owned(),
                 Change::OnlyBFinished => "only B finished".to_owned(),
                 Change::NeitherFinished => "neither finished".to_owned(),
@@ -255,6 +260,25 @@ impl Comparison {
             table.row(cells);
         }
         table.note(self.tally().note(Settings::default()));
+        let too_wide = self
+            .rows
+            .iter()
+            .filter(|row| match &row.change {
+                Change::Judged(judgement) => {
+                    adaptive::standing(judgement, settings) == Standing::TooWide
+                }
+                _ => false,
+            })
+            .count();
+        if too_wide > 0 {
+            table.note(format!(
+                "too wide to decide: {too_wide} of the ≈ cells, whose interval straddles ±{:.0}% \
+                 and is wider than the whole ±{:.0}% band; more runs in both files may decide \
+                 them (the rule of --budget, see lockbench --help)",
+                settings.min_effect * 100.0,
+                settings.min_effect * 100.0
+            ));
+        }
         let mut out = table.to_string();
         let count = |change: fn(&Change) -> bool| {
             self.rows.iter().filter(|row| change(&row.change)).count()
@@ -341,6 +365,26 @@ mod tests {
         assert!(
             comparison.regressions(100.0).is_empty(),
             "0.6× is not 2× slower"
+        );
+    }
+
+    #[test]
+    fn a_cell_too_wide_to_decide_says_so() {
+        // std's B runs spread from 0.6× to 1.5× A's: ≈, its interval far wider than
+        // ±5%; pthread's stay within 2%: ≈ and decided.
+        let spread = [60.0, 150.0, 100.0, 80.0, 130.0];
+        let a = file(&[("pthread", &RUNS), ("std", &RUNS)]);
+        let b = file(&[("pthread", &scaled(1.01)), ("std", &spread)]);
+        let text = compare(&a, &b, None).render();
+        let line = |lock: &str| {
+            let found = text.lines().find(|l| l.contains(lock) && l.contains('≈'));
+            found.unwrap_or_else(|| panic!("{text}")).to_owned()
+        };
+        assert!(line("std").ends_with(", too wide to decide"), "{text}");
+        assert!(!line("pthread").contains("too wide"), "{text}");
+        assert!(
+            text.contains("too wide to decide: 1 of the ≈ cells"),
+            "{text}"
         );
     }
 

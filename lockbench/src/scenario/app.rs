@@ -40,6 +40,8 @@ use klocks::catalog::{MutexKind, RwLockKind};
 use klocks::config::Var;
 use regex::Regex;
 
+use crate::adaptive::{Adaptive, Drive};
+use crate::harness::rounds::{self, rounds, Plan};
 use crate::harness::{Common, Error};
 use crate::cells::{num, si, Cell, Progress, Run, Table};
 use crate::verdict::{self, Ledger, Settings};
@@ -226,6 +228,7 @@ pub struct Config {
     preload: PathBuf,
     command: Vec<OsString>,
     runs: u32,
+    adaptive: Adaptive,
     /// With `--profile-cost` or `--profile`: the last profiled run's report.
     profile: Option<Arc<Mutex<String>>>,
     /// With `--profile`: what to profile, and what came of it.
@@ -281,6 +284,7 @@ impl Config {
             preload,
             command: args.command.clone(),
             runs: common.runs,
+            adaptive: common.adaptive.clone(),
             profile: args.profile_cost.then(Default::default),
             profiling: None,
         })
@@ -315,6 +319,7 @@ impl Config {
             preload,
             command: args.command.clone(),
             runs: common.runs,
+            adaptive: common.adaptive.clone(),
             profile: Some(Default::default()),
             profiling: Some(Profiling {
                 current,
@@ -327,7 +332,7 @@ impl Config {
     /// A command of lockbench's own, run the way `app --output-varies --metric METRIC`
     /// runs a program, its cells named after `scenario` and `threads`: each of
     /// `variants` (the baseline, [`Variant::Glibc`], first) with the library `preload`,
-    /// `runs` rounds.
+    /// `common`'s rounds.
     #[allow(clippy::too_many_arguments)]
     pub fn builtin(
         scenario: &'static str,
@@ -337,7 +342,7 @@ impl Config {
         metric: Regex,
         variants: Vec<Variant>,
         preload: PathBuf,
-        runs: u32,
+        common: &Common,
     ) -> Self {
         Self {
             scenario,
@@ -349,7 +354,8 @@ impl Config {
             output_varies: true,
             preload,
             command,
-            runs,
+            runs: common.runs,
+            adaptive: common.adaptive.clone(),
             profile: None,
             profiling: None,
         }
@@ -561,42 +567,61 @@ fn capture(regex: &Regex, stdout: &[u8], stderr: &[u8]) -> Option<f64> {
 pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     match &config.profiling {
         Some(profiling) => run_profile(config, profiling, progress),
-        None => rounds(config, &config.variants, None, progress),
+        None => run_rounds(config, &config.variants, None, progress),
     }
 }
 
-/// Runs `variants`, `config.runs` rounds, each run's stdout compared with
-/// `reference` (else the first run's).
-fn rounds(
+/// Runs `variants` in interleaved rounds, one run each per round ([`rounds`]), each
+/// run's stdout compared with `reference` (else the first run's); rounds go on past
+/// `--runs` while a variant's wall time against the first variant's is too wide to
+/// decide ([`crate::adaptive`]).
+fn run_rounds(
     config: &Config,
     variants: &[Variant],
     mut reference: Option<Vec<u8>>,
     progress: &Progress,
 ) -> Result<Vec<Cell>, Error> {
-    let mut outcomes: Vec<Vec<Outcome>> = variants.iter().map(|_| Vec::new()).collect();
-    for round in 1..=config.runs {
-        for (variant, done) in variants.iter().zip(&mut outcomes) {
-            progress.start(format!("{} {} run {round}", config.scenario, variant.name()));
-            let outcome = run_once(config, *variant, round)?;
+    let names: Vec<&str> = variants.iter().map(|v| v.name()).collect();
+    let baseline = names.first().copied().unwrap_or(GLIBC);
+    let plan = Plan {
+        runs: config.runs,
+        adaptive: &config.adaptive,
+        drives: names
+            .iter()
+            .filter_map(|name| Drive::pair(&names, name, &baseline))
+            .filter(|drive| !matches!(drive, Drive::Pair { x, y } if x == y))
+            .collect(),
+        row: match config.threads {
+            0 => format!("{}: `{}`", config.scenario, config.shown()),
+            threads => format!("{}, {threads} threads", config.scenario),
+        },
+        lower_is_better: true,
+    };
+    let measured = rounds(variants.len(), &plan, |at, round| {
+        let variant = variants[at];
+        progress.start(format!("{} {} run {round}", config.scenario, variant.name()));
+        let outcome = run_once(config, variant, round)?;
+        // The bar counts the planned runs; extra rounds only name theirs.
+        if round <= config.runs {
             progress.done();
-            let expected = reference.get_or_insert_with(|| outcome.stdout.clone());
-            if !config.output_varies && outcome.stdout != *expected {
-                return Err(Error::Verification(format!(
-                    "app: `{}` printed different output under {} (run {round}) than under {}; \
-                     pass --output-varies if it prints timings",
-                    config.shown(),
-                    variant.name(),
-                    match &config.profiling {
-                        Some(_) => "the profile",
-                        None => GLIBC,
-                    }
-                )));
-            }
-            done.push(outcome);
         }
-    }
+        let expected = reference.get_or_insert_with(|| outcome.stdout.clone());
+        if !config.output_varies && outcome.stdout != *expected {
+            return Err(Error::Verification(format!(
+                "app: `{}` printed different output under {} (run {round}) than under {}; \
+                 pass --output-varies if it prints timings",
+                config.shown(),
+                variant.name(),
+                match &config.profiling {
+                    Some(_) => "the profile",
+                    None => GLIBC,
+                }
+            )));
+        }
+        Ok(Some(outcome))
+    })?;
     let mut cells = Vec::new();
-    for (variant, outcomes) in variants.iter().zip(&outcomes) {
+    for (variant, outcomes) in variants.iter().zip(&measured.results) {
         let name = variant.name();
         cells.push(cell(config, name, None, "s", outcomes, |o| {
             Some(o.wall.as_secs_f64())
@@ -607,7 +632,21 @@ fn rounds(
             }));
         }
     }
+    for cell in &mut cells {
+        cell.repeated = measured.repeated.clone();
+    }
     Ok(cells)
+}
+
+/// The rounds judge a run by its wall time, and no run ends its lock's series.
+impl rounds::Outcome for Outcome {
+    fn ends(&self) -> bool {
+        false
+    }
+
+    fn value(&self) -> f64 {
+        self.wall.as_secs_f64()
+    }
 }
 
 fn cell(
@@ -717,10 +756,19 @@ fn timing_table(config: &Config, variants: &[Variant], cells: &[Cell]) -> Table 
         Some(_) => "and the variables each row names".to_owned(),
         None => format!("KLOCKS_RWLOCK={}", config.rwlock.name()),
     };
+    let repeated = cells.iter().find_map(|cell| cell.repeated.as_ref());
+    let runs = match repeated {
+        Some(repeated) => format!(
+            "{} runs per lock (--runs {} and adaptive rounds, {})",
+            repeated.rounds,
+            config.runs,
+            repeated.ended.words()
+        ),
+        None => format!("{} runs per lock", config.runs),
+    };
     table.note(format!(
-        "{} runs per lock, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ {baseline}'s (above \
+        "{runs}, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ {baseline}'s (above \
          1: faster); klocks runs: LD_PRELOAD={} {settings}",
-        config.runs,
         config.preload.display(),
     ));
     table.note(ledger.tally().note(Settings::default()));

@@ -10,8 +10,10 @@ use crossbeam_utils::CachePadded;
 use klocks::Padded;
 use lock_api::{Mutex, RawMutex};
 
+use crate::adaptive::Adaptive;
+use crate::harness::rounds::{rounds, Plan};
+use crate::harness::stats::{self, Counting, Counts};
 use crate::html_report::figures::{Chart, Kind, Panel, Threads};
-use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
 use crate::harness::{race, verify_count, Common, Error};
 use crate::locks::{LockName, RawLockVisitor};
@@ -27,8 +29,8 @@ pub const MAX_THREADS: usize = 8;
 /// is contended; only the cache line is. "packed": the K lock_api::Mutex<L, u64>
 /// sit side by side in one cache line; "padded": lock_api::Mutex<klocks::Padded<L>,
 /// u64>, each lock alone on its line. Reports total ops/s for both layouts and
-/// the gain from padding, with the c2c placement probed around each cell (marks *
-/// and ! as in loop). Runs the lock_api raw locks (klocks, spin, parking_lot);
+/// the gain from padding, with the c2c placement probed around each K's row,
+/// whose cells run interleaved (marks * and ! as in loop). Runs the lock_api raw locks (klocks, spin, parking_lot);
 /// std and pthread cannot be wrapped by Padded and are skipped.
 /// Verified: every counter must equal its own thread's operation count.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -77,6 +79,7 @@ pub struct Config {
     duration: Duration,
     runs: u32,
     stats: bool,
+    adaptive: Adaptive,
 }
 
 /// Answers whether a lock is a `lock_api` raw lock.
@@ -104,6 +107,7 @@ impl Config {
             duration: Duration::from_millis(args.duration_ms.unwrap_or(DURATION_MS)),
             runs: common.runs,
             stats: common.stats,
+            adaptive: common.adaptive.clone(),
         }
     }
 
@@ -123,69 +127,94 @@ impl Config {
     }
 }
 
-/// Measures both layouts for every lock and K.
+/// Measures both layouts for every lock and K, K outermost; within a row every
+/// (lock, layout) cell takes its turn, one run each per round ([`rounds`]), under one
+/// [`CellWatch`]. No verdict drives extra rounds here: the tables compare layouts, not
+/// locks against their peers.
 pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
+    let slots: Vec<(LockName, Layout)> = config
+        .locks
+        .iter()
+        .flat_map(|&lock| [Layout::Packed, Layout::Padded].map(|layout| (lock, layout)))
+        .collect();
     let mut cells = Vec::new();
     for &threads in &config.threads {
-        for lock in &config.locks {
-            for layout in [Layout::Packed, Layout::Padded] {
-                progress.start(format!(
-                    "false-sharing {} {} K={threads}",
+        progress.start(format!("false-sharing K={threads}"));
+        // The line moving between CPUs is the cost measured: its price depends on
+        // where the host placed the vCPUs, so the cells record it.
+        let watch = (threads > 1).then(CellWatch::start).transpose()?;
+        let plan = Plan {
+            runs: config.runs,
+            adaptive: &config.adaptive,
+            drives: Vec::new(),
+            row: format!("false-sharing, K={threads}"),
+            lower_is_better: false,
+        };
+        // Both layouts of a lock share its type: each run counts on its own.
+        let mut counted: Vec<Option<Counts>> = vec![None; slots.len()];
+        let measured = rounds(slots.len(), &plan, |at, index| {
+            let (lock, layout) = slots[at];
+            progress.start(format!(
+                "false-sharing {} {} K={threads}, run {index}",
+                lock.name(),
+                layout.name()
+            ));
+            let counting = Counting::start(config.stats);
+            let measure = Measure {
+                config,
+                threads,
+                layout,
+                index,
+            };
+            let run = lock.visit_raw(measure).transpose()?;
+            stats::add(&mut counted[at], counting.counts(lock.name()));
+            Ok(run)
+        })?;
+        let conditions = watch.map(CellWatch::finish).transpose()?;
+        let results = measured.results.into_iter().zip(counted);
+        for (&(lock, layout), (runs, counts)) in slots.iter().zip(results) {
+            cells.push(Cell {
+                conditions: conditions.clone(),
+                stats: counts,
+                repeated: measured.repeated.clone(),
+                ..Cell::of_runs(
+                    "false-sharing",
                     lock.name(),
-                    layout.name()
-                ));
-                let measure = Measure {
-                    config,
                     threads,
-                    layout,
-                };
-                let counting = Counting::start(config.stats);
-                if let Some(cell) = lock.visit_raw(measure) {
-                    let mut cell = cell?;
-                    counting.attach(&mut cell);
-                    cells.push(cell);
-                }
-                progress.done();
-            }
+                    Some(layout.name()),
+                    "ops/s",
+                    runs,
+                )
+            });
+            progress.done();
         }
     }
     Ok(cells)
 }
 
-/// Measures one cell.
+/// Measures one run of one cell.
 struct Measure<'a> {
     config: &'a Config,
     threads: usize,
     layout: Layout,
+    index: u32,
 }
 
 impl RawLockVisitor for Measure<'_> {
-    type Output = Result<Cell, Error>;
+    type Output = Result<Run, Error>;
 
-    fn visit<L: RawMutex + Send + Sync + 'static>(self, name: &'static str) -> Result<Cell, Error> {
+    fn visit<L: RawMutex + Send + Sync + 'static>(self, name: &'static str) -> Result<Run, Error> {
         let (threads, duration) = (self.threads, self.config.duration);
-        // The line moving between CPUs is the cost measured: its price depends on
-        // where the host placed the vCPUs, so the cell records it.
-        let watch = (threads > 1).then(CellWatch::start).transpose()?;
-        let runs = (1..=self.config.runs)
-            .map(|index| {
-                let context = format!(
-                    "false-sharing: {}, {}, K={threads}, run {index}",
-                    name,
-                    self.layout.name()
-                );
-                match self.layout {
-                    Layout::Packed => packed::<L>(threads, duration, &context),
-                    Layout::Padded => padded::<L>(threads, duration, &context),
-                }
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        let conditions = watch.map(CellWatch::finish).transpose()?;
-        let layout = Some(self.layout.name());
-        Ok(Cell {
-            conditions,
-            ..Cell::of_runs("false-sharing", name, threads, layout, "ops/s", runs)
-        })
+        let context = format!(
+            "false-sharing: {}, {}, K={threads}, run {}",
+            name,
+            self.layout.name(),
+            self.index
+        );
+        match self.layout {
+            Layout::Packed => packed::<L>(threads, duration, &context),
+            Layout::Padded => padded::<L>(threads, duration, &context),
+        }
     }
 }
 

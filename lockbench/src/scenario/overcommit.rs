@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::adaptive::Drive;
 use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::versus::against_best;
 use crate::harness::windowed::{
@@ -164,6 +165,7 @@ impl Config {
                 drain_cap: SUITE_DRAIN_CAP,
                 runs: common.runs,
                 stats: common.stats,
+                adaptive: common.adaptive.clone(),
             },
             threads: SUITE_THREADS.to_vec(),
             cs: vec![Cs::Short],
@@ -229,6 +231,20 @@ impl Grid for Config {
             hogs: row.hogs(),
             window_ms: self.plan.window.as_secs_f64() * 1e3,
         });
+    }
+
+    /// Default against the best peer, and seed 003's pvticket against ticket.
+    fn drives(&self) -> Vec<Drive> {
+        let locks = &self.plan.locks;
+        let seed = Drive::pair(
+            locks,
+            &LockName::Klocks(MutexKind::PvTicket),
+            &LockName::Klocks(MutexKind::Ticket),
+        );
+        [Drive::best_peer(locks, &DEFAULT, &ALTERNATIVES), seed]
+            .into_iter()
+            .flatten()
+            .collect()
     }
 }
 

@@ -152,7 +152,7 @@ impl Config {
                 metric.clone(),
                 variants.clone(),
                 library.clone(),
-                common.runs,
+                common,
             )
         });
         Ok(configs.collect())

@@ -8,7 +8,9 @@ use std::cell::UnsafeCell;
 
 use crate::html_report::figures::{self, Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
-use crate::harness::versus::{leak, pauses, race_to_finish, rotating_rounds, Versus};
+use crate::adaptive::{Adaptive, Drive};
+use crate::harness::rounds::{rounds, Plan};
+use crate::harness::versus::{leak, pauses, race_to_finish, Versus};
 use crate::harness::{Common, Error};
 use crate::cells::{num, Cell, Progress, Run, Table};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor, RW_ALTERNATIVES, RW_DEFAULT};
@@ -60,6 +62,7 @@ pub struct Config {
     outside_pauses: u32,
     runs: u32,
     stats: bool,
+    adaptive: Adaptive,
 }
 
 /// The peers the default rwlock is compared with.
@@ -89,6 +92,7 @@ impl Config {
             outside_pauses: args.outside_pauses.unwrap_or(20),
             runs: common.runs,
             stats: common.stats,
+            adaptive: common.adaptive.clone(),
         }
     }
 
@@ -105,15 +109,25 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         for &threads in &config.threads {
             // Each lock type of the row counts in its own cell only.
             let counting = Counting::start(config.stats);
-            let runs = rotating_rounds(config.locks.len(), config.runs, |at, run| {
+            let plan = Plan {
+                runs: config.runs,
+                adaptive: &config.adaptive,
+                drives: Drive::best_peer(&config.locks, &OURS, &PEERS)
+                    .into_iter()
+                    .collect(),
+                row: format!("rw-mix, {threads} threads, {reads}‰ reads"),
+                lower_is_better: true,
+            };
+            let measured = rounds(config.locks.len(), &plan, |at, run| {
                 config.locks[at].visit(Measure {
                     config,
                     threads,
                     reads,
                     run,
                 })
+                .map(Some)
             })?;
-            for (lock, runs) in config.locks.iter().zip(runs) {
+            for (lock, runs) in config.locks.iter().zip(measured.results) {
                 progress.start(format!("rw-mix {} {threads}×{reads}‰", lock.name()));
                 let mut cell = Cell::of_runs(
                     "rw-mix",
@@ -124,6 +138,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
                     runs,
                 );
                 counting.attach(&mut cell);
+                cell.repeated = measured.repeated.clone();
                 cells.push(cell);
                 progress.done();
             }
@@ -298,6 +313,7 @@ mod tests {
             runs: 1,
             seed_scale: false,
             stats: false,
+            adaptive: crate::adaptive::Adaptive::new(crate::adaptive::Budget::Off),
         };
         let config = Config::new(&args, &common);
         for lock in [OURS, RwLockName::Std] {

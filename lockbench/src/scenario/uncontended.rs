@@ -4,11 +4,13 @@ use std::time::Instant;
 
 use crate::html_report::figures::{self, Chart, Kind, Panel};
 use crate::harness::rw::{self, Role, RwGuarded};
-use crate::harness::stats::Counting;
+use crate::adaptive::{Adaptive, Drive};
+use crate::harness::rounds::{rounds, Plan};
+use crate::harness::stats::{self, Counting, Counts};
 use crate::harness::{verify_count, Common, Error, Guarded};
-use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::cells::{num, Cell, Progress, Run, Table};
-use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
+use crate::locks::{BenchLock, LockName, LockVisitor, ALTERNATIVES, DEFAULT};
+use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor, RW_ALTERNATIVES, RW_DEFAULT};
 use crate::verdict::{self, Ledger, Settings};
 
 /// One thread, no contention: ns per lock + increment + unlock
@@ -42,6 +44,7 @@ pub struct Config {
     iterations: u64,
     runs: u32,
     stats: bool,
+    adaptive: Adaptive,
 }
 
 impl Config {
@@ -58,6 +61,7 @@ impl Config {
             iterations: args.iterations.unwrap_or(default),
             runs: common.runs,
             stats: common.stats,
+            adaptive: common.adaptive.clone(),
         }
     }
 
@@ -78,88 +82,112 @@ fn label(side: Role) -> &'static str {
     }
 }
 
-/// Measures every lock, then every reader-writer lock's two sides.
-pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
-    let mutexes = config.locks.iter().map(|lock| {
-        measured(config, progress, lock.name(), None, || {
-            lock.visit(Measure(config))
-        })
-    });
-    let rwlocks = config.rwlocks.iter().flat_map(|lock| {
-        SIDES.map(|side| {
-            measured(config, progress, lock.name(), Some(side), || {
-                lock.visit(MeasureRw(config, side))
-            })
-        })
-    });
-    mutexes.chain(rwlocks).collect()
+/// One cell of the table: a mutex, or one side of a reader-writer lock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Slot {
+    Mutex(LockName),
+    Rw(RwLockName, Role),
 }
 
-/// One cell, with its progress line and slow-path counts.
-fn measured(
-    config: &Config,
-    progress: &Progress,
-    name: &str,
-    side: Option<Role>,
-    measure: impl FnOnce() -> Result<Cell, Error>,
-) -> Result<Cell, Error> {
-    let side = side.map_or(String::new(), |side| format!(" {}", label(side)));
-    progress.start(format!("uncontended {name}{side}"));
-    let counting = Counting::start(config.stats);
-    let mut cell = measure()?;
-    counting.attach(&mut cell);
-    progress.done();
-    Ok(cell)
-}
-
-/// Measures one lock's cell.
-struct Measure<'a>(&'a Config);
-
-impl LockVisitor for Measure<'_> {
-    type Output = Result<Cell, Error>;
-
-    fn visit<L: BenchLock>(self) -> Result<Cell, Error> {
-        let runs = (1..=self.0.runs)
-            .map(|run| {
-                pairs::<L>(self.0.iterations, || {
-                    format!("uncontended: {}, run {run}", L::NAME)
-                })
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        Ok(Cell::of_runs(
-            "uncontended",
-            L::NAME,
-            1,
-            None,
-            "ns/pair",
-            runs,
-        ))
+impl Slot {
+    fn describe(self) -> String {
+        match self {
+            Slot::Mutex(lock) => lock.name().to_owned(),
+            Slot::Rw(lock, side) => format!("{} {}", lock.name(), label(side)),
+        }
     }
 }
 
-/// Measures one side of one reader-writer lock.
-struct MeasureRw<'a>(&'a Config, Role);
+/// Measures every lock and every reader-writer lock's two sides, one run each per
+/// round ([`rounds`]), so that a slow spell of the machine falls on all alike.
+pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
+    let slots: Vec<Slot> = config
+        .locks
+        .iter()
+        .map(|&lock| Slot::Mutex(lock))
+        .chain(
+            config
+                .rwlocks
+                .iter()
+                .flat_map(|&lock| SIDES.map(|side| Slot::Rw(lock, side))),
+        )
+        .collect();
+    let plan = Plan {
+        runs: config.runs,
+        adaptive: &config.adaptive,
+        drives: drives(&slots),
+        row: "uncontended".to_owned(),
+        lower_is_better: true,
+    };
+    // A reader-writer lock's two sides share its type: each run counts on its own.
+    let mut counted: Vec<Option<Counts>> = vec![None; slots.len()];
+    let measured = rounds(slots.len(), &plan, |at, run| {
+        let slot = slots[at];
+        progress.start(format!("uncontended {}, run {run}", slot.describe()));
+        let counting = Counting::start(config.stats);
+        let measured = match slot {
+            Slot::Mutex(lock) => lock.visit(Measure(config, run))?,
+            Slot::Rw(lock, side) => lock.visit(MeasureRw(config, side, run))?,
+        };
+        let name = match slot {
+            Slot::Mutex(lock) => lock.name(),
+            Slot::Rw(lock, _) => lock.name(),
+        };
+        stats::add(&mut counted[at], counting.counts(name));
+        Ok(Some(measured))
+    })?;
+    let results = measured.results.into_iter().zip(counted);
+    let cells = slots.iter().zip(results).map(|(&slot, (runs, counts))| {
+        let (name, side) = match slot {
+            Slot::Mutex(lock) => (lock.name(), None),
+            Slot::Rw(lock, side) => (lock.name(), Some(label(side))),
+        };
+        progress.done();
+        Cell {
+            stats: counts,
+            repeated: measured.repeated.clone(),
+            ..Cell::of_runs("uncontended", name, 1, side, "ns/pair", runs)
+        }
+    });
+    Ok(cells.collect())
+}
+
+/// The comparisons that drive extra rounds: default against the best peer, and
+/// default-rw's each side against the best peer's same side.
+fn drives(slots: &[Slot]) -> Vec<Drive> {
+    let mutex = Drive::best_peer(slots, &Slot::Mutex(DEFAULT), &ALTERNATIVES.map(Slot::Mutex));
+    let rw = SIDES.map(|side| {
+        let peers = RW_ALTERNATIVES.map(|peer| Slot::Rw(peer, side));
+        Drive::best_peer(slots, &Slot::Rw(RW_DEFAULT, side), &peers)
+    });
+    [mutex].into_iter().chain(rw).flatten().collect()
+}
+
+/// One run of a mutex's cell.
+struct Measure<'a>(&'a Config, u32);
+
+impl LockVisitor for Measure<'_> {
+    type Output = Result<Run, Error>;
+
+    fn visit<L: BenchLock>(self) -> Result<Run, Error> {
+        let Measure(config, run) = self;
+        pairs::<L>(config.iterations, || {
+            format!("uncontended: {}, run {run}", L::NAME)
+        })
+    }
+}
+
+/// One run of one side of a reader-writer lock.
+struct MeasureRw<'a>(&'a Config, Role, u32);
 
 impl RwLockVisitor for MeasureRw<'_> {
-    type Output = Result<Cell, Error>;
+    type Output = Result<Run, Error>;
 
-    fn visit<L: BenchRwLock>(self) -> Result<Cell, Error> {
-        let MeasureRw(config, side) = self;
-        let runs = (1..=config.runs)
-            .map(|run| {
-                rw_pairs::<L>(config.iterations, side, || {
-                    format!("uncontended: {} {}, run {run}", L::NAME, label(side))
-                })
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        Ok(Cell::of_runs(
-            "uncontended",
-            L::NAME,
-            1,
-            Some(label(side)),
-            "ns/pair",
-            runs,
-        ))
+    fn visit<L: BenchRwLock>(self) -> Result<Run, Error> {
+        let MeasureRw(config, side, run) = self;
+        rw_pairs::<L>(config.iterations, side, || {
+            format!("uncontended: {} {}, run {run}", L::NAME, label(side))
+        })
     }
 }
 

@@ -44,10 +44,12 @@ pub use versus::{versus_peers, VersusRow};
 use std::fmt;
 use std::time::Duration;
 
+use super::rounds;
 use super::rw;
 use super::stats::{self, Counts};
-use super::watch::{CellWatch, Conditions};
+use super::watch::CellWatch;
 use super::{parse_secs, verify_count, Common, Error};
+use crate::adaptive::{Adaptive, Drive};
 use crate::cells::{Cell, Drain, PerThread, Progress, Run, Unfinished};
 use crate::locks::LockName;
 use crate::rwlocks::RwLockName;
@@ -126,6 +128,8 @@ pub struct Plan<L = LockName> {
     pub runs: u32,
     /// `--stats`: each run's process reports what its lock counted.
     pub stats: bool,
+    /// `--budget`: extra rounds for rows still undecided.
+    pub adaptive: Adaptive,
 }
 
 impl Plan {
@@ -151,6 +155,7 @@ impl<L: CellLock> Plan<L> {
             drain_cap: args.drain_cap_secs.unwrap_or(DRAIN_CAP),
             runs: common.runs,
             stats: common.stats,
+            adaptive: common.adaptive.clone(),
         }
     }
 
@@ -210,6 +215,11 @@ pub trait Grid {
     fn work(&self, row: &Self::Row) -> Work;
     /// Records the row's parameters in its cell (the scenario's own field).
     fn annotate(&self, row: &Self::Row, cell: &mut Cell);
+    /// The comparisons among the plan's locks that drive a row's extra rounds
+    /// ([`crate::adaptive`]); none by default.
+    fn drives(&self) -> Vec<Drive> {
+        Vec::new()
+    }
 }
 
 /// Cells `grid` measures.
@@ -218,37 +228,75 @@ pub fn cells(grid: &impl Grid) -> u64 {
 }
 
 /// Measures every cell, rows in table order. Within a row the locks take turns, one
-/// run each per round, so that the host's drift (where it places our vCPUs, what a
-/// `pause` costs: both move within seconds here) falls on every lock of the row
-/// alike; one [`CellWatch`] spans the row, and each of its cells carries its conditions.
+/// run each per round ([`rounds`]), so that the host's drift (where it places our
+/// vCPUs, what a `pause` costs: both move within seconds here) falls on every lock of
+/// the row alike; one [`CellWatch`] spans the row, and each of its cells carries its
+/// conditions.
 pub fn run<G: Grid>(grid: &G, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let plan = grid.plan();
     let mut cells = Vec::new();
     for row in grid.rows() {
         let work = grid.work(&row);
         let watch = CellWatch::start()?;
-        let mut series: Vec<Series<G::Lock>> = plan
+        let describe: Vec<String> = plan
             .locks
             .iter()
-            .map(|&lock| Series::new(lock, grid.describe(lock, &row)))
+            .map(|&lock| grid.describe(lock, &row))
             .collect();
-        for round in 1..=plan.runs {
-            for one in series.iter_mut().filter(|one| one.unfinished.is_none()) {
-                let context = format!("{}, run {round}", one.describe);
-                progress.start(context.clone());
-                let spec = Spec {
-                    lock: one.lock,
-                    work,
-                    window: plan.window,
-                    drain_cap: plan.drain_cap,
-                    stats: plan.stats,
-                };
-                one.add(run_once(&spec, &context)?, plan.drain_cap);
+        let rounds_plan = rounds::Plan {
+            runs: plan.runs,
+            adaptive: &plan.adaptive,
+            drives: grid.drives(),
+            row: row_name(&describe[0], plan.locks[0]),
+            lower_is_better: false,
+        };
+        let mut unfinished: Vec<Option<Unfinished>> = vec![None; plan.locks.len()];
+        let measured = rounds::rounds(plan.locks.len(), &rounds_plan, |at, round| {
+            let context = format!("{}, run {round}", describe[at]);
+            progress.start(context.clone());
+            let spec = Spec {
+                lock: plan.locks[at],
+                work,
+                window: plan.window,
+                drain_cap: plan.drain_cap,
+                stats: plan.stats,
+            };
+            let run = run_once(&spec, &context)?;
+            if run.is_none() {
+                // Every repetition would cost the whole cap again: the slot ends.
+                unfinished[at] = Some(Unfinished::Undrained {
+                    cap_secs: plan.drain_cap.as_secs_f64(),
+                });
             }
-        }
+            Ok(run.map(|(run, counts)| Windowed(run, counts)))
+        })?;
         let conditions = watch.finish()?;
-        for one in series {
-            let mut cell = one.into_cell(G::SCENARIO, work.threads, conditions.clone());
+        let results = measured.results.into_iter().zip(unfinished);
+        for (&lock, (runs, unfinished)) in plan.locks.iter().zip(results) {
+            let mut counts = None;
+            let verified: Vec<Run> = runs
+                .into_iter()
+                .map(|Windowed(run, more)| {
+                    stats::add(&mut counts, more);
+                    run
+                })
+                .collect();
+            let one = Cell::of_runs(
+                G::SCENARIO,
+                lock.name(),
+                work.threads,
+                None,
+                "ops/s",
+                verified,
+            );
+            let mut cell = Cell {
+                summary: one.summary.filter(|_| unfinished.is_none()),
+                unfinished,
+                conditions: Some(conditions.clone()),
+                stats: counts,
+                repeated: measured.repeated.clone(),
+                ..one
+            };
             grid.annotate(&row, &mut cell);
             cells.push(cell);
             progress.done();
@@ -257,63 +305,22 @@ pub fn run<G: Grid>(grid: &G, progress: &Progress) -> Result<Vec<Cell>, Error> {
     Ok(cells)
 }
 
-/// One lock's runs in a row.
-struct Series<L> {
-    lock: L,
-    describe: String,
-    verified: Vec<Run>,
-    /// Set by a run that did not drain: it ends the series, since every repetition
-    /// would cost the whole cap again.
-    unfinished: Option<Unfinished>,
-    /// `--stats`: the verified runs' counts, summed.
-    stats: Option<Counts>,
+/// A row's name for the note: a cell's description without its lock
+/// (`overcommit: 16 threads, cs short, overcommit 2`).
+fn row_name<L: CellLock>(describe: &str, lock: L) -> String {
+    describe.replacen(&format!("{}, ", lock.name()), "", 1)
 }
 
-impl<L: CellLock> Series<L> {
-    fn new(lock: L, describe: String) -> Self {
-        Self {
-            lock,
-            describe,
-            verified: Vec::new(),
-            unfinished: None,
-            stats: None,
-        }
+/// A verified run in its child process, with what its lock counted (`--stats`).
+struct Windowed(Run, Option<Counts>);
+
+impl rounds::Outcome for Windowed {
+    fn ends(&self) -> bool {
+        false
     }
 
-    /// A verified run with its counts, or `None` for one that did not drain within
-    /// `drain_cap`.
-    fn add(&mut self, run: Option<(Run, Option<Counts>)>, drain_cap: Duration) {
-        match run {
-            Some((run, counts)) => {
-                self.verified.push(run);
-                stats::add(&mut self.stats, counts);
-            }
-            None => {
-                self.unfinished = Some(Unfinished::Undrained {
-                    cap_secs: drain_cap.as_secs_f64(),
-                })
-            }
-        }
-    }
-
-    /// The cell, without the scenario's own setup field; an unfinished series has no
-    /// summary.
-    fn into_cell(self, scenario: &'static str, threads: usize, conditions: Conditions) -> Cell {
-        let cell = Cell::of_runs(
-            scenario,
-            self.lock.name(),
-            threads,
-            None,
-            "ops/s",
-            self.verified,
-        );
-        Cell {
-            summary: cell.summary.filter(|_| self.unfinished.is_none()),
-            unfinished: self.unfinished,
-            conditions: Some(conditions),
-            stats: self.stats,
-            ..cell
-        }
+    fn value(&self) -> f64 {
+        self.0.value
     }
 }
 

@@ -10,7 +10,7 @@ use klocks::catalog::{MutexKind, RwLockKind};
 use super::{LOCK, PROFILE, RWLOCK};
 
 use super::profile::{Profile, Remedy};
-use super::{rounds, run_once, timing_table, Config, PreloadLock, PreloadRwLock, Variant, GLIBC};
+use super::{run_once, run_rounds, timing_table, Config, PreloadLock, PreloadRwLock, Variant, GLIBC};
 use crate::harness::Error;
 use crate::cells::{wrap, Cell, Progress, Table};
 
@@ -158,7 +158,7 @@ pub(super) fn run_profile(
     }
     let cells = match tried.is_empty() {
         true => Vec::new(),
-        false => rounds(config, &tried, Some(outcome.stdout), progress)?,
+        false => run_rounds(config, &tried, Some(outcome.stdout), progress)?,
     };
     let profiled = Profiled {
         profile,

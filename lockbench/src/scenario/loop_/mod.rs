@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::adaptive::{Adaptive, Drive};
+use crate::harness::rounds::{rounds, Plan};
 use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::watch::{self, CellWatch, Conditions};
@@ -21,7 +23,7 @@ use crate::verdict::{Ledger, Settings};
 use crate::cells::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
 
 mod tables;
-use tables::tables;
+use tables::{tables, PV_QSPINLOCK, SEED_000, SEED_003};
 
 /// Seed 000's loop: N threads × L lock/unlock pairs on one lock, wall ms
 ///
@@ -30,8 +32,9 @@ use tables::tables;
 /// finishing. The critical section increments a plain (non-atomic) counter and
 /// records its owner, so every run counts handoffs (the lock passing to another
 /// thread) and reports ns per handoff and its ratio to the c2c one-way latency
-/// probed before and after the cell. Marks: * the c2c placement (near/far)
-/// changed during the cell; ! steal or other processes took over 5% of the CPU
+/// probed before and after the row (the locks of a thread count run interleaved,
+/// one run each per round). Marks: * the c2c placement (near/far)
+/// changed during the row; ! steal or other processes took over 5% of the CPU
 /// time; ~ serialized, the threads ran one after another instead of contending.
 /// A run that exceeds --cap-secs is stopped and reported as "DNF x%". Verified: the counter must equal the sum of the
 /// iterations the threads completed. Tables (each comparison a throughput ratio,
@@ -67,6 +70,7 @@ pub struct Config {
     cap: Duration,
     runs: u32,
     stats: bool,
+    adaptive: Adaptive,
 }
 
 /// Defaults, sized for a default suite of about a minute on 2 CPUs, and the seed's.
@@ -97,6 +101,7 @@ impl Config {
             cap: args.cap_secs.unwrap_or(if seed { SEED_CAP } else { CAP }),
             runs: common.runs,
             stats: common.stats,
+            adaptive: common.adaptive.clone(),
         }
     }
 
@@ -116,16 +121,38 @@ impl Config {
     }
 }
 
-/// Measures every (threads, lock) cell, thread counts outermost so that the locks
-/// compared in one row run close together in time.
+/// Measures every (threads, lock) cell, thread counts outermost; within a row the
+/// locks take turns, one run each per round ([`rounds`]), so that they are compared
+/// under the same drift of the host. One [`CellWatch`] spans the row.
 pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     let mut cells = Vec::with_capacity(config.locks.len() * config.threads.len());
     for &threads in &config.threads {
-        for lock in &config.locks {
-            progress.start(format!("loop {} × {threads} threads", lock.name()));
-            let counting = Counting::start(config.stats);
-            let mut cell = lock.visit(Measure { config, threads })?;
+        progress.start(format!("loop × {threads} threads"));
+        let watch = (threads > 1).then(CellWatch::start).transpose()?;
+        // Each lock type of the row counts in its own cell only.
+        let counting = Counting::start(config.stats);
+        let plan = Plan {
+            runs: config.runs,
+            adaptive: &config.adaptive,
+            drives: drives(&config.locks),
+            row: format!("loop, threads {threads}"),
+            lower_is_better: true,
+        };
+        let measured = rounds(config.locks.len(), &plan, |at, index| {
+            let lock = config.locks[at];
+            progress.start(format!("loop {} × {threads} threads, run {index}", lock.name()));
+            lock.visit(Measure {
+                config,
+                threads,
+                index,
+            })
+            .map(Some)
+        })?;
+        let conditions = watch.map(CellWatch::finish).transpose()?;
+        for (lock, runs) in config.locks.iter().zip(measured.results) {
+            let mut cell = cell(lock.name(), threads, runs, conditions.clone());
             counting.attach(&mut cell);
+            cell.repeated = measured.repeated.clone();
             cells.push(cell);
             progress.done();
         }
@@ -133,42 +160,31 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     Ok(cells)
 }
 
-/// Measures one cell.
+/// The comparisons that drive a row's extra rounds: default against the best peer,
+/// and each seed's patched lock against its base.
+fn drives(locks: &[LockName]) -> Vec<Drive> {
+    let pairs = [&SEED_000, &SEED_003, &PV_QSPINLOCK]
+        .map(|pair| Drive::pair(locks, &pair.patched, &pair.base));
+    pairs
+        .into_iter()
+        .chain([Drive::best_peer(locks, &DEFAULT, &ALTERNATIVES)])
+        .flatten()
+        .collect()
+}
+
+/// Measures one run of one cell: race the threads, then verify the counter before
+/// reporting anything. A run that hits the cap ends its cell ([`rounds`]).
 struct Measure<'a> {
     config: &'a Config,
     threads: usize,
+    index: u32,
 }
 
 impl LockVisitor for Measure<'_> {
-    type Output = Result<Cell, Error>;
+    type Output = Result<Run, Error>;
 
-    fn visit<L: BenchLock>(self) -> Result<Cell, Error> {
-        let watch = (self.threads > 1).then(CellWatch::start).transpose()?;
-        let runs = self.runs::<L>()?;
-        let conditions = watch.map(CellWatch::finish).transpose()?;
-        Ok(cell(L::NAME, self.threads, runs, conditions))
-    }
-}
-
-impl Measure<'_> {
-    /// Up to `--runs` runs; a run that hits the cap ends the cell, since every
-    /// repetition would cost the whole cap again.
-    fn runs<L: BenchLock>(&self) -> Result<Vec<Run>, Error> {
-        let mut runs = Vec::new();
-        for index in 1..=self.config.runs {
-            let run = self.run::<L>(index)?;
-            let finished = run.finished;
-            runs.push(run);
-            if !finished {
-                break;
-            }
-        }
-        Ok(runs)
-    }
-
-    /// One run: race the threads, then verify the counter before reporting anything.
-    fn run<L: BenchLock>(&self, index: u32) -> Result<Run, Error> {
-        let (threads, iterations) = (self.threads, self.config.iterations);
+    fn visit<L: BenchLock>(self) -> Result<Run, Error> {
+        let (threads, iterations, index) = (self.threads, self.config.iterations, self.index);
         let guarded = Guarded::<L>::unlocked();
         let race = race(threads, self.config.cap, |me, stop| {
             iterate(&guarded, me, iterations, stop)
@@ -245,6 +261,7 @@ fn cell(
         mutex_load: None,
         rw: None,
         stats: None,
+        repeated: None,
         runs,
     }
 }

@@ -39,8 +39,8 @@ pub(super) fn find<'a>(cells: &'a [Cell], lock: &str, threads: usize) -> Option<
 pub(super) struct Pair {
     /// What the comparison is, for the table's title.
     what: &'static str,
-    base: LockName,
-    patched: LockName,
+    pub(super) base: LockName,
+    pub(super) patched: LockName,
 }
 
 impl Pair {

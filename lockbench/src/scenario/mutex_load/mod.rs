@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use klocks::catalog::MutexKind;
 
+use crate::adaptive::Drive;
 use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::versus::{against_best, judge_cells};
 use crate::harness::watch::Conditions;
@@ -194,6 +195,18 @@ impl Grid for Config {
             outside_pauses: self.outside,
             window_ms: self.plan.window.as_secs_f64() * 1e3,
         });
+    }
+
+    /// Default against the best peer, and seed 004's after against its before.
+    fn drives(&self) -> Vec<Drive> {
+        let locks = &self.plan.locks;
+        [
+            Drive::best_peer(locks, &DEFAULT, PEERS),
+            Drive::pair(locks, &AFTER, &BEFORE),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }
 

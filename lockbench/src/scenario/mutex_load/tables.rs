@@ -270,6 +270,7 @@ mod tests {
             }),
             rw: None,
             stats: None,
+            repeated: None,
             runs: vec![Run {
                 value: ops,
                 wall_ns: 1_000_000_000,
@@ -302,6 +303,7 @@ mod tests {
             runs: 1,
             seed_scale: false,
             stats: false,
+            adaptive: crate::adaptive::Adaptive::new(crate::adaptive::Budget::Off),
         };
         let args = Args {
             threads: vec![2],
@@ -359,6 +361,7 @@ mod tests {
             runs: 1,
             seed_scale: false,
             stats: false,
+            adaptive: crate::adaptive::Adaptive::new(crate::adaptive::Budget::Off),
         };
         let args = Args {
             threads: vec![2],

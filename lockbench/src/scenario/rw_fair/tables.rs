@@ -310,6 +310,7 @@ mod tests {
                 window_ms: 1000.0,
             }),
             stats: None,
+            repeated: None,
             runs: vec![Run {
                 value: (reads + writes) as f64,
                 wall_ns: 1_000_000_000,
@@ -346,6 +347,7 @@ mod tests {
                 drain_cap: windowed::DRAIN_CAP,
                 runs: 1,
                 stats: false,
+                adaptive: crate::adaptive::Adaptive::new(crate::adaptive::Budget::Off),
             },
             groups: vec![group, SEED_GROUP],
             load: 1,

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use klocks::catalog::RwLockKind;
 
+use crate::adaptive::Drive;
 use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
 use crate::harness::versus::{against_best, judge_cells};
@@ -207,6 +208,18 @@ impl Grid for Config {
             outside_pauses: self.outside,
             window_ms: self.plan.window.as_secs_f64() * 1e3,
         });
+    }
+
+    /// Seed 001's after against its before, and the after against the best peer.
+    fn drives(&self) -> Vec<Drive> {
+        let locks = &self.plan.locks;
+        [
+            Drive::pair(locks, &AFTER, &BEFORE),
+            Drive::best_peer(locks, &AFTER, PEERS),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }
 

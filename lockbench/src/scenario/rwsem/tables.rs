@@ -306,6 +306,7 @@ mod tests {
                 window_ms: 1000.0,
             }),
             stats: None,
+            repeated: None,
             runs: vec![Run {
                 value: ops,
                 wall_ns: 1_000_000_000,
@@ -351,6 +352,7 @@ mod tests {
             runs: 1,
             seed_scale: false,
             stats: false,
+            adaptive: crate::adaptive::Adaptive::new(crate::adaptive::Budget::Off),
         };
         let args = Args {
             threads: vec![2, 4],
