@@ -15,7 +15,11 @@
 //! stall the threads behind it. `qspinlock` (seed 000's "after") never sleeps: it is
 //! offered for programs whose threads never outnumber the CPUs, where it behaves as
 //! the kernel's native spinlock. (`pvticket`, the other lock that survives preemption,
-//! keeps two 32-bit tickets: 8 bytes, which do not fit.)
+//! keeps two 32-bit tickets: 8 bytes, which do not fit. `ticket` fits in 4 bytes, but
+//! its two 16-bit counters take every value, bit 7 of the word included, so a
+//! process-shared spinlock's mark (below) could not be told from a ticket word; and a
+//! FIFO lock that never sleeps hands the lock to preempted waiters when threads
+//! outnumber CPUs, which is what `pvqspinlock` exists to avoid.)
 //!
 //! # Layout
 //!
