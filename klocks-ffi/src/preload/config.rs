@@ -19,47 +19,68 @@ use super::settings::{GLIBC, LOCK, RWLOCK};
 use super::spin::SpinKind;
 use crate::mutex::Kind;
 
-/// The reader-spin policy of the interposed rwlocks.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum RwPolicy {
-    Adaptive,
-    Always,
-    Never,
-    /// The default rwlock (`klocks::RawRwLock`), not an rwsem policy.
-    Default,
+/// Declares the interposed rwlocks' policies from one list, each once: its variant,
+/// its lock type, its catalog entry and what to pick it for. From it come
+/// [`RwPolicy`], its `ALL`, `catalog` and `use_it_for`, and `with_policy!`, the one
+/// map from policy to type (used by the rwlock's bodies and the routes' choice).
+/// `$d` is a literal `$`, so that the generated macro can declare its own
+/// metavariables.
+macro_rules! policies {
+    ($d:tt $($variant:ident => $ty:ty, $entry:ident, use: $use_it_for:literal;)*) => {
+        /// The lock of the interposed rwlocks: an rwsem reader-spin policy, or the
+        /// default rwlock.
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        pub(super) enum RwPolicy {
+            $($variant,)*
+        }
+
+        impl RwPolicy {
+            /// In declaration order (the encoding of the choice relies on it).
+            const ALL: [RwPolicy; [$(stringify!($variant)),*].len()] = [$(RwPolicy::$variant,)*];
+
+            /// The lock's entry in the catalog, which names it.
+            fn catalog(self) -> RwLockKind {
+                match self {
+                    $(RwPolicy::$variant => RwLockKind::$entry,)*
+                }
+            }
+
+            /// What to pick it for, in a few words (README's "Which lock").
+            fn use_it_for(self) -> &'static str {
+                match self {
+                    $(RwPolicy::$variant => $use_it_for,)*
+                }
+            }
+        }
+
+        /// Runs `$body` with `$Lock` the lock type of `$policy`.
+        macro_rules! with_policy {
+            ($d policy:expr, $d Lock:ident => $d body:expr) => {
+                match $d policy {
+                    $($crate::preload::config::RwPolicy::$variant => {
+                        type $d Lock = $ty;
+                        $d body
+                    })*
+                }
+            };
+        }
+        pub(super) use with_policy;
+    };
+}
+
+policies! { $
+    Adaptive => klocks_core::RwSem<klocks_core::reader_spin::Adaptive>, RwSemAdaptive,
+        use: "FIFO among readers and writers";
+    Always => klocks_core::RwSem<klocks_core::reader_spin::Always>, RwSemAlways,
+        use: "re-running seed 001's \"before\"";
+    Never => klocks_core::RwSem<klocks_core::reader_spin::Never>, RwSemNever,
+        use: "FIFO, with readers that sleep at once (Linux 5.11+)";
+    Default => klocks_core::RawRwLock, Default, use: "data that is read and written";
 }
 
 impl RwPolicy {
-    /// In declaration order (the encoding of the choice relies on it).
-    const ALL: [RwPolicy; 4] = [
-        RwPolicy::Adaptive,
-        RwPolicy::Always,
-        RwPolicy::Never,
-        RwPolicy::Default,
-    ];
-
-    /// The lock's entry in the catalog, which names it.
-    fn catalog(self) -> RwLockKind {
-        match self {
-            RwPolicy::Default => RwLockKind::Default,
-            RwPolicy::Adaptive => RwLockKind::RwSemAdaptive,
-            RwPolicy::Always => RwLockKind::RwSemAlways,
-            RwPolicy::Never => RwLockKind::RwSemNever,
-        }
-    }
-
     fn name(self) -> &'static str {
         self.catalog().name()
-    }
-
-    /// What to pick it for, in a few words (README's "Which lock").
-    fn use_it_for(self) -> &'static str {
-        match self {
-            RwPolicy::Default => "data that is read and written",
-            RwPolicy::Adaptive => "FIFO among readers and writers",
-            RwPolicy::Always => "re-running seed 001's \"before\"",
-            RwPolicy::Never => "FIFO, with readers that sleep at once (Linux 5.11+)",
-        }
     }
 
     /// The policy `name` names: a catalog name, or `default` for the default rwlock

@@ -50,7 +50,7 @@ use libc::{
     EDEADLK, EINVAL, EPERM, ETIMEDOUT,
 };
 
-use super::config::{self, RwPolicy};
+use super::config::{self, with_policy, RwPolicy};
 use super::fork::{self, Holder, Patience, GLIBC_OWNED};
 use super::glibc;
 use super::profile::{self, with_caller, Role};
@@ -80,33 +80,6 @@ const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Always>>()
 const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Never>>());
 const _: () = assert!(size_of::<RawRwLock>() <= size_of::<RwSem<Adaptive>>());
 const _: () = assert!(std::mem::align_of::<RawRwLock>() <= std::mem::align_of::<RwSem<Adaptive>>());
-
-/// Runs `$body` with `$Lock` the lock type of `$policy`: `RawRwLock`, or `RwSem<P>`
-/// for an rwsem policy. The one map from policy to type, used by [`with_sem!`] and by
-/// the routes' choice (`route`).
-macro_rules! with_policy {
-    ($policy:expr, $Lock:ident => $body:expr) => {
-        match $policy {
-            $crate::preload::config::RwPolicy::Adaptive => {
-                type $Lock = klocks_core::RwSem<klocks_core::reader_spin::Adaptive>;
-                $body
-            }
-            $crate::preload::config::RwPolicy::Always => {
-                type $Lock = klocks_core::RwSem<klocks_core::reader_spin::Always>;
-                $body
-            }
-            $crate::preload::config::RwPolicy::Never => {
-                type $Lock = klocks_core::RwSem<klocks_core::reader_spin::Never>;
-                $body
-            }
-            $crate::preload::config::RwPolicy::Default => {
-                type $Lock = klocks_core::RawRwLock;
-                $body
-            }
-        }
-    };
-}
-pub(super) use with_policy;
 
 /// Runs `$body` with `$sem` the process's lock in `$rw`: `&RawRwLock` or `&RwSem<P>`
 /// for the policy `$policy` (they share the method names used here).
