@@ -155,6 +155,7 @@ use crate::backoff;
 use crate::budget::SpinBudget;
 use crate::catalog::MutexKind;
 use crate::owner::{self, Watch};
+use crate::spin_on_owner::{spin_on_owner, Look, Pauses, Spun};
 use crate::park;
 use crate::role::Role;
 use crate::stats::{self, Event, Lock};

@@ -210,7 +210,8 @@
 use crate::backoff;
 use crate::budget::SpinBudget;
 use crate::catalog::RwLockKind;
-use crate::owner::{self, Watch};
+use crate::owner;
+use crate::spin_on_owner::{spin_on_owner, Look, Pauses, Spun};
 use crate::park;
 use crate::role::Role;
 use crate::stats::{self, Event, Lock};

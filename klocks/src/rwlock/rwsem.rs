@@ -197,10 +197,10 @@ use std::marker::PhantomData;
 use super::wait_queue::{Detached, Queue, WaitQueue, Waiter};
 use crate::budget::{self, SpinBudget};
 use crate::catalog::RwLockKind;
-use crate::owner::{self, Watch};
+use crate::owner;
 use crate::stats::{self, Event, Lock};
 use crate::streak::{Run, Streak};
-use crate::sync::{cpu_relax, cpu_relax_times, AtomicU32, AtomicU64, Ordering::*};
+use crate::sync::{cpu_relax, AtomicU32, AtomicU64, Ordering::*};
 
 const WRITER_LOCKED: u64 = 1 << 0;
 /// Threads sleep in the queue.

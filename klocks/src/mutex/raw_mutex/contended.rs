@@ -153,22 +153,21 @@ impl RawMutex {
         spun
     }
 
-    /// Spin while the owner runs, within the budget; take the lock when it is free,
-    /// `(0,s,w,0) -> (me,0,w|slept,0)`, and set the flag again on a held lock whose
-    /// unlock cleared it, `(o,0,w,0) -> (o,1,w,0)`. Stops at a handoff claim.
+    /// Spin while the owner runs, within the budget ([`spin_on_owner`]); take the
+    /// lock when it is free, `(0,s,w,0) -> (me,0,w|slept,0)`, and set the flag again
+    /// on a held lock whose unlock cleared it, `(o,0,w,0) -> (o,1,w,0)`. Stops at a
+    /// handoff claim.
     fn spin_on_owner(&self, me: u32, slept: bool, patience: Patience) -> Spin {
-        let budget = BUDGET.spins();
-        let mut spent = 0;
         let first = FIRST_BACKOFF.with(Cell::get);
-        let mut backoff = first;
-        let mut looks = 0;
-        let mut watch: Option<(u32, Watch)> = None;
-        loop {
-            looks += 1;
+        let pauses = Pauses {
+            first,
+            max: MAX_BACKOFF,
+        };
+        let spun = spin_on_owner(STATS, BUDGET.spins(), pauses, patience, |_| {
             // Relaxed: we only watch; the taking cmpxchg below is the Acquire.
             let val = self.word.load(Relaxed);
             if val & HANDOFF != 0 {
-                return Spin::Stopped;
+                return Look::Stop;
             }
             let owner = owner_of(val);
             if owner == 0 {
@@ -179,40 +178,25 @@ impl RawMutex {
                     .compare_exchange(val, new, Acquire, Relaxed)
                     .is_ok()
                 {
-                    FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
-                    return Spin::Took;
+                    return Look::Done;
                 }
-            } else {
-                if val & SPINNING == 0 {
-                    // An unlock without sleepers cleared the flag. This fails if the
-                    // word moved or a newer waiter set the flag first; either way the
-                    // next look sees the word as it is then. Relaxed: as in `spin`.
-                    let _ = self
-                        .word
-                        .compare_exchange(val, val | SPINNING, Relaxed, Relaxed);
-                }
-                // The kernel's rule: keep spinning on a new owner while it runs too.
-                let (_, watch) = match &mut watch {
-                    Some(w) if w.0 == owner => w,
-                    _ => watch.insert((owner, Watch::new(owner))),
-                };
-                if watch.owner_running() == Some(false) {
-                    stats::count(STATS, Event::OwnerOffCpu);
-                    return Spin::Stopped;
-                }
+            } else if val & SPINNING == 0 {
+                // An unlock without sleepers cleared the flag. This fails if the word
+                // moved or a newer waiter set the flag first; either way the next look
+                // sees the word as it is then. Relaxed: as in `spin`.
+                let _ = self
+                    .word
+                    .compare_exchange(val, val | SPINNING, Relaxed, Relaxed);
             }
-            if patience.expired() {
-                return Spin::Stopped;
+            Look::WhileRuns(owner)
+        });
+        match spun {
+            Spun::Done { looks } => {
+                FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
+                Spin::Took
             }
-            if spent >= budget {
-                return Spin::OwnerKeptRunning;
-            }
-            // Back off: an owner that re-takes the lock at once keeps the line in its
-            // cache for a run of critical sections instead of losing it to our loads
-            // after each one.
-            cpu_relax_times(backoff);
-            spent += backoff;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
+            Spun::BudgetSpent => Spin::OwnerKeptRunning,
+            Spun::Stopped | Spun::OwnerOffCpu => Spin::Stopped,
         }
     }
 
