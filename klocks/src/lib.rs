@@ -166,6 +166,7 @@ pub mod stats;
 mod stats;
 mod streak;
 mod sync;
+mod turn;
 mod wait;
 
 #[cfg(not(loom))]

@@ -289,7 +289,7 @@ mod default_rwlock {
     #[test]
     fn write_held_then_two_writers_whose_turns_are_over() {
         crate::testing::with_switch(
-            &crate::wait::TURNS_OVER_IN_MODELS,
+            &crate::turn::TURNS_OVER_IN_MODELS,
             true,
             write_held_then_two_writers,
         );

@@ -69,15 +69,19 @@
 //! (`docs/results/rw-writer-nudge-2026-11-26.txt`), and writers that never yield
 //! (`rw-mix` 0.90× where it was 0.96×).
 //!
-//! **Writer turns.** Woken in turn, a sleeper still lost to the writers the scheduler
-//! kept running: two running writers passed the lock between them by spinning (their
-//! unlocks skip the wake while one spins), and a woken writer that found it held
-//! went back to the end of the queue. So a writer that has not slept for
-//! [`WRITER_TURN_US`] (1 ms), or never has, and finds the lock write-held while
-//! writers sleep, sleeps at once behind them instead of spinning: the running writers
-//! join the queue, and the lock goes round it (as the default mutex's turns, but
-//! they never lapse while writers sleep). `rw-fair` 40+40: the slowest writer gets
-//! 0.24–0.29 of the writers' mean (0.06–0.23 without).
+//! **Writer turns** ([`turn`](crate::turn)). Woken in turn, a sleeper still lost to
+//! the writers the scheduler kept running: two running writers passed the lock
+//! between them by spinning (their unlocks skip the wake while one spins), and a
+//! woken writer that found it held went back to the end of the queue. So a writer
+//! whose turn is over (it woke from a sleep as a writer [`TURN_US`](crate::turn::TURN_US),
+//! 1 ms, ago or more) and that finds the lock write-held while writers sleep, sleeps
+//! at once behind them instead of spinning: the running writers join the queue, and
+//! the lock goes round it, as the default mutex's turns. `rw-fair` 40+40: the slowest
+//! writer gets 0.24–0.29 of the writers' mean (0.06–0.23 without). Those figures were
+//! measured when a writer that had never slept counted as one whose turn was over,
+//! and turns did not lapse; the turn clock is now the mutex's, where a thread that
+//! never slept, or not for [`TURNS_LAPSE_US`](crate::turn::TURNS_LAPSE_US), takes no
+//! turns (the [`turn`](crate::turn) module doc says why).
 //!
 //! The writing thread's id is kept beside the word, for the owner probe and to catch
 //! misuse, and so are the time of the last reader event (the first sleep, or the
@@ -216,8 +220,7 @@ use crate::park;
 use crate::role::Role;
 use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
-#[cfg(loom)]
-use crate::wait::TURNS_OVER_IN_MODELS;
+use crate::turn::Turn;
 use crate::wait::{count_skipped_wake, now_us, Patience};
 use std::cell::Cell;
 
@@ -287,23 +290,6 @@ const YIELDS_BEFORE_SLEEP: u32 = 8;
 /// with one yield; `two_writers_twice` finds it with none.
 #[cfg(loom)]
 const YIELDS_BEFORE_SLEEP: u32 = 0;
-
-/// A writer that has not slept on a `RawRwLock` for this long (µs), or never has,
-/// and finds the lock write-held while writers sleep, sleeps at once behind them:
-/// its turn is over (module doc). `rw-fair`, 40 readers and 40 writers on 2 CPUs:
-/// with 1 ms the slowest writer got 0.24–0.29 of the writers' mean, with 300 µs
-/// 0.27, without turns 0.06–0.23 (`docs/results/rw-writer-turns-2026-11-26.txt`).
-// Used by the native clock only (time is not modelled under loom).
-#[cfg_attr(loom, allow(dead_code))]
-pub const WRITER_TURN_US: u32 = 1000;
-
-#[cfg(not(loom))]
-std::thread_local! {
-    /// When this thread last woke from a sleep as a writer on a `RawRwLock` (µs,
-    /// wrapping, with the low bit set); 0 if it never slept as one. No destructor:
-    /// it can be read during thread exit too.
-    static WRITER_WOKE_AT: Cell<u32> = const { Cell::new(0) };
-}
 
 /// The spin budget shared by every `RawRwLock`.
 static BUDGET: SpinBudget = SpinBudget::new();

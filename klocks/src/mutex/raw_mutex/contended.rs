@@ -1,17 +1,9 @@
 //! `RawMutex`'s contended lock: try, spin on the owner as the one spinner, yield a
-//! few times, claim a handoff once the wait is long, sleep; and the turns that send a
-//! thread whose turn is over to sleep at once (transitions `barge`, `start spin`,
+//! few times, claim a handoff once the wait is long, sleep; a thread whose turn is
+//! over ([`Turn`]) sleeps at once (transitions `barge`, `start spin`,
 //! `spin again`, `spinner takes`, `stop spin`, `sleep` of the module doc).
 
 use super::*;
-
-#[cfg(not(loom))]
-std::thread_local! {
-    /// When this thread's turn began (µs, wrapping): the end of its last sleep on a
-    /// `RawMutex`; 0 if it takes no turns (it has not slept lately). No destructor,
-    /// so it can be read at any time, also during thread exit.
-    static TURN_BEGAN: Cell<u32> = const { Cell::new(0) };
-}
 
 impl RawMutex {
     /// Everything after a failed fast path; whether we took the lock (always, unless
@@ -26,11 +18,11 @@ impl RawMutex {
         let mut slept_since = None;
         let mut yields = 0;
         // Relaxed: picks the path; `sleep` reads the word again.
-        if owner_of(self.word.load(Relaxed)) != 0 && turn_is_over() {
+        if owner_of(self.word.load(Relaxed)) != 0 && Turn::Mutex.is_over() {
             stats::count(STATS, Event::TurnOver);
             self.sleep(patience);
             slept_since = Some(now_us());
-            begin_turn();
+            Turn::Mutex.begin();
         }
         loop {
             let slept = slept_since.is_some();
@@ -73,7 +65,7 @@ impl RawMutex {
             }
             self.sleep(patience);
             slept_since.get_or_insert_with(now_us);
-            begin_turn();
+            Turn::Mutex.begin();
             yields = 0;
         }
     }
@@ -269,34 +261,4 @@ impl RawMutex {
             }
         }
     }
-}
-
-/// Whether this thread's turn is over: it last slept on a `RawMutex` at least
-/// [`TURN_US`] and less than [`TURNS_LAPSE_US`] ago. Under loom, whatever the model
-/// asks for (time is not modelled).
-fn turn_is_over() -> bool {
-    #[cfg(not(loom))]
-    {
-        let began = TURN_BEGAN.with(Cell::get);
-        if began == 0 {
-            return false;
-        }
-        let since = now_us().wrapping_sub(began);
-        if since >= TURNS_LAPSE_US {
-            // Spinning has served this thread for a while: it takes no more turns
-            // until it sleeps again.
-            TURN_BEGAN.with(|t| t.set(0));
-            return false;
-        }
-        since >= TURN_US
-    }
-    #[cfg(loom)]
-    TURNS_OVER_IN_MODELS.with(Cell::get)
-}
-
-/// This thread's turn begins now (it has just slept). A clock that reads 0 skips one
-/// turn (0 means none).
-pub(super) fn begin_turn() {
-    #[cfg(not(loom))]
-    TURN_BEGAN.with(|t| t.set(now_us()));
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::turn::TURNS_LAPSE_US;
 use crate::testing::{oversubscribed, stress};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
