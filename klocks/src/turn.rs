@@ -137,7 +137,10 @@ mod tests {
     #[test]
     fn a_turn_is_over_after_its_length_and_only_after_a_sleep() {
         std::thread::spawn(|| {
-            assert!(!Turn::Mutex.is_over(), "a thread that never slept has no turn");
+            assert!(
+                !Turn::Mutex.is_over(),
+                "a thread that never slept has no turn"
+            );
             Turn::Mutex.begin();
             std::thread::sleep(Duration::from_micros(u64::from(TURN_US) + 500));
             assert!(Turn::Mutex.is_over());
@@ -158,7 +161,10 @@ mod tests {
             assert!(!Turn::RwLockWriter.is_over(), "a lapsed turn is no turn");
             Turn::RwLockWriter.begin();
             std::thread::sleep(Duration::from_micros(u64::from(TURN_US) + 500));
-            assert!(Turn::RwLockWriter.is_over(), "a new sleep starts a new turn");
+            assert!(
+                Turn::RwLockWriter.is_over(),
+                "a new sleep starts a new turn"
+            );
         })
         .join()
         .unwrap();

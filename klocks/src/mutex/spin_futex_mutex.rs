@@ -115,12 +115,12 @@
 use crate::budget::SpinBudget;
 use crate::catalog::MutexKind;
 use crate::owner;
-use crate::spin_on_owner::{spin_on_owner, Look, Pauses, Spun};
-use crate::wait::Patience;
 use crate::park;
 use crate::role::Role;
+use crate::spin_on_owner::{spin_on_owner, Look, Pauses, Spun};
 use crate::stats::{self, Event, Lock};
 use crate::sync::{AtomicU32, Ordering::*};
+use crate::wait::Patience;
 
 /// Whose counters the `stats` feature bumps.
 const STATS: Lock = Lock::Mutex(MutexKind::SpinFutex);

@@ -1,8 +1,8 @@
 //! What `RawMutex` counts (feature `stats`), exactly where the algorithm decides it.
 
 use super::*;
-use crate::turn::TURN_US;
 use crate::stats::testing::*;
+use crate::turn::TURN_US;
 use std::time::{Duration, Instant};
 
 /// Behind an owner that is not running, a waiter spins and sleeps once, and is woken

@@ -1,8 +1,8 @@
 //! What `RawRwLock` counts (feature `stats`), exactly where the algorithm decides it.
 
 use super::*;
-use crate::turn::TURN_US;
 use crate::stats::testing::*;
+use crate::turn::TURN_US;
 
 /// A reader behind a writer that is not running spins once in vain and sleeps once;
 /// the write unlock wakes the readers once (no writer sleeps: no reader turn).

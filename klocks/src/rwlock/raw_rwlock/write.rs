@@ -143,7 +143,9 @@ impl RawRwLock {
     pub(super) fn queue_behind_sleepers(&self, patience: Patience) -> bool {
         // Relaxed: picks the path; `sleep_as_writer` reads the word again.
         let val = self.word.load(Relaxed);
-        if val & (WRITER | WRITERS_WAITING) != WRITER | WRITERS_WAITING || !Turn::RwLockWriter.is_over() {
+        if val & (WRITER | WRITERS_WAITING) != WRITER | WRITERS_WAITING
+            || !Turn::RwLockWriter.is_over()
+        {
             return false;
         }
         stats::count(STATS, Event::TurnOver);
