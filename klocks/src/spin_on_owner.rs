@@ -28,10 +28,20 @@
 //!      └─ pause `backoff` cpu_relaxes; spent += backoff; backoff doubles up to `max`
 //! ```
 //!
-//! One [`Watch`] per owner, made anew when the owner changes: the kernel's rule, keep
-//! spinning on a new owner while it runs too. `WhileRuns(0)` is a look with no owner to
-//! watch (a free lock another waiter took first, a writer that has not written its id
-//! yet, a reader-owned lock): it spins on within the budget.
+//! One [`Watch`] per owner, made anew when the owner changes ([`OwnerWatch`]): the
+//! kernel's rule, keep spinning on a new owner while it runs too. `WhileRuns(0)` is a
+//! look with no owner to watch (a free lock another waiter took first, a writer that
+//! has not written its id yet, a reader-owned lock): it spins on within the budget.
+//!
+//! # Not in this loop
+//!
+//! The default mutex's claimant (`raw_mutex/handoff.rs`, `await_handoff`) spins on
+//! the owner between its sleeps with its own loop, sharing only [`OwnerWatch`]: its
+//! budget is spent once across all its sleeps (a claimant woken by an unlock that was
+//! not yet the handoff sleeps again at once), it asks the probe only while budget is
+//! left, and a take that loses to a changed word retries at once without a pause.
+//! In this loop each of those would change what the claimant does (and, under loom,
+//! which probe reads a model explores), so it stays as it is.
 //!
 //! The first pause is the caller's: the default mutex and rwlock adapt it per thread
 //! ([`backoff`](crate::backoff)) and use the [`Spun::Done`] look count for that; the
@@ -87,7 +97,7 @@ pub(crate) fn spin_on_owner(
     let mut spent = 0u32;
     let mut backoff = pauses.first;
     let mut looks = 0;
-    let mut watch: Option<(u32, Watch)> = None;
+    let mut watch = OwnerWatch::new();
     loop {
         looks += 1;
         let owner = match look(spent) {
@@ -95,15 +105,9 @@ pub(crate) fn spin_on_owner(
             Look::Stop => return Spun::Stopped,
             Look::WhileRuns(owner) => owner,
         };
-        if owner != 0 {
-            let (_, watch) = match &mut watch {
-                Some(w) if w.0 == owner => w,
-                _ => watch.insert((owner, Watch::new(owner))),
-            };
-            if watch.owner_running() == Some(false) {
-                stats::count(lock, Event::OwnerOffCpu);
-                return Spun::OwnerOffCpu;
-            }
+        if owner != 0 && watch.running(owner) == Some(false) {
+            stats::count(lock, Event::OwnerOffCpu);
+            return Spun::OwnerOffCpu;
         }
         if patience.expired() {
             return Spun::Stopped;
@@ -117,6 +121,26 @@ pub(crate) fn spin_on_owner(
         cpu_relax_times(backoff);
         spent = spent.saturating_add(backoff);
         backoff = (backoff * 2).min(pauses.max);
+    }
+}
+
+/// The [`Watch`] of the lock's current owner, made anew when the owner changes (the
+/// kernel's rule: keep spinning on a new owner while it runs too). For waits that
+/// spin on the owner in a loop of their own (the default mutex's claimant).
+pub(crate) struct OwnerWatch(Option<(u32, Watch)>);
+
+impl OwnerWatch {
+    pub(crate) fn new() -> Self {
+        Self(None)
+    }
+
+    /// Whether thread `owner` runs on a CPU ([`Watch::owner_running`]).
+    pub(crate) fn running(&mut self, owner: u32) -> Option<bool> {
+        let (_, watch) = match &mut self.0 {
+            Some(w) if w.0 == owner => w,
+            _ => self.0.insert((owner, Watch::new(owner))),
+        };
+        watch.owner_running()
     }
 }
 

@@ -155,10 +155,10 @@
 use crate::backoff;
 use crate::budget::SpinBudget;
 use crate::catalog::MutexKind;
-use crate::owner::{self, Watch};
+use crate::owner;
 use crate::park;
 use crate::role::Role;
-use crate::spin_on_owner::{spin_on_owner, Look, Pauses, Spun};
+use crate::spin_on_owner::{spin_on_owner, Look, OwnerWatch, Pauses, Spun};
 use crate::stats::{self, Event, Lock};
 use crate::turn::Turn;
 use crate::wait::{count_skipped_wake, now_us, Patience};
