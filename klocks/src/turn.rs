@@ -40,7 +40,7 @@
 //! when it was woken: the time it spent runnable but not running was not its turn.
 //!
 //! Under loom time is not modelled: [`Turn::is_over`] answers what the model asks for
-//! with [`TURNS_OVER_IN_MODELS`].
+//! with `TURNS_OVER_IN_MODELS`.
 
 use std::cell::Cell;
 
