@@ -573,25 +573,6 @@ impl Default for RawRwLock {
     }
 }
 
-#[cfg(all(loom, test))]
-impl crate::testing::TestRwLock for RawRwLock {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn read(&self) {
-        self.lock_shared();
-    }
-    fn read_done(&self) {
-        self.unlock_shared();
-    }
-    fn write(&self) {
-        self.lock_exclusive();
-    }
-    fn write_done(&self) {
-        self.unlock_exclusive();
-    }
-}
-
 #[cfg(not(loom))]
 mod lock_api_traits;
 mod read;

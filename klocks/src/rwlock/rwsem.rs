@@ -580,24 +580,5 @@ use waiter::{wait_on_node, Deliveries, Kind, Node, Since, Wait, Wake};
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-#[cfg(all(loom, test))]
-impl<P: ReaderSpin> crate::testing::TestRwLock for RwSem<P> {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn read(&self) {
-        self.lock_shared();
-    }
-    fn read_done(&self) {
-        self.unlock_shared();
-    }
-    fn write(&self) {
-        self.lock_exclusive();
-    }
-    fn write_done(&self) {
-        self.unlock_exclusive();
-    }
-}
-
 #[cfg(all(test, feature = "stats", not(loom)))]
 mod stats_tests;
