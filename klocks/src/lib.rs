@@ -153,6 +153,7 @@ mod park;
 mod role;
 mod rwlock;
 mod spin;
+mod spin_on_owner;
 // Public for klocks-ffi's fork repair of the objects it interposes, not part of the
 // library's API: it stays here, beside the loom models of its election, because
 // klocks-ffi has no loom build.
@@ -165,6 +166,7 @@ pub mod stats;
 mod stats;
 mod streak;
 mod sync;
+mod turn;
 mod wait;
 
 #[cfg(not(loom))]

@@ -645,7 +645,7 @@ pub fn oversubscribed(cpus: usize) -> Vec<(usize, u64)> {
 /// and a bound of 2 already takes longer than CI allows), with every reordering the
 /// memory model allows, of `threads` threads each taking the lock `iterations` times.
 /// Runs `model` with one of the default locks' model switches
-/// (`raw_mutex::handoff::CLAIMS_IN_MODELS`, `wait::TURNS_OVER_IN_MODELS`) set to `value`,
+/// (`raw_mutex::handoff::CLAIMS_IN_MODELS`, `turn::TURNS_OVER_IN_MODELS`) set to `value`,
 /// restoring it however it ends.
 #[cfg(all(loom, test))]
 pub(crate) fn with_switch(

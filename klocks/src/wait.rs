@@ -1,7 +1,8 @@
 //! What the sleeping locks share about waiting: how long a waiter waits
 //! ([`Patience`]), the microsecond clock their turns and handoff claims are timed by,
-//! the count of wakes an unlock leaves to a spinner, and, under loom, the switch that
-//! ends every thread's turn.
+//! and the count of wakes an unlock leaves to a spinner. Their turns are
+//! [`turn`](crate::turn)'s; their spin on the owner is
+//! [`spin_on_owner`](crate::spin_on_owner)'s.
 //!
 //! [`RawMutex`](crate::RawMutex) and [`RawRwLock`](crate::RawRwLock) wait alike:
 //! one spinner spins on the owner while the others sleep, an unlock that finds the
@@ -26,15 +27,6 @@ std::thread_local! {
 #[cfg(loom)]
 loom::thread_local! {
     static SKIPPED_WAKES: Cell<u32> = Cell::new(0);
-}
-
-#[cfg(loom)]
-std::thread_local! {
-    /// Whether every thread's turn is over under loom, so that each contended lock
-    /// that finds the lock held sleeps at once. Off except in the models that turn
-    /// it on. A std thread-local: loom runs a model's threads on the thread that
-    /// called `check`.
-    pub(crate) static TURNS_OVER_IN_MODELS: Cell<bool> = const { Cell::new(false) };
 }
 
 /// How a waiting thread ends its wait when it has a deadline.

@@ -49,7 +49,7 @@ fn raw_mutex_two_threads_twice() {
 /// held sleeps before it tries anything else.
 #[test]
 fn raw_mutex_two_threads_twice_whose_turns_are_over() {
-    crate::testing::with_switch(&crate::wait::TURNS_OVER_IN_MODELS, true, || {
+    crate::testing::with_switch(&crate::turn::TURNS_OVER_IN_MODELS, true, || {
         explore::<RawMutex>(2, 2);
     });
 }
@@ -131,7 +131,7 @@ fn raw_mutex_owner_then_two_waiters_without_claims() {
 #[test]
 fn raw_mutex_owner_then_two_waiters_whose_turns_are_over() {
     crate::testing::with_switch(
-        &crate::wait::TURNS_OVER_IN_MODELS,
+        &crate::turn::TURNS_OVER_IN_MODELS,
         true,
         owner_then_two_waiters::<RawMutex>,
     );

@@ -32,14 +32,15 @@
 //!   throughput between them (parking_lot forces a fair unlock every 0.5 ms on
 //!   average for the same reason); a waiter's wait is bounded by the queue of
 //!   sleepers before it times the claim interval, not by luck.
-//! - **Turns** (after u-SCL's lock slices, EuroSys 2020). A thread that sleeps on a
-//!   `RawMutex` begins a turn when it wakes; once the turn is [`TURN_US`] old, the
-//!   next time the thread finds a mutex held it sleeps at once, behind the sleepers
-//!   already there, instead of spinning or yielding. With more runnable threads than
-//!   CPUs, the lock otherwise goes for a whole scheduler slice (~3 ms) to whichever
-//!   two threads the scheduler happens to run while the lock is free, and a window of
-//!   a few seconds holds too few slices per thread for luck to even out. A thread
-//!   that has not slept for [`TURNS_LAPSE_US`] takes no turns: where spinning
+//! - **Turns** ([`turn`](crate::turn), after u-SCL's lock slices, EuroSys 2020). A
+//!   thread that sleeps on a `RawMutex` begins a turn when it wakes; once the turn is
+//!   [`TURN_US`](crate::turn::TURN_US) old, the next time the thread finds a mutex
+//!   held it sleeps at once, behind the sleepers already there, instead of spinning
+//!   or yielding. With more runnable threads than CPUs, the lock otherwise goes for a
+//!   whole scheduler slice (~3 ms) to whichever two threads the scheduler happens to
+//!   run while the lock is free, and a window of a few seconds holds too few slices
+//!   per thread for luck to even out. A thread that has never slept, or not for
+//!   [`TURNS_LAPSE_US`](crate::turn::TURNS_LAPSE_US), takes no turns: where spinning
 //!   serves every waiter, nobody sleeps for fairness' sake alone.
 //!
 //! The rest is seed 004's design: the owner's thread id in the word, one spinner that
@@ -154,12 +155,12 @@
 use crate::backoff;
 use crate::budget::SpinBudget;
 use crate::catalog::MutexKind;
-use crate::owner::{self, Watch};
+use crate::owner;
 use crate::park;
 use crate::role::Role;
+use crate::spin_on_owner::{spin_on_owner, Look, OwnerWatch, Pauses, Spun};
 use crate::stats::{self, Event, Lock};
-#[cfg(loom)]
-use crate::wait::TURNS_OVER_IN_MODELS;
+use crate::turn::Turn;
 use crate::wait::{count_skipped_wake, now_us, Patience};
 use std::cell::Cell;
 
@@ -187,20 +188,6 @@ pub const FAIR_WAIT_US: u32 = 1_000;
 // Used by the native clock only (time is not modelled under loom).
 #[cfg_attr(loom, allow(dead_code))]
 pub const FAIR_INTERVAL_US: u32 = 1_000;
-
-/// A thread that has not slept on a `RawMutex` for this long (µs) has had its turn:
-/// the next mutex it finds held, it sleeps on at once. Longer turns were no fairer,
-/// shorter ones no fairer and slept more often (`docs/results/tuning.md`).
-// Used by the native clock only (time is not modelled under loom).
-#[cfg_attr(loom, allow(dead_code))]
-pub const TURN_US: u32 = 1_000;
-
-/// A thread that has not slept on a `RawMutex` for this long (µs) takes no turns until
-/// it sleeps again: where spinning serves every waiter (threads ≤ CPUs), a thread
-/// should never sleep on a lock only because its turn is over (`docs/results/tuning.md`).
-// Used by the native clock only (time is not modelled under loom).
-#[cfg_attr(loom, allow(dead_code))]
-pub const TURNS_LAPSE_US: u32 = 50_000;
 
 /// A spinner whose budget ran out while the owner kept running gives its CPU away
 /// this many times before it sleeps: the owner is about to release, or re-takes the

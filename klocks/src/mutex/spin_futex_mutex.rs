@@ -114,11 +114,13 @@
 
 use crate::budget::SpinBudget;
 use crate::catalog::MutexKind;
-use crate::owner::{self, Watch};
+use crate::owner;
 use crate::park;
 use crate::role::Role;
+use crate::spin_on_owner::{spin_on_owner, Look, Pauses, Spun};
 use crate::stats::{self, Event, Lock};
-use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
+use crate::sync::{AtomicU32, Ordering::*};
+use crate::wait::Patience;
 
 /// Whose counters the `stats` feature bumps.
 const STATS: Lock = Lock::Mutex(MutexKind::SpinFutex);
@@ -389,14 +391,14 @@ impl SpinFutexMutex {
         false
     }
 
-    /// Spin while the owner runs, within the budget; take the lock when it is free,
-    /// `(0,1,w) -> (me,0,w|slept)`.
+    /// Spin while the owner runs, within the budget ([`spin_on_owner`]); take the
+    /// lock when it is free, `(0,1,w) -> (me,0,w|slept)`.
     fn spin_on_owner(&self, me: u32, slept: bool) -> bool {
-        let budget = BUDGET.spins();
-        let mut spent = 0;
-        let mut backoff = 1;
-        let mut watch: Option<(u32, Watch)> = None;
-        loop {
+        let pauses = Pauses {
+            first: 1,
+            max: MAX_BACKOFF,
+        };
+        let spun = spin_on_owner(STATS, BUDGET.spins(), pauses, Patience::Forever, |_| {
             // Relaxed: we only watch; the taking cmpxchg below is the Acquire.
             let val = self.word.load(Relaxed);
             let owner = owner_of(val);
@@ -408,29 +410,12 @@ impl SpinFutexMutex {
                     .compare_exchange(val, new, Acquire, Relaxed)
                     .is_ok()
                 {
-                    return true;
-                }
-            } else {
-                // The kernel's rule: keep spinning on a new owner while it runs too.
-                let (_, watch) = match &mut watch {
-                    Some(w) if w.0 == owner => w,
-                    _ => watch.insert((owner, Watch::new(owner))),
-                };
-                if watch.owner_running() == Some(false) {
-                    stats::count(STATS, Event::OwnerOffCpu);
-                    return false;
+                    return Look::Done;
                 }
             }
-            if spent >= budget {
-                return false;
-            }
-            // Back off exponentially: an owner that re-takes the lock at once keeps
-            // the line in its cache for a run of critical sections instead of losing
-            // it to our loads after each one.
-            cpu_relax_times(backoff);
-            spent += backoff;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
+            Look::WhileRuns(owner)
+        });
+        matches!(spun, Spun::Done { .. })
     }
 
     /// Sleep on a held lock: `(o,s,*) -> (o,s,1)`, then `futex_wait` on exactly that

@@ -11,9 +11,48 @@
 //! the lock while waiters arrive, so that their slow paths (spin, steal, queue, sleep)
 //! run against a held lock, then release it: every waiter must be woken.
 
+use super::raw_rwlock::RawRwLock;
 use super::rwsem::{reader_spin, ReaderSpin, RwSem};
 use crate::sync::{spawn, yield_now, Arc};
 use crate::testing::{explore_rw, BustedRwLock};
+
+// The shared reader-writer client's view of each lock.
+
+impl crate::testing::TestRwLock for RawRwLock {
+    fn new_unlocked() -> Self {
+        Self::new()
+    }
+    fn read(&self) {
+        self.lock_shared();
+    }
+    fn read_done(&self) {
+        self.unlock_shared();
+    }
+    fn write(&self) {
+        self.lock_exclusive();
+    }
+    fn write_done(&self) {
+        self.unlock_exclusive();
+    }
+}
+
+impl<P: ReaderSpin> crate::testing::TestRwLock for RwSem<P> {
+    fn new_unlocked() -> Self {
+        Self::new()
+    }
+    fn read(&self) {
+        self.lock_shared();
+    }
+    fn read_done(&self) {
+        self.unlock_shared();
+    }
+    fn write(&self) {
+        self.lock_exclusive();
+    }
+    fn write_done(&self) {
+        self.unlock_exclusive();
+    }
+}
 
 fn builder(preemptions: usize) -> loom::model::Builder {
     let mut model = loom::model::Builder::new();
@@ -289,7 +328,7 @@ mod default_rwlock {
     #[test]
     fn write_held_then_two_writers_whose_turns_are_over() {
         crate::testing::with_switch(
-            &crate::wait::TURNS_OVER_IN_MODELS,
+            &crate::turn::TURNS_OVER_IN_MODELS,
             true,
             write_held_then_two_writers,
         );

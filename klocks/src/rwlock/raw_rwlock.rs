@@ -69,15 +69,19 @@
 //! (`docs/results/rw-writer-nudge-2026-11-26.txt`), and writers that never yield
 //! (`rw-mix` 0.90× where it was 0.96×).
 //!
-//! **Writer turns.** Woken in turn, a sleeper still lost to the writers the scheduler
-//! kept running: two running writers passed the lock between them by spinning (their
-//! unlocks skip the wake while one spins), and a woken writer that found it held
-//! went back to the end of the queue. So a writer that has not slept for
-//! [`WRITER_TURN_US`] (1 ms), or never has, and finds the lock write-held while
-//! writers sleep, sleeps at once behind them instead of spinning: the running writers
-//! join the queue, and the lock goes round it (as the default mutex's turns, but
-//! they never lapse while writers sleep). `rw-fair` 40+40: the slowest writer gets
-//! 0.24–0.29 of the writers' mean (0.06–0.23 without).
+//! **Writer turns** ([`turn`](crate::turn)). Woken in turn, a sleeper still lost to
+//! the writers the scheduler kept running: two running writers passed the lock
+//! between them by spinning (their unlocks skip the wake while one spins), and a
+//! woken writer that found it held went back to the end of the queue. So a writer
+//! whose turn is over (it woke from a sleep as a writer [`TURN_US`](crate::turn::TURN_US),
+//! 1 ms, ago or more) and that finds the lock write-held while writers sleep, sleeps
+//! at once behind them instead of spinning: the running writers join the queue, and
+//! the lock goes round it, as the default mutex's turns. `rw-fair` 40+40: the slowest
+//! writer gets 0.24–0.29 of the writers' mean (0.06–0.23 without). Those figures were
+//! measured when a writer that had never slept counted as one whose turn was over,
+//! and turns did not lapse; the turn clock is now the mutex's, where a thread that
+//! never slept, or not for [`TURNS_LAPSE_US`](crate::turn::TURNS_LAPSE_US), takes no
+//! turns (the [`turn`](crate::turn) module doc says why).
 //!
 //! The writing thread's id is kept beside the word, for the owner probe and to catch
 //! misuse, and so are the time of the last reader event (the first sleep, or the
@@ -210,13 +214,13 @@
 use crate::backoff;
 use crate::budget::SpinBudget;
 use crate::catalog::RwLockKind;
-use crate::owner::{self, Watch};
+use crate::owner;
 use crate::park;
 use crate::role::Role;
+use crate::spin_on_owner::{spin_on_owner, Look, Pauses, Spun};
 use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
-#[cfg(loom)]
-use crate::wait::TURNS_OVER_IN_MODELS;
+use crate::turn::Turn;
 use crate::wait::{count_skipped_wake, now_us, Patience};
 use std::cell::Cell;
 
@@ -286,23 +290,6 @@ const YIELDS_BEFORE_SLEEP: u32 = 8;
 /// with one yield; `two_writers_twice` finds it with none.
 #[cfg(loom)]
 const YIELDS_BEFORE_SLEEP: u32 = 0;
-
-/// A writer that has not slept on a `RawRwLock` for this long (µs), or never has,
-/// and finds the lock write-held while writers sleep, sleeps at once behind them:
-/// its turn is over (module doc). `rw-fair`, 40 readers and 40 writers on 2 CPUs:
-/// with 1 ms the slowest writer got 0.24–0.29 of the writers' mean, with 300 µs
-/// 0.27, without turns 0.06–0.23 (`docs/results/rw-writer-turns-2026-11-26.txt`).
-// Used by the native clock only (time is not modelled under loom).
-#[cfg_attr(loom, allow(dead_code))]
-pub const WRITER_TURN_US: u32 = 1000;
-
-#[cfg(not(loom))]
-std::thread_local! {
-    /// When this thread last woke from a sleep as a writer on a `RawRwLock` (µs,
-    /// wrapping, with the low bit set); 0 if it never slept as one. No destructor:
-    /// it can be read during thread exit too.
-    static WRITER_WOKE_AT: Cell<u32> = const { Cell::new(0) };
-}
 
 /// The spin budget shared by every `RawRwLock`.
 static BUDGET: SpinBudget = SpinBudget::new();
@@ -557,133 +544,6 @@ impl RawRwLock {
         }
         self.lock_exclusive_slow(me, Take::Exclusive, Patience::Until(deadline))
     }
-
-    /// Releases the write lock.
-    ///
-    /// # Panics
-    /// If the calling thread does not hold the write lock (the lock is left as it
-    /// was).
-    #[inline]
-    pub fn unlock_exclusive(&self) {
-        let Some(me) = self.disown_write() else {
-            // A signal handler's write lock borrowed from its thread's drain: the
-            // thread's WRITER stays.
-            return;
-        };
-        // (0,1,0,0,0) -> 0. Release: pairs with the Acquire of the next acquisition.
-        if self
-            .word
-            .compare_exchange(WRITER, 0, Release, Relaxed)
-            .is_ok()
-        {
-            crate::fault::after_release();
-        } else {
-            self.release_write(me, 0);
-        }
-    }
-
-    /// Releases the calling thread's hold, read or write, when one look at the word
-    /// tells which it is; `false`, having done nothing, when it cannot. For callers
-    /// that are not told (pthread's `unlock`), and know the caller holds the lock:
-    ///
-    /// - readers inside and no `WRITER`: a read hold (a writer's `WRITER` stays set
-    ///   until its own unlock, so the caller is not one), released as
-    ///   [`unlock_shared`](Self::unlock_shared) releases it;
-    /// - `WRITER` alone (no reader inside, not upgradable) with the caller's id as the
-    ///   writer: its write hold, released as [`unlock_exclusive`](Self::unlock_exclusive)
-    ///   releases it;
-    /// - anything else (a free lock, a writer draining the readers inside, an
-    ///   upgradable holder, a write lock a signal handler borrowed): `false`.
-    #[inline]
-    pub fn try_unlock_either(&self) -> bool {
-        // Relaxed: picks which release; the release's own RMW (the fetch_sub of
-        // `unlock_shared`, the cmpxchg of `unlock_exclusive`) is the Release that
-        // pairs with the next acquisition's Acquire.
-        let val = self.word.load(Relaxed);
-        if val & WRITER == 0 {
-            if readers(val) == 0 {
-                return false;
-            }
-            self.unlock_shared();
-            return true;
-        }
-        // Relaxed: only this thread stores its own id there, so "is it me?" needs no
-        // ordering (as in `disown_write`).
-        if val & (READERS_MASK | UPGRADABLE) != 0
-            || self.writer.load(Relaxed) != owner::current_tid()
-        {
-            return false;
-        }
-        self.unlock_exclusive();
-        true
-    }
-
-    /// Turns the write lock the thread holds into a read lock, letting waiting
-    /// readers in with it.
-    ///
-    /// # Panics
-    /// If the calling thread does not hold the write lock.
-    pub fn downgrade(&self) {
-        match self.disown_write() {
-            Some(me) => self.release_write(me, READER),
-            // A borrowed write lock becomes a read lock beside its thread's WRITER,
-            // as a handler's read would be. Relaxed: this thread's own WRITER holds
-            // every other writer and reader out.
-            None => {
-                self.word.fetch_add(READER, Relaxed);
-            }
-        }
-    }
-
-    /// Whether a writer holds the lock or any reader does.
-    pub fn is_locked(&self) -> bool {
-        // Relaxed: a snapshot for the caller.
-        let val = self.word.load(Relaxed);
-        val & WRITER != 0 || readers(val) != 0
-    }
-
-    /// Whether a writer holds the lock (not while it still waits for readers to
-    /// leave: they hold it shared).
-    pub fn is_locked_exclusive(&self) -> bool {
-        // Relaxed: a snapshot for the caller.
-        let val = self.word.load(Relaxed);
-        val & (WRITER | UPGRADABLE) == WRITER && readers(val) == 0
-    }
-
-    /// The thread that holds the write lock, if one does. Exact for "is it me?" (only
-    /// the writer stores its own id, and clears it before it releases); a snapshot
-    /// otherwise.
-    pub fn exclusive_owner(&self) -> Option<u32> {
-        // Relaxed: see above.
-        let tid = self.writer.load(Relaxed) & !BORROWED;
-        let val = self.word.load(Relaxed);
-        (tid != 0 && val & (WRITER | UPGRADABLE) == WRITER).then_some(tid)
-    }
-
-    /// Forgets every waiter, keeping the lock held as it is (readers, or a writer).
-    /// For a fork child, whose copy of the lock names waiters that do not exist in it.
-    /// A writer that still waits for readers to leave is a waiter too: `WRITER` with
-    /// readers inside is forgotten, with its writer's id.
-    ///
-    /// # Safety
-    /// No other thread uses the lock during the call.
-    pub unsafe fn forget_waiters(&self) {
-        // Relaxed (all): the caller excludes every other thread.
-        let val = self.word.load(Relaxed);
-        // A writer in its section has no reader inside: with readers, `WRITER` is a
-        // drain's (unless it is held upgradable, beside them).
-        let draining = readers(val) != 0 && val & UPGRADABLE == 0;
-        let keep = if draining {
-            READERS_MASK
-        } else {
-            READERS_MASK | WRITER | UPGRADABLE
-        };
-        self.word.store(val & keep, Relaxed);
-        if draining {
-            self.writer.store(0, Relaxed);
-        }
-        self.writers_asleep.store(0, Relaxed);
-    }
 }
 
 #[cold]
@@ -707,44 +567,9 @@ fn too_many_readers() -> ! {
     panic!("klocks: more than {MAX_READERS} readers in one klocks::RwLock");
 }
 
-impl std::fmt::Debug for RawRwLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let val = self.word.load(Relaxed);
-        f.debug_struct("RawRwLock")
-            .field("readers", &readers(val))
-            .field("writer_locked", &(val & WRITER != 0))
-            .field("writer", &self.writer.load(Relaxed))
-            .field("writer_spinning", &(val & WRITER_SPINNING != 0))
-            .field("upgradable", &(val & UPGRADABLE != 0))
-            .field("writers_waiting", &(val & WRITERS_WAITING != 0))
-            .field("readers_waiting", &(val & READERS_WAITING != 0))
-            .field("reader_turn", &(val & READER_TURN != 0))
-            .finish()
-    }
-}
-
 impl Default for RawRwLock {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-#[cfg(all(loom, test))]
-impl crate::testing::TestRwLock for RawRwLock {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn read(&self) {
-        self.lock_shared();
-    }
-    fn read_done(&self) {
-        self.unlock_shared();
-    }
-    fn write(&self) {
-        self.lock_exclusive();
-    }
-    fn write_done(&self) {
-        self.unlock_exclusive();
     }
 }
 
@@ -752,6 +577,7 @@ impl crate::testing::TestRwLock for RawRwLock {
 mod lock_api_traits;
 mod read;
 mod release;
+mod state;
 mod upgradable;
 mod write;
 pub use read::TooManyReaders;

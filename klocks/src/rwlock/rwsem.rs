@@ -197,10 +197,10 @@ use std::marker::PhantomData;
 use super::wait_queue::{Detached, Queue, WaitQueue, Waiter};
 use crate::budget::{self, SpinBudget};
 use crate::catalog::RwLockKind;
-use crate::owner::{self, Watch};
+use crate::owner;
 use crate::stats::{self, Event, Lock};
 use crate::streak::{Run, Streak};
-use crate::sync::{cpu_relax, cpu_relax_times, AtomicU32, AtomicU64, Ordering::*};
+use crate::sync::{cpu_relax, AtomicU32, AtomicU64, Ordering::*};
 
 const WRITER_LOCKED: u64 = 1 << 0;
 /// Threads sleep in the queue.
@@ -401,38 +401,6 @@ impl<P: ReaderSpin> RwSem<P> {
         false
     }
 
-    /// Releases a read lock, waking the queue if this was the last reader.
-    ///
-    /// # Panics
-    /// If no reader holds the lock (and, in debug builds, if the calling thread
-    /// holds no read lock on it).
-    #[inline]
-    pub fn unlock_shared(&self) {
-        held::released_read(self.addr());
-        // Relaxed: the expected value; the cmpxchg decides.
-        let mut count = self.count.load(Relaxed);
-        loop {
-            if readers(count) == 0 {
-                unlock_shared_unheld();
-            }
-            let after = count - READER_BIAS;
-            if after & (LOCK_MASK | WAITERS | WRITER_WOKEN) == WAITERS {
-                // The last reader out, with sleepers to wake (module doc, "No access
-                // after the release").
-                return self.unlock_queued(READER_BIAS);
-            }
-            // Release: pairs with the Acquire of the next writer's acquisition. The
-            // last access to the lock.
-            match self
-                .count
-                .compare_exchange_weak(count, after, Release, Relaxed)
-            {
-                Ok(_) => return crate::fault::after_release(),
-                Err(now) => count = now,
-            }
-        }
-    }
-
     /// Takes the write lock: spins while the owner runs, sleeps otherwise.
     ///
     /// # Panics
@@ -466,69 +434,6 @@ impl<P: ReaderSpin> RwSem<P> {
             self.set_owner(owner::current_tid());
         }
         taken
-    }
-
-    /// Releases the write lock, waking the queue if threads sleep.
-    ///
-    /// # Panics
-    /// If the calling thread does not hold the write lock (the lock is left as it
-    /// was).
-    #[inline]
-    pub fn unlock_exclusive(&self) {
-        let me = owner::current_tid();
-        self.check_write_held(me, "unlock_exclusive");
-        // Relaxed: a hint that someone spins on us, so be observable to the probe
-        // (after the release: `owner::watch_current`).
-        let spun_on = self.spinner.load(Relaxed) != 0;
-        self.release_exclusive();
-        if spun_on {
-            owner::watch_current();
-        }
-    }
-
-    /// The write unlock's release: `(0,1,w,h) -> (0,0,w,h)`, through the wait queue
-    /// when threads sleep.
-    #[inline]
-    fn release_exclusive(&self) {
-        // Relaxed: ordered before the count's Release below; spinners read it racily.
-        self.owner.store(0, Relaxed);
-        // Relaxed: the expected value; the cmpxchg decides.
-        let mut count = self.count.load(Relaxed);
-        loop {
-            if count & (WAITERS | WRITER_WOKEN) == WAITERS {
-                // Sleepers to wake (module doc, "No access after the release").
-                return self.unlock_queued(WRITER_LOCKED);
-            }
-            // Release: pairs with the Acquire of the next acquisition. The last access
-            // to the lock.
-            match self
-                .count
-                .compare_exchange_weak(count, count - WRITER_LOCKED, Release, Relaxed)
-            {
-                Ok(_) => return crate::fault::after_release(),
-                Err(now) => count = now,
-            }
-        }
-    }
-
-    /// Turns the calling thread's write lock into a read lock, letting the readers at
-    /// the front of the queue in with it.
-    ///
-    /// # Panics
-    /// If the calling thread does not hold the write lock.
-    pub fn downgrade(&self) {
-        let me = owner::current_tid();
-        self.check_write_held(me, "downgrade");
-        self.set_reader_owned(me, 0);
-        // (0,1,w,h) -> (1,0,w,h). Release: pairs with the Acquire of the readers that
-        // join us and of the next writer.
-        let before = self
-            .count
-            .fetch_add(READER_BIAS.wrapping_sub(WRITER_LOCKED), Release);
-        held::acquired_read(self.addr());
-        if before & WAITERS != 0 {
-            self.wake(Wake::ReadOwned);
-        }
     }
 
     /// Whether anyone holds the lock.
@@ -642,67 +547,19 @@ impl<P: ReaderSpin> std::fmt::Debug for RwSem<P> {
     }
 }
 
-#[cfg(not(loom))]
-// SAFETY: readers and writers exclude as the module doc argues (and the loom models
-// check): a writer holds `WRITER_LOCKED` with no reader share counted, readers hold
-// shares with `WRITER_LOCKED` clear, every acquisition is an Acquire RMW on the count
-// and every release a Release RMW on it (grants pass through a Release/Acquire pair
-// on the waiter's word after the granter's Acquire on the count).
-unsafe impl<P: ReaderSpin> lock_api::RawRwLock for RwSem<P> {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    // The owner word names the writing thread, and debug builds track read locks per
-    // thread: a guard must be released by the thread that took it.
-    type GuardMarker = lock_api::GuardNoSend;
-
-    fn lock_shared(&self) {
-        RwSem::lock_shared(self);
-    }
-
-    fn try_lock_shared(&self) -> bool {
-        RwSem::try_lock_shared(self)
-    }
-
-    unsafe fn unlock_shared(&self) {
-        RwSem::unlock_shared(self);
-    }
-
-    fn lock_exclusive(&self) {
-        RwSem::lock_exclusive(self);
-    }
-
-    fn try_lock_exclusive(&self) -> bool {
-        RwSem::try_lock_exclusive(self)
-    }
-
-    unsafe fn unlock_exclusive(&self) {
-        RwSem::unlock_exclusive(self);
-    }
-
-    fn is_locked(&self) -> bool {
-        RwSem::is_locked(self)
-    }
-
-    fn is_locked_exclusive(&self) -> bool {
-        RwSem::is_locked_exclusive(self)
-    }
-}
-
-#[cfg(not(loom))]
-// SAFETY: `downgrade` turns the caller's write lock into a read lock atomically (one
-// RMW on the count), never letting a writer in between.
-unsafe impl<P: ReaderSpin> lock_api::RawRwLockDowngrade for RwSem<P> {
-    unsafe fn downgrade(&self) {
-        RwSem::downgrade(self);
-    }
-}
-
 /// Debug builds: the read locks each thread holds, to catch unlocking one it does not
 /// hold and write-locking one it read-holds.
 mod held;
 
 /// Optimistic spinning: the one spinner, the owner checks, and the nonspinnable bits.
 mod spin;
+
+/// The releases: the read unlock, the write unlock and the downgrade.
+mod release;
+
+/// `lock_api`'s traits, for `RwSemLock`.
+#[cfg(not(loom))]
+mod lock_api_traits;
 
 /// The waiter: what it waits for and since when, its wait on its node, and the
 /// wake-ups delivered after the queue lock is released.
@@ -722,25 +579,6 @@ use waiter::{wait_on_node, Deliveries, Kind, Node, Since, Wait, Wake};
 
 #[cfg(all(test, not(loom)))]
 mod tests;
-
-#[cfg(all(loom, test))]
-impl<P: ReaderSpin> crate::testing::TestRwLock for RwSem<P> {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn read(&self) {
-        self.lock_shared();
-    }
-    fn read_done(&self) {
-        self.unlock_shared();
-    }
-    fn write(&self) {
-        self.lock_exclusive();
-    }
-    fn write_done(&self) {
-        self.unlock_exclusive();
-    }
-}
 
 #[cfg(all(test, feature = "stats", not(loom)))]
 mod stats_tests;

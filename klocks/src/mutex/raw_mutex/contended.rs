@@ -1,17 +1,9 @@
 //! `RawMutex`'s contended lock: try, spin on the owner as the one spinner, yield a
-//! few times, claim a handoff once the wait is long, sleep; and the turns that send a
-//! thread whose turn is over to sleep at once (transitions `barge`, `start spin`,
+//! few times, claim a handoff once the wait is long, sleep; a thread whose turn is
+//! over ([`Turn`]) sleeps at once (transitions `barge`, `start spin`,
 //! `spin again`, `spinner takes`, `stop spin`, `sleep` of the module doc).
 
 use super::*;
-
-#[cfg(not(loom))]
-std::thread_local! {
-    /// When this thread's turn began (µs, wrapping): the end of its last sleep on a
-    /// `RawMutex`; 0 if it takes no turns (it has not slept lately). No destructor,
-    /// so it can be read at any time, also during thread exit.
-    static TURN_BEGAN: Cell<u32> = const { Cell::new(0) };
-}
 
 impl RawMutex {
     /// Everything after a failed fast path; whether we took the lock (always, unless
@@ -26,11 +18,11 @@ impl RawMutex {
         let mut slept_since = None;
         let mut yields = 0;
         // Relaxed: picks the path; `sleep` reads the word again.
-        if owner_of(self.word.load(Relaxed)) != 0 && turn_is_over() {
+        if owner_of(self.word.load(Relaxed)) != 0 && Turn::Mutex.is_over() {
             stats::count(STATS, Event::TurnOver);
             self.sleep(patience);
             slept_since = Some(now_us());
-            begin_turn();
+            Turn::Mutex.begin();
         }
         loop {
             let slept = slept_since.is_some();
@@ -73,7 +65,7 @@ impl RawMutex {
             }
             self.sleep(patience);
             slept_since.get_or_insert_with(now_us);
-            begin_turn();
+            Turn::Mutex.begin();
             yields = 0;
         }
     }
@@ -153,22 +145,21 @@ impl RawMutex {
         spun
     }
 
-    /// Spin while the owner runs, within the budget; take the lock when it is free,
-    /// `(0,s,w,0) -> (me,0,w|slept,0)`, and set the flag again on a held lock whose
-    /// unlock cleared it, `(o,0,w,0) -> (o,1,w,0)`. Stops at a handoff claim.
+    /// Spin while the owner runs, within the budget ([`spin_on_owner`]); take the
+    /// lock when it is free, `(0,s,w,0) -> (me,0,w|slept,0)`, and set the flag again
+    /// on a held lock whose unlock cleared it, `(o,0,w,0) -> (o,1,w,0)`. Stops at a
+    /// handoff claim.
     fn spin_on_owner(&self, me: u32, slept: bool, patience: Patience) -> Spin {
-        let budget = BUDGET.spins();
-        let mut spent = 0;
         let first = FIRST_BACKOFF.with(Cell::get);
-        let mut backoff = first;
-        let mut looks = 0;
-        let mut watch: Option<(u32, Watch)> = None;
-        loop {
-            looks += 1;
+        let pauses = Pauses {
+            first,
+            max: MAX_BACKOFF,
+        };
+        let spun = spin_on_owner(STATS, BUDGET.spins(), pauses, patience, |_| {
             // Relaxed: we only watch; the taking cmpxchg below is the Acquire.
             let val = self.word.load(Relaxed);
             if val & HANDOFF != 0 {
-                return Spin::Stopped;
+                return Look::Stop;
             }
             let owner = owner_of(val);
             if owner == 0 {
@@ -179,40 +170,25 @@ impl RawMutex {
                     .compare_exchange(val, new, Acquire, Relaxed)
                     .is_ok()
                 {
-                    FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
-                    return Spin::Took;
+                    return Look::Done;
                 }
-            } else {
-                if val & SPINNING == 0 {
-                    // An unlock without sleepers cleared the flag. This fails if the
-                    // word moved or a newer waiter set the flag first; either way the
-                    // next look sees the word as it is then. Relaxed: as in `spin`.
-                    let _ = self
-                        .word
-                        .compare_exchange(val, val | SPINNING, Relaxed, Relaxed);
-                }
-                // The kernel's rule: keep spinning on a new owner while it runs too.
-                let (_, watch) = match &mut watch {
-                    Some(w) if w.0 == owner => w,
-                    _ => watch.insert((owner, Watch::new(owner))),
-                };
-                if watch.owner_running() == Some(false) {
-                    stats::count(STATS, Event::OwnerOffCpu);
-                    return Spin::Stopped;
-                }
+            } else if val & SPINNING == 0 {
+                // An unlock without sleepers cleared the flag. This fails if the word
+                // moved or a newer waiter set the flag first; either way the next look
+                // sees the word as it is then. Relaxed: as in `spin`.
+                let _ = self
+                    .word
+                    .compare_exchange(val, val | SPINNING, Relaxed, Relaxed);
             }
-            if patience.expired() {
-                return Spin::Stopped;
+            Look::WhileRuns(owner)
+        });
+        match spun {
+            Spun::Done { looks } => {
+                FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
+                Spin::Took
             }
-            if spent >= budget {
-                return Spin::OwnerKeptRunning;
-            }
-            // Back off: an owner that re-takes the lock at once keeps the line in its
-            // cache for a run of critical sections instead of losing it to our loads
-            // after each one.
-            cpu_relax_times(backoff);
-            spent += backoff;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
+            Spun::BudgetSpent => Spin::OwnerKeptRunning,
+            Spun::Stopped | Spun::OwnerOffCpu => Spin::Stopped,
         }
     }
 
@@ -285,34 +261,4 @@ impl RawMutex {
             }
         }
     }
-}
-
-/// Whether this thread's turn is over: it last slept on a `RawMutex` at least
-/// [`TURN_US`] and less than [`TURNS_LAPSE_US`] ago. Under loom, whatever the model
-/// asks for (time is not modelled).
-fn turn_is_over() -> bool {
-    #[cfg(not(loom))]
-    {
-        let began = TURN_BEGAN.with(Cell::get);
-        if began == 0 {
-            return false;
-        }
-        let since = now_us().wrapping_sub(began);
-        if since >= TURNS_LAPSE_US {
-            // Spinning has served this thread for a while: it takes no more turns
-            // until it sleeps again.
-            TURN_BEGAN.with(|t| t.set(0));
-            return false;
-        }
-        since >= TURN_US
-    }
-    #[cfg(loom)]
-    TURNS_OVER_IN_MODELS.with(Cell::get)
-}
-
-/// This thread's turn begins now (it has just slept). A clock that reads 0 skips one
-/// turn (0 means none).
-pub(super) fn begin_turn() {
-    #[cfg(not(loom))]
-    TURN_BEGAN.with(|t| t.set(now_us()));
 }

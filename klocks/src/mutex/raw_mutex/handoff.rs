@@ -71,7 +71,7 @@ impl RawMutex {
     /// this thread, or by one on another thread that interrupted a claim in the making
     /// (module doc, "Signals"). The caller restores the thread's claim record.
     pub(super) fn await_handoff(&self, me: u32) -> bool {
-        let mut watch: Option<(u32, Watch)> = None;
+        let mut watch = OwnerWatch::new();
         let budget = BUDGET.spins();
         let mut spent = 0;
         loop {
@@ -99,11 +99,7 @@ impl RawMutex {
                 // Held, and no longer reserved: someone consumed the claim.
                 return false;
             }
-            let (_, watch) = match &mut watch {
-                Some(w) if w.0 == owner => w,
-                _ => watch.insert((owner, Watch::new(owner))),
-            };
-            if spent < budget && watch.owner_running() != Some(false) {
+            if spent < budget && watch.running(owner) != Some(false) {
                 cpu_relax_times(MAX_BACKOFF);
                 spent += MAX_BACKOFF;
                 continue;

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::stats::testing::*;
+use crate::turn::TURN_US;
 use std::time::{Duration, Instant};
 
 /// Behind an owner that is not running, a waiter spins and sleeps once, and is woken
@@ -38,7 +39,7 @@ fn stats_a_thread_whose_turn_is_over_sleeps_at_once() {
     let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
     lock.lock();
     let waiter = Contender::spawn(move || {
-        contended::begin_turn();
+        Turn::Mutex.begin();
         std::thread::sleep(Duration::from_micros(2 * u64::from(TURN_US)));
         lock.lock();
         lock.unlock();

@@ -1,5 +1,6 @@
 use super::*;
 use crate::testing::{oversubscribed, stress};
+use crate::turn::TURNS_LAPSE_US;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -147,48 +147,36 @@ impl RawRwLock {
     }
 
     /// Spins while `done(word)` is false, `worth(word, pauses spent)` is true and the
-    /// writer holding the lock (if any) runs on a CPU, within the budget; whether
-    /// `done` came true.
+    /// writer holding the lock (if any) runs on a CPU, within the budget
+    /// ([`spin_on_owner`]); whether `done` came true.
     pub(super) fn spin_on_writer(
         &self,
         done: impl Fn(u32) -> bool,
         worth: impl Fn(u32, u32) -> bool,
     ) -> bool {
-        let budget = BUDGET.spins();
-        let mut spent = 0;
         let first = FIRST_BACKOFF.with(Cell::get);
-        let mut backoff = first;
-        let mut looks = 0;
-        let mut watch: Option<(u32, Watch)> = None;
-        loop {
-            looks += 1;
+        let pauses = Pauses {
+            first,
+            max: MAX_BACKOFF,
+        };
+        let spun = spin_on_owner(STATS, BUDGET.spins(), pauses, Patience::Forever, |spent| {
             // Relaxed: only watches; the caller's cmpxchg is the Acquire.
             let val = self.word.load(Relaxed);
             if done(val) {
-                FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
-                return true;
+                return Look::Done;
             }
             if !worth(val, spent) {
-                return false;
+                return Look::Stop;
             }
             // Relaxed: a hint for the probe.
-            let writer = self.writer.load(Relaxed) & !BORROWED;
-            if writer != 0 {
-                let (_, watch) = match &mut watch {
-                    Some(w) if w.0 == writer => w,
-                    _ => watch.insert((writer, Watch::new(writer))),
-                };
-                if watch.owner_running() == Some(false) {
-                    stats::count(STATS, Event::OwnerOffCpu);
-                    return false;
-                }
+            Look::WhileRuns(self.writer.load(Relaxed) & !BORROWED)
+        });
+        match spun {
+            Spun::Done { looks } => {
+                FIRST_BACKOFF.with(|f| f.set(backoff::next_first(first, looks)));
+                true
             }
-            if spent >= budget {
-                return false;
-            }
-            cpu_relax_times(backoff);
-            spent += backoff;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
+            Spun::Stopped | Spun::OwnerOffCpu | Spun::BudgetSpent => false,
         }
     }
 }

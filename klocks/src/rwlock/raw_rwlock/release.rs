@@ -1,10 +1,88 @@
 //! The write unlock: disown the lock (or give a borrowed one back), then the releasing
 //! cmpxchg that decides the wakes, with a sleeping writer woken early when others
-//! wait; and the turn rules the release reads (`turn_is_on`, `readers_due`).
+//! wait; the releases built on it (`try_unlock_either`, `downgrade`); and the turn
+//! rules the release reads (`turn_is_on`, `readers_due`).
 
 use super::*;
 
 impl RawRwLock {
+    /// Releases the write lock.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the write lock (the lock is left as it
+    /// was).
+    #[inline]
+    pub fn unlock_exclusive(&self) {
+        let Some(me) = self.disown_write() else {
+            // A signal handler's write lock borrowed from its thread's drain: the
+            // thread's WRITER stays.
+            return;
+        };
+        // (0,1,0,0,0) -> 0. Release: pairs with the Acquire of the next acquisition.
+        if self
+            .word
+            .compare_exchange(WRITER, 0, Release, Relaxed)
+            .is_ok()
+        {
+            crate::fault::after_release();
+        } else {
+            self.release_write(me, 0);
+        }
+    }
+
+    /// Releases the calling thread's hold, read or write, when one look at the word
+    /// tells which it is; `false`, having done nothing, when it cannot. For callers
+    /// that are not told (pthread's `unlock`), and know the caller holds the lock:
+    ///
+    /// - readers inside and no `WRITER`: a read hold (a writer's `WRITER` stays set
+    ///   until its own unlock, so the caller is not one), released as
+    ///   [`unlock_shared`](Self::unlock_shared) releases it;
+    /// - `WRITER` alone (no reader inside, not upgradable) with the caller's id as the
+    ///   writer: its write hold, released as [`unlock_exclusive`](Self::unlock_exclusive)
+    ///   releases it;
+    /// - anything else (a free lock, a writer draining the readers inside, an
+    ///   upgradable holder, a write lock a signal handler borrowed): `false`.
+    #[inline]
+    pub fn try_unlock_either(&self) -> bool {
+        // Relaxed: picks which release; the release's own RMW (the fetch_sub of
+        // `unlock_shared`, the cmpxchg of `unlock_exclusive`) is the Release that
+        // pairs with the next acquisition's Acquire.
+        let val = self.word.load(Relaxed);
+        if val & WRITER == 0 {
+            if readers(val) == 0 {
+                return false;
+            }
+            self.unlock_shared();
+            return true;
+        }
+        // Relaxed: only this thread stores its own id there, so "is it me?" needs no
+        // ordering (as in `disown_write`).
+        if val & (READERS_MASK | UPGRADABLE) != 0
+            || self.writer.load(Relaxed) != owner::current_tid()
+        {
+            return false;
+        }
+        self.unlock_exclusive();
+        true
+    }
+
+    /// Turns the write lock the thread holds into a read lock, letting waiting
+    /// readers in with it.
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the write lock.
+    pub fn downgrade(&self) {
+        match self.disown_write() {
+            Some(me) => self.release_write(me, READER),
+            // A borrowed write lock becomes a read lock beside its thread's WRITER,
+            // as a handler's read would be. Relaxed: this thread's own WRITER holds
+            // every other writer and reader out.
+            None => {
+                self.word.fetch_add(READER, Relaxed);
+            }
+        }
+    }
+
     /// Checks that the calling thread writes, and forgets it as the writer; its id,
     /// or `None` for a write lock that a signal handler borrowed from its thread's
     /// drain (`borrow_drain`), which this gives back to the thread.

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::stats::testing::*;
+use crate::turn::TURN_US;
 
 /// A reader behind a writer that is not running spins once in vain and sleeps once;
 /// the write unlock wakes the readers once (no writer sleeps: no reader turn).
@@ -59,10 +60,47 @@ fn stats_a_writer_drains_a_reader_and_is_woken_once() {
     expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
 }
 
-/// A writer that never slept finds the lock write-held while another writer sleeps:
-/// its turn is over, so it sleeps at once behind the sleeper, without a yield.
+/// A writer whose turn is over (it woke from a sleep as a writer more than
+/// [`TURN_US`] ago) finds the lock write-held while another writer sleeps: it sleeps
+/// at once behind the sleeper, without a yield. A writer that never slept has no turn
+/// to be over: see the next test.
 #[test]
 fn stats_a_writer_whose_turn_is_over_sleeps_behind_the_sleepers() {
+    let lock: &'static RawRwLock = Box::leak(Box::new(RawRwLock::new()));
+    lock.lock_exclusive();
+    let first = Contender::spawn(move || {
+        lock.lock_exclusive();
+        lock.unlock_exclusive();
+    });
+    eventually("the first writer asleep", || {
+        lock.word.load(Relaxed) & WRITERS_WAITING != 0 && first.asleep()
+    });
+    let second = Contender::spawn(move || {
+        Turn::RwLockWriter.begin();
+        std::thread::sleep(std::time::Duration::from_micros(2 * u64::from(TURN_US)));
+        lock.lock_exclusive();
+        lock.unlock_exclusive();
+    });
+    // Asleep on the lock, not in its own `sleep` above.
+    eventually("the second writer asleep", || {
+        lock.writers_asleep.load(Relaxed) == 2 && second.asleep()
+    });
+    lock.unlock_exclusive();
+    // The first writer may take a turn too: on a loaded machine it can run 1 ms
+    // after its wake and find the second holding the lock.
+    first.join();
+    let ((), second) = second.join();
+    assert_eq!(second.get(STATS, LockSlowpath), 1);
+    assert_eq!(second.get(STATS, TurnOver), 1);
+    assert!(second.get(STATS, Sleep) >= 1);
+    assert_eq!(second.get(STATS, Yield), 0);
+}
+
+/// A writer that never slept finds the lock write-held while another writer sleeps:
+/// it has no turn to be over ([`crate::turn`]), so it spins and yields before it
+/// sleeps, as any writer's first wait.
+#[test]
+fn stats_a_writer_that_never_slept_takes_no_turn() {
     let lock: &'static RawRwLock = Box::leak(Box::new(RawRwLock::new()));
     lock.lock_exclusive();
     let first = Contender::spawn(move || {
@@ -78,12 +116,8 @@ fn stats_a_writer_whose_turn_is_over_sleeps_behind_the_sleepers() {
     });
     eventually("the second writer asleep", || second.asleep());
     lock.unlock_exclusive();
-    // The first writer may take a turn too: on a loaded machine it can run 1 ms
-    // after its wake and find the second holding the lock.
-    let ((), _) = first.join();
+    first.join();
     let ((), second) = second.join();
-    assert_eq!(second.get(STATS, LockSlowpath), 1);
-    assert_eq!(second.get(STATS, TurnOver), 1);
-    assert!(second.get(STATS, Sleep) >= 1);
-    assert_eq!(second.get(STATS, Yield), 0);
+    assert_eq!(second.get(STATS, TurnOver), 0);
+    assert!(second.get(STATS, Yield) >= 1);
 }

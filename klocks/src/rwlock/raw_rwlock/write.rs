@@ -1,7 +1,7 @@
 //! The write paths past the fast path: take `WRITER` (spinning as the one writer
 //! spinner, or sleeping behind the sleeping writers when this thread's turn is over),
-//! then drain the readers inside; a signal handler that borrows its thread's drain;
-//! and the writers' turn clock.
+//! then drain the readers inside; and a signal handler that borrows its thread's
+//! drain.
 
 use super::*;
 
@@ -72,7 +72,7 @@ impl RawRwLock {
                 continue;
             }
             self.sleep_as_writer(patience);
-            begin_writer_turn();
+            Turn::RwLockWriter.begin();
             slept = true;
         }
     }
@@ -143,12 +143,14 @@ impl RawRwLock {
     pub(super) fn queue_behind_sleepers(&self, patience: Patience) -> bool {
         // Relaxed: picks the path; `sleep_as_writer` reads the word again.
         let val = self.word.load(Relaxed);
-        if val & (WRITER | WRITERS_WAITING) != WRITER | WRITERS_WAITING || !writer_turn_is_over() {
+        if val & (WRITER | WRITERS_WAITING) != WRITER | WRITERS_WAITING
+            || !Turn::RwLockWriter.is_over()
+        {
             return false;
         }
         stats::count(STATS, Event::TurnOver);
         self.sleep_as_writer(patience);
-        begin_writer_turn();
+        Turn::RwLockWriter.begin();
         true
     }
 
@@ -364,23 +366,4 @@ impl RawRwLock {
             }
         }
     }
-}
-
-/// Whether this thread's turn as a writer is over: it has not slept as a writer on a
-/// `RawRwLock` for [`WRITER_TURN_US`], or never has. Under loom, whatever the model
-/// asks for (time is not modelled).
-pub(super) fn writer_turn_is_over() -> bool {
-    #[cfg(not(loom))]
-    {
-        let woke = WRITER_WOKE_AT.with(Cell::get);
-        woke == 0 || now_us().wrapping_sub(woke) >= WRITER_TURN_US
-    }
-    #[cfg(loom)]
-    TURNS_OVER_IN_MODELS.with(Cell::get)
-}
-
-/// This thread's turn as a writer begins now (it has just slept).
-pub(super) fn begin_writer_turn() {
-    #[cfg(not(loom))]
-    WRITER_WOKE_AT.with(|t| t.set(now_us() | 1));
 }

@@ -4,6 +4,8 @@
 //! word turn spinning off where it was seen to fail (seed 001's adaptive bits).
 
 use super::*;
+use crate::spin_on_owner::{spin_on_owner, Look, Pauses, Spun};
+use crate::wait::Patience;
 
 impl<P: ReaderSpin> RwSem<P> {
     /// Become the one spinner and spin for the lock. Returns whether we took it (and
@@ -32,25 +34,27 @@ impl<P: ReaderSpin> RwSem<P> {
     }
 
     /// The kernel's `rwsem_optimistic_spin` loop: try, then look at the owner, with
-    /// exponential backoff, until we take the lock or spinning stops paying.
+    /// exponential backoff ([`spin_on_owner`]), until we take the lock or spinning
+    /// stops paying.
     fn spin(&self, me: u32, kind: Kind) -> bool {
         let limit = BUDGET.spins();
-        let mut spent = 0u32;
-        let mut backoff = 1;
-        let mut watched: Option<(u32, Watch)> = None;
         let mut reader_owned_until: Option<u32> = None;
         // Whether the reader-nonspinnable bit, if set, still stops us: asked once per
         // spin (it reads the clock).
         let mut reader_bit_stops: Option<bool> = None;
-        loop {
+        let pauses = Pauses {
+            first: 1,
+            max: MAX_BACKOFF,
+        };
+        let spun = spin_on_owner(Self::STATS, limit, pauses, Patience::Forever, |spent| {
             let taken = match kind {
                 Kind::Read => self.try_read_unqueued(me),
                 Kind::Write => self.try_write_unqueued(me),
             };
             if taken {
-                return true;
+                return Look::Done;
             }
-            // Relaxed: hints, re-read every iteration.
+            // Relaxed: hints, re-read every look.
             let owner = self.owner.load(Relaxed);
             let count = self.count.load(Relaxed);
             let stop = match kind {
@@ -61,52 +65,29 @@ impl<P: ReaderSpin> RwSem<P> {
                 Kind::Write => owner & WR_NONSPINNABLE != 0,
             };
             if stop {
-                return false;
+                return Look::Stop;
             }
             if count & WRITER_LOCKED != 0 {
                 reader_owned_until = None;
-                if !self.writer_runs(owner, &mut watched) {
-                    return false;
-                }
-            } else if readers(count) != 0 {
+                return Look::WhileRuns(writing_owner(owner));
+            }
+            if readers(count) != 0 {
                 // Reader-owned. A reader that could not join is held off by HANDOFF.
                 if kind == Kind::Read {
-                    return false;
+                    return Look::Stop;
                 }
                 let until = *reader_owned_until
                     .get_or_insert_with(|| spent.saturating_add(reader_owned_spins(count, limit)));
                 if spent >= until {
                     self.set_nonspinnable();
-                    return false;
+                    return Look::Stop;
                 }
             } else if count & HANDOFF != 0 {
-                return false;
+                return Look::Stop;
             }
-            if spent >= limit {
-                return false;
-            }
-            cpu_relax_times(backoff);
-            spent = spent.saturating_add(backoff);
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
-    }
-
-    /// Whether the writing owner is worth spinning on: not known to be off its CPU.
-    fn writer_runs(&self, owner: u32, watched: &mut Option<(u32, Watch)>) -> bool {
-        let tid = owner & TID_MASK;
-        if tid == 0 || owner & READER_OWNED != 0 {
-            // The writer has not written its id yet.
-            return true;
-        }
-        if !matches!(watched, Some((t, _)) if *t == tid) {
-            *watched = Some((tid, Watch::new(tid)));
-        }
-        let (_, watch) = watched.as_mut().expect("set above");
-        let off_cpu = watch.owner_running() == Some(false);
-        if off_cpu {
-            stats::count(Self::STATS, Event::OwnerOffCpu);
-        }
-        !off_cpu
+            Look::WhileRuns(0)
+        });
+        matches!(spun, Spun::Done { .. })
     }
 
     /// A spinning writer's take: free, and not owed to a waiter (sleepers or not).
@@ -223,6 +204,16 @@ impl<P: ReaderSpin> RwSem<P> {
         if self.owner.load(Relaxed) & WR_NONSPINNABLE != 0 {
             self.owner.fetch_and(!WR_NONSPINNABLE, Relaxed);
         }
+    }
+}
+
+/// The thread to watch on a write-locked lock whose owner word reads `owner`: its
+/// writer, or 0 (nobody to watch: spin on) while the writer has not written its id yet.
+fn writing_owner(owner: u32) -> u32 {
+    if owner & READER_OWNED != 0 {
+        0
+    } else {
+        owner & TID_MASK
     }
 }
 

@@ -1,0 +1,73 @@
+//! What a `RawRwLock` tells about itself (held? by which writer? the `Debug` view),
+//! and the fork child's repair, `forget_waiters`: reads of the word and the writer's
+//! id that change nothing, but for the repair.
+
+use super::*;
+
+impl RawRwLock {
+    /// Whether a writer holds the lock or any reader does.
+    pub fn is_locked(&self) -> bool {
+        // Relaxed: a snapshot for the caller.
+        let val = self.word.load(Relaxed);
+        val & WRITER != 0 || readers(val) != 0
+    }
+
+    /// Whether a writer holds the lock (not while it still waits for readers to
+    /// leave: they hold it shared).
+    pub fn is_locked_exclusive(&self) -> bool {
+        // Relaxed: a snapshot for the caller.
+        let val = self.word.load(Relaxed);
+        val & (WRITER | UPGRADABLE) == WRITER && readers(val) == 0
+    }
+
+    /// The thread that holds the write lock, if one does. Exact for "is it me?" (only
+    /// the writer stores its own id, and clears it before it releases); a snapshot
+    /// otherwise.
+    pub fn exclusive_owner(&self) -> Option<u32> {
+        // Relaxed: see above.
+        let tid = self.writer.load(Relaxed) & !BORROWED;
+        let val = self.word.load(Relaxed);
+        (tid != 0 && val & (WRITER | UPGRADABLE) == WRITER).then_some(tid)
+    }
+
+    /// Forgets every waiter, keeping the lock held as it is (readers, or a writer).
+    /// For a fork child, whose copy of the lock names waiters that do not exist in it.
+    /// A writer that still waits for readers to leave is a waiter too: `WRITER` with
+    /// readers inside is forgotten, with its writer's id.
+    ///
+    /// # Safety
+    /// No other thread uses the lock during the call.
+    pub unsafe fn forget_waiters(&self) {
+        // Relaxed (all): the caller excludes every other thread.
+        let val = self.word.load(Relaxed);
+        // A writer in its section has no reader inside: with readers, `WRITER` is a
+        // drain's (unless it is held upgradable, beside them).
+        let draining = readers(val) != 0 && val & UPGRADABLE == 0;
+        let keep = if draining {
+            READERS_MASK
+        } else {
+            READERS_MASK | WRITER | UPGRADABLE
+        };
+        self.word.store(val & keep, Relaxed);
+        if draining {
+            self.writer.store(0, Relaxed);
+        }
+        self.writers_asleep.store(0, Relaxed);
+    }
+}
+
+impl std::fmt::Debug for RawRwLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let val = self.word.load(Relaxed);
+        f.debug_struct("RawRwLock")
+            .field("readers", &readers(val))
+            .field("writer_locked", &(val & WRITER != 0))
+            .field("writer", &self.writer.load(Relaxed))
+            .field("writer_spinning", &(val & WRITER_SPINNING != 0))
+            .field("upgradable", &(val & UPGRADABLE != 0))
+            .field("writers_waiting", &(val & WRITERS_WAITING != 0))
+            .field("readers_waiting", &(val & READERS_WAITING != 0))
+            .field("reader_turn", &(val & READER_TURN != 0))
+            .finish()
+    }
+}
