@@ -10,7 +10,9 @@ use klocks::catalog::{MutexKind, RwLockKind};
 use super::{LOCK, PROFILE, RWLOCK};
 
 use super::profile::{Profile, Remedy};
-use super::{run_once, run_rounds, timing_table, Config, PreloadLock, PreloadRwLock, Variant, GLIBC};
+use super::runs::{run_once, run_rounds, Variant};
+use super::tables::timing_table;
+use super::{Config, PreloadLock, PreloadRwLock, GLIBC};
 use crate::harness::Error;
 use crate::cells::{wrap, Cell, Progress, Table};
 
