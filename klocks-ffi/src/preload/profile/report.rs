@@ -23,7 +23,7 @@
 use std::ffi::{c_int, CStr};
 use std::fmt::{self, Write};
 use std::sync::atomic::{
-    AtomicBool, AtomicU64, AtomicUsize,
+    AtomicBool, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
 };
 use std::sync::OnceLock;
@@ -40,7 +40,7 @@ use out::{Buffer, Out};
 
 use super::advice::{advise, InUse, Shape};
 use super::format::Format;
-use super::table::sites::{self, Site};
+use super::table::sites::{self, Site, Tally};
 use super::table::{self, Counters, Entry, Seen};
 use super::{clock, SAMPLE_EVERY};
 
@@ -216,25 +216,26 @@ fn ranked(top: usize) -> (Top<Row, MAX_PROFILE_TOP>, Top<Row, MAX_PROFILE_TOP>, 
 #[derive(Clone, Copy)]
 struct SiteSum {
     site: &'static Site,
-    locks: u64,
+    /// How many of its locks were destroyed.
     destroyed: u64,
-    acquisitions: u64,
-    contended: u64,
-    wait: u64,
+    /// Its locks, live and destroyed.
+    tally: Tally,
 }
 
 impl SiteSum {
     fn of(site: &'static Site) -> SiteSum {
-        // Relaxed: a snapshot for the report.
-        let get = |counter: &AtomicU64| counter.load(Relaxed);
+        let destroyed = site.destroyed();
         SiteSum {
             site,
-            locks: get(&site.live) + get(&site.destroyed),
-            destroyed: get(&site.destroyed),
-            acquisitions: get(&site.acquisitions) + get(&site.live_acquisitions),
-            contended: get(&site.contended) + get(&site.live_contended),
-            wait: get(&site.wait).saturating_add(get(&site.live_wait)),
+            destroyed: destroyed.locks,
+            tally: destroyed.merged(site.live()),
         }
+    }
+
+    /// Whether its locks are rwlocks (its first lock's kind).
+    fn rwlock(&self) -> bool {
+        // Relaxed: a snapshot for the report.
+        self.site.rwlock.load(Relaxed)
     }
 }
 
@@ -243,15 +244,12 @@ impl SiteSum {
 fn tally_sites() -> u64 {
     sites::clear_live();
     for lock in table::in_use() {
-        let entry = lock.entry;
-        if acquisitions(entry) > 0 {
-            sites::add_live(
-                entry,
-                [acquisitions(entry), contended(entry), total_wait(entry)],
-            );
+        let tally = Tally::of(lock.entry);
+        if tally.acquisitions > 0 {
+            sites::add_live(lock.entry, tally);
         }
     }
-    sites::all().map(|site| SiteSum::of(site).wait).sum()
+    sites::all().map(|site| SiteSum::of(site).tally.wait).sum()
 }
 
 /// The sites with more than one lock (or any destroyed one), by their locks' total
@@ -259,8 +257,8 @@ fn tally_sites() -> u64 {
 fn by_site(top: usize) -> Option<Top<SiteSum, MAX_PROFILE_TOP>> {
     let mut top_sites = Top::new(top);
     for site in sites::all().map(SiteSum::of) {
-        if site.locks > 1 || site.destroyed > 0 {
-            top_sites.insert(site, |s| (s.wait, s.acquisitions));
+        if site.tally.locks > 1 || site.destroyed > 0 {
+            top_sites.insert(site, |s| (s.tally.wait, s.tally.acquisitions));
         }
     }
     let any = top_sites.items[0].is_some();
@@ -321,6 +319,8 @@ struct Summary {
     by_waits: Top<Row, MAX_PROFILE_TOP>,
     /// How many live locks were acquired at all.
     seen: usize,
+    /// The sites of many or destroyed locks ([`by_site`]).
+    sites: Option<Top<SiteSum, MAX_PROFILE_TOP>>,
     /// The process's CPU time, in nanoseconds.
     cpu_ns: f64,
     /// The share of the threads' time spent waiting for locks.
@@ -348,6 +348,7 @@ impl Summary {
             rows,
             by_waits,
             seen,
+            sites: by_site(top),
             cpu_ns,
             share: wait_ns / (wait_ns + cpu_ns).max(1.0),
             // Relaxed: a count for the report, ordered with nothing.
@@ -399,7 +400,6 @@ fn write_text(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
         all_wait,
         share,
         cpus,
-        top,
         ..
     } = *summary;
     let rows = &summary.rows;
@@ -461,21 +461,23 @@ fn write_text(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
             table::slots()
         )?;
     }
-    if let Some(by_site) = by_site(top) {
+    if let Some(by_site) = &summary.sites {
         writeln!(
             out,
             "sites by their locks' total wait (destroyed locks included):"
         )?;
-        for site in by_site.iter() {
+        for (rank, site) in by_site.iter().enumerate() {
+            let tally = site.tally;
             write!(
                 out,
-                "     {} locks ({} destroyed): {} acquired, {} waited, {} waiting in all ({:.1}%), ",
-                site.locks,
+                "{:>3}  {} locks ({} destroyed): {} acquired, {} waited, {} waiting in all ({:.1}%), ",
+                SiteRank(rank + 1),
+                tally.locks,
                 site.destroyed,
-                site.acquisitions,
-                site.contended,
-                Time(ns(site.wait)),
-                100.0 * site.wait as f64 / all_wait.max(1) as f64,
+                tally.acquisitions,
+                tally.contended,
+                Time(ns(tally.wait)),
+                100.0 * tally.wait as f64 / all_wait.max(1) as f64,
             )?;
             if sites::is_other(site.site) {
                 out.write_str("at sites beyond the profile's table of sites")?;
@@ -491,15 +493,27 @@ fn write_text(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
     if share >= NEGLIGIBLE_SHARE {
         for (rank, row) in rows.iter().enumerate() {
             write!(out, "{:>3}  ", rank + 1)?;
-            advise(
-                &shape(row.seen.entry, summary.ns_per_tick, cpus),
-                summary.in_use,
-                out,
-            )?;
+            advise(&lock_shape(row.seen.entry, summary), summary.in_use, out)?;
+            writeln!(out)?;
+        }
+        for (rank, site) in summary.sites.iter().flat_map(Top::iter).enumerate() {
+            write!(out, "{:>3}  ", SiteRank(rank + 1))?;
+            advise(&site_shape(site, summary), summary.in_use, out)?;
             writeln!(out)?;
         }
     }
     Ok(())
+}
+
+/// A site's rank in the report's list of sites: `s1`, `s2`, ...
+struct SiteRank(usize);
+
+impl fmt::Display for SiteRank {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut buffer = Buffer::<8>::new();
+        write!(buffer, "s{}", self.0)?;
+        f.pad(buffer.as_str())
+    }
 }
 
 /// The locks in the top by number of waits that the list by wait time leaves out,
@@ -629,25 +643,34 @@ fn write_lock(
     points::write(out, &entry.stacks, ns, sites)
 }
 
-/// The measured shape of a lock, for [`advise`].
-fn shape(entry: &Entry, ns_per_tick: f64, cpus: usize) -> Shape {
-    let (ex, sh) = (&entry.exclusive, &entry.shared);
-    let get = |counter| Counters::get(counter);
-    let timed = get(&ex.timed_holds) + get(&sh.timed_holds);
-    let hold_total = get(&ex.hold_total) + get(&sh.hold_total);
+/// The measured shape of locks whose counts are `tally`, for [`advise`]: one lock's,
+/// or a site's (its locks summed), read alike.
+fn shape(tally: &Tally, rwlock: bool, summary: &Summary) -> Shape {
+    let ns = |ticks: u64| summary.ns(ticks);
     Shape {
-        // Relaxed: a snapshot for the report.
-        rwlock: entry.rwlock.load(Relaxed),
-        acquisitions: acquisitions(entry),
-        reads: get(&sh.acquisitions),
-        contended: get(&ex.contended) + get(&sh.contended),
-        wait_ns: total_wait(entry) as f64 * ns_per_tick,
-        max_wait_ns: get(&ex.wait_max).max(get(&sh.wait_max)) as f64 * ns_per_tick,
-        mean_hold_ns: (timed > 0).then(|| hold_total as f64 * ns_per_tick / timed as f64),
-        max_hold_ns: get(&ex.hold_max).max(get(&sh.hold_max)) as f64 * ns_per_tick,
-        peak_waiting: entry.peak_waiting.load(Relaxed),
-        cpus,
+        rwlock,
+        acquisitions: tally.acquisitions,
+        reads: tally.reads,
+        contended: tally.contended,
+        wait_ns: ns(tally.wait),
+        max_wait_ns: ns(tally.wait_max),
+        mean_hold_ns: (tally.timed_holds > 0)
+            .then(|| ns(tally.hold_total) / tally.timed_holds as f64),
+        max_hold_ns: ns(tally.hold_max),
+        peak_waiting: u32::try_from(tally.peak_waiting).unwrap_or(u32::MAX),
+        cpus: summary.cpus,
     }
+}
+
+/// A live lock's shape.
+fn lock_shape(entry: &Entry, summary: &Summary) -> Shape {
+    // Relaxed: a snapshot for the report.
+    shape(&Tally::of(entry), entry.rwlock.load(Relaxed), summary)
+}
+
+/// A site's shape: its locks, live and destroyed, as one.
+fn site_shape(site: &SiteSum, summary: &Summary) -> Shape {
+    shape(&site.tally, site.rwlock(), summary)
 }
 
 /// The program's name (glibc's `program_invocation_short_name`).
