@@ -56,6 +56,7 @@ mod profile;
 mod runs;
 mod tables;
 use advice::{run_profile, Profiling, Setting};
+use profile::Remedy;
 use runs::run_rounds;
 pub use runs::Variant;
 pub use tables::tables;
@@ -173,6 +174,12 @@ pub struct Args {
     #[arg(long = "try", requires = "profile")]
     pub try_advice: bool,
 
+    /// Test-only, hidden: with --try, measure VAR=VALUE instead of the settings the
+    /// advice suggests (the report says so), so that a test can make --try measure a
+    /// setting that is slower for its program; the runs are real
+    #[arg(long, hide = true, requires = "try_advice", value_parser = parse_remedy, value_name = "VAR=VALUE")]
+    pub test_advice: Option<Remedy>,
+
     /// Also run the command with glibc's locks through the preload and under its
     /// contention profile (KLOCKS_PROFILE=1): the ratio of their rows is the profile's
     /// cost, and the report is printed under the table
@@ -198,6 +205,17 @@ fn parse_metric(text: &str) -> Result<Regex, String> {
             "it needs exactly one capture group around the number, it has {}",
             n - 1
         )),
+    }
+}
+
+/// `--test-advice`: `KLOCKS_LOCK=VALUE` or `KLOCKS_RWLOCK=VALUE`.
+fn parse_remedy(text: &str) -> Result<Remedy, String> {
+    match text.split_once('=') {
+        Some((variable, value)) if [LOCK.name(), RWLOCK.name()].contains(&variable) => Ok(Remedy {
+            variable: variable.to_owned(),
+            value: value.to_owned(),
+        }),
+        _ => Err(format!("{text:?} is not KLOCKS_LOCK=VALUE or KLOCKS_RWLOCK=VALUE")),
     }
 }
 
@@ -326,6 +344,7 @@ impl Config {
             profiling: Some(Profiling {
                 current,
                 try_advice: args.try_advice,
+                test_advice: args.test_advice.clone(),
                 outcome: Default::default(),
             }),
         })
