@@ -2,8 +2,10 @@
 //! locks, then the locks that made threads wait longest, one row each (two for an
 //! rwlock: its reads and its writes) and a line naming where it comes from, then the
 //! locks waited for most often that the first list leaves out, the sites whose locks
-//! waited longest (destroyed locks included), then a suggestion per lock (none when
-//! locks cost a negligible share). Every line is wrapped at 120 columns ([`out`]).
+//! waited longest (destroyed locks included, ranked `s1`, `s2`, ...), then a
+//! suggestion per lock and one per site, a site's for its locks, live and destroyed,
+//! as one lock of their summed counts (none when locks cost a negligible share).
+//! Every line is wrapped at 120 columns ([`out`]).
 //!
 //! # Two rankings
 //!

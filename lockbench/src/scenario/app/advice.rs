@@ -254,7 +254,7 @@ fn effect_table(config: &Config, tried: &[Variant], cells: &[Cell]) -> Table {
             Some(judged) => match judged.verdict {
                 Verdict::Faster => format!("{name}: {judged}: the advice pays for this program"),
                 Verdict::Slower => format!(
-                    "{name}: {judged}: slower; the advice does not hold for this program, keep {current}"
+                    "{name}: {judged}: the advice does not hold here; keep {current}"
                 ),
                 Verdict::NoClearDifference => format!(
                     "{name}: no clear difference {judged}: the advice wins nothing measurable here"

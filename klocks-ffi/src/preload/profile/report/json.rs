@@ -6,7 +6,8 @@
 //! setting it suggests in `try`: `{"variable":"KLOCKS_LOCK","value":"default"}` or
 //! `null`) followed by its `stack`s; the locks by wait time first, then those of the
 //! "most often waited for" list (`rank` `null`); then per
-//! site of many or destroyed locks a `site` followed by its destroyed locks'
+//! site of many or destroyed locks a `site` (its `rank`, `kind`, counts, `advice`
+//! and `try` as a lock's, for its locks as one) followed by its destroyed locks'
 //! `stack`s. Times are whole nanoseconds; a place in the code is an object with its
 //! `address` and, in the report at exit, its `function` (the innermost inlined one),
 //! `inlined_into`, `file`, `line`, `module` and `offset` (`null` where unknown). One object a line, so a reader can stream it
