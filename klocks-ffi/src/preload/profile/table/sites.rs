@@ -303,3 +303,57 @@ pub(super) fn restart_counts() {
         site.stacks.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two locks' tallies as one: counts and totals summed, longest wait and hold and
+    /// most waiters the larger; and a site's totals add tallies the same way.
+    #[test]
+    fn tallies_sum_counts_and_keep_maxima() {
+        let a = Tally {
+            locks: 1,
+            acquisitions: 10,
+            reads: 4,
+            contended: 3,
+            wait: 300,
+            wait_max: 200,
+            timed_holds: 5,
+            hold_total: 50,
+            hold_max: 30,
+            peak_waiting: 2,
+        };
+        let b = Tally {
+            locks: 2,
+            acquisitions: 20,
+            reads: 0,
+            contended: 1,
+            wait: 100,
+            wait_max: 100,
+            timed_holds: 1,
+            hold_total: 40,
+            hold_max: 40,
+            peak_waiting: 5,
+        };
+        let both = Tally {
+            locks: 3,
+            acquisitions: 30,
+            reads: 4,
+            contended: 4,
+            wait: 400,
+            wait_max: 200,
+            timed_holds: 6,
+            hold_total: 90,
+            hold_max: 40,
+            peak_waiting: 5,
+        };
+        assert_eq!(a.merged(b), both);
+        let totals = Totals::new();
+        totals.add(a);
+        totals.add(b);
+        assert_eq!(totals.get(), both);
+        totals.clear();
+        assert_eq!(totals.get(), Tally::default());
+    }
+}
