@@ -20,7 +20,8 @@
 //! ([`profile`]) and printed short: the share of the threads' time spent waiting,
 //! the locks by wait time and by number of waits, and the advice. With `--try` the
 //! advice is measured: each setting it suggests runs against the locks in use,
-//! `--runs` rounds interleaved, judged as the table's rows are. No rounds run when
+//! `--runs` rounds interleaved, judged as the table's rows are, and what it came to
+//! is said in words (a win only when faster). No rounds run when
 //! locks cost under 1% of the threads' time ("nothing to gain here"; the plain table,
 //! `app --with LOCK`, measures a lock anyway) or when the advice suggests nothing.
 //!
