@@ -12,6 +12,16 @@ use std::process::{Command, Output};
 /// `lockbench app --preload libklocks.so ARGS -- PROGRAM PROGRAM_ARGS`, PROGRAM one
 /// of klocks-ffi's C test programs.
 fn app_on(args: &[&str], program: &str, program_args: &[&str]) -> (Output, String) {
+    app_on_command(args, &[], program, program_args)
+}
+
+/// As [`app_on`], PROGRAM run through `wrapper` (`taskset -c 0,1`).
+fn app_on_command(
+    args: &[&str],
+    wrapper: &[&str],
+    program: &str,
+    program_args: &[&str],
+) -> (Output, String) {
     let binary = common::compile(program, false);
     let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
         .arg("app")
@@ -19,6 +29,7 @@ fn app_on(args: &[&str], program: &str, program_args: &[&str]) -> (Output, Strin
         .arg(common::library())
         .args(args)
         .args(["--output-varies", "--"])
+        .args(wrapper)
         .arg(&binary)
         .args(program_args)
         .output()
@@ -119,4 +130,67 @@ fn try_needs_the_profile_and_one_lock_in_use() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// `profile destroyed` (klocks-ffi's tests/c/profile.c): its one contended mutex is
+/// made on the heap and destroyed before exit, as sysbench's are. The profile advises
+/// through the lock's site (`s1`), and `--try` measures that advice.
+#[test]
+fn the_advice_for_a_site_of_destroyed_locks_is_measured() {
+    let args = ["--profile", "--try", "--runs", "3"];
+    let (_, stdout) = app_on(&args, "profile", &["destroyed"]);
+    let site = stdout
+        .lines()
+        .find(|l| l.starts_with("  s1  1 locks (1 destroyed): 24 acquired, "))
+        .unwrap_or_else(|| panic!("no site of the destroyed lock:\n{stdout}"));
+    assert!(site.contains("profile.c:"), "{site}");
+    let words: Vec<&str> = stdout.split_whitespace().collect();
+    assert!(
+        words.join(" ").contains("s1 long holds (mean "),
+        "no advice for the site:\n{stdout}"
+    );
+    assert!(!stdout.contains("no --try rounds run"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("KLOCKS_LOCK=default KLOCKS_RWLOCK=glibc ")),
+        "the site's advice was not measured:\n{stdout}"
+    );
+}
+
+/// The advice measured is reported as it came out, a win only when it is one: 8
+/// threads of klocks-ffi's tests/c/convoy.c on 2 CPUs (contended under glibc's
+/// mutex) measured under `KLOCKS_LOCK=pvticket`, which hands the lock to sleeping
+/// waiters in FIFO order, so that every handoff waits for a waiter to be scheduled
+/// (about ten times slower here), put in place of the advice (`KLOCKS_LOCK=default`)
+/// by the test-only `--test-advice`; the runs are real.
+#[test]
+fn a_slower_advice_is_reported_slower() {
+    let args = [
+        "--profile",
+        "--try",
+        "--runs",
+        "5",
+        "--test-advice",
+        "KLOCKS_LOCK=pvticket",
+    ];
+    let (_, stdout) = app_on_command(&args, &["taskset", "-c", "0,1"], "convoy", &["8", "2000"]);
+    assert!(
+        stdout.contains("--try measures KLOCKS_LOCK=pvticket instead of the advice (for tests)"),
+        "{stdout}"
+    );
+    let effect = stdout
+        .lines()
+        .find(|l| l.starts_with("KLOCKS_LOCK=pvticket KLOCKS_RWLOCK=glibc: "))
+        .unwrap_or_else(|| panic!("no effect line:\n{stdout}"));
+    assert!(
+        effect.contains("× slower [")
+            && effect.contains("the advice does not hold here; keep glibc")
+            || effect.contains("no clear difference ≈ ["),
+        "{effect}"
+    );
+    assert!(
+        !effect.contains("faster") && !effect.contains("pays"),
+        "{effect}"
+    );
 }

@@ -17,6 +17,9 @@
  *   profile close      the quiet mutex, then stderr closed at exit (as coreutils do)
  *   profile steal FILE the quiet mutex; FILE opened onto descriptors 100-109 (where
  *                      the profile keeps its copy of stderr), stderr closed at exit
+ *   profile destroyed  the long-held mutex's shape (3 threads, 5 ms holds) on a mutex
+ *                      made on the heap and destroyed before exit: its only
+ *                      contended lock is counted at its site, as sysbench's are
  *   profile often      two mutexes, each waited for by one thread whose waits the
  *                      holder sees begin (glibc's word is 2): `rarely`, 2 waits of
  *                      250 ms; `often`, 100 waits that end as soon as they begin
@@ -140,6 +143,34 @@ static int ranks(void) {
         return 1;
     }
     printf("ranks done\n");
+    return 0;
+}
+
+static pthread_mutex_t *made;
+
+static void *made_worker(void *arg) {
+    (void)arg;
+    for (int i = 0; i < LONG_HOLDS; i++) {
+        pthread_mutex_lock(made);
+        long_count++;
+        sleep_ms(5);
+        pthread_mutex_unlock(made);
+    }
+    return NULL;
+}
+
+static int destroyed(void) {
+    made = malloc(sizeof *made);
+    if (!made) return 2;
+    pthread_mutex_init(made, NULL); /* SITE:made */
+    run(made_worker, LONG_THREADS);
+    pthread_mutex_destroy(made);
+    free(made);
+    if (long_count != LONG_THREADS * LONG_HOLDS) {
+        fprintf(stderr, "lost updates\n");
+        return 1;
+    }
+    printf("destroyed done\n");
     return 0;
 }
 
@@ -360,6 +391,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "close")) return close_at_exit();
     if (!strcmp(mode, "steal") && argc > 2) return steal(argv[2]);
     if (!strcmp(mode, "often")) return rarely_and_often();
-    fprintf(stderr, "usage: profile ranks|fork|reuse|signal|overflow|tries|close|steal FILE|churn N|often\n");
+    if (!strcmp(mode, "destroyed")) return destroyed();
+    fprintf(stderr, "usage: profile ranks|fork|reuse|signal|overflow|tries|close|steal FILE|churn N|often|destroyed\n");
     return 2;
 }

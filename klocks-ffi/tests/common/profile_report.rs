@@ -155,3 +155,22 @@ pub fn site_line(text: &str, site: &str) -> String {
         .find(|l| l.contains(" locks (") && l.contains(&format!(" at {site} ")))
         .unwrap_or_else(|| panic!("no site line for {site}: {text}"))
 }
+
+/// The advice line of the site ranked `rank` (`s1  ...`), its wrapped parts joined.
+pub fn site_advice(text: &str, rank: usize) -> String {
+    let prefix = format!("{:>3}  ", format!("s{rank}"));
+    // The site's line in the list of sites starts alike: its advice is the last such
+    // line (frames, deeper, are no continuation).
+    let mut advice = None;
+    for line in text.lines().skip_while(|l| !l.starts_with("holds:")) {
+        if let Some(first) = line.strip_prefix(&prefix) {
+            advice = Some(first.to_string());
+        } else if let (Some(advice), Some(more)) = (advice.as_mut(), line.strip_prefix("       ")) {
+            if !more.starts_with(' ') {
+                advice.push(' ');
+                advice.push_str(more);
+            }
+        }
+    }
+    advice.unwrap_or_else(|| panic!("no advice for site s{rank}: {text}"))
+}

@@ -1,6 +1,7 @@
-//! `lockbench app -- CMD ARGS`: an unmodified program under each klocks lock. The
-//! profile it reads with `--profile` is in `app/profile.rs`, the advice measured in
-//! `app/advice.rs`.
+//! `lockbench app -- CMD ARGS`: an unmodified program under each klocks lock. Here:
+//! its options and what they configure; the runs are in `app/runs.rs`, the tables in
+//! `app/tables.rs`, the profile it reads with `--profile` in `app/profile.rs`, the
+//! advice measured in `app/advice.rs`.
 //!
 //! The command runs once per lock and round: first as it is (glibc's locks, no
 //! preload), then under `LD_PRELOAD=libklocks.so KLOCKS_LOCK=<lock>` for each
@@ -19,7 +20,8 @@
 //! ([`profile`]) and printed short: the share of the threads' time spent waiting,
 //! the locks by wait time and by number of waits, and the advice. With `--try` the
 //! advice is measured: each setting it suggests runs against the locks in use,
-//! `--runs` rounds interleaved, judged as the table's rows are. No rounds run when
+//! `--runs` rounds interleaved, judged as the table's rows are, and what it came to
+//! is said in words (a win only when faster). No rounds run when
 //! locks cost under 1% of the threads' time ("nothing to gain here"; the plain table,
 //! `app --with LOCK`, measures a lock anyway) or when the advice suggests nothing.
 //!
@@ -32,19 +34,15 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::{Duration, Instant};
 
 use klocks::catalog::{MutexKind, RwLockKind};
 use klocks::config::Var;
 use regex::Regex;
 
-use crate::adaptive::{Adaptive, Drive};
-use crate::harness::rounds::{self, rounds, Plan};
+use crate::adaptive::Adaptive;
+use crate::cells::{Cell, Progress};
 use crate::harness::{Common, Error};
-use crate::cells::{num, si, Cell, Progress, Run, Table};
-use crate::verdict::{self, Ledger, Settings};
 
 /// The interposer's variables this command sets (docs/preload.md names them).
 const LOCK: Var = Var::new(c"KLOCKS_LOCK");
@@ -56,7 +54,13 @@ const PROFILE_TOP: Var = Var::new(c"KLOCKS_PROFILE_TOP");
 
 mod advice;
 mod profile;
-use advice::{profile_tables, run_profile, Profiling, Setting};
+mod runs;
+mod tables;
+use advice::{run_profile, Profiling, Setting};
+use profile::Remedy;
+use runs::run_rounds;
+pub use runs::Variant;
+pub use tables::tables;
 
 /// A lock `KLOCKS_LOCK` accepts: a mutex of klocks' catalog that the preload offers
 /// (condvars follow it).
@@ -171,6 +175,12 @@ pub struct Args {
     #[arg(long = "try", requires = "profile")]
     pub try_advice: bool,
 
+    /// Test-only, hidden: with --try, measure VAR=VALUE instead of the settings the
+    /// advice suggests (the report says so), so that a test can make --try measure a
+    /// setting that is slower for its program; the runs are real
+    #[arg(long, hide = true, requires = "try_advice", value_parser = parse_remedy, value_name = "VAR=VALUE")]
+    pub test_advice: Option<Remedy>,
+
     /// Also run the command with glibc's locks through the preload and under its
     /// contention profile (KLOCKS_PROFILE=1): the ratio of their rows is the profile's
     /// cost, and the report is printed under the table
@@ -196,6 +206,17 @@ fn parse_metric(text: &str) -> Result<Regex, String> {
             "it needs exactly one capture group around the number, it has {}",
             n - 1
         )),
+    }
+}
+
+/// `--test-advice`: `KLOCKS_LOCK=VALUE` or `KLOCKS_RWLOCK=VALUE`.
+fn parse_remedy(text: &str) -> Result<Remedy, String> {
+    match text.split_once('=') {
+        Some((variable, value)) if [LOCK.name(), RWLOCK.name()].contains(&variable) => Ok(Remedy {
+            variable: variable.to_owned(),
+            value: value.to_owned(),
+        }),
+        _ => Err(format!("{text:?} is not KLOCKS_LOCK=VALUE or KLOCKS_RWLOCK=VALUE")),
     }
 }
 
@@ -324,6 +345,7 @@ impl Config {
             profiling: Some(Profiling {
                 current,
                 try_advice: args.try_advice,
+                test_advice: args.test_advice.clone(),
                 outcome: Default::default(),
             }),
         })
@@ -396,172 +418,6 @@ fn find_program(program: &OsString) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// How a run is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
-    /// glibc's locks, no preload: the baseline.
-    Glibc,
-    /// Under a klocks lock.
-    Lock(PreloadLock),
-    /// glibc's locks through the preload.
-    Preloaded,
-    /// glibc's locks under the preload's contention profile.
-    Profiled,
-    /// Under a setting of the preload, named as its variables are.
-    Setting(Setting, &'static str),
-    /// Under a setting, with the contention profile written as JSON (`--profile`).
-    ProfiledJson(Setting),
-}
-
-impl Variant {
-    fn name(self) -> &'static str {
-        match self {
-            Variant::Glibc => GLIBC,
-            Variant::Lock(lock) => lock.name(),
-            Variant::Preloaded => "glibc+preload",
-            Variant::Profiled => "glibc+profile",
-            Variant::Setting(_, name) => name,
-            Variant::ProfiledJson(_) => "profile",
-        }
-    }
-
-    /// A setting's variant: glibc's locks are run without the preload (as a user runs
-    /// the program), any other setting through it.
-    fn of(setting: Setting) -> Variant {
-        if setting.is_glibc() {
-            return Variant::Glibc;
-        }
-        // Leaked: a cell names its lock by a `&'static str`, and a run makes a few
-        // settings at most.
-        Variant::Setting(setting, Box::leak(setting.name().into_boxed_str()))
-    }
-}
-
-/// One run's result.
-struct Outcome {
-    wall: Duration,
-    stdout: Vec<u8>,
-    metric: Option<f64>,
-}
-
-/// Runs the command once, and checks what the module doc lists (except the output
-/// comparison, which needs the baseline).
-fn run_once(config: &Config, variant: Variant, round: u32) -> Result<Outcome, Error> {
-    let name = variant.name();
-    let context = || {
-        let scenario = config.scenario;
-        format!("{scenario}: `{}` under {name}, run {round}", config.shown())
-    };
-    let mut command = Command::new(&config.command[0]);
-    command
-        .args(&config.command[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for var in [LOCK, RWLOCK, PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_TOP] {
-        command.env_remove(var.name());
-    }
-    command.env_remove("LD_PRELOAD");
-    let report = std::env::temp_dir().join(format!("lockbench-profile-{}.txt", std::process::id()));
-    match variant {
-        Variant::Glibc => {}
-        Variant::Lock(lock) => {
-            command
-                .env("LD_PRELOAD", &config.preload)
-                .env(LOCK.name(), lock.name())
-                .env(RWLOCK.name(), config.rwlock.name());
-        }
-        Variant::Preloaded => {
-            command.env("LD_PRELOAD", &config.preload);
-        }
-        Variant::Profiled => {
-            let _ = std::fs::remove_file(&report);
-            command
-                .env("LD_PRELOAD", &config.preload)
-                .env(PROFILE.name(), "1")
-                .env(PROFILE_FILE.name(), &report);
-        }
-        Variant::Setting(setting, _) => {
-            command.env("LD_PRELOAD", &config.preload);
-            setting.apply(&mut command);
-        }
-        Variant::ProfiledJson(setting) => {
-            let _ = std::fs::remove_file(&report);
-            command
-                .env("LD_PRELOAD", &config.preload)
-                .env(PROFILE.name(), "1")
-                .env(PROFILE_FORMAT.name(), "json")
-                .env(PROFILE_FILE.name(), &report);
-            setting.apply(&mut command);
-        }
-    }
-    let start = Instant::now();
-    let output = command
-        .output()
-        .map_err(|e| Error::Io(format!("{}: starting the command", context()), e))?;
-    let wall = start.elapsed();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() {
-        return Err(Error::Verification(format!(
-            "{}: exited with {}; its stderr ends:\n{}",
-            context(),
-            output.status,
-            tail(&stderr)
-        )));
-    }
-    if matches!(variant, Variant::Profiled | Variant::ProfiledJson(_)) {
-        let text = std::fs::read_to_string(&report);
-        let _ = std::fs::remove_file(&report);
-        let text = text.map_err(|e| Error::Io(format!("{}: reading its profile", context()), e))?;
-        if let Some(last) = &config.profile {
-            *last.lock().unwrap_or_else(|e| e.into_inner()) = text;
-        }
-    }
-    if variant != Variant::Glibc {
-        if let Some(line) = stderr
-            .lines()
-            .find(|l| l.contains("klocks:") || l.contains("cannot be preloaded"))
-        {
-            return Err(Error::Verification(format!(
-                "{}: the preload did not take (or klocks fell back to glibc): {line}",
-                context()
-            )));
-        }
-    }
-    let metric = match &config.metric {
-        None => None,
-        Some(regex) => Some(
-            capture(regex, &output.stdout, &output.stderr).ok_or_else(|| {
-                Error::Verification(format!(
-                    "{}: --metric {:?} matched no number in the output",
-                    context(),
-                    regex.as_str()
-                ))
-            })?,
-        ),
-    };
-    Ok(Outcome {
-        wall,
-        stdout: output.stdout,
-        metric,
-    })
-}
-
-/// The last lines of a command's stderr, for an error message.
-fn tail(stderr: &str) -> String {
-    let lines: Vec<_> = stderr.lines().collect();
-    lines[lines.len().saturating_sub(10)..].join("\n")
-}
-
-/// The number `regex` captures in stdout, else in stderr.
-fn capture(regex: &Regex, stdout: &[u8], stderr: &[u8]) -> Option<f64> {
-    [stdout, stderr].into_iter().find_map(|bytes| {
-        let text = String::from_utf8_lossy(bytes);
-        let captures = regex.captures(&text)?;
-        captures.get(1)?.as_str().trim().parse().ok()
-    })
-}
-
 /// Runs every round and returns one cell per lock (and one more per lock for the
 /// metric); with `--profile`, the profile and the advice's rounds.
 pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
@@ -569,210 +425,6 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         Some(profiling) => run_profile(config, profiling, progress),
         None => run_rounds(config, &config.variants, None, progress),
     }
-}
-
-/// Runs `variants` in interleaved rounds, one run each per round ([`rounds`]), each
-/// run's stdout compared with `reference` (else the first run's); rounds go on past
-/// `--runs` while a variant's wall time against the first variant's is too wide to
-/// decide ([`crate::adaptive`]).
-fn run_rounds(
-    config: &Config,
-    variants: &[Variant],
-    mut reference: Option<Vec<u8>>,
-    progress: &Progress,
-) -> Result<Vec<Cell>, Error> {
-    let names: Vec<&str> = variants.iter().map(|v| v.name()).collect();
-    let baseline = names.first().copied().unwrap_or(GLIBC);
-    let plan = Plan {
-        runs: config.runs,
-        adaptive: &config.adaptive,
-        drives: names
-            .iter()
-            .filter_map(|name| Drive::pair(&names, name, &baseline))
-            .filter(|drive| !matches!(drive, Drive::Pair { x, y } if x == y))
-            .collect(),
-        row: match config.threads {
-            0 => format!("{}: `{}`", config.scenario, config.shown()),
-            threads => format!("{}, {threads} threads", config.scenario),
-        },
-        lower_is_better: true,
-    };
-    let measured = rounds(variants.len(), &plan, |at, round| {
-        let variant = variants[at];
-        progress.start(format!("{} {} run {round}", config.scenario, variant.name()));
-        let outcome = run_once(config, variant, round)?;
-        // The bar counts the planned runs; extra rounds only name theirs.
-        if round <= config.runs {
-            progress.done();
-        }
-        let expected = reference.get_or_insert_with(|| outcome.stdout.clone());
-        if !config.output_varies && outcome.stdout != *expected {
-            return Err(Error::Verification(format!(
-                "app: `{}` printed different output under {} (run {round}) than under {}; \
-                 pass --output-varies if it prints timings",
-                config.shown(),
-                variant.name(),
-                match &config.profiling {
-                    Some(_) => "the profile",
-                    None => GLIBC,
-                }
-            )));
-        }
-        Ok(Some(outcome))
-    })?;
-    let mut cells = Vec::new();
-    for (variant, outcomes) in variants.iter().zip(&measured.results) {
-        let name = variant.name();
-        cells.push(cell(config, name, None, "s", outcomes, |o| {
-            Some(o.wall.as_secs_f64())
-        }));
-        if config.metric.is_some() {
-            cells.push(cell(config, name, Some("metric"), "metric", outcomes, |o| {
-                o.metric
-            }));
-        }
-    }
-    for cell in &mut cells {
-        cell.repeated = measured.repeated.clone();
-    }
-    Ok(cells)
-}
-
-/// The rounds judge a run by its wall time, and no run ends its lock's series.
-impl rounds::Outcome for Outcome {
-    fn ends(&self) -> bool {
-        false
-    }
-
-    fn value(&self) -> f64 {
-        self.wall.as_secs_f64()
-    }
-}
-
-fn cell(
-    config: &Config,
-    lock: &'static str,
-    layout: Option<&'static str>,
-    unit: &'static str,
-    outcomes: &[Outcome],
-    value: impl Fn(&Outcome) -> Option<f64>,
-) -> Cell {
-    let runs: Vec<Run> = outcomes
-        .iter()
-        .filter_map(|o| Some(Run::timed(value(o)?, o.wall, 1)))
-        .collect();
-    Cell::of_runs(config.scenario, lock, config.threads, layout, unit, runs)
-}
-
-/// lock | wall s | against glibc [| metric | against glibc]: each "vs glibc" column is
-/// the lock's throughput (1 ÷ wall time, or the metric) ÷ glibc's, with its interval
-/// and verdict ([`crate::verdict`]); then the profile's report, with
-/// `--profile-cost`. With `--profile`: the profile, then the advice's table, if
-/// measured.
-pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
-    if let Some(profiling) = &config.profiling {
-        return profile_tables(config, profiling, cells);
-    }
-    let mut table = timing_table(config, &config.variants, cells);
-    table.note(if config.output_varies {
-        "output not compared (the command prints timings); every run exited 0".to_owned()
-    } else {
-        "every run exited 0 and printed the same output as glibc's first run".to_owned()
-    });
-    let mut tables = vec![table];
-    let report = config
-        .profile
-        .as_ref()
-        .map(|r| r.lock().unwrap_or_else(|e| e.into_inner()).clone());
-    if let Some(report) = report {
-        let mut profile = Table::new(
-            format!(
-                "contention profile (glibc+profile's last run): `{}`, glibc's locks timed by LD_PRELOAD={} {}=1",
-                config.shown(),
-                config.preload.display(),
-                PROFILE.name()
-            ),
-            &["report"],
-        );
-        for line in report.lines() {
-            profile.row(vec![line.to_owned()]);
-        }
-        tables.push(profile);
-    }
-    tables
-}
-
-/// lock | wall s | against the first variant [| metric | against it].
-fn timing_table(config: &Config, variants: &[Variant], cells: &[Cell]) -> Table {
-    let of = |lock: &str, layout: Option<&str>| {
-        cells.iter().find(|c| {
-            (c.scenario, c.threads) == (config.scenario, config.threads)
-                && c.lock == lock
-                && c.layout == layout
-        })
-    };
-    let baseline = variants.first().map_or(GLIBC, |v| v.name());
-    let speed = format!("speed vs {baseline}");
-    let metric_vs = format!("metric vs {baseline}");
-    let mut headers = vec!["lock", "wall s median [min–max]", speed.as_str()];
-    if config.metric.is_some() {
-        headers.extend(["metric median [min–max]", metric_vs.as_str()]);
-    }
-    let mut table = Table::new(config.title.clone(), &headers);
-    let mut ledger = Ledger::default();
-    let mut against_baseline = |cell: Option<&Cell>, layout: Option<&str>| {
-        let base = of(baseline, layout);
-        let judged = cell
-            .zip(base)
-            .filter(|(cell, base)| cell.lock != base.lock)
-            .and_then(|(cell, base)| {
-                let judged = verdict::judge(
-                    &cell.log_throughputs(),
-                    &base.log_throughputs(),
-                    Settings::default(),
-                )?;
-                let what = layout.map_or(String::new(), |layout| format!(" {layout}"));
-                ledger.add(format!("{}{what}", cell.lock), judged);
-                Some(judged)
-            });
-        judged.map_or("-".to_owned(), |judged| judged.to_string())
-    };
-    let show = |cell: Option<&Cell>, format: fn(f64) -> String| {
-        cell.and_then(|c| c.summary)
-            .map_or("-".to_owned(), |s| s.show(format))
-    };
-    for variant in variants {
-        let name = variant.name();
-        let wall = of(name, None);
-        let mut row = vec![name.to_owned(), show(wall, num), against_baseline(wall, None)];
-        if config.metric.is_some() {
-            let metric = of(name, Some("metric"));
-            row.push(show(metric, si));
-            row.push(against_baseline(metric, Some("metric")));
-        }
-        table.row(row);
-    }
-    let settings = match config.profiling {
-        Some(_) => "and the variables each row names".to_owned(),
-        None => format!("KLOCKS_RWLOCK={}", config.rwlock.name()),
-    };
-    let repeated = cells.iter().find_map(|cell| cell.repeated.as_ref());
-    let runs = match repeated {
-        Some(repeated) => format!(
-            "{} runs per lock (--runs {} and adaptive rounds, {})",
-            repeated.rounds,
-            config.runs,
-            repeated.ended.words()
-        ),
-        None => format!("{} runs per lock", config.runs),
-    };
-    table.note(format!(
-        "{runs}, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ {baseline}'s (above \
-         1: faster); klocks runs: LD_PRELOAD={} {settings}",
-        config.preload.display(),
-    ));
-    table.note(ledger.tally().note(Settings::default()));
-    table
 }
 
 scenario! {
@@ -797,6 +449,7 @@ mod tests {
 
     #[test]
     fn the_metric_is_read_from_stdout_then_stderr() {
+        use runs::capture;
         let regex = parse_metric(r"rate: *([0-9.]+)").unwrap();
         assert_eq!(capture(&regex, b"x\nrate: 12.5\n", b""), Some(12.5));
         assert_eq!(capture(&regex, b"nothing", b"rate: 3"), Some(3.0));

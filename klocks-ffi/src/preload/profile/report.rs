@@ -2,8 +2,12 @@
 //! locks, then the locks that made threads wait longest, one row each (two for an
 //! rwlock: its reads and its writes) and a line naming where it comes from, then the
 //! locks waited for most often that the first list leaves out, the sites whose locks
-//! waited longest (destroyed locks included), then a suggestion per lock (none when
-//! locks cost a negligible share). Every line is wrapped at 120 columns ([`out`]).
+//! waited longest (destroyed locks included, ranked `s1`, `s2`, ...), then a
+//! suggestion per lock and one per site, a site's for its locks, live and destroyed,
+//! as one lock of their summed counts (none when locks cost a negligible share).
+//! Every line is wrapped at 120 columns ([`out`]). Here: what every format reports
+//! ([`Summary`]); the text is written by `text.rs`, JSON by `json.rs`, folded stacks
+//! by `folded.rs`.
 //!
 //! # Two rankings
 //!
@@ -23,7 +27,7 @@
 use std::ffi::{c_int, CStr};
 use std::fmt::{self, Write};
 use std::sync::atomic::{
-    AtomicBool, AtomicU64, AtomicUsize,
+    AtomicBool, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
 };
 use std::sync::OnceLock;
@@ -35,14 +39,15 @@ mod json;
 mod out;
 mod points;
 mod symbols;
+mod text;
 
 use out::{Buffer, Out};
 
-use super::advice::{advise, InUse, Shape};
+use super::advice::{InUse, Shape};
+use super::clock;
 use super::format::Format;
-use super::table::sites::{self, Site};
+use super::table::sites::{self, Site, Tally};
 use super::table::{self, Counters, Entry, Seen};
-use super::{clock, SAMPLE_EVERY};
 
 /// How many locks the report lists unless `KLOCKS_PROFILE_TOP` says.
 pub(in crate::preload) const DEFAULT_TOP: usize = 10;
@@ -216,25 +221,26 @@ fn ranked(top: usize) -> (Top<Row, MAX_PROFILE_TOP>, Top<Row, MAX_PROFILE_TOP>, 
 #[derive(Clone, Copy)]
 struct SiteSum {
     site: &'static Site,
-    locks: u64,
+    /// How many of its locks were destroyed.
     destroyed: u64,
-    acquisitions: u64,
-    contended: u64,
-    wait: u64,
+    /// Its locks, live and destroyed.
+    tally: Tally,
 }
 
 impl SiteSum {
     fn of(site: &'static Site) -> SiteSum {
-        // Relaxed: a snapshot for the report.
-        let get = |counter: &AtomicU64| counter.load(Relaxed);
+        let destroyed = site.destroyed();
         SiteSum {
             site,
-            locks: get(&site.live) + get(&site.destroyed),
-            destroyed: get(&site.destroyed),
-            acquisitions: get(&site.acquisitions) + get(&site.live_acquisitions),
-            contended: get(&site.contended) + get(&site.live_contended),
-            wait: get(&site.wait).saturating_add(get(&site.live_wait)),
+            destroyed: destroyed.locks,
+            tally: destroyed.merged(site.live()),
         }
+    }
+
+    /// Whether its locks are rwlocks (its first lock's kind).
+    fn rwlock(&self) -> bool {
+        // Relaxed: a snapshot for the report.
+        self.site.rwlock.load(Relaxed)
     }
 }
 
@@ -243,15 +249,12 @@ impl SiteSum {
 fn tally_sites() -> u64 {
     sites::clear_live();
     for lock in table::in_use() {
-        let entry = lock.entry;
-        if acquisitions(entry) > 0 {
-            sites::add_live(
-                entry,
-                [acquisitions(entry), contended(entry), total_wait(entry)],
-            );
+        let tally = Tally::of(lock.entry);
+        if tally.acquisitions > 0 {
+            sites::add_live(lock.entry, tally);
         }
     }
-    sites::all().map(|site| SiteSum::of(site).wait).sum()
+    sites::all().map(|site| SiteSum::of(site).tally.wait).sum()
 }
 
 /// The sites with more than one lock (or any destroyed one), by their locks' total
@@ -259,8 +262,8 @@ fn tally_sites() -> u64 {
 fn by_site(top: usize) -> Option<Top<SiteSum, MAX_PROFILE_TOP>> {
     let mut top_sites = Top::new(top);
     for site in sites::all().map(SiteSum::of) {
-        if site.locks > 1 || site.destroyed > 0 {
-            top_sites.insert(site, |s| (s.wait, s.acquisitions));
+        if site.tally.locks > 1 || site.destroyed > 0 {
+            top_sites.insert(site, |s| (s.tally.wait, s.tally.acquisitions));
         }
     }
     let any = top_sites.items[0].is_some();
@@ -321,6 +324,8 @@ struct Summary {
     by_waits: Top<Row, MAX_PROFILE_TOP>,
     /// How many live locks were acquired at all.
     seen: usize,
+    /// The sites of many or destroyed locks ([`by_site`]).
+    sites: Option<Top<SiteSum, MAX_PROFILE_TOP>>,
     /// The process's CPU time, in nanoseconds.
     cpu_ns: f64,
     /// The share of the threads' time spent waiting for locks.
@@ -348,6 +353,7 @@ impl Summary {
             rows,
             by_waits,
             seen,
+            sites: by_site(top),
             cpu_ns,
             share: wait_ns / (wait_ns + cpu_ns).max(1.0),
             // Relaxed: a count for the report, ordered with nothing.
@@ -381,7 +387,7 @@ impl Summary {
 fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
     let summary = Summary::take();
     match FORMAT.get().copied().unwrap_or(Format::Text) {
-        Format::Text => write_text(out, &summary, sites),
+        Format::Text => text::write(out, &summary, sites),
         Format::Json => {
             out.columns = usize::MAX;
             json::write(out, &summary, sites)
@@ -393,261 +399,34 @@ fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
     }
 }
 
-fn write_text(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
+/// The measured shape of locks whose counts are `tally`, for
+/// [`super::advice::advise`]: one lock's, or a site's (its locks summed), read alike.
+fn shape(tally: &Tally, rwlock: bool, summary: &Summary) -> Shape {
     let ns = |ticks: u64| summary.ns(ticks);
-    let Summary {
-        all_wait,
-        share,
-        cpus,
-        top,
-        ..
-    } = *summary;
-    let rows = &summary.rows;
-    // SAFETY: no preconditions.
-    let pid = unsafe { libc::getpid() };
-    writeln!(
-        out,
-        "klocks profile of pid {pid} ({}), {} on {cpus} CPUs",
-        program(),
-        Time(summary.elapsed as f64),
-    )?;
-    writeln!(
-        out,
-        "threads spent {:.2}% of their time waiting for locks: {} waiting, {} on CPU",
-        100.0 * share,
-        Time(ns(all_wait)),
-        Time(summary.cpu_ns),
-    )?;
-    if share < NEGLIGIBLE_SHARE {
-        writeln!(
-            out,
-            "that share is negligible: no lock would win back more than it, no change needed"
-        )?;
-    }
-    writeln!(
-        out,
-        "the {} of {} live tracked locks that made threads wait longest (share: of all locks' wait):",
-        rows.iter().count(),
-        summary.seen,
-    )?;
-    writeln!(
-        out,
-        "{:>3}  {:<16} {:<9} {:>11} {:>16} {:>10} {:>6} {:>10} {:>10} {:>10} {:>7}",
-        "#",
-        "lock",
-        "held as",
-        "acquired",
-        "waited",
-        "wait sum",
-        "share",
-        "wait max",
-        "hold mean",
-        "hold max",
-        "waiters"
-    )?;
-    for (rank, row) in rows.iter().enumerate() {
-        write_lock(out, rank + 1, row.seen, ns, all_wait, sites)?;
-    }
-    writeln!(
-        out,
-        "holds: every contended acquisition's is timed, and 1 in {SAMPLE_EVERY} of the others' (hold mean and max are over those)"
-    )?;
-    write_often(out, summary, sites)?;
-    if summary.untracked > 0 {
-        writeln!(
-            out,
-            "not tracked: {} acquisitions of locks the table (of {} live locks) had no room for; KLOCKS_PROFILE_LOCKS sets its size",
-            summary.untracked,
-            table::slots()
-        )?;
-    }
-    if let Some(by_site) = by_site(top) {
-        writeln!(
-            out,
-            "sites by their locks' total wait (destroyed locks included):"
-        )?;
-        for site in by_site.iter() {
-            write!(
-                out,
-                "     {} locks ({} destroyed): {} acquired, {} waited, {} waiting in all ({:.1}%), ",
-                site.locks,
-                site.destroyed,
-                site.acquisitions,
-                site.contended,
-                Time(ns(site.wait)),
-                100.0 * site.wait as f64 / all_wait.max(1) as f64,
-            )?;
-            if sites::is_other(site.site) {
-                out.write_str("at sites beyond the profile's table of sites")?;
-            } else {
-                // Relaxed: a snapshot for the report.
-                let is_init = site.site.is_init.load(Relaxed);
-                symbols::write_site(out, site.site.address(), is_init, sites)?;
-            }
-            writeln!(out)?;
-            points::write(out, &site.site.stacks, ns, sites)?;
-        }
-    }
-    if share >= NEGLIGIBLE_SHARE {
-        for (rank, row) in rows.iter().enumerate() {
-            write!(out, "{:>3}  ", rank + 1)?;
-            advise(
-                &shape(row.seen.entry, summary.ns_per_tick, cpus),
-                summary.in_use,
-                out,
-            )?;
-            writeln!(out)?;
-        }
-    }
-    Ok(())
-}
-
-/// The locks in the top by number of waits that the list by wait time leaves out,
-/// one line each: rank by waits, address, waits, wait sum and mean, name and site.
-fn write_often(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
-    let ns = |ticks: u64| summary.ns(ticks);
-    for (i, (waits_rank, row)) in summary.often().enumerate() {
-        if i == 0 {
-            writeln!(
-                out,
-                "most often waited for, beyond the list above (# by number of waits, of the top {}):",
-                summary.top
-            )?;
-        }
-        let entry = row.seen.entry;
-        write!(
-            out,
-            " w{waits_rank:<2}  {:<#16x} {} {} waited ({:.0}%), {} in all ({:.1}%), mean {}: ",
-            row.seen.address,
-            // Relaxed: a snapshot for the report.
-            if entry.rwlock.load(Relaxed) {
-                "rwlock"
-            } else {
-                "mutex"
-            },
-            row.waits,
-            100.0 * row.waits as f64 / acquisitions(entry).max(1) as f64,
-            Time(ns(row.wait)),
-            100.0 * row.wait as f64 / summary.all_wait.max(1) as f64,
-            Time(ns(row.wait) / row.waits.max(1) as f64),
-        )?;
-        if sites == Sites::Resolved && symbols::write_data_symbol(out, row.seen.address)? {
-            out.write_str(", ")?;
-        }
-        // Relaxed: as above.
-        let site = entry.site.load(Relaxed);
-        symbols::write_site(out, site, entry.site_is_init.load(Relaxed), sites)?;
-        writeln!(out)?;
-    }
-    Ok(())
-}
-
-/// One lock's rows: one for a mutex, reads and writes for an rwlock; then its name
-/// and site.
-fn write_lock(
-    out: &mut Out,
-    rank: usize,
-    lock: Seen,
-    ns: impl Fn(u64) -> f64,
-    all_wait: u64,
-    sites: Sites,
-) -> fmt::Result {
-    let entry = lock.entry;
-    // Relaxed: a snapshot for the report.
-    let parts: &[(&str, &Counters)] = if entry.rwlock.load(Relaxed) {
-        &[("rw read", &entry.shared), ("rw write", &entry.exclusive)]
-    } else {
-        &[("mutex", &entry.exclusive)]
-    };
-    for (i, (held_as, counters)) in parts.iter().enumerate() {
-        let get = |counter| Counters::get(counter);
-        let (acquired, contended) = (get(&counters.acquisitions), get(&counters.contended));
-        let timed = get(&counters.timed_holds);
-        let mut waited = Buffer::<24>::new();
-        write!(
-            waited,
-            "{contended} ({:.0}%)",
-            100.0 * contended as f64 / acquired.max(1) as f64
-        )?;
-        let mut mean = Buffer::<24>::new();
-        if timed > 0 {
-            write!(
-                mean,
-                "{}",
-                Time(ns(get(&counters.hold_total)) / timed as f64)
-            )?;
-        } else {
-            mean.write_str("-")?;
-        }
-        let mut share = Buffer::<16>::new();
-        write!(
-            share,
-            "{:.1}%",
-            100.0 * get(&counters.wait_total) as f64 / all_wait.max(1) as f64
-        )?;
-        if i == 0 {
-            write!(out, "{rank:>3}  {:<#16x} ", lock.address)?;
-        } else {
-            write!(out, "{:>3}  {:<16} ", "", "")?;
-        }
-        write!(
-            out,
-            "{held_as:<9} {acquired:>11} {:>16} {:>10} {:>6} {:>10} {:>10} {:>10}",
-            waited.as_str(),
-            Time(ns(get(&counters.wait_total))),
-            share.as_str(),
-            Time(ns(get(&counters.wait_max))),
-            mean.as_str(),
-            Time(ns(get(&counters.hold_max))),
-        )?;
-        if i == 0 {
-            // Relaxed: as above.
-            write!(out, " {:>7}", entry.peak_waiting.load(Relaxed))?;
-        }
-        writeln!(out)?;
-    }
-    out.write_str("     ")?;
-    if sites == Sites::Resolved && symbols::write_data_symbol(out, lock.address)? {
-        out.write_str(", ")?;
-    }
-    // Relaxed: as above.
-    let site = entry.site.load(Relaxed);
-    symbols::write_site(out, site, entry.site_is_init.load(Relaxed), sites)?;
-    let get = |counter| Counters::get(counter);
-    let longest = if get(&entry.shared.wait_max) > get(&entry.exclusive.wait_max) {
-        &entry.shared
-    } else {
-        &entry.exclusive
-    };
-    // Relaxed: as above.
-    let wait_site = longest.wait_site.load(Relaxed);
-    if wait_site != 0 {
-        out.write_str("; longest wait at ")?;
-        symbols::write_code(out, wait_site, sites)?;
-    }
-    writeln!(out)?;
-    points::write(out, &entry.stacks, ns, sites)
-}
-
-/// The measured shape of a lock, for [`advise`].
-fn shape(entry: &Entry, ns_per_tick: f64, cpus: usize) -> Shape {
-    let (ex, sh) = (&entry.exclusive, &entry.shared);
-    let get = |counter| Counters::get(counter);
-    let timed = get(&ex.timed_holds) + get(&sh.timed_holds);
-    let hold_total = get(&ex.hold_total) + get(&sh.hold_total);
     Shape {
-        // Relaxed: a snapshot for the report.
-        rwlock: entry.rwlock.load(Relaxed),
-        acquisitions: acquisitions(entry),
-        reads: get(&sh.acquisitions),
-        contended: get(&ex.contended) + get(&sh.contended),
-        wait_ns: total_wait(entry) as f64 * ns_per_tick,
-        max_wait_ns: get(&ex.wait_max).max(get(&sh.wait_max)) as f64 * ns_per_tick,
-        mean_hold_ns: (timed > 0).then(|| hold_total as f64 * ns_per_tick / timed as f64),
-        max_hold_ns: get(&ex.hold_max).max(get(&sh.hold_max)) as f64 * ns_per_tick,
-        peak_waiting: entry.peak_waiting.load(Relaxed),
-        cpus,
+        rwlock,
+        acquisitions: tally.acquisitions,
+        reads: tally.reads,
+        contended: tally.contended,
+        wait_ns: ns(tally.wait),
+        max_wait_ns: ns(tally.wait_max),
+        mean_hold_ns: (tally.timed_holds > 0)
+            .then(|| ns(tally.hold_total) / tally.timed_holds as f64),
+        max_hold_ns: ns(tally.hold_max),
+        peak_waiting: u32::try_from(tally.peak_waiting).unwrap_or(u32::MAX),
+        cpus: summary.cpus,
     }
+}
+
+/// A live lock's shape.
+fn lock_shape(entry: &Entry, summary: &Summary) -> Shape {
+    // Relaxed: a snapshot for the report.
+    shape(&Tally::of(entry), entry.rwlock.load(Relaxed), summary)
+}
+
+/// A site's shape: its locks, live and destroyed, as one.
+fn site_shape(site: &SiteSum, summary: &Summary) -> Shape {
+    shape(&site.tally, site.rwlock(), summary)
 }
 
 /// The program's name (glibc's `program_invocation_short_name`).

@@ -10,9 +10,12 @@ use klocks::catalog::{MutexKind, RwLockKind};
 use super::{LOCK, PROFILE, RWLOCK};
 
 use super::profile::{Profile, Remedy};
-use super::{run_once, run_rounds, timing_table, Config, PreloadLock, PreloadRwLock, Variant, GLIBC};
+use super::runs::{run_once, run_rounds, Variant};
+use super::tables::timing_table;
+use super::{Config, PreloadLock, PreloadRwLock, GLIBC};
 use crate::harness::Error;
 use crate::cells::{wrap, Cell, Progress, Table};
+use crate::verdict::{self, Settings, Verdict};
 
 /// `--profile`: the locks in use, whether to measure the advice, and (once run) the
 /// report and the variants the advice added.
@@ -20,6 +23,8 @@ use crate::cells::{wrap, Cell, Progress, Table};
 pub(super) struct Profiling {
     pub(super) current: Setting,
     pub(super) try_advice: bool,
+    /// `--test-advice`: the setting `--try` measures instead of the advice's.
+    pub(super) test_advice: Option<Remedy>,
     pub(super) outcome: Arc<Mutex<Option<Profiled>>>,
 }
 
@@ -125,7 +130,11 @@ pub(super) fn run_profile(
     if profiling.try_advice {
         let current = profiling.current;
         let mut advised = Vec::new();
-        for remedy in profile.remedies() {
+        let remedies = match &profiling.test_advice {
+            Some(remedy) => vec![remedy.clone()],
+            None => profile.remedies(),
+        };
+        for remedy in remedies {
             let setting = current.with(&remedy).ok_or_else(|| {
                 Error::Verification(format!(
                     "{context}: the profile advises {}={}, which this lockbench does not know",
@@ -138,12 +147,6 @@ pub(super) fn run_profile(
         }
         if profile.negligible() {
             no_rounds = Some("no --try rounds run: there is nothing to gain".to_owned());
-        } else if advised.is_empty() && profile.wait_in_destroyed_locks() {
-            no_rounds = Some(format!(
-                "most of the wait was for locks destroyed before exit, which get no advice: no --try rounds run; \
-                 `lockbench app --with LOCK -- {}` measures a lock",
-                config.shown()
-            ));
         } else if advised.is_empty() {
             no_rounds = Some(
                 "the advice suggests no other lock (only the code can shorten these waits): no --try rounds run"
@@ -190,6 +193,12 @@ pub(super) fn profile_tables(config: &Config, profiling: &Profiling, cells: &[Ce
     for line in profiled.profile.lines() {
         report.row(vec![line]);
     }
+    if let Some(remedy) = &profiling.test_advice {
+        report.row(vec![format!(
+            "--test-advice: --try measures {}={} instead of the advice (for tests)",
+            remedy.variable, remedy.value
+        )]);
+    }
     let last = match (&profiled.no_rounds, profiling.try_advice) {
         (Some(why), _) => Some(why.clone()),
         (None, false) if !profiled.profile.remedies().is_empty() => Some(format!(
@@ -211,6 +220,49 @@ pub(super) fn profile_tables(config: &Config, profiling: &Profiling, cells: &[Ce
             "every run exited 0 and printed the same output as the profiled run".to_owned()
         });
         tables.push(table);
+        tables.push(effect_table(config, &profiled.tried, cells));
     }
     tables
+}
+
+/// The advice measured, in words: each advised setting against the locks in use, by
+/// the program's `--metric` if it has one, else by wall time; a win only when the
+/// runs say faster.
+fn effect_table(config: &Config, tried: &[Variant], cells: &[Cell]) -> Table {
+    let layout = config.metric.as_ref().map(|_| "metric");
+    let measure = match layout {
+        Some(_) => "by its --metric",
+        None => "by wall time",
+    };
+    let current = tried[0].name();
+    let mut table = Table::new(
+        format!("the advice measured against {current}, {measure}"),
+        &["effect"],
+    );
+    let of = |lock: &str| {
+        cells
+            .iter()
+            .find(|c| c.lock == lock && c.layout == layout)
+    };
+    for variant in &tried[1..] {
+        let name = variant.name();
+        let judged = of(name).zip(of(current)).and_then(|(cell, base)| {
+            verdict::judge(&cell.log_throughputs(), &base.log_throughputs(), Settings::default())
+        });
+        let effect = match judged {
+            None => format!("{name}: not measured (a run is missing)"),
+            Some(judged) => match judged.verdict {
+                Verdict::Faster => format!("{name}: {judged}: the advice pays for this program"),
+                Verdict::Slower => format!(
+                    "{name}: {judged}: the advice does not hold here; keep {current}"
+                ),
+                Verdict::NoClearDifference => format!(
+                    "{name}: no clear difference {judged}: the advice wins nothing measurable here"
+                ),
+                Verdict::TooFewRuns => format!("{name}: {judged}: too few runs to tell"),
+            },
+        };
+        table.row(vec![effect]);
+    }
+    table
 }

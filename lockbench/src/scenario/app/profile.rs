@@ -6,8 +6,9 @@
 //! totals and the share of the threads' time spent waiting) and the `lock` objects
 //! (one per listed lock: counts, name, site, the advice as text and, in `try`, the
 //! setting it suggests) and the `site` objects (the sites of many or destroyed locks,
-//! by their locks' total wait: a lock destroyed before exit is counted there only,
-//! and gets no advice). `stack` objects are skipped. A program that
+//! by their locks' total wait, each with its advice and `try` as a lock's: a lock
+//! destroyed before exit is counted there only, and advised through its site).
+//! `stack` objects are skipped. A program that
 //! forks writes one report per process into the file, each opening with its
 //! `profile` object; the one whose threads waited longest is shown.
 //!
@@ -73,9 +74,11 @@ pub struct Lock {
     pub remedy: Option<Remedy>,
 }
 
-/// A `site` object: the locks made at one place, live and destroyed, summed.
+/// A `site` object: the locks made at one place, live and destroyed, summed, and
+/// advised as one lock of those counts.
 #[derive(Debug, Deserialize)]
 pub struct Site {
+    pub rank: usize,
     pub locks: u64,
     pub destroyed: u64,
     pub acquisitions: u64,
@@ -83,6 +86,9 @@ pub struct Site {
     pub wait_ns: f64,
     pub wait_share: f64,
     pub site: Option<Code>,
+    pub advice: Option<String>,
+    #[serde(rename = "try")]
+    pub remedy: Option<Remedy>,
 }
 
 /// A place in the code.
@@ -203,19 +209,13 @@ impl Profile {
         self.run.wait_share < NEGLIGIBLE_SHARE
     }
 
-    /// Whether most of the wait was for locks destroyed before exit, which the
-    /// profile counts at their sites and gives no advice.
-    pub fn wait_in_destroyed_locks(&self) -> bool {
-        let listed: f64 = self.locks.iter().map(|l| l.wait_share).sum();
-        let destroyed = self.sites.iter().filter(|s| s.destroyed > 0);
-        let at_sites: f64 = destroyed.map(|s| s.wait_share).sum();
-        at_sites > listed
-    }
-
-    /// The settings the advice suggests, each once, in the order of the locks.
+    /// The settings the advice suggests, each once, in the order of the locks, then
+    /// of the sites.
     pub fn remedies(&self) -> Vec<Remedy> {
         let mut remedies: Vec<Remedy> = Vec::new();
-        for remedy in self.locks.iter().filter_map(|l| l.remedy.as_ref()) {
+        let of_locks = self.locks.iter().filter_map(|l| l.remedy.as_ref());
+        let of_sites = self.sites.iter().filter_map(|s| s.remedy.as_ref());
+        for remedy in of_locks.chain(of_sites) {
             if !remedies.contains(remedy) {
                 remedies.push(remedy.clone());
             }
@@ -224,7 +224,7 @@ impl Profile {
     }
 
     /// The report's lines: headline, the locks by wait time, those waited for most
-    /// often beyond them, and the advice.
+    /// often beyond them, the sites, and the advice of the locks and of the sites.
     pub fn lines(&self) -> Vec<String> {
         let run = &self.run;
         let ms = |ns: f64| format!("{:.1} ms", ns / 1e6);
@@ -290,12 +290,13 @@ impl Profile {
         }
         if !self.sites.is_empty() {
             lines.push(
-                "sites of many or destroyed locks, by their locks' total wait (destroyed locks get no advice):"
+                "sites of many or destroyed locks, by their locks' total wait (s#: rank among the sites):"
                     .to_owned(),
             );
             for site in &self.sites {
                 lines.push(format!(
-                    "      {} locks ({} destroyed): {} acquired, {} waited, {} in all ({:.1}%), at {}",
+                    "{:>4}  {} locks ({} destroyed): {} acquired, {} waited, {} in all ({:.1}%), at {}",
+                    format!("s{}", site.rank),
                     site.locks,
                     site.destroyed,
                     site.acquisitions,
@@ -306,12 +307,19 @@ impl Profile {
                 ));
             }
         }
-        let advised: Vec<_> = by_time
+        let of_locks = by_time
             .iter()
-            .filter_map(|l| Some((l.rank?, l.advice.as_deref()?)))
-            .collect();
+            .filter_map(|l| Some((l.rank?.to_string(), l.advice.as_deref()?)));
+        let of_sites = self
+            .sites
+            .iter()
+            .filter_map(|s| Some((format!("s{}", s.rank), s.advice.as_deref()?)));
+        let advised: Vec<_> = of_locks.chain(of_sites).collect();
         if !advised.is_empty() {
-            lines.push("advice:".to_owned());
+            lines.push(match self.sites.iter().any(|s| s.advice.is_some()) {
+                true => "advice (s#: a site's, for its locks, live and destroyed, as one):".to_owned(),
+                false => "advice:".to_owned(),
+            });
             for (rank, advice) in advised {
                 lines.push(format!("{rank:>4}  {advice}"));
             }
@@ -353,7 +361,7 @@ mod tests {
 {"type":"lock","rank":1,"waits_rank":2,"address":"0x10","kind":"mutex","symbol":"slow","symbol_offset":0,"wait_ns":400000000,"wait_share":0.8,"peak_waiters":1,"site":{"address":"0x1","function":"main","inlined_into":null,"file":"/src/pairs.c","line":12,"module":"pairs","offset":1},"site_is_init":true,"longest_wait_at":null,"holds":[{"held_as":"mutex","acquisitions":10,"contended":5,"wait_ns":400000000,"wait_max_ns":1,"timed_holds":5,"hold_ns":1,"hold_max_ns":1}],"other_stack_waits":0,"other_stack_wait_ns":0,"advice":"long holds: try KLOCKS_LOCK=default (unmeasured)","try":{"variable":"KLOCKS_LOCK","value":"default"}}
 {"type":"stack","lock_rank":1,"lock":"0x10","waits":5,"wait_ns":4,"wait_max_ns":1,"frames":[]}
 {"type":"lock","rank":null,"waits_rank":1,"address":"0x20","kind":"rwlock","symbol":null,"symbol_offset":null,"wait_ns":1000,"wait_share":0.2,"peak_waiters":1,"site":null,"site_is_init":false,"longest_wait_at":null,"holds":[{"held_as":"read","acquisitions":100,"contended":40,"wait_ns":500,"wait_max_ns":1,"timed_holds":0,"hold_ns":0,"hold_max_ns":0},{"held_as":"write","acquisitions":10,"contended":10,"wait_ns":500,"wait_max_ns":1,"timed_holds":0,"hold_ns":0,"hold_max_ns":0}],"other_stack_waits":0,"other_stack_wait_ns":0,"advice":"read-mostly: try KLOCKS_RWLOCK=default-rw","try":{"variable":"KLOCKS_RWLOCK","value":"default-rw"}}
-{"type":"site","rank":1,"locks":2,"destroyed":2,"acquisitions":4,"contended":2,"wait_ns":10,"wait_share":0.1,"site":null,"site_is_init":true,"beyond_site_table":false}
+{"type":"site","rank":1,"kind":"mutex","locks":2,"destroyed":2,"acquisitions":4,"contended":2,"wait_ns":10,"wait_share":0.1,"site":null,"site_is_init":true,"beyond_site_table":false,"advice":"holds of 30 µs: try KLOCKS_LOCK=futex (unmeasured)","try":{"variable":"KLOCKS_LOCK","value":"futex"}}
 "#;
 
     #[test]
@@ -370,14 +378,17 @@ mod tests {
         assert!(lines[often + 1].starts_with("  w1  0x20"), "{lines:#?}");
         assert!(lines[often + 1].contains(" 110 ") && lines[often + 1].contains(" 50 "));
         let site = lines.iter().position(|l| l.starts_with("sites of many")).unwrap();
-        assert!(lines[site + 1].starts_with("      2 locks (2 destroyed): 4 acquired, 2 waited"));
-        assert!(!profile.wait_in_destroyed_locks());
-        // The advice is the listed locks' only.
-        assert_eq!(lines.last().unwrap(), "   1  long holds: try KLOCKS_LOCK=default (unmeasured)");
+        assert!(lines[site + 1].starts_with("  s1  2 locks (2 destroyed): 4 acquired, 2 waited"));
+        // The advice: the locks listed by wait time, then the sites (a destroyed
+        // lock's is its site's).
+        let advice = lines.iter().position(|l| l.starts_with("advice")).unwrap();
+        assert_eq!(lines[advice + 1], "   1  long holds: try KLOCKS_LOCK=default (unmeasured)");
+        assert_eq!(lines[advice + 2], "  s1  holds of 30 µs: try KLOCKS_LOCK=futex (unmeasured)");
+        assert_eq!(lines.len(), advice + 3, "{lines:#?}");
         assert!(lines.iter().all(|l| l.chars().count() <= COLUMNS), "{lines:#?}");
         let remedies = profile.remedies();
-        assert_eq!(remedies.len(), 2);
-        assert_eq!(remedies[1].value, "default-rw");
+        let values: Vec<&str> = remedies.iter().map(|r| r.value.as_str()).collect();
+        assert_eq!(values, ["default", "default-rw", "futex"]);
     }
 
     #[test]

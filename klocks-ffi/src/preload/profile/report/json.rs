@@ -6,7 +6,8 @@
 //! setting it suggests in `try`: `{"variable":"KLOCKS_LOCK","value":"default"}` or
 //! `null`) followed by its `stack`s; the locks by wait time first, then those of the
 //! "most often waited for" list (`rank` `null`); then per
-//! site of many or destroyed locks a `site` followed by its destroyed locks'
+//! site of many or destroyed locks a `site` (its `rank`, `kind`, counts, `advice`
+//! and `try` as a lock's, for its locks as one) followed by its destroyed locks'
 //! `stack`s. Times are whole nanoseconds; a place in the code is an object with its
 //! `address` and, in the report at exit, its `function` (the innermost inlined one),
 //! `inlined_into`, `file`, `line`, `module` and `offset` (`null` where unknown). One object a line, so a reader can stream it
@@ -18,11 +19,11 @@
 use std::fmt::{self, Write};
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::super::advice::{advise, Remedy};
+use super::super::advice::{advise, Remedy, Shape};
 use super::super::stacks::Stacks;
 use super::super::table::sites;
 use super::super::table::Counters;
-use super::{by_site, program, shape, symbols, total_wait, Out, Row, Sites, Summary};
+use super::{lock_shape, program, site_shape, symbols, total_wait, Out, Row, Sites, Summary};
 
 /// Writes text as the inside of a JSON string: quotes, backslashes and control
 /// characters escaped.
@@ -205,17 +206,28 @@ fn lock(
     let (others, others_wait) = entry.stacks.others();
     write!(
         out,
-        "],\"other_stack_waits\":{others},\"other_stack_wait_ns\":{:.0},\"advice\":",
+        "],\"other_stack_waits\":{others},\"other_stack_wait_ns\":{:.0}",
         summary.ns(others_wait)
     )?;
+    out.write_char(',')?;
+    advice(out, summary, &lock_shape(entry, summary))?;
+    stacks(
+        out,
+        &entry.stacks,
+        format_args!("\"lock_rank\":{},\"lock\":\"{address:#x}\"", Number(rank)),
+        summary,
+        sites,
+    )
+}
+
+/// `"advice":text,"try":{setting}}` ending the object, each `null` when the share is
+/// negligible or no other lock is suggested.
+fn advice(out: &mut Out, summary: &Summary, shape: &Shape) -> fmt::Result {
+    out.write_str("\"advice\":")?;
     let mut remedy = None;
     if summary.share >= super::NEGLIGIBLE_SHARE {
         out.write_char('"')?;
-        remedy = advise(
-            &shape(entry, summary.ns_per_tick, summary.cpus),
-            summary.in_use,
-            &mut Escaped(out),
-        )?;
+        remedy = advise(shape, summary.in_use, &mut Escaped(out))?;
         out.write_char('"')?;
     } else {
         out.write_str("null")?;
@@ -224,16 +236,9 @@ fn lock(
         Some(Remedy { variable, value }) => writeln!(
             out,
             ",\"try\":{{\"variable\":\"{variable}\",\"value\":\"{value}\"}}}}"
-        )?,
-        None => writeln!(out, ",\"try\":null}}")?,
+        ),
+        None => writeln!(out, ",\"try\":null}}"),
     }
-    stacks(
-        out,
-        &entry.stacks,
-        format_args!("\"lock_rank\":{},\"lock\":\"{address:#x}\"", Number(rank)),
-        summary,
-        sites,
-    )
 }
 
 pub(super) fn write(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
@@ -258,29 +263,34 @@ pub(super) fn write(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Resu
     for (_, row) in summary.often() {
         lock(out, summary, None, row, sites)?;
     }
-    let Some(by_site) = by_site(summary.top) else {
-        return Ok(());
-    };
-    for (rank, site) in by_site.iter().enumerate() {
+    for (rank, site) in summary
+        .sites
+        .iter()
+        .flat_map(|sites| sites.iter())
+        .enumerate()
+    {
         let rank = rank + 1;
+        let tally = site.tally;
         write!(
             out,
-            "{{\"type\":\"site\",\"rank\":{rank},\"locks\":{},\"destroyed\":{},\"acquisitions\":{},\"contended\":{},\"wait_ns\":{:.0},\"wait_share\":{}",
-            site.locks,
+            "{{\"type\":\"site\",\"rank\":{rank},\"kind\":\"{}\",\"locks\":{},\"destroyed\":{},\"acquisitions\":{},\"contended\":{},\"wait_ns\":{:.0},\"wait_share\":{}",
+            if site.rwlock() { "rwlock" } else { "mutex" },
+            tally.locks,
             site.destroyed,
-            site.acquisitions,
-            site.contended,
-            summary.ns(site.wait),
-            site.wait as f64 / summary.all_wait.max(1) as f64,
+            tally.acquisitions,
+            tally.contended,
+            summary.ns(tally.wait),
+            tally.wait as f64 / summary.all_wait.max(1) as f64,
         )?;
         let other = sites::is_other(site.site);
         let address = if other { 0 } else { site.site.address() };
         code_field(out, "site", address, sites)?;
-        writeln!(
+        write!(
             out,
-            ",\"site_is_init\":{},\"beyond_site_table\":{other}}}",
+            ",\"site_is_init\":{},\"beyond_site_table\":{other},",
             site.site.is_init.load(Relaxed)
         )?;
+        advice(out, summary, &site_shape(site, summary))?;
         stacks(
             out,
             &site.site.stacks,

@@ -1,0 +1,121 @@
+//! `lockbench app`'s tables: the timing table (each variant's wall time, and metric,
+//! against the first variant's, with verdicts) and, with `--profile-cost`, the
+//! profile's report under it.
+
+use super::advice::profile_tables;
+use super::runs::Variant;
+use super::{Config, GLIBC, PROFILE};
+use crate::cells::{num, si, Cell, Table};
+use crate::verdict::{self, Ledger, Settings};
+
+/// lock | wall s | against glibc [| metric | against glibc]: each "vs glibc" column is
+/// the lock's throughput (1 ÷ wall time, or the metric) ÷ glibc's, with its interval
+/// and verdict ([`crate::verdict`]); then the profile's report, with
+/// `--profile-cost`. With `--profile`: the profile, then the advice's table, if
+/// measured.
+pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
+    if let Some(profiling) = &config.profiling {
+        return profile_tables(config, profiling, cells);
+    }
+    let mut table = timing_table(config, &config.variants, cells);
+    table.note(if config.output_varies {
+        "output not compared (the command prints timings); every run exited 0".to_owned()
+    } else {
+        "every run exited 0 and printed the same output as glibc's first run".to_owned()
+    });
+    let mut tables = vec![table];
+    let report = config
+        .profile
+        .as_ref()
+        .map(|r| r.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    if let Some(report) = report {
+        let mut profile = Table::new(
+            format!(
+                "contention profile (glibc+profile's last run): `{}`, glibc's locks timed by LD_PRELOAD={} {}=1",
+                config.shown(),
+                config.preload.display(),
+                PROFILE.name()
+            ),
+            &["report"],
+        );
+        for line in report.lines() {
+            profile.row(vec![line.to_owned()]);
+        }
+        tables.push(profile);
+    }
+    tables
+}
+
+/// lock | wall s | against the first variant [| metric | against it].
+pub(super) fn timing_table(config: &Config, variants: &[Variant], cells: &[Cell]) -> Table {
+    let of = |lock: &str, layout: Option<&str>| {
+        cells.iter().find(|c| {
+            (c.scenario, c.threads) == (config.scenario, config.threads)
+                && c.lock == lock
+                && c.layout == layout
+        })
+    };
+    let baseline = variants.first().map_or(GLIBC, |v| v.name());
+    let speed = format!("speed vs {baseline}");
+    let metric_vs = format!("metric vs {baseline}");
+    let mut headers = vec!["lock", "wall s median [min–max]", speed.as_str()];
+    if config.metric.is_some() {
+        headers.extend(["metric median [min–max]", metric_vs.as_str()]);
+    }
+    let mut table = Table::new(config.title.clone(), &headers);
+    let mut ledger = Ledger::default();
+    let mut against_baseline = |cell: Option<&Cell>, layout: Option<&str>| {
+        let base = of(baseline, layout);
+        let judged = cell
+            .zip(base)
+            .filter(|(cell, base)| cell.lock != base.lock)
+            .and_then(|(cell, base)| {
+                let judged = verdict::judge(
+                    &cell.log_throughputs(),
+                    &base.log_throughputs(),
+                    Settings::default(),
+                )?;
+                let what = layout.map_or(String::new(), |layout| format!(" {layout}"));
+                ledger.add(format!("{}{what}", cell.lock), judged);
+                Some(judged)
+            });
+        judged.map_or("-".to_owned(), |judged| judged.to_string())
+    };
+    let show = |cell: Option<&Cell>, format: fn(f64) -> String| {
+        cell.and_then(|c| c.summary)
+            .map_or("-".to_owned(), |s| s.show(format))
+    };
+    for variant in variants {
+        let name = variant.name();
+        let wall = of(name, None);
+        let mut row = vec![name.to_owned(), show(wall, num), against_baseline(wall, None)];
+        if config.metric.is_some() {
+            let metric = of(name, Some("metric"));
+            row.push(show(metric, si));
+            row.push(against_baseline(metric, Some("metric")));
+        }
+        table.row(row);
+    }
+    let settings = match config.profiling {
+        Some(_) => "and the variables each row names".to_owned(),
+        None => format!("KLOCKS_RWLOCK={}", config.rwlock.name()),
+    };
+    let repeated = cells.iter().find_map(|cell| cell.repeated.as_ref());
+    let runs = match repeated {
+        Some(repeated) => format!(
+            "{} runs per lock (--runs {} and adaptive rounds, {})",
+            repeated.rounds,
+            config.runs,
+            repeated.ended.words()
+        ),
+        None => format!("{} runs per lock", config.runs),
+    };
+    table.note(format!(
+        "{runs}, interleaved; speed = the lock's throughput (1 ÷ wall) ÷ {baseline}'s (above \
+         1: faster); klocks runs: LD_PRELOAD={} {settings}",
+        config.preload.display(),
+    ));
+    table.note(ledger.tally().note(Settings::default()));
+    table
+}
+
