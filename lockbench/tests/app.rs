@@ -31,6 +31,18 @@ fn bad_input_is_a_usage_error() {
         &["--with", "qspinlock-cmpxchg", "--", "true"],
         &["--locks", "futex", "--", "true"],
         &["--rwlocks", "rwsem-never", "--", "true"],
+        &["--peer", "flexguard", "--", "true"],
+        &["--peer", "glibc=/bin/true", "--", "true"],
+        &["--peer", "fg=/no/such/interpose.so", "--", "true"],
+        &[
+            "--peer",
+            "fg=/bin/true",
+            "--peer",
+            "fg=/bin/sh",
+            "--",
+            "true",
+        ],
+        &["--peer", "fg=/bin/true", "--profile", "--", "true"],
         &[],
     ];
     for args in cases {
@@ -47,6 +59,45 @@ fn bad_input_is_a_usage_error() {
         "{}",
         stderr(&out)
     );
+}
+
+/// A peer's row runs under its library alone (here libklocks.so itself, which with no
+/// `KLOCKS_LOCK` passes every lock to glibc), and the second table judges each klocks
+/// lock against the best of glibc and the peer.
+#[test]
+fn a_peer_runs_beside_glibc_and_klocks_is_judged_against_the_best() {
+    let library = common::library();
+    let peer = format!("again={}", library.display());
+    let out = app(&[
+        "--runs",
+        "4",
+        "--no-adaptive",
+        "--with",
+        "futex",
+        "--peer",
+        &peer,
+        "--output-varies",
+        "--metric",
+        r"preloaded: (\S+)",
+        "--",
+        "sh",
+        "-c",
+        "case \"$LD_PRELOAD\" in *libklocks*) echo preloaded: 2;; *) echo preloaded: 1;; esac",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", stderr(&out));
+    assert!(
+        stdout.lines().any(|l| l.starts_with("again ")),
+        "no peer row:\n{stdout}"
+    );
+    assert!(stdout.contains("klocks against the best"), "{stdout}");
+    // glibc's runs print 1, the peer's and futex's 2: the best peer is the one that
+    // ran under the library, and futex ties it.
+    let verdict = stdout
+        .lines()
+        .find(|l| l.starts_with("futex ") && l.contains("again"))
+        .unwrap_or_else(|| panic!("no futex row against the peer:\n{stdout}"));
+    assert!(verdict.contains("≈ [1.00–1.00]"), "{verdict}");
 }
 
 #[test]

@@ -10,6 +10,10 @@
 //! (a throughput: higher is better), each as median [min–max] and as speed relative
 //! to glibc in the same run.
 //!
+//! With `--peer NAME=LIBRARY` ([`peer`]), another interposer (FlexGuard's, an older
+//! libklocks.so) runs as a row beside glibc, and each klocks lock is also judged
+//! against the best of glibc and the peers.
+//!
 //! With `--profile-cost`, two more variants run in every round: glibc's locks through
 //! the preload (`glibc+preload`), and the same under its contention profile
 //! (`glibc+profile`, `KLOCKS_PROFILE=1`, written to a file). The ratio of their rows
@@ -53,10 +57,12 @@ const PROFILE_FORMAT: Var = Var::new(c"KLOCKS_PROFILE_FORMAT");
 const PROFILE_TOP: Var = Var::new(c"KLOCKS_PROFILE_TOP");
 
 mod advice;
+mod peer;
 mod profile;
 mod runs;
 mod tables;
 use advice::{run_profile, Profiling, Setting};
+use peer::{parse_peer, Peer};
 use profile::Remedy;
 use runs::run_rounds;
 pub use runs::Variant;
@@ -145,6 +151,17 @@ pub struct Args {
         value_name = "LOCK,..."
     )]
     pub with: Vec<PreloadLock>,
+
+    /// Another interposer to run the command under, as a peer of glibc: its row runs
+    /// `LD_PRELOAD=LIBRARY` (e.g. flexguard=/path/to/interpose.so); repeatable. A
+    /// second table judges each klocks lock against the best of glibc and the peers
+    #[arg(
+        long = "peer",
+        value_parser = parse_peer,
+        value_name = "NAME=LIBRARY",
+        conflicts_with = "profile"
+    )]
+    pub peers: Vec<Peer>,
 
     /// KLOCKS_RWLOCK for the klocks runs [default: glibc, as with KLOCKS_LOCK alone]
     #[arg(long, value_enum, value_name = "RWLOCK")]
@@ -288,8 +305,10 @@ impl Config {
             args.with.clone()
         };
         locks.dedup();
+        peer::check_distinct(&args.peers)?;
         let profiled = [Variant::Preloaded, Variant::Profiled];
         let variants = std::iter::once(Variant::Glibc)
+            .chain(args.peers.iter().copied().map(Variant::Peer))
             .chain(locks.into_iter().map(Variant::Lock))
             .chain(profiled.into_iter().filter(|_| args.profile_cost))
             .collect();

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 
 use super::advice::Setting;
+use super::peer::Peer;
 use super::{Config, PreloadLock, GLIBC, LOCK, PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_TOP, RWLOCK};
 use crate::adaptive::Drive;
 use crate::cells::{Cell, Progress, Run};
@@ -21,6 +22,8 @@ pub enum Variant {
     Glibc,
     /// Under a klocks lock.
     Lock(PreloadLock),
+    /// Under another interposer (`--peer`).
+    Peer(Peer),
     /// glibc's locks through the preload.
     Preloaded,
     /// glibc's locks under the preload's contention profile.
@@ -36,6 +39,7 @@ impl Variant {
         match self {
             Variant::Glibc => GLIBC,
             Variant::Lock(lock) => lock.name(),
+            Variant::Peer(peer) => peer.name,
             Variant::Preloaded => "glibc+preload",
             Variant::Profiled => "glibc+profile",
             Variant::Setting(_, name) => name,
@@ -88,6 +92,9 @@ pub(super) fn run_once(config: &Config, variant: Variant, round: u32) -> Result<
                 .env("LD_PRELOAD", &config.preload)
                 .env(LOCK.name(), lock.name())
                 .env(RWLOCK.name(), config.rwlock.name());
+        }
+        Variant::Peer(peer) => {
+            command.env("LD_PRELOAD", peer.library);
         }
         Variant::Preloaded => {
             command.env("LD_PRELOAD", &config.preload);
@@ -199,6 +206,7 @@ pub(super) fn run_rounds(
             .iter()
             .filter_map(|name| Drive::pair(&names, name, &baseline))
             .filter(|drive| !matches!(drive, Drive::Pair { x, y } if x == y))
+            .chain(best_peer_drives(variants))
             .collect(),
         row: match config.threads {
             0 => format!("{}: `{}`", config.scenario, config.shown()),
@@ -245,6 +253,30 @@ pub(super) fn run_rounds(
         cell.repeated = measured.repeated.clone();
     }
     Ok(cells)
+}
+
+/// With `--peer`: each klocks lock against the best of glibc and the peers, as
+/// [`super::tables`] judges it (on wall time: the rounds see no metric).
+fn best_peer_drives(variants: &[Variant]) -> Vec<Drive> {
+    let names: Vec<&str> = variants.iter().map(|v| v.name()).collect();
+    let peers = peer_names(variants);
+    if peers.len() < 2 {
+        return Vec::new();
+    }
+    variants
+        .iter()
+        .filter(|v| matches!(v, Variant::Lock(_)))
+        .filter_map(|v| Drive::best_peer(&names, &v.name(), &peers))
+        .collect()
+}
+
+/// glibc and the `--peer`s: the rows a klocks lock is judged against.
+pub(super) fn peer_names(variants: &[Variant]) -> Vec<&'static str> {
+    variants
+        .iter()
+        .filter(|v| matches!(v, Variant::Glibc | Variant::Peer(_)))
+        .map(|v| v.name())
+        .collect()
 }
 
 /// The rounds judge a run by its wall time, and no run ends its lock's series.

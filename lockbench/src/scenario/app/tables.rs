@@ -3,7 +3,8 @@
 //! profile's report under it.
 
 use super::advice::profile_tables;
-use super::runs::Variant;
+use super::peer;
+use super::runs::{peer_names, Variant};
 use super::{Config, GLIBC, PROFILE};
 use crate::cells::{num, si, Cell, Table};
 use crate::verdict::{self, Ledger, Settings};
@@ -24,6 +25,7 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
         "every run exited 0 and printed the same output as glibc's first run".to_owned()
     });
     let mut tables = vec![table];
+    tables.extend(best_peer_table(config, &config.variants, cells));
     let report = config
         .profile
         .as_ref()
@@ -119,3 +121,49 @@ pub(super) fn timing_table(config: &Config, variants: &[Variant], cells: &[Cell]
     table
 }
 
+/// With `--peer`: each klocks lock against the best of glibc and the peers on the
+/// table's measure (the metric when there is one), as lock | best peer | verdict.
+fn best_peer_table(config: &Config, variants: &[Variant], cells: &[Cell]) -> Option<Table> {
+    let peers = peer_names(variants);
+    if peers.len() < 2 {
+        return None;
+    }
+    let measure = config.metric.as_ref().map(|_| "metric");
+    let of = |lock: &str| {
+        cells.iter().find(|c| {
+            (c.scenario, c.threads, c.layout) == (config.scenario, config.threads, measure)
+                && c.lock == lock
+        })
+    };
+    let peer_cells: Vec<&Cell> = peers.iter().filter_map(|p| of(p)).collect();
+    let what = measure.unwrap_or("speed (1 ÷ wall)");
+    let mut table = Table::new(
+        format!("{}: klocks against the best of {} ({what})", config.title, peers.join(", ")),
+        &["lock", "best peer", "lock ÷ best peer"],
+    );
+    let mut ledger = Ledger::default();
+    for variant in variants.iter().filter(|v| matches!(v, Variant::Lock(_))) {
+        let judged = of(variant.name()).and_then(|cell| peer::against_best(cell, &peer_cells));
+        let (best, shown) = match judged {
+            Some((judged, best)) => {
+                ledger.add(variant.name(), judged);
+                (best.to_owned(), judged.to_string())
+            }
+            None => ("-".to_owned(), "-".to_owned()),
+        };
+        table.row(vec![variant.name().to_owned(), best, shown]);
+    }
+    let libraries: Vec<String> = variants
+        .iter()
+        .filter_map(|v| match v {
+            Variant::Peer(peer) => Some(format!("{}: LD_PRELOAD={}", peer.name, peer.library.display())),
+            _ => None,
+        })
+        .collect();
+    table.note(format!(
+        "the best peer is the one with the highest median in the same rounds; {}",
+        libraries.join(", ")
+    ));
+    table.note(ledger.tally().note(Settings::default()));
+    Some(table)
+}
