@@ -63,7 +63,8 @@ use super::fork::{self, this_thread, Holder, Patience};
 use super::profile::{self, with_caller, Role};
 use super::time::Deadline;
 use super::{config, glibc};
-use crate::mutex::{init_at, with_lock_at, Kind};
+use crate::mutex::{init_at, with_lock_at};
+use klocks_core::catalog::{CatalogMutex, MutexKind};
 
 /// A klocks-managed `pthread_mutex_t`; see the module doc.
 #[repr(C)]
@@ -100,7 +101,7 @@ enum Type {
 enum Target<'a> {
     Glibc,
     Invalid,
-    Klocks(&'a Mutex, Kind, Type),
+    Klocks(&'a Mutex, MutexKind, Type),
 }
 
 /// Sorts a call on `m`.
@@ -148,7 +149,7 @@ pub(super) unsafe fn is_klocks(m: *mut pthread_mutex_t) -> bool {
 /// # Safety
 /// As for [`target`].
 #[inline(always)]
-unsafe fn plain<'a>(m: *mut pthread_mutex_t) -> Option<(&'a Mutex, Kind)> {
+unsafe fn plain<'a>(m: *mut pthread_mutex_t) -> Option<(&'a Mutex, MutexKind)> {
     if m.is_null() {
         return None;
     }
@@ -173,13 +174,13 @@ impl Mutex {
     /// Repairs the mutex if it was last used before a fork (see `fork`); whether it
     /// is current (`false` once `patience` ran out).
     #[inline]
-    fn current(&self, kind: Kind, patience: Patience) -> bool {
+    fn current(&self, kind: MutexKind, patience: Patience) -> bool {
         // Acquire: pairs with the Release in `fork::repair`, which publishes the body.
         self.stamp.load(Acquire) == fork::generation() || self.repair(kind, patience)
     }
 
     #[cold]
-    fn repair(&self, kind: Kind, patience: Patience) -> bool {
+    fn repair(&self, kind: MutexKind, patience: Patience) -> bool {
         fork::repair(
             &self.stamp,
             patience,
@@ -240,7 +241,7 @@ impl Mutex {
         }
     }
 
-    fn try_acquire(&self, kind: Kind) -> bool {
+    fn try_acquire(&self, kind: MutexKind) -> bool {
         with_lock_at!(self.body(), kind, lock => lock.try_lock())
     }
 
@@ -258,7 +259,7 @@ impl Mutex {
 /// queue behind its own hold, so it polls `try_lock`, 1 µs to 1 ms apart: the lock's
 /// `try_lock` refuses while the word names the caller and takes a lock released to
 /// nobody (never a reserved one), so the waiting thread changes no waiter's role.
-fn relock(mutex: &Mutex, kind: Kind) {
+fn relock(mutex: &Mutex, kind: MutexKind) {
     let mut nap = Duration::from_micros(1);
     while !mutex.try_acquire(kind) {
         super::nap(nap);
@@ -269,33 +270,19 @@ fn relock(mutex: &Mutex, kind: Kind) {
 /// Locks the body; a holder of an owner-tracking kind waits in [`relock`] (module
 /// doc, "A normal mutex released by another thread").
 #[inline(always)]
-fn lock_body(mutex: &Mutex, kind: Kind) {
-    let held = match kind {
-        Kind::Default => with_lock_at!(mutex.body(), kind, lock => lock.try_lock()),
-        Kind::SpinFutex => with_lock_at!(mutex.body(), kind, lock => lock.try_lock()),
-        _ => false,
-    };
-    if held {
-        return;
+fn lock_body(mutex: &Mutex, kind: MutexKind) {
+    if kind.tracks_owner() {
+        if mutex.try_acquire(kind) {
+            return;
+        }
+        if with_lock_at!(mutex.body(), kind, lock => lock.held_by_current_thread()) {
+            return relock(mutex, kind);
+        }
     }
-    // SAFETY (both arms): the body holds a lock of `kind` (`with_lock_at`'s contract).
-    let mine = match kind {
-        Kind::Default => unsafe {
-            (*mutex.body().cast::<klocks_core::RawMutex>()).held_by_current_thread()
-        },
-        Kind::SpinFutex => unsafe {
-            (*mutex.body().cast::<klocks_core::SpinFutexMutex>()).held_by_current_thread()
-        },
-        _ => false,
-    };
-    if mine {
-        relock(mutex, kind);
-    } else {
-        with_lock_at!(mutex.body(), kind, lock => lock.lock());
-    }
+    with_lock_at!(mutex.body(), kind, lock => lock.lock());
 }
 
-fn lock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
+fn lock(mutex: &Mutex, kind: MutexKind, ty: Type) -> c_int {
     mutex.current(kind, Patience::Forever);
     let me = this_thread();
     if let Some(answer) = mutex.by_holder(ty, me, EDEADLK) {
@@ -305,7 +292,7 @@ fn lock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
     mutex.acquired(me)
 }
 
-fn trylock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
+fn trylock(mutex: &Mutex, kind: MutexKind, ty: Type) -> c_int {
     // Stale and held by the forking thread's continuation: busy, at once.
     if !mutex.current(kind, Patience::Try) {
         return EBUSY;
@@ -320,7 +307,7 @@ fn trylock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
     mutex.acquired(me)
 }
 
-fn clocklock(mutex: &Mutex, kind: Kind, ty: Type, deadline: Deadline) -> c_int {
+fn clocklock(mutex: &Mutex, kind: MutexKind, ty: Type, deadline: Deadline) -> c_int {
     if !mutex.current(kind, Patience::Until(deadline)) {
         return if deadline.is_valid() {
             ETIMEDOUT
@@ -338,7 +325,7 @@ fn clocklock(mutex: &Mutex, kind: Kind, ty: Type, deadline: Deadline) -> c_int {
     }
 }
 
-fn unlock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
+fn unlock(mutex: &Mutex, kind: MutexKind, ty: Type) -> c_int {
     // Stale and held by the forking thread's continuation, which is not the caller.
     if !mutex.current(kind, Patience::Try) {
         return EPERM;
@@ -364,7 +351,7 @@ fn unlock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
 
 /// Releases a mutex the checks let through.
 #[inline(always)]
-fn release(mutex: &Mutex, kind: Kind) -> c_int {
+fn release(mutex: &Mutex, kind: MutexKind) -> c_int {
     // Relaxed: cleared before the unlock's Release (module doc).
     mutex.owner.store(0, Relaxed);
     // Two threads racing to unlock one hold: the second may pass the checks above and
@@ -376,28 +363,17 @@ fn release(mutex: &Mutex, kind: Kind) -> c_int {
 /// Releases a normal mutex for the thread that holds it (module doc, "A normal mutex
 /// released by another thread"); `EPERM` if it is not locked.
 #[cold]
-fn release_for_owner(mutex: &Mutex, kind: Kind) -> c_int {
+fn release_for_owner(mutex: &Mutex, kind: MutexKind) -> c_int {
     if !with_lock_at!(mutex.body(), kind, lock => lock.is_locked()) {
         return EPERM;
     }
     // Relaxed: cleared before the release, as the holder would (module doc).
     mutex.owner.store(0, Relaxed);
-    let body = mutex.body();
-    // SAFETY (both arms): the body holds a lock of `kind` (`with_lock_at`'s contract),
-    // and the holder gave this one release to the caller (glibc's contract for a
+    // SAFETY: the holder gave this one release to the caller (glibc's contract for a
     // normal mutex); two threads racing to release one hold are the misuse whose
-    // panic ends the process (see `release`).
-    let released = match kind {
-        Kind::Default => unsafe { (*body.cast::<klocks_core::RawMutex>()).unlock_for_owner() },
-        Kind::SpinFutex => unsafe {
-            (*body.cast::<klocks_core::SpinFutexMutex>()).unlock_for_owner()
-        },
-        // Their words name no owner: their unlock is anyone's.
-        _ => {
-            with_lock_at!(body, kind, lock => lock.unlock());
-            true
-        }
-    };
+    // panic ends the process (see `release`). A lock whose word names no owner simply
+    // unlocks: its unlock is anyone's.
+    let released = with_lock_at!(mutex.body(), kind, lock => unsafe { lock.unlock_for_owner() });
     if released {
         0
     } else {
