@@ -416,29 +416,6 @@ mod tests {
         }
     }
 
-    /// The C tests' list of kinds (`tests/c/kinds.h`: `{KLOCKS_X, "X", sleeps}`) is
-    /// every kind, with the catalog's "sleeps": a kind missing there goes untested
-    /// in C.
-    #[test]
-    pub(crate) fn the_c_tests_run_every_kind() {
-        let list = include_str!("../tests/c/kinds.h");
-        let (_, entries) = list.split_once("KINDS[] = {").unwrap();
-        let (entries, _) = entries.split_once("};").unwrap();
-        let listed: Vec<(String, bool)> = entries
-            .split('{')
-            .skip(1)
-            .map(|entry| {
-                let fields: Vec<&str> = entry.split(['}', ',']).map(str::trim).collect();
-                (fields[0].to_owned(), fields[2] == "1")
-            })
-            .collect();
-        let kinds: Vec<(String, bool)> = MutexKind::C_KINDS
-            .iter()
-            .map(|&kind| (c_name(kind), kind.sleeps()))
-            .collect();
-        assert_eq!(listed, kinds);
-    }
-
     #[test]
     fn kinds_round_trip_through_raw_and_name() {
         for kind in MutexKind::C_KINDS {
