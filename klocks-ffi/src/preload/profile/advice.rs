@@ -1,6 +1,6 @@
 //! The profile's one-line suggestion per lock, from the shape it measured. Each line
 //! gives the measurements it rests on; the choices follow lockbench's results (the
-//! README's "Which lock"). A suggestion to change a lock is marked unmeasured and
+//! lock table of `docs/design.md`). A suggestion to change a lock is marked unmeasured and
 //! names the command that measures it, `lockbench app --profile --try`, which reads
 //! the suggested setting from the JSON report's `try` field ([`Remedy`]).
 
