@@ -339,3 +339,82 @@ fn choices_round_trip_through_the_word() {
         }
     }
 }
+
+/// Every mutex and rwlock of the catalog reaches every consumer in this crate: a
+/// mutex with a C kind number is a `klocks_kind` constant of `include/klocks.h` with
+/// that value, works through the C API's functions, is a `KLOCKS_LOCK` name listed by
+/// `help`; one without is offered by neither; every rwlock is a `KLOCKS_RWLOCK` name;
+/// every lock is a row of `docs/design.md`'s lock table, under its name. (lockbench's
+/// lists: `lockbench/src/locks.rs`'s `every_catalog_lock_is_a_lock_name`.)
+#[test]
+fn every_catalog_mutex_reaches_every_consumer() {
+    use crate::mutex::tests::{c_name, header_kinds};
+    use crate::mutex::{
+        klocks_mutex_destroy, klocks_mutex_init, klocks_mutex_lock, klocks_mutex_t,
+        klocks_mutex_unlock,
+    };
+    let header = header_kinds(include_str!("../../../../include/klocks.h"));
+    let design = include_str!("../../../../docs/design.md");
+    let in_lock_table = |name: &str| {
+        let cell = format!(" | `{name}` | ");
+        design
+            .lines()
+            .any(|line| line.starts_with("| ") && line.contains(&cell))
+    };
+    let (_, help) = run(Some("help"), None, None, None);
+    for &kind in MutexKind::ALL {
+        let name = kind.name();
+        assert!(
+            in_lock_table(name),
+            "docs/design.md's lock table lacks {name}"
+        );
+        let (choice, complaints) = run(Some(name), None, None, None);
+        let listed = help
+            .iter()
+            .any(|line| line.split_whitespace().next() == Some(name));
+        let Some(number) = kind.c_kind() else {
+            assert_eq!(
+                choice.mutex, None,
+                "{name}: KLOCKS_LOCK takes a C kind only"
+            );
+            assert!(!listed, "help lists {name}, which is not a C kind");
+            continue;
+        };
+        assert!(
+            header.contains(&(c_name(kind), number)),
+            "include/klocks.h's klocks_kind lacks {} = {number}",
+            c_name(kind)
+        );
+        assert_eq!(
+            choice.mutex,
+            Some(kind),
+            "KLOCKS_LOCK={name}: {complaints:?}"
+        );
+        assert!(listed, "KLOCKS_LOCK=help does not list {name}");
+        let mut m = std::mem::MaybeUninit::<klocks_mutex_t>::zeroed();
+        // SAFETY: `m` is a local `klocks_mutex_t` that only this thread uses.
+        unsafe {
+            assert_eq!(
+                klocks_mutex_init(m.as_mut_ptr(), number as i32),
+                0,
+                "{name}"
+            );
+            assert_eq!(klocks_mutex_lock(m.as_mut_ptr()), 0, "{name}");
+            assert_eq!(klocks_mutex_unlock(m.as_mut_ptr()), 0, "{name}");
+            assert_eq!(klocks_mutex_destroy(m.as_mut_ptr()), 0, "{name}");
+        }
+    }
+    for &kind in RwLockKind::ALL {
+        let name = kind.name();
+        assert!(
+            in_lock_table(name),
+            "docs/design.md's lock table lacks {name}"
+        );
+        let (choice, complaints) = run(None, Some(name), None, None);
+        assert_eq!(
+            choice.rwlock.map(RwPolicy::catalog),
+            Some(kind),
+            "KLOCKS_RWLOCK={name}: {complaints:?}"
+        );
+    }
+}
