@@ -161,14 +161,8 @@ pub use mutex::spin_futex_mutex::SpinFutexMutex;
 pub use padded::Padded;
 pub use rwlock::raw_rwlock::{RawRwLock, TooManyReaders};
 pub use rwlock::rwsem::{reader_spin, ReaderSpin, RwSem};
-pub use spin::mcs::MAX_SLOTS;
-pub use spin::pv_qspinlock::PvQSpinLock;
-pub use spin::pv_ticket::PvTicketLock;
-#[cfg(all(feature = "x86-byte-store", target_arch = "x86_64", not(loom)))]
-pub use spin::qspinlock::QSpinLockByteStore;
-pub use spin::qspinlock::{Flavor, QSpinLock, QSpinLockCmpxchgHandoff, RawQSpinLock};
-pub use spin::shared_futex_spin::SharedFutexSpinLock;
-pub use spin::ticket::TicketLock;
+// Every spinlock type, and the queue's slot limit (the list is `spin/mod.rs`).
+pub use spin::*;
 
 /// Flavours of [`RawQSpinLock`] (how the queue head claims the lock, how the word is
 /// written).
