@@ -223,6 +223,7 @@ macro_rules! family {
 /// What an entry's extra field adds to its type's impl of the family's trait: a lock
 /// whose word names its holder (`tracks_owner: true`) answers [`CatalogMutex`]'s
 /// owner questions with its own methods; the other fields add nothing there.
+#[cfg(not(loom))]
 macro_rules! catalog_item {
     (tracks_owner: true) => {
         fn held_by_current_thread(&self) -> bool {
