@@ -10,7 +10,7 @@
 //! ([`CatalogMutex::KIND`]), so generic code can print the name of the lock it was
 //! instantiated with.
 //!
-//! The mutexes are written once, in [`for_each_mutex!`], which hands the list to
+//! The mutexes are written once, in [`for_each_mutex!`](crate::for_each_mutex), which hands the list to
 //! any macro: this module's enum and trait impls expand from it, and so do crates
 //! that need one item per mutex (klocks-ffi's C kinds). An entry:
 //!
