@@ -6,6 +6,8 @@
 
 use std::fmt::{self, Write};
 
+use klocks_core::catalog::{MutexKind, RwLockKind};
+
 use super::report::Time;
 
 /// What the profile measured of one lock.
@@ -119,7 +121,7 @@ pub(super) fn advise(
                 out,
                 "read-mostly ({reads:.1}% reads; readers share, and spin only behind a running writer): "
             )?;
-            suggest(out, in_use, true, "default-rw")
+            suggest(out, in_use, true, RwLockKind::Default.name())
         } else if waiting as usize + 1 > cpus {
             write!(
                 out,
@@ -133,7 +135,7 @@ pub(super) fn advise(
                 "{:.0}% writes, waiters fit the CPUs ({waiting} on {cpus}): ",
                 100.0 - reads
             )?;
-            suggest(out, in_use, true, "default-rw")
+            suggest(out, in_use, true, RwLockKind::Default.name())
         };
     }
     let Some(mean) = shape.mean_hold_ns else {
@@ -142,7 +144,7 @@ pub(super) fn advise(
             "waited for in {:.0}% of acquisitions, no hold timed: ",
             percent(shape.contended)
         )?;
-        return suggest(out, in_use, false, "default");
+        return suggest(out, in_use, false, MutexKind::Default.name());
     };
     if mean >= LONG_HOLD_NS {
         write!(
@@ -171,7 +173,7 @@ pub(super) fn advise(
             percent(shape.contended)
         )?;
     }
-    suggest(out, in_use, false, "default")
+    suggest(out, in_use, false, MutexKind::Default.name())
 }
 
 #[cfg(test)]
