@@ -86,8 +86,9 @@ impl RwPolicy {
 }
 
 /// `KLOCKS_RWLOCK=default`: the default rwlock, whose catalog name is `default-rw`;
-/// `KLOCKS_SPIN=default`: `pvqspinlock`.
-const DEFAULT_ALIAS: &str = "default";
+/// `KLOCKS_SPIN=default`: `pvqspinlock`. The default mutex's name, which
+/// `KLOCKS_LOCK` takes for the default pair.
+const DEFAULT_ALIAS: &str = MutexKind::Default.name();
 
 /// `KLOCKS_SPIN`: the spinlock that runs `pthread_spin_*` (see `spin`), `glibc` or
 /// `help`; unset, glibc's. (Declared here, as `KLOCKS_VERBOSE`: only the preload
