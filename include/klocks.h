@@ -104,8 +104,9 @@ typedef struct {
 #define KLOCKS_RWLOCK_INITIALIZER { { 0 } }
 #define KLOCKS_COND_INITIALIZER { { 0 } }
 
-/* The mutex kinds (README.md, "Which lock", and docs/design.md say when to use which;
- * KLOCKS_DEFAULT unless you know why not). */
+/* The mutex kinds, one for each lock of klocks' catalog that has a kind number
+ * (docs/design.md's lock table says when to use which, under the kind's name in
+ * lower case; KLOCKS_DEFAULT unless you know why not). */
 typedef enum {
     /* Paravirt queued spinlock: spins a calibrated budget, then sleeps until the
      * unlocker kicks it. Short critical sections; survives any number of threads. */

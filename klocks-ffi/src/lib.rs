@@ -9,8 +9,8 @@
 //!
 //! Which kind: `KLOCKS_DEFAULT` (`klocks::Mutex`: spins while the owner runs, sleeps
 //! otherwise, every wait bounded) unless you need strict FIFO (`KLOCKS_PVTICKET`) or
-//! are re-running a seed experiment; the README's "Which lock" table and
-//! `docs/design.md` give each kind's trade-off. Unmodified programs get the same
+//! are re-running a seed experiment; `docs/design.md`'s lock table gives each
+//! kind's trade-off (its names are `KLOCKS_LOCK`'s, lower case). Unmodified programs get the same
 //! locks through the [`preload`] interposer: `LD_PRELOAD=libklocks.so
 //! KLOCKS_LOCK=default` (`docs/preload.md`).
 //!

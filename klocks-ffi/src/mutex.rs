@@ -1,4 +1,4 @@
-//! `klocks_mutex_t`: the klocks mutexes of the C API (`Kind`) behind one C type.
+//! `klocks_mutex_t`: the klocks mutexes of the C API (the catalog's mutexes with a `c_kind`) behind one C type.
 //!
 //! The kind chosen at `klocks_mutex_init` is kept in the object's tag (see the crate
 //! doc); every call decodes it and dispatches to the Rust lock in the body.
@@ -46,124 +46,64 @@ const BODY_WORDS: usize = (MUTEX_SIZE - 8) / 8;
 #[allow(non_camel_case_types)]
 pub type klocks_mutex_t = Object<BODY_WORDS>;
 
-/// Declares the C API's mutex kinds from one list, each kind once: the [`Kind`]
-/// enum with its `klocks_kind` value, [`Kind::ALL`], the catalog entry (which names
-/// it), the C constant, whether it tracks its owner (module doc), what to pick it for
-/// (`KLOCKS_LOCK=help`), the check that it fits the body, and `with_kind!`, the one
-/// map from a kind to its type. `$d` is `$`, for the metavariables of `with_kind!`.
+/// Declares, from the catalog's list ([`klocks_core::for_each_mutex!`]), the check
+/// that every C kind fits the body and `with_kind!`, the one map from a kind to its
+/// type. `$d` is `$`, for the metavariables of `with_kind!`.
 macro_rules! kinds {
     ($d:tt
-        $($variant:ident = $raw:literal => $ty:ident, $c_name:ident, $entry:ident,
-            owner: $owner:literal, use: $use_it_for:literal;)*
+        $(
+            $(#[$attr:meta])* $variant:ident => $ty:ty {
+                name: $name:literal,
+                about: $about:literal,
+                use_when: $use_when:literal,
+                avoid_when: $avoid_when:literal,
+                $(c_kind: $c_kind:literal,)?
+                tracks_owner: $tracks_owner:literal,
+                sleeps: $sleeps:literal,
+            };
+        )*
     ) => {
-        /// The C `klocks_kind` values.
-        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-        pub(crate) enum Kind {
-            $($variant = $raw,)*
-        }
-
-        impl Kind {
-            /// Every kind, in `klocks_kind` order.
-            pub(crate) const ALL: [Kind; [$($raw),*].len()] = [$(Kind::$variant,)*];
-
-            /// The lock's entry in the catalog, which names it (`KLOCKS_LOCK`,
-            /// lockbench).
-            pub(crate) fn catalog(self) -> MutexKind {
-                match self {
-                    $(Kind::$variant => MutexKind::$entry,)*
-                }
-            }
-
-            /// The kind whose C value is `raw`.
-            pub(crate) fn from_raw(raw: u32) -> Option<Kind> {
-                match raw {
-                    $($raw => Some(Kind::$variant),)*
-                    _ => None,
-                }
-            }
-
-            /// The kind's `klocks_kind` constant in `include/klocks.h`.
-            #[cfg(test)]
-            pub(crate) fn c_name(self) -> &'static str {
-                match self {
-                    $(Kind::$variant => stringify!($c_name),)*
-                }
-            }
-
-            /// Whether the lock keeps its owner in its word and panics on an unlock
-            /// by another thread or a relock by the owner, so that callers must check
-            /// first (module doc, "Owner tracking").
-            pub(crate) fn tracks_owner(self) -> bool {
-                match self {
-                    $(Kind::$variant => $owner,)*
-                }
-            }
-
-            /// What to pick the kind for, in a few words (README's "Which lock").
-            pub(crate) fn use_it_for(self) -> &'static str {
-                match self {
-                    $(Kind::$variant => $use_it_for,)*
-                }
-            }
-        }
-
         // Every kind fits in the body and needs no more than its alignment.
-        $(const _: () = assert!(klocks_mutex_t::fits::<klocks_core::$ty>());)*
+        $($(const _: () = assert!($c_kind > 0 && klocks_mutex_t::fits::<$ty>());)?)*
 
-        /// Runs `$body` with the type alias `$ty` naming the lock type of `$kind`: the
-        /// one place that maps each kind to its type.
+        /// Runs `$body` with the type alias `$ty` naming the lock type of `$kind`, a
+        /// C kind: the one place that maps each kind to its type.
         macro_rules! with_kind {
             ($d kind:expr, $d alias:ident => $d body:expr) => {{
                 match $d kind {
-                    $($crate::mutex::Kind::$variant => {
-                        type $d alias = klocks_core::$ty;
+                    $($(klocks_core::catalog::MutexKind::$variant => {
+                        // The C kinds only: the arm exists for an entry with a number.
+                        const _: u32 = $c_kind;
+                        type $d alias = $ty;
                         $d body
-                    })*
+                    })?)*
+                    other => unreachable!("{} is not a C kind", other.name()),
                 }
             }};
         }
     };
 }
 
-kinds! { $
-    PvQSpin = 1 => PvQSpinLock, KLOCKS_PVQSPINLOCK, PvQSpinLock,
-        owner: false, use: "short sections, any number of threads";
-    QSpin = 2 => QSpinLock, KLOCKS_QSPINLOCK, QSpinLock,
-        owner: false, use: "short sections, FIFO, no more threads than CPUs (never sleeps)";
-    Ticket = 3 => TicketLock, KLOCKS_TICKET, Ticket,
-        owner: false, use: "tiny sections on very few CPUs (never sleeps)";
-    PvTicket = 4 => PvTicketLock, KLOCKS_PVTICKET, PvTicket,
-        owner: false, use: "strict FIFO with threads that may outnumber CPUs";
-    Futex = 5 => FutexMutex, KLOCKS_FUTEX, Futex,
-        owner: false, use: "re-running seed 004's \"before\"";
-    SpinFutex = 6 => SpinFutexMutex, KLOCKS_SPINFUTEX, SpinFutex,
-        owner: true, use: "re-running seed 004's \"after\"";
-    Default = 7 => RawMutex, KLOCKS_DEFAULT, Default,
-        owner: true, use: "any section, any threads";
-}
+klocks_core::for_each_mutex!(kinds! { $ });
 pub(crate) use with_kind;
 
 const _: () = assert!(size_of::<klocks_mutex_t>() == MUTEX_SIZE);
 const _: () = assert!(align_of::<klocks_mutex_t>() == 8);
 
-impl Tag for Kind {
+impl Tag for MutexKind {
     /// `KLOCKS_MUTEX_INITIALIZER`: a zero-filled mutex is an unlocked `KLOCKS_DEFAULT`
     /// (`RawMutex` is all-zero when unlocked, and a zero owner is nobody).
-    const ZEROED: Option<Kind> = Some(Kind::Default);
+    const ZEROED: Option<MutexKind> = Some(MutexKind::Default);
 
-    fn from_raw(raw: u32) -> Option<Kind> {
-        Kind::from_raw(raw)
+    fn from_raw(raw: u32) -> Option<MutexKind> {
+        MutexKind::from_c_kind(raw)
     }
 
     fn raw(self) -> u32 {
-        self as u32
-    }
-}
-
-impl Kind {
-    /// The kind's name.
-    pub(crate) fn name(self) -> &'static str {
-        self.catalog().name()
+        match self.c_kind() {
+            Some(raw) => raw,
+            None => unreachable!("a C mutex is of a C kind ({})", self.name()),
+        }
     }
 }
 
@@ -203,7 +143,7 @@ pub(crate) use with_lock_at;
 /// # Safety
 /// `at` is aligned to 8 and points to at least 8 writable bytes that no other thread
 /// uses during the call. The old bytes are not dropped (every kind is plain words).
-pub(crate) unsafe fn init_at(at: *mut u8, kind: Kind) {
+pub(crate) unsafe fn init_at(at: *mut u8, kind: MutexKind) {
     // SAFETY: caller's contract; every kind is at most 8 bytes, aligned to at most 8
     // (the `fits` checks of `kinds!` and the test `every_kind_is_eight_zero_bytes`).
     with_kind!(kind, KindLock => unsafe { ptr::write(at.cast::<KindLock>(), KindLock::new()) })
@@ -229,7 +169,7 @@ pub unsafe extern "C" fn klocks_mutex_init(m: *mut klocks_mutex_t, kind: c_int) 
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_destroy(m: *mut klocks_mutex_t) -> c_int {
     // `kind` is the valid tag of `*m`.
-    let locked = |kind: Kind| with_lock!(m, kind, lock => lock.is_locked());
+    let locked = |kind: MutexKind| with_lock!(m, kind, lock => lock.is_locked());
     // SAFETY: caller's contract.
     unsafe { klocks_mutex_t::destroy(m, locked) }
 }
@@ -241,7 +181,7 @@ pub unsafe extern "C" fn klocks_mutex_destroy(m: *mut klocks_mutex_t) -> c_int {
 /// freed during the call.
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_lock(m: *mut klocks_mutex_t) -> c_int {
-    let op = |kind: Kind| {
+    let op = |kind: MutexKind| {
         if kind.tracks_owner() {
             let me = current_tid();
             // SAFETY: `*m` is an initialised mutex.
@@ -271,7 +211,7 @@ pub unsafe extern "C" fn klocks_mutex_lock(m: *mut klocks_mutex_t) -> c_int {
 /// As for [`klocks_mutex_lock`].
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_trylock(m: *mut klocks_mutex_t) -> c_int {
-    let op = |kind: Kind| {
+    let op = |kind: MutexKind| {
         // `kind` is the valid tag of `*m`.
         if !with_lock!(m, kind, lock => lock.try_lock()) {
             return EBUSY;
@@ -304,7 +244,7 @@ pub unsafe extern "C" fn klocks_mutex_timedlock(
     m: *mut klocks_mutex_t,
     abstime: *const timespec,
 ) -> c_int {
-    let op = |kind: Kind| {
+    let op = |kind: MutexKind| {
         // SAFETY: `abstime` is null or readable (caller's contract).
         let deadline = match unsafe { Deadline::new(CLOCK_REALTIME, abstime) } {
             Ok(deadline) => deadline,
@@ -318,7 +258,7 @@ pub unsafe extern "C" fn klocks_mutex_timedlock(
             return EDEADLK;
         }
         let took = match kind {
-            Kind::Default => {
+            MutexKind::Default => {
                 // SAFETY: the tag names `Default`, so a `RawMutex` lives in the body.
                 let lock = unsafe { &*klocks_mutex_t::body(m).cast::<RawMutex>() };
                 timed_default(lock, &deadline)
@@ -358,7 +298,7 @@ fn timed_default(lock: &RawMutex, deadline: &Deadline) -> c_int {
 /// As for [`klocks_mutex_lock`].
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_unlock(m: *mut klocks_mutex_t) -> c_int {
-    let op = |kind: Kind| {
+    let op = |kind: MutexKind| {
         if kind.tracks_owner() {
             // SAFETY: `*m` is an initialised mutex.
             let owner = unsafe { klocks_mutex_t::holder(m) };
@@ -384,7 +324,7 @@ pub unsafe extern "C" fn klocks_mutex_unlock(m: *mut klocks_mutex_t) -> c_int {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The bytes of a value (for types made of atomics only, so without padding).
@@ -400,7 +340,7 @@ mod tests {
     /// `KLOCKS_MUTEX_INITIALIZER`, an unlocked `KLOCKS_DEFAULT`.
     #[test]
     fn every_kind_is_eight_zero_bytes() {
-        for kind in Kind::ALL {
+        for kind in MutexKind::C_KINDS {
             with_kind!(kind, KindLock => {
                 let lock = KindLock::new();
                 assert!(size_of::<KindLock>() <= 8, "{}", kind.name());
@@ -411,7 +351,7 @@ mod tests {
 
     /// The `klocks_kind` constants of `klocks.h`, in order, with their values (an
     /// enumerator without `= N` is one more than the one before it, as in C).
-    fn header_kinds(header: &str) -> Vec<(String, u32)> {
+    pub(crate) fn header_kinds(header: &str) -> Vec<(String, u32)> {
         let body = header
             .split("typedef enum {")
             .find_map(|rest| rest.split_once("} klocks_kind;").map(|(body, _)| body))
@@ -433,14 +373,24 @@ mod tests {
         kinds
     }
 
-    fn rust_kinds() -> Vec<(String, u32)> {
-        Kind::ALL
+    /// The kind's `klocks_kind` constant: its name in capitals, `-` as `_`
+    /// (`KLOCKS_PVQSPINLOCK`).
+    pub(crate) fn c_name(kind: MutexKind) -> String {
+        format!(
+            "KLOCKS_{}",
+            kind.name().to_ascii_uppercase().replace('-', "_")
+        )
+    }
+
+    /// The catalog's C kinds, as `klocks.h` should declare them.
+    pub(crate) fn rust_kinds() -> Vec<(String, u32)> {
+        MutexKind::C_KINDS
             .iter()
-            .map(|&kind| (kind.c_name().to_owned(), kind as u32))
+            .map(|&kind| (c_name(kind), kind.c_kind().unwrap()))
             .collect()
     }
 
-    /// klocks.h's `klocks_kind` is `Kind`, constant for constant and value for
+    /// klocks.h's `klocks_kind` is `MutexKind`, constant for constant and value for
     /// value: a C program passes these numbers to `klocks_mutex_init`.
     #[test]
     fn the_header_declares_every_kind_with_its_value() {
@@ -452,13 +402,13 @@ mod tests {
     #[test]
     fn a_header_that_disagrees_is_caught() {
         let header = include_str!("../../include/klocks.h");
+        let (last, _) = header_kinds(header).pop().unwrap();
+        let last_line = format!("    {last}\n");
+        let one_more = format!("    {last},\n    KLOCKS_MCS\n");
         for (from, to) in [
             ("    KLOCKS_TICKET,\n", ""),
             ("KLOCKS_PVQSPINLOCK = 1", "KLOCKS_PVQSPINLOCK = 0"),
-            (
-                "    KLOCKS_DEFAULT\n",
-                "    KLOCKS_DEFAULT,\n    KLOCKS_MCS\n",
-            ),
+            (&last_line, &one_more),
         ] {
             assert!(header.contains(from), "{from:?}");
             let changed = header.replacen(from, to, 1);
@@ -466,35 +416,15 @@ mod tests {
         }
     }
 
-    /// The C tests' list of kinds (`tests/c/kinds.h`: `{KLOCKS_X, "X", sleeps}`) is
-    /// every kind, with the catalog's "sleeps": a kind missing there goes untested
-    /// in C.
-    #[test]
-    fn the_c_tests_run_every_kind() {
-        let list = include_str!("../tests/c/kinds.h");
-        let (_, entries) = list.split_once("KINDS[] = {").unwrap();
-        let (entries, _) = entries.split_once("};").unwrap();
-        let listed: Vec<(String, bool)> = entries
-            .split('{')
-            .skip(1)
-            .map(|entry| {
-                let fields: Vec<&str> = entry.split(['}', ',']).map(str::trim).collect();
-                (fields[0].to_owned(), fields[2] == "1")
-            })
-            .collect();
-        let kinds: Vec<(String, bool)> = Kind::ALL
-            .iter()
-            .map(|kind| (kind.c_name().to_owned(), kind.catalog().sleeps()))
-            .collect();
-        assert_eq!(listed, kinds);
-    }
-
     #[test]
     fn kinds_round_trip_through_raw_and_name() {
-        for kind in Kind::ALL {
-            assert_eq!(Kind::from_raw(kind as u32), Some(kind));
+        for kind in MutexKind::C_KINDS {
+            assert_eq!(MutexKind::from_c_kind(kind.c_kind().unwrap()), Some(kind));
             assert_eq!(
-                Kind::ALL.iter().filter(|k| k.name() == kind.name()).count(),
+                MutexKind::C_KINDS
+                    .iter()
+                    .filter(|k| k.name() == kind.name())
+                    .count(),
                 1
             );
         }
@@ -502,7 +432,7 @@ mod tests {
 
     #[test]
     fn the_c_api_offers_every_catalog_mutex_but_the_experiment_variants() {
-        let offered: Vec<MutexKind> = Kind::ALL.iter().map(|k| k.catalog()).collect();
+        let offered = MutexKind::C_KINDS;
         for &kind in MutexKind::ALL {
             assert_eq!(
                 offered.contains(&kind),

@@ -6,9 +6,36 @@ mod common;
 
 use std::process::Command;
 
+use klocks_core::catalog::MutexKind;
+
+/// `kinds.h`, the C programs' list of every `klocks_mutex_t` kind, from the
+/// catalog: `{KLOCKS_X, "X", sleeps}` for each kind, in `klocks_kind` order (1, 2,
+/// ...), and `NKINDS`. Made here, so that a kind the catalog adds is tested in C
+/// without a line in the tests.
+fn kinds_h() -> String {
+    let entries: String = MutexKind::C_KINDS
+        .iter()
+        .map(|kind| {
+            let name = kind.name().to_ascii_uppercase().replace('-', "_");
+            format!(
+                "    {{KLOCKS_{name}, \"{name}\", {}}},\n",
+                u8::from(kind.sleeps())
+            )
+        })
+        .collect();
+    format!(
+        "/* Every klocks_mutex_t kind, from klocks' catalog (tests/c_api.rs writes it). */\n\
+         #ifndef KLOCKS_TEST_KINDS_H\n#define KLOCKS_TEST_KINDS_H\n\n#include \"klocks.h\"\n\n\
+         static const struct {{\n    klocks_kind kind;\n    const char *name;\n    \
+         int sleeps; /* survives more threads than CPUs */\n}} KINDS[] = {{\n{entries}}};\n\
+         #define NKINDS (sizeof KINDS / sizeof KINDS[0])\n\n#endif\n"
+    )
+}
+
 /// Compiles and runs `tests/c/<name>.c`, which must print `<name>: ok`.
 fn compile_and_run(name: &str) -> String {
-    let mut command = Command::new(common::compile(name, true));
+    let binary = common::compile_with(name, true, &[("kinds.h", kinds_h())]);
+    let mut command = Command::new(binary);
     command.env("LD_LIBRARY_PATH", common::lib_dir());
     let run = common::run(command);
     common::assert_ok(name, &run);

@@ -1,18 +1,142 @@
-//! Every klocks lock by name: the one list from which the C API's kinds, the
-//! preload's `KLOCKS_LOCK` and `KLOCKS_RWLOCK` values and lockbench's `--locks` and
-//! `--rwlocks` are derived.
+//! Every klocks lock by name: the one list of locks. The C API's mutex kinds and
+//! their `klocks_kind` numbers, the preload's `KLOCKS_LOCK` and `KLOCKS_RWLOCK`
+//! values and `help` text, lockbench's `--locks` and `--rwlocks`, and the lock table
+//! of `docs/design.md` (checked by a test) all come from it.
 //!
 //! A family is an enum ([`MutexKind`], [`RwLockKind`]) whose variants carry the
-//! lock's name and a one-line description, and whose `visit` runs code generic over
-//! the lock's type, monomorphized for the named lock (a `match`, no `dyn`). Each
-//! listed type also names its own entry ([`CatalogMutex::KIND`]), so generic code
-//! can print the name of the lock it was instantiated with.
+//! lock's name, a one-line description and when to use it and when not; and whose
+//! `visit` runs code generic over the lock's type, monomorphized for the named lock
+//! (a `match`, no `dyn`). Each listed type also names its own entry
+//! ([`CatalogMutex::KIND`]), so generic code can print the name of the lock it was
+//! instantiated with.
+//!
+//! The mutexes are written once, in [`for_each_mutex!`](crate::for_each_mutex), which hands the list to
+//! any macro: this module's enum and trait impls expand from it, and so do crates
+//! that need one item per mutex (klocks-ffi's C kinds). An entry:
+//!
+//! ```text
+//! Variant => $crate::LockType {
+//!     name: "name",               // KLOCKS_LOCK, lockbench --locks; unique
+//!     about: "what it is",        // one line
+//!     use_when: "...",            // KLOCKS_LOCK=help, docs/design.md's table
+//!     avoid_when: "...",          // docs/design.md's table
+//!     c_kind: 8,                  // its klocks_kind number; none: not in the C API
+//!     tracks_owner: false,        // its word names its holder (CatalogMutex's methods)
+//!     sleeps: false,              // a waiter can sleep (else it spins)
+//! };
+//! ```
 
-/// Declares a family: the enum, its list, names, descriptions and visitor dispatch.
+/// Passes every mutex of the catalog, in catalog order, to `$callback!`, after the
+/// tokens given in braces: `for_each_mutex!(my_macro! { prefix })` expands to
+/// `my_macro! { prefix Variant => Type { name: ..., ... }; ... }` (the module doc
+/// describes an entry). An entry with `#[cfg]` attributes is in some builds only, and
+/// has no `c_kind` (the C API is the same in every build). This is the one list of
+/// the mutexes: adding one here adds it to the C API, the preload and lockbench.
+#[macro_export]
+macro_rules! for_each_mutex {
+    ($callback:ident! { $($prefix:tt)* }) => {
+        $callback! { $($prefix)*
+            Default => $crate::RawMutex {
+                name: "default",
+                about: "klocks::Mutex, the one to pick: a barging futex mutex whose waiters spin while the owner runs and sleep otherwise; a waiter that waited 1 ms claims a handoff (bounded wait)",
+                use_when: "any section, any threads",
+                avoid_when: "strict FIFO; even progress of many threads on few CPUs",
+                c_kind: 7,
+                tracks_owner: true,
+                sleeps: true,
+            };
+            QSpinLockCmpxchg => $crate::QSpinLockCmpxchgHandoff {
+                name: "qspinlock-cmpxchg",
+                about: "queued spinlock before seed 000: the queue head always takes the lock with cmpxchg (the seed's \"before\")",
+                use_when: "re-running seed 000's \"before\"",
+                avoid_when: "production",
+                tracks_owner: false,
+                sleeps: false,
+            };
+            QSpinLock => $crate::QSpinLock {
+                name: "qspinlock",
+                about: "queued spinlock, seed 000's \"after\": the queue head takes the lock with a simple write",
+                use_when: "short sections, FIFO, no more threads than CPUs (never sleeps)",
+                avoid_when: "threads can outnumber CPUs",
+                c_kind: 2,
+                tracks_owner: false,
+                sleeps: false,
+            };
+            #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64"))]
+            QSpinLockByteStore => $crate::QSpinLockByteStore {
+                name: "qspinlock-bytestore",
+                about: "qspinlock with the kernel's x86-64 byte and halfword stores",
+                use_when: "the kernel's exact x86-64 costs",
+                avoid_when: "staying inside Rust's memory model",
+                tracks_owner: false,
+                sleeps: false,
+            };
+            PvQSpinLock => $crate::PvQSpinLock {
+                name: "pvqspinlock",
+                about: "paravirt queued spinlock: waiters spin a calibrated budget, then sleep on a futex until kicked; running newcomers steal while the queue head sleeps or, for one budget, while a new head waits (at most 1024 in a row)",
+                use_when: "short sections, any number of threads",
+                avoid_when: "blocking sections; back-to-back re-takes, threads > CPUs",
+                c_kind: 1,
+                tracks_owner: false,
+                sleeps: true,
+            };
+            Ticket => $crate::TicketLock {
+                name: "ticket",
+                about: "ticket spinlock",
+                use_when: "tiny sections on very few CPUs (never sleeps)",
+                avoid_when: "threads > CPUs; many CPUs",
+                c_kind: 3,
+                tracks_owner: false,
+                sleeps: false,
+            };
+            PvTicket => $crate::PvTicketLock {
+                name: "pvticket",
+                about: "paravirt ticket lock, seed 003's \"patched\": a ticket lock whose waiters sleep after a bounded spin; the unlocker kicks the next ticket",
+                use_when: "strict FIFO with threads that may outnumber CPUs",
+                avoid_when: "throughput under oversubscription",
+                c_kind: 4,
+                tracks_owner: false,
+                sleeps: true,
+            };
+            Futex => $crate::FutexMutex {
+                name: "futex",
+                about: "waiting futex mutex, seed 004's \"before\": a waiter sleeps on the futex at once (Drepper's mutex)",
+                use_when: "re-running seed 004's \"before\"",
+                avoid_when: "production",
+                c_kind: 5,
+                tracks_owner: false,
+                sleeps: true,
+            };
+            SpinFutex => $crate::SpinFutexMutex {
+                name: "spinfutex",
+                about: "spinning futex mutex, seed 004's \"after\": one waiter spins while the owner runs, the others sleep",
+                use_when: "re-running seed 004's \"after\"",
+                avoid_when: "production",
+                c_kind: 6,
+                tracks_owner: true,
+                sleeps: true,
+            };
+        }
+    };
+}
+
+/// Declares a family: the enum, its list, names, descriptions and visitor dispatch,
+/// and each type's impl of the family's trait (whose extra items, in braces, the
+/// entries' extra fields fill through [`catalog_item!`]).
 macro_rules! family {
     (
-        $(#[$doc:meta])* $kind:ident, $entry:ident: $raw:path, $visitor:ident;
-        $($(#[$attr:meta])* $variant:ident => $ty:ty, $name:literal, $about:literal;)*
+        $(#[$doc:meta])* $kind:ident, $entry:ident: $raw:path, $visitor:ident {
+            $($trait_item:tt)*
+        }
+        $(
+            $(#[$attr:meta])* $variant:ident => $ty:ty {
+                name: $name:literal,
+                about: $about:literal,
+                use_when: $use_when:literal,
+                avoid_when: $avoid_when:literal,
+                $($field:ident: $value:literal,)*
+            };
+        )*
     ) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,7 +155,7 @@ macro_rules! family {
                 }
             }
 
-            /// The lock's Rust type, as the catalog spells it (`crate::QSpinLock`).
+            /// The lock's Rust type, as the catalog spells it (`$crate::QSpinLock`).
             pub const fn type_path(self) -> &'static str {
                 match self {
                     $($(#[$attr])* $kind::$variant => stringify!($ty),)*
@@ -42,6 +166,22 @@ macro_rules! family {
             pub const fn about(self) -> &'static str {
                 match self {
                     $($(#[$attr])* $kind::$variant => $about,)*
+                }
+            }
+
+            /// What to pick the lock for, in a few words (`KLOCKS_LOCK=help`, and
+            /// the "use it when" of `docs/design.md`'s table).
+            pub const fn use_when(self) -> &'static str {
+                match self {
+                    $($(#[$attr])* $kind::$variant => $use_when,)*
+                }
+            }
+
+            /// When not to pick it, in a few words (the "do not use it when" of
+            /// `docs/design.md`'s table).
+            pub const fn avoid_when(self) -> &'static str {
+                match self {
+                    $($(#[$attr])* $kind::$variant => $avoid_when,)*
                 }
             }
 
@@ -64,6 +204,8 @@ macro_rules! family {
         pub trait $entry: $raw + Send + Sync + 'static {
             /// The type's entry.
             const KIND: $kind;
+
+            $($trait_item)*
         }
 
         $(
@@ -71,8 +213,105 @@ macro_rules! family {
             #[cfg(not(loom))]
             impl $entry for $ty {
                 const KIND: $kind = $kind::$variant;
+
+                $(catalog_item!($field: $value);)*
             }
         )*
+    };
+}
+
+/// What an entry's extra field adds to its type's impl of the family's trait: a lock
+/// whose word names its holder (`tracks_owner: true`) answers [`CatalogMutex`]'s
+/// owner questions with its own methods; the other fields add nothing there.
+#[cfg(not(loom))]
+macro_rules! catalog_item {
+    (tracks_owner: true) => {
+        fn held_by_current_thread(&self) -> bool {
+            Self::held_by_current_thread(self)
+        }
+
+        unsafe fn unlock_for_owner(&self) -> bool {
+            // SAFETY: the caller's contract is this method's.
+            unsafe { Self::unlock_for_owner(self) }
+        }
+    };
+    ($field:ident: $value:literal) => {};
+}
+
+/// The mutex-only fields of the entries: [`MutexKind`]'s C kind, owner tracking and
+/// sleeping.
+macro_rules! mutex_fields {
+    ($(
+        $(#[$attr:meta])* $variant:ident => $ty:ty {
+            name: $name:literal,
+            about: $about:literal,
+            use_when: $use_when:literal,
+            avoid_when: $avoid_when:literal,
+            $(c_kind: $c_kind:literal,)?
+            tracks_owner: $tracks_owner:literal,
+            sleeps: $sleeps:literal,
+        };
+    )*) => {
+        impl MutexKind {
+            /// The mutexes of the C API, in catalog order (sorted by number:
+            /// [`MutexKind::C_KINDS`]).
+            const C_KINDS_UNSORTED: &'static [MutexKind] =
+                &[$($(c_kind_entry!($c_kind, MutexKind::$variant),)?)*];
+
+            /// The lock's `klocks_kind` number in the C API (`include/klocks.h`);
+            /// `None` for a lock the C API does not offer (a seed experiment's
+            /// variant of another, kept for re-running the experiment).
+            pub const fn c_kind(self) -> Option<u32> {
+                match self {
+                    $($(#[$attr])* MutexKind::$variant => c_kind_of!($($c_kind)?),)*
+                }
+            }
+
+            /// The mutex whose `klocks_kind` number is `raw`.
+            #[inline]
+            pub const fn from_c_kind(raw: u32) -> Option<MutexKind> {
+                match raw {
+                    $($($c_kind => Some(MutexKind::$variant),)?)*
+                    _ => None,
+                }
+            }
+
+            /// Whether the lock's word names its holder, so that it panics on an
+            /// unlock by another thread or a relock by the holder (and answers
+            /// [`CatalogMutex::held_by_current_thread`]).
+            pub const fn tracks_owner(self) -> bool {
+                match self {
+                    $($(#[$attr])* MutexKind::$variant => $tracks_owner,)*
+                }
+            }
+
+            /// Whether a waiter can sleep. A pure spinlock's waiters spin until they
+            /// get the lock, so with more runnable threads than CPUs it hands the
+            /// lock to waiters that are not running (and a FIFO one collapses).
+            pub const fn sleeps(self) -> bool {
+                match self {
+                    $($(#[$attr])* MutexKind::$variant => $sleeps,)*
+                }
+            }
+        }
+    };
+}
+
+/// `Some(n)` for an entry's `c_kind: n`, `None` without one.
+macro_rules! c_kind_of {
+    () => {
+        None
+    };
+    ($c_kind:literal) => {
+        Some($c_kind)
+    };
+}
+
+/// An entry of [`MutexKind::C_KINDS_UNSORTED`]: the kind, for an entry that has a
+/// C kind (`$c_kind` only selects the entries).
+macro_rules! c_kind_entry {
+    ($c_kind:literal, $kind:expr) => {
+        $kind
     };
 }
 
@@ -95,66 +334,96 @@ pub trait RwLockVisitor {
     fn visit<L: CatalogRwLock>(self) -> Self::Output;
 }
 
-family! {
+for_each_mutex!(family! {
     /// A klocks mutex.
-    MutexKind, CatalogMutex: lock_api::RawMutex, MutexVisitor;
-    Default => crate::RawMutex, "default",
-        "klocks::Mutex, the one to pick: a barging futex mutex whose waiters spin while the owner runs and sleep otherwise; a waiter that waited 1 ms claims a handoff (bounded wait)";
-    QSpinLockCmpxchg => crate::QSpinLockCmpxchgHandoff, "qspinlock-cmpxchg",
-        "queued spinlock before seed 000: the queue head always takes the lock with cmpxchg (the seed's \"before\")";
-    QSpinLock => crate::QSpinLock, "qspinlock",
-        "queued spinlock, seed 000's \"after\": the queue head takes the lock with a simple write";
-    #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64"))]
-    QSpinLockByteStore => crate::QSpinLockByteStore, "qspinlock-bytestore",
-        "qspinlock with the kernel's x86-64 byte and halfword stores";
-    PvQSpinLock => crate::PvQSpinLock, "pvqspinlock",
-        "paravirt queued spinlock: waiters spin a calibrated budget, then sleep on a futex until kicked; running newcomers steal while the queue head sleeps or, for one budget, while a new head waits (at most 1024 in a row)";
-    Ticket => crate::TicketLock, "ticket",
-        "ticket spinlock";
-    PvTicket => crate::PvTicketLock, "pvticket",
-        "paravirt ticket lock, seed 003's \"patched\": a ticket lock whose waiters sleep after a bounded spin; the unlocker kicks the next ticket";
-    Futex => crate::FutexMutex, "futex",
-        "waiting futex mutex, seed 004's \"before\": a waiter sleeps on the futex at once (Drepper's mutex)";
-    SpinFutex => crate::SpinFutexMutex, "spinfutex",
-        "spinning futex mutex, seed 004's \"after\": one waiter spins while the owner runs, the others sleep";
-}
+    MutexKind, CatalogMutex: lock_api::RawMutex, MutexVisitor {
+        /// Whether the lock's word names the calling thread as its holder: for a
+        /// lock that tracks its owner ([`MutexKind::tracks_owner`]), which must not
+        /// `lock` while it holds (it panics); `false` for the others, whose words
+        /// name nobody.
+        fn held_by_current_thread(&self) -> bool {
+            false
+        }
 
-family! {
-    /// A klocks reader-writer lock.
-    RwLockKind, CatalogRwLock: lock_api::RawRwLock, RwLockVisitor;
-    Default => crate::RawRwLock, "default-rw",
-        "klocks::RwLock, the one to pick: one-cmpxchg read and write paths, writers as klocks::Mutex, sleeping writers hold readers back, timed reader turns";
-    RwSemAlways => crate::RwSem<crate::reader_spin::Always>, "rwsem-always",
-        "rwsem, seed 001's \"before\": readers spin on a writer owner unconditionally";
-    RwSemAdaptive => crate::RwSem<crate::reader_spin::Adaptive>, "rwsem-adaptive",
-        "rwsem, seed 001's \"after\": reader spinning with the adaptive bits (a reader that spun in vain marks the writer nonspinnable, so later readers sleep at once)";
-    RwSemNever => crate::RwSem<crate::reader_spin::Never>, "rwsem-never",
-        "rwsem as in Linux 5.11+: writers spin, readers get one steal attempt, then sleep";
-}
-
-impl MutexKind {
-    /// Whether a waiter can sleep. A pure spinlock's waiters spin until they get the
-    /// lock, so with more runnable threads than CPUs it hands the lock to waiters
-    /// that are not running (and a FIFO one collapses).
-    pub const fn sleeps(self) -> bool {
-        match self {
-            MutexKind::QSpinLockCmpxchg | MutexKind::QSpinLock | MutexKind::Ticket => false,
-            #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64"))]
-            MutexKind::QSpinLockByteStore => false,
-            _ => true,
+        /// Releases the lock for the thread that holds it (glibc lets any thread
+        /// unlock a normal mutex): a lock that tracks its owner releases its holder's
+        /// hold, the others simply unlock. Whether the lock was held to release.
+        ///
+        /// # Safety
+        /// The lock is held, and its holder gave this one release to the caller; no
+        /// other thread releases the same hold.
+        unsafe fn unlock_for_owner(&self) -> bool {
+            // SAFETY: held, and this release is the caller's (contract above).
+            unsafe { self.unlock() };
+            true
         }
     }
+});
+
+for_each_mutex!(mutex_fields! {});
+
+impl MutexKind {
+    /// The mutexes of the C API, by `klocks_kind` number (1, 2, ...).
+    pub const C_KINDS: [MutexKind; MutexKind::C_KINDS_UNSORTED.len()] = {
+        let mut kinds = [MutexKind::Default; MutexKind::C_KINDS_UNSORTED.len()];
+        let mut i = 0;
+        while i < kinds.len() {
+            let kind = MutexKind::C_KINDS_UNSORTED[i];
+            let Some(number) = kind.c_kind() else {
+                panic!("C_KINDS_UNSORTED holds the kinds with a number");
+            };
+            assert!(
+                number >= 1 && number as usize <= kinds.len(),
+                "the C kinds are numbered 1, 2, ... without a gap"
+            );
+            kinds[number as usize - 1] = kind;
+            i += 1;
+        }
+        i = 0;
+        while i < kinds.len() {
+            assert!(
+                matches!(kinds[i].c_kind(), Some(n) if n as usize == i + 1),
+                "two C kinds share a number"
+            );
+            i += 1;
+        }
+        kinds
+    };
 
     /// Whether the lock is a seed experiment's variant of another, kept for
     /// re-running the experiment: the C API and the preload offer the others.
     pub const fn is_experiment_variant(self) -> bool {
-        match self {
-            MutexKind::QSpinLockCmpxchg => true,
-            #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64"))]
-            MutexKind::QSpinLockByteStore => true,
-            _ => false,
-        }
+        self.c_kind().is_none()
     }
+}
+
+family! {
+    /// A klocks reader-writer lock.
+    RwLockKind, CatalogRwLock: lock_api::RawRwLock, RwLockVisitor {}
+    Default => crate::RawRwLock {
+        name: "default-rw",
+        about: "klocks::RwLock, the one to pick: one-cmpxchg read and write paths, writers as klocks::Mutex, sleeping writers hold readers back, timed reader turns",
+        use_when: "data that is read and written",
+        avoid_when: "many more writers than CPUs that must each progress (writers barge; use `RwSem`); recursive reads",
+    };
+    RwSemAlways => crate::RwSem<crate::reader_spin::Always> {
+        name: "rwsem-always",
+        about: "rwsem, seed 001's \"before\": readers spin on a writer owner unconditionally",
+        use_when: "re-running seed 001's \"before\"",
+        avoid_when: "production",
+    };
+    RwSemAdaptive => crate::RwSem<crate::reader_spin::Adaptive> {
+        name: "rwsem-adaptive",
+        about: "rwsem, seed 001's \"after\": reader spinning with the adaptive bits (a reader that spun in vain marks the writer nonspinnable, so later readers sleep at once)",
+        use_when: "FIFO among readers and writers",
+        avoid_when: "only writers; tight memory (48 B); recursive reads",
+    };
+    RwSemNever => crate::RwSem<crate::reader_spin::Never> {
+        name: "rwsem-never",
+        about: "rwsem as in Linux 5.11+: writers spin, readers get one steal attempt, then sleep",
+        use_when: "FIFO, with readers that sleep at once (Linux 5.11+)",
+        avoid_when: "only writers; tight memory (48 B); recursive reads",
+    };
 }
 
 #[cfg(all(test, not(loom)))]

@@ -35,24 +35,10 @@
 //! The others are the kernel designs of the seeds (the five kernel changes klocks
 //! re-implements, `000`–`004`: qspinlock, the rwsem's optimistic spinning,
 //! cache-line-isolated locks, the paravirt ticket lock and the spinning futex), each
-//! with its measured trade-off:
-//!
-//! | lock | design | use it when | avoid it when |
-//! |---|---|---|---|
-//! | [`RawMutex`] ([`Mutex`]) | futex mutex: one spinner while the owner runs, barging, a handoff to a waiter that waited 1 ms | the default, any section length, any number of threads | never measured far behind a peer (`docs/results/README.md` in the repository) |
-//! | [`RawRwLock`] ([`RwLock`]) | futex rwlock: writers as the default mutex, sleeping writers hold readers back, timed reader turns | the default for reader-writer data | many more writers than CPUs that must each progress (writers barge each other; a writer's wait is not bounded by a handoff) |
-//! | [`PvQSpinLock`] | kernel pv queued spinlock: spin, then sleep until kicked | short sections, survives any number of threads | sections that block; back-to-back re-takes with no work between them and more threads than CPUs (a barging lock keeps the lock on one CPU there) |
-//! | [`QSpinLock`] | kernel queued spinlock (seed 000) | short sections, threads ≤ CPUs, fairness matters | threads can outnumber CPUs |
-//! | [`QSpinLockCmpxchgHandoff`] | the same before seed 000 | re-running seed 000's "before" | production: prefer `QSpinLock` |
-//! | [`TicketLock`] | ticket spinlock | tiny sections on few CPUs | more threads than CPUs; many CPUs |
-//! | [`PvTicketLock`] | seed 003: ticket lock whose waiters sleep after a bounded spin | FIFO order with threads that may outnumber CPUs | throughput under heavy oversubscription (a barging lock wins) |
-//! | [`SpinFutexMutex`] | seed 004: futex mutex whose one spinner spins while the owner runs | re-running seed 004's "after" | production: prefer [`Mutex`], the same design with a bounded wait |
-//! | [`FutexMutex`] | seed 004's "before": Drepper's waiting futex mutex | re-running seed 004's "before" | production: prefer [`Mutex`] |
-//! | [`RwSem`] | seed 001: rwsem with writer (and, by policy, reader) optimistic spinning, FIFO sleepers, handoff | re-running seed 001; strict FIFO among mixed waiters | small footprint (48 bytes) |
-//! | [`Padded<L>`] | seed 002: lock alone on its line | hot locks next to other hot data | millions of locks |
-//!
-//! (A summary: the full table, with every lock's size, is `docs/design.md`'s in the
-//! repository.)
+//! with its measured trade-off. [`catalog`] lists every lock with its name, what it
+//! is, when to use it and when not; the table of them all, with the kernel design
+//! behind each and its size, is `docs/design.md`'s "All the locks" in the
+//! repository.
 //!
 //! Pure spinlocks never sleep: with more runnable threads than CPUs a FIFO spinlock
 //! hands the lock to preempted waiters and collapses. The pv ("paravirt") locks spin a
@@ -177,14 +163,8 @@ pub use mutex::spin_futex_mutex::SpinFutexMutex;
 pub use padded::Padded;
 pub use rwlock::raw_rwlock::{RawRwLock, TooManyReaders};
 pub use rwlock::rwsem::{reader_spin, ReaderSpin, RwSem};
-pub use spin::mcs::MAX_SLOTS;
-pub use spin::pv_qspinlock::PvQSpinLock;
-pub use spin::pv_ticket::PvTicketLock;
-#[cfg(all(feature = "x86-byte-store", target_arch = "x86_64", not(loom)))]
-pub use spin::qspinlock::QSpinLockByteStore;
-pub use spin::qspinlock::{Flavor, QSpinLock, QSpinLockCmpxchgHandoff, RawQSpinLock};
-pub use spin::shared_futex_spin::SharedFutexSpinLock;
-pub use spin::ticket::TicketLock;
+// Every spinlock type, and the queue's slot limit (the list is `spin/mod.rs`).
+pub use spin::*;
 
 /// Flavours of [`RawQSpinLock`] (how the queue head claims the lock, how the word is
 /// written).

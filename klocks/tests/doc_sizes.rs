@@ -41,8 +41,8 @@ impl RwLockVisitor for Sizes {
 
 /// `crate::RwSem < crate::reader_spin::Always >` -> `RwSem`.
 fn short_name(type_path: &str) -> String {
-    let base = type_path.split('<').next().unwrap().trim();
-    base.rsplit("::").next().unwrap().to_owned()
+    let base = type_path.split('<').next().unwrap();
+    base.rsplit("::").next().unwrap().trim().to_owned()
 }
 
 /// Every lock of the catalog by its type's name, and the typed names of the default
@@ -168,63 +168,146 @@ fn lock<'a>(locks: &'a [Lock], name: &str) -> Option<&'a Lock> {
     locks.iter().find(|lock| lock.name == name)
 }
 
-/// The full table names every lock of the catalog; the short ones name only locks of
-/// the full one.
-#[test]
-fn one_full_table_names_every_lock_and_the_others_are_subsets() {
-    let full: Vec<String> = table(DESIGN, "| lock | kernel design |")
-        .iter()
-        .flat_map(|row| names_in(&row[0]))
+/// A catalog entry as the lock table shows it: name, type, bytes, use it when, do
+/// not use it when.
+fn catalog_rows() -> Vec<[String; 5]> {
+    let mutexes = MutexKind::ALL.iter().map(|&kind| {
+        let (bytes, _) = kind.visit(Sizes);
+        (
+            kind.name(),
+            kind.type_path(),
+            bytes,
+            kind.use_when(),
+            kind.avoid_when(),
+        )
+    });
+    let rwlocks = RwLockKind::ALL.iter().map(|&kind| {
+        let (bytes, _) = kind.visit(Sizes);
+        (
+            kind.name(),
+            kind.type_path(),
+            bytes,
+            kind.use_when(),
+            kind.avoid_when(),
+        )
+    });
+    mutexes
+        .chain(rwlocks)
+        .map(|(name, path, bytes, use_when, avoid_when)| {
+            [
+                name.to_owned(),
+                type_in_docs(path),
+                bytes.to_string(),
+                use_when.to_owned(),
+                avoid_when.to_owned(),
+            ]
+        })
+        .collect()
+}
+
+/// `$crate :: RwSem < $crate :: reader_spin :: Always >` -> `RwSem<reader_spin::Always>`.
+fn type_in_docs(type_path: &str) -> String {
+    type_path
+        .replace(' ', "")
+        .replace("$crate::", "")
+        .replace("crate::", "")
+}
+
+/// The lock table's rows that name a catalog lock (the others name `-`), as the
+/// catalog would: name, first type named, bytes, use it when, do not use it when.
+fn table_rows(doc: &str) -> Vec<[String; 5]> {
+    table(doc, "| lock | name | bytes | kernel design |")
+        .into_iter()
+        .filter(|row| row[1] != "-")
+        .map(|row| {
+            [
+                row[1].trim_matches('`').to_owned(),
+                row[0].split('`').nth(1).unwrap_or_default().to_owned(),
+                row[2].clone(),
+                row[4].clone(),
+                row[5].clone(),
+            ]
+        })
+        .collect()
+}
+
+/// The rows of `doc`'s lock table for the locks of this build, sorted by name.
+fn built_rows(doc: &str) -> Vec<[String; 5]> {
+    let mut rows: Vec<[String; 5]> = table_rows(doc)
+        .into_iter()
+        .filter(|row| !NOT_BUILT.contains(&short_generic(&row[1]).as_str()))
         .collect();
-    for lock in catalog() {
-        if !lock.name.contains("::") && lock.name != "Mutex" && lock.name != "RwLock" {
-            assert!(
-                full.contains(&lock.name),
-                "design.md's table lacks {}",
-                lock.name
-            );
-        }
-    }
-    for (doc, header) in [
-        (README, "| lock | use it when |"),
-        (CRATE_DOC, "| lock | design |"),
+    rows.sort();
+    rows
+}
+
+/// The catalog's rows, sorted by name.
+fn sorted_catalog_rows() -> Vec<[String; 5]> {
+    let mut rows = catalog_rows();
+    rows.sort();
+    rows
+}
+
+/// docs/design.md's lock table has one row per catalog lock (in the order the docs
+/// choose), with its name, its type, its size (`size_of`) and the catalog's words for
+/// when to use it and when not.
+#[test]
+fn the_lock_table_is_the_catalog() {
+    assert_eq!(
+        built_rows(DESIGN),
+        sorted_catalog_rows(),
+        "docs/design.md's lock table"
+    );
+}
+
+/// The lock table's check sees a lock missing, a lock too many, changed words and a
+/// wrong size.
+#[test]
+fn a_lock_table_that_disagrees_is_caught() {
+    let ticket = DESIGN
+        .lines()
+        .find(|line| line.starts_with("| `TicketLock` |"))
+        .unwrap();
+    for changed in [
+        DESIGN.replacen(&format!("{ticket}\n"), "", 1),
+        DESIGN.replacen(ticket, &format!("{ticket}\n{ticket}"), 1),
+        DESIGN.replacen(ticket, &ticket.replace("many CPUs", "some CPUs"), 1),
+        DESIGN.replacen(ticket, &ticket.replace(" | 4 | ", " | 8 | "), 1),
     ] {
-        for row in table(doc, header) {
-            let name = row_lock(&row);
-            assert!(
-                full.contains(&name),
-                "{header}: {name} is not in design.md's table"
-            );
+        assert_ne!(built_rows(&changed), sorted_catalog_rows());
+    }
+}
+
+/// README.md and the crate doc link to the lock table instead of copying it.
+#[test]
+fn the_readme_and_crate_doc_link_to_the_table() {
+    for (file, doc) in [("README.md", README), ("klocks/src/lib.rs", CRATE_DOC)] {
+        assert!(
+            doc.contains("design.md#all-the-locks") || doc.contains("\"All the locks\""),
+            "{file} does not point to the lock table"
+        );
+        for row in doc.lines().map(|l| l.strip_prefix("//! ").unwrap_or(l)) {
+            if row.starts_with("| ") {
+                let named = short_generic(&row_lock(&[row.to_owned()]));
+                assert!(
+                    lock(&catalog(), &named).is_none(),
+                    "{file} copies a row of the lock table: {row}"
+                );
+            }
         }
     }
 }
 
-/// docs/design.md's sizes table gives every catalog lock's size, bare and padded.
+/// Every catalog lock is 128 bytes in [`Padded`], as docs/design.md says once for all.
 #[test]
-fn the_sizes_table_is_size_of() {
-    let locks = catalog();
-    let rows = table(DESIGN, "| type | bytes | padded");
-    let mut listed = Vec::new();
-    for row in &rows {
-        let bytes: usize = row[1].split_whitespace().next().unwrap().parse().unwrap();
-        let padded: usize = row[2].parse().unwrap();
-        for name in names_in(&row[0]) {
-            if NOT_BUILT.contains(&name.as_str()) {
-                continue;
-            }
-            let lock = lock(&locks, &name).unwrap_or_else(|| panic!("{name} is no catalog lock"));
-            assert_eq!((bytes, padded), (lock.bytes, lock.padded), "{name}");
-            listed.push(name);
-        }
-    }
-    for lock in &locks {
-        if !lock.name.contains("::") && lock.name != "Mutex" && lock.name != "RwLock" {
-            assert!(
-                listed.contains(&lock.name),
-                "the sizes table lacks {}",
-                lock.name
-            );
-        }
+fn padded_is_the_size_the_docs_state() {
+    let stated = "in `Padded<L>` every lock of the table is 128 bytes";
+    assert!(
+        DESIGN.contains(stated),
+        "docs/design.md no longer says {stated:?}"
+    );
+    for lock in catalog() {
+        assert_eq!(lock.padded, 128, "{}", lock.name);
     }
 }
 

@@ -298,3 +298,31 @@ impl clap::ValueEnum for LockName {
         Some(clap::builder::PossibleValue::new(self.name()).hide(self.is_hidden()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::ValueEnum;
+    use klocks::catalog::RwLockKind;
+
+    use super::*;
+    use crate::rwlocks::RwLockName;
+
+    /// Every lock of the catalog is in lockbench's lists, under its catalog name, and
+    /// `--locks` (`--rwlocks`) takes that name (the C API, the preload, the header
+    /// and the docs' table: klocks-ffi's `every_catalog_mutex_reaches_every_consumer`).
+    #[test]
+    fn every_catalog_lock_is_a_lock_name() {
+        for &kind in MutexKind::ALL {
+            let lock = LockName::Klocks(kind);
+            assert!(LockName::all().contains(&lock), "{}", kind.name());
+            assert_eq!(lock.name(), kind.name());
+            assert_eq!(LockName::from_str(kind.name(), false), Ok(lock));
+        }
+        for &kind in RwLockKind::ALL {
+            let lock = RwLockName::Klocks(kind);
+            assert!(RwLockName::all().contains(&lock), "{}", kind.name());
+            assert_eq!(lock.name(), kind.name());
+            assert_eq!(RwLockName::from_str(kind.name(), false), Ok(lock));
+        }
+    }
+}

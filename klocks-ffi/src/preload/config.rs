@@ -17,16 +17,16 @@ use klocks_core::owner::ProbeKind;
 use super::say;
 use super::settings::{GLIBC, LOCK, RWLOCK};
 use super::spin::SpinKind;
-use crate::mutex::Kind;
+use klocks_core::catalog::MutexKind;
 
 /// Declares the interposed rwlocks' policies from one list, each once: its variant,
-/// its lock type, its catalog entry and what to pick it for. From it come
-/// [`RwPolicy`], its `ALL`, `catalog` and `use_it_for`, and `with_policy!`, the one
-/// map from policy to type (used by the rwlock's bodies and the routes' choice).
+/// its lock type and its catalog entry (which names it and says what to pick it
+/// for). From it come [`RwPolicy`], its `ALL` and `catalog`, and `with_policy!`, the
+/// one map from policy to type (used by the rwlock's bodies and the routes' choice).
 /// `$d` is a literal `$`, so that the generated macro can declare its own
 /// metavariables.
 macro_rules! policies {
-    ($d:tt $($variant:ident => $ty:ty, $entry:ident, use: $use_it_for:literal;)*) => {
+    ($d:tt $($variant:ident => $ty:ty, $entry:ident;)*) => {
         /// The lock of the interposed rwlocks: an rwsem reader-spin policy, or the
         /// default rwlock.
         #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -42,13 +42,6 @@ macro_rules! policies {
             fn catalog(self) -> RwLockKind {
                 match self {
                     $(RwPolicy::$variant => RwLockKind::$entry,)*
-                }
-            }
-
-            /// What to pick it for, in a few words (README's "Which lock").
-            fn use_it_for(self) -> &'static str {
-                match self {
-                    $(RwPolicy::$variant => $use_it_for,)*
                 }
             }
         }
@@ -69,13 +62,10 @@ macro_rules! policies {
 }
 
 policies! { $
-    Adaptive => klocks_core::RwSem<klocks_core::reader_spin::Adaptive>, RwSemAdaptive,
-        use: "FIFO among readers and writers";
-    Always => klocks_core::RwSem<klocks_core::reader_spin::Always>, RwSemAlways,
-        use: "re-running seed 001's \"before\"";
-    Never => klocks_core::RwSem<klocks_core::reader_spin::Never>, RwSemNever,
-        use: "FIFO, with readers that sleep at once (Linux 5.11+)";
-    Default => klocks_core::RawRwLock, Default, use: "data that is read and written";
+    Adaptive => klocks_core::RwSem<klocks_core::reader_spin::Adaptive>, RwSemAdaptive;
+    Always => klocks_core::RwSem<klocks_core::reader_spin::Always>, RwSemAlways;
+    Never => klocks_core::RwSem<klocks_core::reader_spin::Never>, RwSemNever;
+    Default => klocks_core::RawRwLock, Default;
 }
 
 impl RwPolicy {
@@ -96,8 +86,9 @@ impl RwPolicy {
 }
 
 /// `KLOCKS_RWLOCK=default`: the default rwlock, whose catalog name is `default-rw`;
-/// `KLOCKS_SPIN=default`: `pvqspinlock`.
-const DEFAULT_ALIAS: &str = "default";
+/// `KLOCKS_SPIN=default`: `pvqspinlock`. The default mutex's name, which
+/// `KLOCKS_LOCK` takes for the default pair.
+const DEFAULT_ALIAS: &str = MutexKind::Default.name();
 
 /// `KLOCKS_SPIN`: the spinlock that runs `pthread_spin_*` (see `spin`), `glibc` or
 /// `help`; unset, glibc's. (Declared here, as `KLOCKS_VERBOSE`: only the preload
@@ -123,8 +114,8 @@ fn spin_named(name: &str) -> Option<SpinKind> {
 const HELP: &str = "help";
 
 /// The mutex kind `name` names, ignoring ASCII case.
-fn mutex_named(name: &str) -> Option<Kind> {
-    Kind::ALL
+fn mutex_named(name: &str) -> Option<MutexKind> {
+    MutexKind::C_KINDS
         .into_iter()
         .find(|kind| kind.name().eq_ignore_ascii_case(name))
 }
@@ -157,7 +148,7 @@ pub(super) fn did_you_mean(typed: &str, names: impl IntoIterator<Item = &'static
 /// What the process uses: `None` is glibc.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) struct Choice {
-    pub(super) mutex: Option<Kind>,
+    pub(super) mutex: Option<MutexKind>,
     pub(super) rwlock: Option<RwPolicy>,
     pub(super) spin: Option<SpinKind>,
 }
@@ -166,9 +157,14 @@ pub(super) struct Choice {
 /// rwlock`, with 0 for glibc in each field (the kind and policy numbers start at 1).
 static CHOICE: AtomicU16 = AtomicU16::new(0);
 const MADE: u16 = 0x8000;
+// The mutex's field holds a C kind number, 4 bits wide.
+const _: () = assert!(MutexKind::C_KINDS.len() < 16);
 
 fn encode(choice: Choice) -> u16 {
-    let mutex = choice.mutex.map_or(0, |kind| kind as u16);
+    let mutex = choice
+        .mutex
+        .and_then(MutexKind::c_kind)
+        .map_or(0, |raw| raw as u16);
     let rwlock = choice.rwlock.map_or(0, |policy| policy as u16 + 1);
     let spin = choice.spin.map_or(0, |kind| kind as u16);
     MADE | spin << 8 | mutex << 4 | rwlock
@@ -180,7 +176,7 @@ fn decode(raw: u16) -> Choice {
         n => Some(RwPolicy::ALL[usize::from(n) - 1]),
     };
     Choice {
-        mutex: Kind::from_raw(u32::from(raw >> 4 & 0xF)),
+        mutex: MutexKind::from_c_kind(u32::from(raw >> 4 & 0xF)),
         rwlock,
         spin: SpinKind::from_raw(raw >> 8 & 0xF),
     }
@@ -188,11 +184,11 @@ fn decode(raw: u16) -> Choice {
 
 /// The process's mutex kind, `None` for glibc's; the first call makes the choice.
 #[inline(always)]
-pub(super) fn mutex_kind() -> Option<Kind> {
+pub(super) fn mutex_kind() -> Option<MutexKind> {
     // Relaxed: see `choice`.
     match CHOICE.load(Relaxed) {
         0 => make_choice().mutex,
-        raw => Kind::from_raw(u32::from(raw >> 4 & 0xF)),
+        raw => MutexKind::from_c_kind(u32::from(raw >> 4 & 0xF)),
     }
 }
 
@@ -302,7 +298,7 @@ fn verbose(value: Option<&str>) -> Result<bool, String> {
 fn active_line(choice: Choice, probe: Option<ProbeKind>, profile: bool) -> String {
     format!(
         "active: mutexes {}, rwlocks {}, spinlocks {}, owner probe {}, profile {}",
-        choice.mutex.map_or(GLIBC, Kind::name),
+        choice.mutex.map_or(GLIBC, MutexKind::name),
         choice.rwlock.map_or(GLIBC, RwPolicy::name),
         choice.spin.map_or(GLIBC, SpinKind::name),
         probe.map_or("unused (glibc's locks)", ProbeKind::name),
@@ -357,7 +353,10 @@ impl Complaint<'_> {
         match self {
             Complaint::Help => help_lines(),
             Complaint::UnknownLock(name) => {
-                let names = Kind::ALL.map(Kind::name).into_iter().chain([GLIBC, HELP]);
+                let names = MutexKind::C_KINDS
+                    .map(MutexKind::name)
+                    .into_iter()
+                    .chain([GLIBC, HELP]);
                 vec![format!(
                     "{LOCK}={name:?} is not a lock{} ({LOCK}=help lists them); using glibc's mutexes",
                     did_you_mean(name, names)
@@ -405,12 +404,14 @@ fn help_lines() -> Vec<String> {
     let mut lines = vec![format!(
         "{LOCK}=<name> runs the program's mutexes and condvars on a klocks lock (`default`: its rwlocks too, unless {RWLOCK} is set); names ignore case:"
     )];
-    let others = Kind::ALL.into_iter().filter(|&kind| kind != Kind::Default);
+    let others = MutexKind::C_KINDS
+        .into_iter()
+        .filter(|&kind| kind != MutexKind::Default);
     lines.extend(
-        [Kind::Default]
+        [MutexKind::Default]
             .into_iter()
             .chain(others)
-            .map(|kind| entry(kind.name(), kind.use_it_for(), kind.catalog().about())),
+            .map(|kind| entry(kind.name(), kind.use_when(), kind.about())),
     );
     lines.push(glibc.clone());
     lines.push(format!(
@@ -419,12 +420,13 @@ fn help_lines() -> Vec<String> {
     let others = RwPolicy::ALL
         .into_iter()
         .filter(|&policy| policy != RwPolicy::Default);
-    lines.extend(
-        [RwPolicy::Default]
-            .into_iter()
-            .chain(others)
-            .map(|policy| entry(policy.name(), policy.use_it_for(), policy.catalog().about())),
-    );
+    lines.extend([RwPolicy::Default].into_iter().chain(others).map(|policy| {
+        entry(
+            policy.name(),
+            policy.catalog().use_when(),
+            policy.catalog().about(),
+        )
+    }));
     lines.push(glibc.clone());
     lines.push(format!(
         "{SPIN_NAME}=<name> runs the program's pthread spinlocks on a klocks spinlock (`default` is pvqspinlock); names ignore case:"
@@ -484,7 +486,7 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
     };
     // `default` names the default pair: its rwlock too, unless KLOCKS_RWLOCK is set.
     let rwlock = match (mutex, setting(env.rwlock)) {
-        (Some(Kind::Default), None) => Some(RwPolicy::Default),
+        (Some(MutexKind::Default), None) => Some(RwPolicy::Default),
         _ => rwlock,
     };
     if mutex.is_none() && rwlock.is_none() && spin.is_none() {

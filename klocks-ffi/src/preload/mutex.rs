@@ -1,4 +1,7 @@
-//! Interposed `pthread_mutex_*`.
+//! Interposed `pthread_mutex_*`: the klocks mutex inside a `pthread_mutex_t`, how
+//! a call is sorted (glibc's, invalid or klocks'), and the operations on it (lock,
+//! trylock, timed lock, unlock, the fork repair); the exported functions that sort,
+//! profile and run them are in `entries`.
 //!
 //! # Layout
 //!
@@ -54,16 +57,13 @@ use std::sync::atomic::{
 };
 use std::time::Duration;
 
-use libc::{
-    clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, CLOCK_REALTIME, EAGAIN, EBUSY,
-    EDEADLK, EINVAL, EPERM, ETIMEDOUT,
-};
+use klocks_core::catalog::{CatalogMutex, MutexKind};
+use libc::{pthread_mutex_t, EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
 
+use super::config;
 use super::fork::{self, this_thread, Holder, Patience};
-use super::profile::{self, with_caller, Role};
 use super::time::Deadline;
-use super::{config, glibc};
-use crate::mutex::{init_at, with_lock_at, Kind};
+use crate::mutex::{init_at, with_lock_at};
 
 /// A klocks-managed `pthread_mutex_t`; see the module doc.
 #[repr(C)]
@@ -100,7 +100,7 @@ enum Type {
 enum Target<'a> {
     Glibc,
     Invalid,
-    Klocks(&'a Mutex, Kind, Type),
+    Klocks(&'a Mutex, MutexKind, Type),
 }
 
 /// Sorts a call on `m`.
@@ -148,7 +148,7 @@ pub(super) unsafe fn is_klocks(m: *mut pthread_mutex_t) -> bool {
 /// # Safety
 /// As for [`target`].
 #[inline(always)]
-unsafe fn plain<'a>(m: *mut pthread_mutex_t) -> Option<(&'a Mutex, Kind)> {
+unsafe fn plain<'a>(m: *mut pthread_mutex_t) -> Option<(&'a Mutex, MutexKind)> {
     if m.is_null() {
         return None;
     }
@@ -173,13 +173,13 @@ impl Mutex {
     /// Repairs the mutex if it was last used before a fork (see `fork`); whether it
     /// is current (`false` once `patience` ran out).
     #[inline]
-    fn current(&self, kind: Kind, patience: Patience) -> bool {
+    fn current(&self, kind: MutexKind, patience: Patience) -> bool {
         // Acquire: pairs with the Release in `fork::repair`, which publishes the body.
         self.stamp.load(Acquire) == fork::generation() || self.repair(kind, patience)
     }
 
     #[cold]
-    fn repair(&self, kind: Kind, patience: Patience) -> bool {
+    fn repair(&self, kind: MutexKind, patience: Patience) -> bool {
         fork::repair(
             &self.stamp,
             patience,
@@ -240,7 +240,7 @@ impl Mutex {
         }
     }
 
-    fn try_acquire(&self, kind: Kind) -> bool {
+    fn try_acquire(&self, kind: MutexKind) -> bool {
         with_lock_at!(self.body(), kind, lock => lock.try_lock())
     }
 
@@ -258,7 +258,7 @@ impl Mutex {
 /// queue behind its own hold, so it polls `try_lock`, 1 µs to 1 ms apart: the lock's
 /// `try_lock` refuses while the word names the caller and takes a lock released to
 /// nobody (never a reserved one), so the waiting thread changes no waiter's role.
-fn relock(mutex: &Mutex, kind: Kind) {
+fn relock(mutex: &Mutex, kind: MutexKind) {
     let mut nap = Duration::from_micros(1);
     while !mutex.try_acquire(kind) {
         super::nap(nap);
@@ -269,33 +269,19 @@ fn relock(mutex: &Mutex, kind: Kind) {
 /// Locks the body; a holder of an owner-tracking kind waits in [`relock`] (module
 /// doc, "A normal mutex released by another thread").
 #[inline(always)]
-fn lock_body(mutex: &Mutex, kind: Kind) {
-    let held = match kind {
-        Kind::Default => with_lock_at!(mutex.body(), kind, lock => lock.try_lock()),
-        Kind::SpinFutex => with_lock_at!(mutex.body(), kind, lock => lock.try_lock()),
-        _ => false,
-    };
-    if held {
-        return;
+fn lock_body(mutex: &Mutex, kind: MutexKind) {
+    if kind.tracks_owner() {
+        if mutex.try_acquire(kind) {
+            return;
+        }
+        if with_lock_at!(mutex.body(), kind, lock => lock.held_by_current_thread()) {
+            return relock(mutex, kind);
+        }
     }
-    // SAFETY (both arms): the body holds a lock of `kind` (`with_lock_at`'s contract).
-    let mine = match kind {
-        Kind::Default => unsafe {
-            (*mutex.body().cast::<klocks_core::RawMutex>()).held_by_current_thread()
-        },
-        Kind::SpinFutex => unsafe {
-            (*mutex.body().cast::<klocks_core::SpinFutexMutex>()).held_by_current_thread()
-        },
-        _ => false,
-    };
-    if mine {
-        relock(mutex, kind);
-    } else {
-        with_lock_at!(mutex.body(), kind, lock => lock.lock());
-    }
+    with_lock_at!(mutex.body(), kind, lock => lock.lock());
 }
 
-fn lock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
+fn lock(mutex: &Mutex, kind: MutexKind, ty: Type) -> c_int {
     mutex.current(kind, Patience::Forever);
     let me = this_thread();
     if let Some(answer) = mutex.by_holder(ty, me, EDEADLK) {
@@ -305,7 +291,7 @@ fn lock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
     mutex.acquired(me)
 }
 
-fn trylock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
+fn trylock(mutex: &Mutex, kind: MutexKind, ty: Type) -> c_int {
     // Stale and held by the forking thread's continuation: busy, at once.
     if !mutex.current(kind, Patience::Try) {
         return EBUSY;
@@ -320,7 +306,7 @@ fn trylock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
     mutex.acquired(me)
 }
 
-fn clocklock(mutex: &Mutex, kind: Kind, ty: Type, deadline: Deadline) -> c_int {
+fn clocklock(mutex: &Mutex, kind: MutexKind, ty: Type, deadline: Deadline) -> c_int {
     if !mutex.current(kind, Patience::Until(deadline)) {
         return if deadline.is_valid() {
             ETIMEDOUT
@@ -338,7 +324,7 @@ fn clocklock(mutex: &Mutex, kind: Kind, ty: Type, deadline: Deadline) -> c_int {
     }
 }
 
-fn unlock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
+fn unlock(mutex: &Mutex, kind: MutexKind, ty: Type) -> c_int {
     // Stale and held by the forking thread's continuation, which is not the caller.
     if !mutex.current(kind, Patience::Try) {
         return EPERM;
@@ -364,7 +350,7 @@ fn unlock(mutex: &Mutex, kind: Kind, ty: Type) -> c_int {
 
 /// Releases a mutex the checks let through.
 #[inline(always)]
-fn release(mutex: &Mutex, kind: Kind) -> c_int {
+fn release(mutex: &Mutex, kind: MutexKind) -> c_int {
     // Relaxed: cleared before the unlock's Release (module doc).
     mutex.owner.store(0, Relaxed);
     // Two threads racing to unlock one hold: the second may pass the checks above and
@@ -376,28 +362,17 @@ fn release(mutex: &Mutex, kind: Kind) -> c_int {
 /// Releases a normal mutex for the thread that holds it (module doc, "A normal mutex
 /// released by another thread"); `EPERM` if it is not locked.
 #[cold]
-fn release_for_owner(mutex: &Mutex, kind: Kind) -> c_int {
+fn release_for_owner(mutex: &Mutex, kind: MutexKind) -> c_int {
     if !with_lock_at!(mutex.body(), kind, lock => lock.is_locked()) {
         return EPERM;
     }
     // Relaxed: cleared before the release, as the holder would (module doc).
     mutex.owner.store(0, Relaxed);
-    let body = mutex.body();
-    // SAFETY (both arms): the body holds a lock of `kind` (`with_lock_at`'s contract),
-    // and the holder gave this one release to the caller (glibc's contract for a
+    // SAFETY: the holder gave this one release to the caller (glibc's contract for a
     // normal mutex); two threads racing to release one hold are the misuse whose
-    // panic ends the process (see `release`).
-    let released = match kind {
-        Kind::Default => unsafe { (*body.cast::<klocks_core::RawMutex>()).unlock_for_owner() },
-        Kind::SpinFutex => unsafe {
-            (*body.cast::<klocks_core::SpinFutexMutex>()).unlock_for_owner()
-        },
-        // Their words name no owner: their unlock is anyone's.
-        _ => {
-            with_lock_at!(body, kind, lock => lock.unlock());
-            true
-        }
-    };
+    // panic ends the process (see `release`). A lock whose word names no owner simply
+    // unlocks: its unlock is anyone's.
+    let released = with_lock_at!(mutex.body(), kind, lock => unsafe { lock.unlock_for_owner() });
     if released {
         0
     } else {
@@ -405,424 +380,6 @@ fn release_for_owner(mutex: &Mutex, kind: Kind) -> c_int {
     }
 }
 
-extern "C" {
-    /// glibc's (the `libc` crate does not declare it).
-    fn pthread_mutexattr_gettype(attr: *const pthread_mutexattr_t, ty: *mut c_int) -> c_int;
-}
+mod entries;
 
-/// The attributes' type, or `None` for a mutex glibc must own; `Err` for a bad
-/// attribute object.
-///
-/// # Safety
-/// `attr` is null or points to a `pthread_mutexattr_t`.
-unsafe fn klocks_type(attr: *const pthread_mutexattr_t) -> Result<Option<c_int>, c_int> {
-    if attr.is_null() {
-        return Ok(Some(libc::PTHREAD_MUTEX_NORMAL));
-    }
-    let (mut ty, mut protocol, mut robust, mut pshared) = (0, 0, 0, 0);
-    // SAFETY: `attr` points to an attribute object (caller's contract); glibc's own
-    // getters read it (they are not interposed).
-    let failed = unsafe {
-        pthread_mutexattr_gettype(attr, &mut ty) != 0
-            || libc::pthread_mutexattr_getprotocol(attr, &mut protocol) != 0
-            || libc::pthread_mutexattr_getrobust(attr, &mut robust) != 0
-            || libc::pthread_mutexattr_getpshared(attr, &mut pshared) != 0
-    };
-    if failed {
-        return Err(EINVAL);
-    }
-    let glibc_only = protocol != libc::PTHREAD_PRIO_NONE
-        || robust != libc::PTHREAD_MUTEX_STALLED
-        || pshared != libc::PTHREAD_PROCESS_PRIVATE;
-    Ok((!glibc_only).then_some(ty))
-}
-
-with_caller! {
-    /// `pthread_mutex_init`: a klocks mutex of the process's kind, or glibc's for the
-    /// attributes klocks passes through.
-    ///
-    /// # Safety
-    /// POSIX's contract for `pthread_mutex_init`.
-    fn pthread_mutex_init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) -> c_int
-        => init_from, site: "rdx"
-}
-
-/// `pthread_mutex_init` called from `site`.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_init`.
-unsafe extern "C" fn init_from(
-    m: *mut pthread_mutex_t,
-    attr: *const pthread_mutexattr_t,
-    site: usize,
-) -> c_int {
-    // SAFETY: caller's contract.
-    let result = unsafe { init(m, attr) };
-    if result == 0 && profile::on() {
-        profile::initialised(m as usize, site, Role::Mutex);
-    }
-    result
-}
-
-/// `pthread_mutex_init`.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_init`.
-unsafe fn init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) -> c_int {
-    if m.is_null() {
-        return EINVAL;
-    }
-    let Some(kind) = config::choice().mutex else {
-        // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_mutex_init(m, attr) };
-    };
-    // SAFETY: caller's contract.
-    match unsafe { klocks_type(attr) } {
-        Err(error) => error,
-        // SAFETY: the caller's contract is glibc's.
-        Ok(None) => unsafe { glibc::pthread_mutex_init(m, attr) },
-        Ok(Some(ty)) => {
-            let mutex = Mutex {
-                body: UnsafeCell::new(0),
-                owner: AtomicU64::new(0),
-                kind: AtomicI32::new(ty),
-                stamp: AtomicU32::new(fork::generation()),
-                depth: AtomicU32::new(0),
-                _rest: [0; 3],
-            };
-            // SAFETY: `m` is writable storage of `Mutex`'s size and alignment that no
-            // other thread uses during init (POSIX's rule); the body is then 8
-            // aligned bytes for `init_at`.
-            unsafe {
-                m.cast::<Mutex>().write(mutex);
-                init_at((*m.cast::<Mutex>()).body(), kind);
-            }
-            0
-        }
-    }
-}
-
-/// `pthread_mutex_destroy`: `EBUSY` while locked; afterwards calls return `EINVAL`
-/// until the next `init`.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_destroy`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: caller's contract.
-    let result = unsafe { destroy(m) };
-    if result == 0 && profile::on() {
-        profile::destroyed(m as usize);
-    }
-    result
-}
-
-/// `pthread_mutex_destroy`.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_destroy`.
-unsafe fn destroy(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: caller's contract.
-    match unsafe { target(m) } {
-        // SAFETY: the caller's contract is glibc's.
-        Target::Glibc => unsafe { glibc::pthread_mutex_destroy(m) },
-        Target::Invalid => EINVAL,
-        Target::Klocks(mutex, kind, _) => {
-            if !mutex.current(kind, Patience::Try) {
-                return EBUSY;
-            }
-            if with_lock_at!(mutex.body(), kind, lock => lock.is_locked()) {
-                return EBUSY;
-            }
-            // Relaxed: destroy must not race with other calls (POSIX).
-            mutex.kind.store(DESTROYED, Relaxed);
-            0
-        }
-    }
-}
-
-/// `pthread_mutex_lock` on its general route (see `route`): profiled, or
-/// [`lock_entry`].
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_lock`.
-pub(super) unsafe extern "C" fn lock_from(m: *mut pthread_mutex_t, site: usize) -> c_int {
-    if profile::on() {
-        // SAFETY: caller's contract, for both.
-        return profile::acquire(
-            m as usize,
-            Role::Mutex,
-            site,
-            || unsafe { trylock_entry(m) },
-            || unsafe { lock_entry(m) },
-        );
-    }
-    // SAFETY: caller's contract.
-    unsafe { lock_entry(m) }
-}
-
-/// `pthread_mutex_lock` on the route of a process that runs the lock type `L`
-/// without a profile (see `route`): [`take_plain`], else the general [`lock_from`].
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_lock`; `L` is the lock type of the
-/// process's kind.
-pub(super) unsafe extern "C" fn lock_as<L: lock_api::RawMutex>(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: caller's contract, for both. The site is the profile's, which is off
-    // on this route.
-    unsafe { take_plain::<L>(m).unwrap_or_else(|| lock_from(m, 0)) }
-}
-
-/// The fast path of the routes of lock and trylock: the lock's own `try_lock` on a
-/// [`plain`] mutex (for `default`, one cmpxchg); `None` if it is not plain or the
-/// lock is not free.
-///
-/// # Safety
-/// As for [`target`]; `L` is the lock type of the process's kind.
-#[inline(always)]
-unsafe fn take_plain<L: lock_api::RawMutex>(m: *mut pthread_mutex_t) -> Option<c_int> {
-    if m.is_null() {
-        return None;
-    }
-    // SAFETY: as in `target`.
-    let mutex = unsafe { &*m.cast::<Mutex>() };
-    // SAFETY (the cast): a plain mutex's body holds a lock of the process's kind, an
-    // `L` (caller's contract).
-    let taken = mutex.is_plain() && unsafe { &*mutex.body().cast::<L>() }.try_lock();
-    taken.then(|| mutex.acquired(this_thread()))
-}
-
-/// `pthread_mutex_lock`, unprofiled.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_lock`.
-unsafe fn lock_entry(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: caller's contract.
-    if let Some((mutex, kind)) = unsafe { plain(m) } {
-        let me = this_thread();
-        lock_body(mutex, kind);
-        return mutex.acquired(me);
-    }
-    // SAFETY: caller's contract.
-    unsafe { lock_any(m) }
-}
-
-/// `pthread_mutex_lock` past [`plain`].
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_lock`.
-unsafe fn lock_any(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: caller's contract.
-    match unsafe { target(m) } {
-        // SAFETY: the caller's contract is glibc's.
-        Target::Glibc => unsafe { glibc::pthread_mutex_lock(m) },
-        Target::Invalid => EINVAL,
-        Target::Klocks(mutex, kind, ty) => lock(mutex, kind, ty),
-    }
-}
-
-/// `pthread_mutex_trylock` on its general route (see `route`), called from `site`.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_trylock`.
-pub(super) unsafe extern "C" fn trylock_from(m: *mut pthread_mutex_t, site: usize) -> c_int {
-    if profile::on() {
-        // SAFETY: caller's contract.
-        return profile::try_acquire(m as usize, Role::Mutex, site, || unsafe {
-            trylock_entry(m)
-        });
-    }
-    // SAFETY: caller's contract.
-    unsafe { trylock_entry(m) }
-}
-
-/// `pthread_mutex_trylock` on the route of a process that runs the lock type `L`
-/// without a profile (see `route`): [`take_plain`], else the general
-/// [`trylock_from`].
-///
-/// # Safety
-/// As for [`lock_as`].
-pub(super) unsafe extern "C" fn trylock_as<L: lock_api::RawMutex>(
-    m: *mut pthread_mutex_t,
-) -> c_int {
-    // SAFETY: as in `lock_as`.
-    unsafe { take_plain::<L>(m).unwrap_or_else(|| trylock_from(m, 0)) }
-}
-
-/// `pthread_mutex_trylock`, unprofiled.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_trylock`.
-unsafe fn trylock_entry(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: caller's contract.
-    match unsafe { target(m) } {
-        // SAFETY: the caller's contract is glibc's.
-        Target::Glibc => unsafe { glibc::pthread_mutex_trylock(m) },
-        Target::Invalid => EINVAL,
-        Target::Klocks(mutex, kind, ty) => trylock(mutex, kind, ty),
-    }
-}
-
-with_caller! {
-    /// `pthread_mutex_timedlock`: a deadline on `CLOCK_REALTIME`.
-    ///
-    /// # Safety
-    /// POSIX's contract for `pthread_mutex_timedlock`.
-    fn pthread_mutex_timedlock(m: *mut pthread_mutex_t, at: *const timespec) -> c_int
-        => timedlock_from, site: "rdx"
-}
-
-/// `pthread_mutex_timedlock` called from `site`.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_timedlock`.
-unsafe extern "C" fn timedlock_from(
-    m: *mut pthread_mutex_t,
-    at: *const timespec,
-    site: usize,
-) -> c_int {
-    // SAFETY: caller's contract, for both.
-    profiled_wait(m, site, || unsafe { timedlock(m, at) })
-}
-
-/// A lock call with a deadline, `wait`: profiled (tried first) if the profile is on.
-///
-/// # Safety
-/// `m` is as for [`target`].
-#[inline]
-unsafe fn profiled_wait(
-    m: *mut pthread_mutex_t,
-    site: usize,
-    wait: impl FnOnce() -> c_int,
-) -> c_int {
-    if profile::on() {
-        // SAFETY: caller's contract.
-        profile::acquire(
-            m as usize,
-            Role::Mutex,
-            site,
-            || unsafe { trylock_entry(m) },
-            wait,
-        )
-    } else {
-        wait()
-    }
-}
-
-/// `pthread_mutex_timedlock`, unprofiled.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_timedlock`.
-unsafe fn timedlock(m: *mut pthread_mutex_t, at: *const timespec) -> c_int {
-    // SAFETY: caller's contract.
-    match unsafe { target(m) } {
-        // SAFETY: the caller's contract is glibc's.
-        Target::Glibc => unsafe { glibc::pthread_mutex_timedlock(m, at) },
-        Target::Invalid => EINVAL,
-        // SAFETY: `at` is readable (caller's contract).
-        Target::Klocks(mutex, kind, ty) => match unsafe { Deadline::new(CLOCK_REALTIME, at) } {
-            Ok(deadline) => clocklock(mutex, kind, ty, deadline),
-            Err(error) => error,
-        },
-    }
-}
-
-with_caller! {
-    /// `pthread_mutex_clocklock` (glibc 2.30): a deadline on `CLOCK_REALTIME` or
-    /// `CLOCK_MONOTONIC`.
-    ///
-    /// # Safety
-    /// POSIX's contract for `pthread_mutex_clocklock`.
-    fn pthread_mutex_clocklock(
-        m: *mut pthread_mutex_t,
-        clock: clockid_t,
-        at: *const timespec
-    ) -> c_int
-        => clocklock_from, site: "rcx"
-}
-
-/// `pthread_mutex_clocklock` called from `site`.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_clocklock`.
-unsafe extern "C" fn clocklock_from(
-    m: *mut pthread_mutex_t,
-    clock: clockid_t,
-    at: *const timespec,
-    site: usize,
-) -> c_int {
-    // SAFETY: caller's contract, for both.
-    profiled_wait(m, site, || unsafe { clocklock_entry(m, clock, at) })
-}
-
-/// `pthread_mutex_clocklock`, unprofiled.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_clocklock`.
-unsafe fn clocklock_entry(m: *mut pthread_mutex_t, clock: clockid_t, at: *const timespec) -> c_int {
-    // SAFETY: caller's contract.
-    match unsafe { target(m) } {
-        // SAFETY: the caller's contract is glibc's.
-        Target::Glibc => unsafe { glibc::pthread_mutex_clocklock(m, clock, at) },
-        Target::Invalid => EINVAL,
-        // SAFETY: `at` is readable (caller's contract).
-        Target::Klocks(mutex, kind, ty) => match unsafe { Deadline::new(clock, at) } {
-            Ok(deadline) => clocklock(mutex, kind, ty, deadline),
-            Err(error) => error,
-        },
-    }
-}
-
-/// `pthread_mutex_unlock` on its general route (see `route`): `EPERM` if the mutex
-/// is not locked, or (error-checking, recursive) not held by the caller.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_unlock`.
-pub(super) unsafe extern "C" fn unlock_from(m: *mut pthread_mutex_t) -> c_int {
-    if profile::on() {
-        // SAFETY: caller's contract.
-        return profile::release(m as usize, || unsafe { unlock_entry(m) });
-    }
-    // SAFETY: caller's contract.
-    unsafe { unlock_entry(m) }
-}
-
-/// `pthread_mutex_unlock` on the route of a process that runs the lock type `L`
-/// without a profile (see `route`): a [`plain`] mutex that the caller holds (its
-/// owner field says so, for every kind) goes to the lock's own `unlock`; anything
-/// else to the general [`unlock_from`].
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_unlock`; `L` is the lock type of the
-/// process's kind.
-pub(super) unsafe extern "C" fn unlock_as<L: lock_api::RawMutex>(m: *mut pthread_mutex_t) -> c_int {
-    if !m.is_null() {
-        // SAFETY: as in `target`.
-        let mutex = unsafe { &*m.cast::<Mutex>() };
-        // Relaxed: "is it me?" (module doc).
-        if mutex.is_plain() && mutex.owner.load(Relaxed) == this_thread() {
-            // Relaxed: cleared before the unlock's Release (module doc).
-            mutex.owner.store(0, Relaxed);
-            // SAFETY: a plain mutex's body holds an `L` (caller's contract), which
-            // the caller holds: its owner field is its own id.
-            unsafe { (*mutex.body().cast::<L>()).unlock() };
-            return 0;
-        }
-    }
-    // SAFETY: caller's contract.
-    unsafe { unlock_from(m) }
-}
-
-/// `pthread_mutex_unlock`, unprofiled.
-///
-/// # Safety
-/// POSIX's contract for `pthread_mutex_unlock`.
-unsafe fn unlock_entry(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: caller's contract.
-    match unsafe { target(m) } {
-        // SAFETY: the caller's contract is glibc's.
-        Target::Glibc => unsafe { glibc::pthread_mutex_unlock(m) },
-        Target::Invalid => EINVAL,
-        Target::Klocks(mutex, kind, ty) => unlock(mutex, kind, ty),
-    }
-}
+pub(super) use entries::{lock_as, lock_from, trylock_as, trylock_from, unlock_as, unlock_from};

@@ -79,6 +79,12 @@ pub fn library() -> PathBuf {
 /// Compiles `tests/c/<name>.c` (linked with `-lklocks` if `link_klocks`) once per
 /// test executable and returns the binary.
 pub fn compile(name: &str, link_klocks: bool) -> PathBuf {
+    compile_with(name, link_klocks, &[])
+}
+
+/// [`compile`], with `headers` (name, text) written to a directory on the include
+/// path: headers the test makes from the catalog.
+pub fn compile_with(name: &str, link_klocks: bool, headers: &[(&str, String)]) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Through the workspace root: lockbench's tests include this module too.
     let source = manifest
@@ -92,10 +98,16 @@ pub fn compile(name: &str, link_klocks: bool) -> PathBuf {
             "-Wall", "-Wextra", "-Werror", "-std=c11", "-pthread", "-O2", "-g",
         ])
         .arg("-I")
-        .arg(manifest.join("../include"))
-        .arg(&source)
-        .arg("-o")
-        .arg(&binary);
+        .arg(manifest.join("../include"));
+    if !headers.is_empty() {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("klocks-c-{name}-include"));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for (file, text) in headers {
+            std::fs::write(dir.join(file), text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        }
+        command.arg("-I").arg(dir);
+    }
+    command.arg(&source).arg("-o").arg(&binary);
     if link_klocks {
         command.arg("-L").arg(lib_dir()).arg("-lklocks");
     }

@@ -89,6 +89,11 @@ pub struct Args {
     /// handlers).
     #[arg(long, value_enum, default_value_t = Signals::Counted)]
     signals: Signals,
+    /// Without --locks, torture the mutexes whose waiters never sleep (the pure
+    /// spinlocks, klocks' and the peers') instead of the others; give --threads at
+    /// most the CPUs.
+    #[arg(long)]
+    spinlocks: bool,
 }
 
 /// What the torture's signal handler does.
@@ -561,13 +566,13 @@ impl RwLockVisitor for RwSection {
 }
 
 /// The mutexes tortured when `--locks` is not given: every lock that sleeps or
-/// yields (the pure spinlocks collapse with more threads than CPUs; name them with
-/// `--locks` and `--threads` at most the CPUs).
-fn default_locks(signals: Signals) -> Vec<LockName> {
+/// yields (the pure spinlocks collapse with more threads than CPUs), or with
+/// `--spinlocks` every pure spinlock (run them with `--threads` at most the CPUs).
+fn default_locks(signals: Signals, spinlocks: bool) -> Vec<LockName> {
     match signals {
         Signals::Counted => LockName::defaults()
             .into_iter()
-            .filter(|l| l.sleeps())
+            .filter(|l| l.sleeps() != spinlocks)
             .collect(),
         Signals::Same => HANDLER_SAFE
             .iter()
@@ -584,7 +589,7 @@ const HANDLER_SAFE: [MutexKind; 2] = [MutexKind::Default, MutexKind::SpinFutex];
 
 /// Runs the torture of every chosen lock, prints the table; whether all passed.
 pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLockName>>) -> bool {
-    let locks = locks.unwrap_or_else(|| default_locks(args.signals));
+    let locks = locks.unwrap_or_else(|| default_locks(args.signals, args.spinlocks));
     let rwlocks = rwlocks.unwrap_or_else(|| match args.signals {
         Signals::Counted => RwLockName::defaults(),
         Signals::Same => vec![RwLockName::Klocks(RwLockKind::Default)],

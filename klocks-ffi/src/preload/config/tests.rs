@@ -39,7 +39,7 @@ fn run_spin(spin: &str) -> (Choice, Vec<String>) {
 #[test]
 fn default_names_the_default_pair_unless_the_rwlock_is_named() {
     let (choice, lines) = run(Some("default"), None, None, None);
-    assert_eq!(choice.mutex, Some(Kind::Default));
+    assert_eq!(choice.mutex, Some(MutexKind::Default));
     assert_eq!(choice.rwlock, Some(RwPolicy::Default));
     assert!(lines.is_empty(), "{lines:?}");
     let (choice, _) = run(Some("default"), Some("glibc"), None, None);
@@ -48,12 +48,12 @@ fn default_names_the_default_pair_unless_the_rwlock_is_named() {
     assert_eq!(choice.rwlock, Some(RwPolicy::Never));
     for choice in [
         Choice {
-            mutex: Some(Kind::Default),
+            mutex: Some(MutexKind::Default),
             rwlock: Some(RwPolicy::Default),
             spin: None,
         },
         Choice {
-            mutex: Some(Kind::SpinFutex),
+            mutex: Some(MutexKind::SpinFutex),
             rwlock: Some(RwPolicy::Never),
             spin: Some(SpinKind::QSpin),
         },
@@ -70,7 +70,7 @@ fn nothing_set_is_glibc_silently() {
 #[test]
 fn each_family_is_chosen_by_its_own_variable() {
     let (choice, lines) = run(Some("spinfutex"), None, None, None);
-    assert_eq!(choice.mutex, Some(Kind::SpinFutex));
+    assert_eq!(choice.mutex, Some(MutexKind::SpinFutex));
     assert_eq!(choice.rwlock, None, "rwlocks stay glibc's unless asked");
     assert!(lines.is_empty());
     let (choice, _) = run(Some("ticket"), Some("rwsem-never"), None, None);
@@ -92,7 +92,7 @@ fn an_unknown_name_is_one_line_and_glibc() {
         "{lines:?}"
     );
     let (choice, lines) = run(Some("futex"), Some("rwsem"), None, None);
-    assert_eq!(choice.mutex, Some(Kind::Futex));
+    assert_eq!(choice.mutex, Some(MutexKind::Futex));
     assert_eq!(choice.rwlock, None);
     assert!(lines[0].contains("KLOCKS_RWLOCK=\"rwsem\""), "{lines:?}");
 }
@@ -102,13 +102,13 @@ fn help_lists_every_name_once_with_its_description_and_use() {
     let (choice, lines) = run(Some("help"), Some("HELP"), None, None);
     assert_eq!(choice, GLIBC_ONLY);
     let text = lines.join("\n");
-    for kind in Kind::ALL {
+    for kind in MutexKind::C_KINDS {
         let line = lines
             .iter()
             .find(|line| line.split_whitespace().next() == Some(kind.name()))
             .unwrap_or_else(|| panic!("{} not listed: {text}", kind.name()));
-        assert!(line.contains(kind.catalog().about()), "{line}");
-        assert!(line.contains(kind.use_it_for()), "{line}");
+        assert!(line.contains(kind.about()), "{line}");
+        assert!(line.contains(kind.use_when()), "{line}");
     }
     for policy in RwPolicy::ALL {
         let listed: Vec<_> = lines
@@ -117,7 +117,7 @@ fn help_lists_every_name_once_with_its_description_and_use() {
             .collect();
         assert_eq!(listed.len(), 1, "{}: {text}", policy.name());
         assert!(listed[0].contains(policy.catalog().about()), "{text}");
-        assert!(listed[0].contains(policy.use_it_for()), "{text}");
+        assert!(listed[0].contains(policy.catalog().use_when()), "{text}");
     }
     assert_eq!(
         lines.iter().filter(|line| line.contains("=<name>")).count(),
@@ -189,7 +189,7 @@ fn an_unknown_spinlock_is_one_line_with_the_nearest_name() {
         spin_ns: None,
         probe: None,
     });
-    assert_eq!(choice.mutex, Some(Kind::Futex));
+    assert_eq!(choice.mutex, Some(MutexKind::Futex));
     assert_eq!(choice.spin, None);
     assert!(lines[0].contains("KLOCKS_SPIN=\"ticket\""), "{lines:?}");
     // A bad spin budget keeps the spinlocks glibc's too.
@@ -207,11 +207,11 @@ fn an_unknown_spinlock_is_one_line_with_the_nearest_name() {
 fn names_ignore_case_and_blanks() {
     assert_eq!(
         run(Some("Default"), None, None, None).0.mutex,
-        Some(Kind::Default)
+        Some(MutexKind::Default)
     );
     assert_eq!(
         run(Some(" PVTICKET "), None, None, None).0.mutex,
-        Some(Kind::PvTicket)
+        Some(MutexKind::PvTicket)
     );
     let (choice, lines) = run(Some("GLIBC"), Some("Rwsem-Never"), None, None);
     assert_eq!(choice.mutex, None);
@@ -281,7 +281,7 @@ fn verbose_is_0_or_1_and_anything_else_is_one_complaint() {
 #[test]
 fn the_active_line_names_both_locks_the_probe_and_the_profile() {
     let choice = Choice {
-        mutex: Some(Kind::PvTicket),
+        mutex: Some(MutexKind::PvTicket),
         rwlock: Some(RwPolicy::Never),
         spin: Some(SpinKind::PvQSpin),
     };
@@ -310,7 +310,7 @@ fn bad_klocks_variables_fall_back_to_glibc() {
         run(Some("futex"), None, Some(" 2000 "), Some("budget"))
             .0
             .mutex,
-        Some(Kind::Futex)
+        Some(MutexKind::Futex)
     );
     // Without a klocks lock they do not matter here.
     assert_eq!(run(None, None, Some("12us"), None), (GLIBC_ONLY, vec![]));
@@ -326,7 +326,7 @@ fn the_preload_offers_every_catalog_rwlock() {
 
 #[test]
 fn choices_round_trip_through_the_word() {
-    for mutex in Kind::ALL.map(Some).into_iter().chain([None]) {
+    for mutex in MutexKind::C_KINDS.map(Some).into_iter().chain([None]) {
         for rwlock in RwPolicy::ALL.map(Some).into_iter().chain([None]) {
             for spin in SpinKind::ALL.map(Some).into_iter().chain([None]) {
                 let choice = Choice {
@@ -337,5 +337,84 @@ fn choices_round_trip_through_the_word() {
                 assert_eq!(decode(encode(choice)), choice);
             }
         }
+    }
+}
+
+/// Every mutex and rwlock of the catalog reaches every consumer in this crate: a
+/// mutex with a C kind number is a `klocks_kind` constant of `include/klocks.h` with
+/// that value, works through the C API's functions, is a `KLOCKS_LOCK` name listed by
+/// `help`; one without is offered by neither; every rwlock is a `KLOCKS_RWLOCK` name;
+/// every lock is a row of `docs/design.md`'s lock table, under its name. (lockbench's
+/// lists: `lockbench/src/locks.rs`'s `every_catalog_lock_is_a_lock_name`.)
+#[test]
+fn every_catalog_mutex_reaches_every_consumer() {
+    use crate::mutex::tests::{c_name, header_kinds};
+    use crate::mutex::{
+        klocks_mutex_destroy, klocks_mutex_init, klocks_mutex_lock, klocks_mutex_t,
+        klocks_mutex_unlock,
+    };
+    let header = header_kinds(include_str!("../../../../include/klocks.h"));
+    let design = include_str!("../../../../docs/design.md");
+    let in_lock_table = |name: &str| {
+        let cell = format!(" | `{name}` | ");
+        design
+            .lines()
+            .any(|line| line.starts_with("| ") && line.contains(&cell))
+    };
+    let (_, help) = run(Some("help"), None, None, None);
+    for &kind in MutexKind::ALL {
+        let name = kind.name();
+        assert!(
+            in_lock_table(name),
+            "docs/design.md's lock table lacks {name}"
+        );
+        let (choice, complaints) = run(Some(name), None, None, None);
+        let listed = help
+            .iter()
+            .any(|line| line.split_whitespace().next() == Some(name));
+        let Some(number) = kind.c_kind() else {
+            assert_eq!(
+                choice.mutex, None,
+                "{name}: KLOCKS_LOCK takes a C kind only"
+            );
+            assert!(!listed, "help lists {name}, which is not a C kind");
+            continue;
+        };
+        assert!(
+            header.contains(&(c_name(kind), number)),
+            "include/klocks.h's klocks_kind lacks {} = {number}",
+            c_name(kind)
+        );
+        assert_eq!(
+            choice.mutex,
+            Some(kind),
+            "KLOCKS_LOCK={name}: {complaints:?}"
+        );
+        assert!(listed, "KLOCKS_LOCK=help does not list {name}");
+        let mut m = std::mem::MaybeUninit::<klocks_mutex_t>::zeroed();
+        // SAFETY: `m` is a local `klocks_mutex_t` that only this thread uses.
+        unsafe {
+            assert_eq!(
+                klocks_mutex_init(m.as_mut_ptr(), number as i32),
+                0,
+                "{name}"
+            );
+            assert_eq!(klocks_mutex_lock(m.as_mut_ptr()), 0, "{name}");
+            assert_eq!(klocks_mutex_unlock(m.as_mut_ptr()), 0, "{name}");
+            assert_eq!(klocks_mutex_destroy(m.as_mut_ptr()), 0, "{name}");
+        }
+    }
+    for &kind in RwLockKind::ALL {
+        let name = kind.name();
+        assert!(
+            in_lock_table(name),
+            "docs/design.md's lock table lacks {name}"
+        );
+        let (choice, complaints) = run(None, Some(name), None, None);
+        assert_eq!(
+            choice.rwlock.map(RwPolicy::catalog),
+            Some(kind),
+            "KLOCKS_RWLOCK={name}: {complaints:?}"
+        );
     }
 }

@@ -1,11 +1,13 @@
 //! The profile's one-line suggestion per lock (or per site: its locks as one), from
 //! the shape it measured. Each line
 //! gives the measurements it rests on; the choices follow lockbench's results (the
-//! README's "Which lock"). A suggestion to change a lock is marked unmeasured and
+//! lock table of `docs/design.md`). A suggestion to change a lock is marked unmeasured and
 //! names the command that measures it, `lockbench app --profile --try`, which reads
 //! the suggested setting from the JSON report's `try` field ([`Remedy`]).
 
 use std::fmt::{self, Write};
+
+use klocks_core::catalog::{MutexKind, RwLockKind};
 
 use super::report::Time;
 
@@ -120,7 +122,7 @@ pub(super) fn advise(
                 out,
                 "read-mostly ({reads:.1}% reads; readers share, and spin only behind a running writer): "
             )?;
-            suggest(out, in_use, true, "default-rw")
+            suggest(out, in_use, true, RwLockKind::Default.name())
         } else if waiting as usize + 1 > cpus {
             write!(
                 out,
@@ -134,7 +136,7 @@ pub(super) fn advise(
                 "{:.0}% writes, waiters fit the CPUs ({waiting} on {cpus}): ",
                 100.0 - reads
             )?;
-            suggest(out, in_use, true, "default-rw")
+            suggest(out, in_use, true, RwLockKind::Default.name())
         };
     }
     let Some(mean) = shape.mean_hold_ns else {
@@ -143,7 +145,7 @@ pub(super) fn advise(
             "waited for in {:.0}% of acquisitions, no hold timed: ",
             percent(shape.contended)
         )?;
-        return suggest(out, in_use, false, "default");
+        return suggest(out, in_use, false, MutexKind::Default.name());
     };
     if mean >= LONG_HOLD_NS {
         write!(
@@ -172,7 +174,7 @@ pub(super) fn advise(
             percent(shape.contended)
         )?;
     }
-    suggest(out, in_use, false, "default")
+    suggest(out, in_use, false, MutexKind::Default.name())
 }
 
 #[cfg(test)]
