@@ -466,7 +466,9 @@ fn a_timed_writer_giving_up_during_a_write_unlock_strands_no_reader() {
         .map(|_| {
             let (lock, gave_up) = (Arc::clone(&lock), Arc::clone(&gave_up));
             std::thread::spawn(move || {
-                let took = lock.try_lock_exclusive_for(Duration::from_millis(20));
+                // Long enough for both to be asleep together on a loaded machine
+                // (with 20 ms, one gave up before the other slept, under CI load).
+                let took = lock.try_lock_exclusive_for(Duration::from_millis(300));
                 gave_up.fetch_add(1, Relaxed);
                 took
             })
