@@ -569,14 +569,24 @@ fn compare_flags_a_real_regression_and_fails_on_it() {
 #[test]
 fn compare_relative_to_a_lock_cancels_a_machine_that_drifted() {
     // Every cell 1.3× slower: the machine, not a lock.
-    let out = compare("compare-drift.json", &["--absolute", "--fail-on-regression", "10"]);
+    let out = compare(
+        "compare-drift.json",
+        &["--absolute", "--fail-on-regression", "10"],
+    );
     assert_eq!(
         out.status.code(),
         Some(1),
         "the drift alone looks like regressions"
     );
-    let out = compare("compare-drift.json", &["--absolute", "--relative-to", "std"]);
-    assert_eq!(out.status.code(), Some(2), "one way to remove the drift at a time");
+    let out = compare(
+        "compare-drift.json",
+        &["--absolute", "--relative-to", "std"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "one way to remove the drift at a time"
+    );
     let out = compare(
         "compare-drift.json",
         &["--relative-to", "default", "--fail-on-regression", "10"],

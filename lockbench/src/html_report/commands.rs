@@ -160,7 +160,11 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         );
     }
     if !failures.cells.is_empty() {
-        let judged = comparison.rows.iter().filter(|r| r.evidence.is_some()).count();
+        let judged = comparison
+            .rows
+            .iter()
+            .filter(|r| r.evidence.is_some())
+            .count();
         eprintln!(
             "lockbench: {} cell(s) slower by more than {pct}% on their own (Holm over {judged} \
              cells): {}",

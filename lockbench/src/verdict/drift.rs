@@ -157,7 +157,11 @@ fn per_group(
         .collect();
     let mut bounds: Vec<(f64, f64)> = upper_bounds(x.1, x.0)
         .iter()
-        .flat_map(|&(e1, upper)| reference_low.iter().map(move |&(e2, low)| (e1 + e2, upper - low)))
+        .flat_map(|&(e1, upper)| {
+            reference_low
+                .iter()
+                .map(move |&(e2, low)| (e1 + e2, upper - low))
+        })
         .collect();
     bounds.sort_by(|p, q| p.0.total_cmp(&q.0));
     Some(Change {

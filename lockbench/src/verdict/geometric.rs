@@ -91,7 +91,6 @@ impl fmt::Display for GeometricMean {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,6 +54,58 @@
 //! per-cell error rate instead and prints, under each table, how many wrong verdicts
 //! chance alone would give at most: N × (1 − confidence).
 //!
+//! # Two runs of one build: the drift between them
+//!
+//! `compare` judges the same cells measured twice. Two runs of the same build, back to
+//! back on the development VM, found every single-thread lock 11–24% slower in the
+//! second (its vCPUs had moved): a change of the machine, common to every lock of a
+//! cell group (same scenario, setup, threads), that the runs of either file cannot
+//! show. So `compare` judges each lock's change relative to the other locks of its
+//! group ([`drift`]): run i of every lock of a row ran in the same round, so X's run i
+//! is taken relative to the median of the others' run i and the two files' values are
+//! compared as any two sets of runs. Such a value holds the others' noise of that
+//! round, so the interval carries the reference's noise with no separate term, and
+//! the judged lock is never among its own references: its change cannot move them.
+//! Where the runs do not pair up, the references' pooled change is subtracted, with
+//! both intervals at half the error (a union bound).
+//!
+//! # Failing on a regression
+//!
+//! `compare --fail-on-regression PCT` must not fail two runs of the same build more
+//! than 5% of the time, over ~150 cells and 15 locks, and must fail when a lock lost
+//! 20% everywhere. Failing on any cell whose 95% interval lies below the limit fails
+//! often (~150 chances at up to 1.6% each). Correcting each cell for ~150 (Holm or
+//! Bonferroni: p ≤ 0.05/150 = 0.00033) cannot work at lockbench's 5 runs a side,
+//! whose smallest one-sided p-value is 1/252 = 0.0040. So the 5% family-wise error is
+//! split in two halves (a union bound):
+//!
+//! - **Per lock, over its cells** (2.5%, Bonferroni over the L locks: 2.5%/L one-sided
+//!   each, 0.17% for 15 locks). A lock's cells are separate measurements; in each, its
+//!   B values are its A values shifted by the lock's change if only the lock changed.
+//!   The stratified Mann–Whitney test ([`stratified`]) sums the cells' rank counts,
+//!   whose null distribution is the exact convolution of theirs, and its interval for
+//!   the common shift runs between order statistics of all the cells' pairwise
+//!   differences: 14 cells of 5+5 runs give 350 pairs, and p-values far below 0.17%
+//!   when the quiet cells agree. The lock fails when that interval lies wholly below
+//!   1 ÷ (1 + PCT/100); the failure names its cells whose own verdict is "slower". A
+//!   test over the cells' estimates (sign or signed-rank) was tried first: it lets a
+//!   lock's noisy contended cells decide, and its interval was twice as wide.
+//! - **Per cell** (2.5%, Holm's step-down over the N judged cells: the smallest p-value
+//!   must be ≤ 2.5%/N). For a loss confined to one cell. The p-value is the exact
+//!   one-sided Mann–Whitney p of "the change is −PCT or more" (the smallest error at
+//!   which the cell's upper bound lies below the limit). With 5 runs a side it can
+//!   never pass Holm beyond 6 cells; rows that adaptive repetition ran to 6 runs pass
+//!   it among up to 23 cells, 8 runs among 321.
+//!
+//! Under no change every test above is exact whatever the noise (the values of both
+//! files are exchangeable within a cell), so the family-wise error is at most 5%, and
+//! with the limit of 5% rather than 0 far less. A cell that finished in A and not in
+//! B is reported, not failed: cells near their cap (overcommit) flip between the two
+//! from run to run. The tests draw pairs of runs from the committed default run with
+//! a drift of ±20% per file, 10% per cell group and 3% per round: the rule fails at
+//! most 5 of 100 such pairs even at a limit of 0, and names `default` when it lost
+//! 20% in 95 of 100 or more.
+//!
 //! # What the interval does not cover
 //!
 //! Kalibera & Jones (*Rigorous Benchmarking in Reasonable Time*, ISMM 2013) show that
@@ -76,11 +128,11 @@ pub mod drift;
 mod geometric;
 mod interval;
 pub mod many_cells;
-mod stratified;
+pub mod stratified;
 
 pub use geometric::{geometric_mean, geometric_mean_interval};
-pub use interval::{rank_bound, shift_interval};
 use interval::EXACT_UP_TO;
+pub use interval::{rank_bound, shift_interval};
 
 /// The level and the smallest difference worth a verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]

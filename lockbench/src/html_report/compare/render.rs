@@ -43,7 +43,9 @@ impl Comparison {
 
     fn title(&self) -> String {
         match &self.drift {
-            Drift::Absolute => "compare: B against A, cell by cell, directly (--absolute)".to_owned(),
+            Drift::Absolute => {
+                "compare: B against A, cell by cell, directly (--absolute)".to_owned()
+            }
             Drift::OtherLocks => "compare: B against A, each lock's change relative to the other \
                                   locks of its cell (same scenario, setup and threads): a change \
                                   of the machine cancels out"

@@ -87,7 +87,11 @@ fn a_reference_cancels_a_drift_but_not_a_change() {
         ("default", &scaled(0.7)),
         ("std", &scaled(2.0 * 0.7)),
     ]);
-    assert_eq!(compare(&a, &b, &Drift::Absolute).failures(5.0).cells.len(), 3, "the drift");
+    assert_eq!(
+        compare(&a, &b, &Drift::Absolute).failures(5.0).cells.len(),
+        3,
+        "the drift"
+    );
     let relative = compare(&a, &b, &Drift::Lock("std".to_owned()));
     assert_eq!(relative.unreferenced, 1, "std against itself");
     let regressed: Vec<&str> = relative
@@ -144,13 +148,21 @@ fn by_default_each_lock_is_judged_against_the_other_locks_of_its_cell() {
     );
     let text = comparison.render();
     assert!(
-        text.contains("each of pthread, klocks::Mutex, std, parking_lot relative to the other locks"),
+        text.contains(
+            "each of pthread, klocks::Mutex, std, parking_lot relative to the other locks"
+        ),
         "{text}"
     );
     // Alone in its group: judged directly, and said so.
-    let alone = compare(&file(&[("std", &RUNS)]), &file(&[("std", &RUNS)]), &Drift::OtherLocks);
+    let alone = compare(
+        &file(&[("std", &RUNS)]),
+        &file(&[("std", &RUNS)]),
+        &Drift::OtherLocks,
+    );
     assert_eq!(alone.rows[0].against, Against::Alone);
-    assert!(alone.render().contains("alone in its cell group, judged directly"));
+    assert!(alone
+        .render()
+        .contains("alone in its cell group, judged directly"));
 }
 
 #[test]
@@ -175,7 +187,10 @@ fn runs_that_do_not_pair_up_are_judged_per_group() {
 /// The committed default run (trimmed to what compare reads), measured with
 /// `lockbench --json` on the development VM on 2026-11-27, while other builds ran.
 fn default_run() -> RunFile {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/default-run.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/default-run.json"
+    );
     RunFile::load(std::path::Path::new(path)).expect("the committed default run")
 }
 
@@ -269,7 +284,10 @@ fn two_runs_of_the_same_build_pass_in_95_percent_of_trials() {
     let trials = 100;
     for pct in [5.0, 0.0] {
         let (failed, _) = fail_rate(&Drift::OtherLocks, pct, 1.0, trials, 21);
-        assert!(failed * 100 <= trials * 5, "limit {pct}%: {failed} of {trials} failed");
+        assert!(
+            failed * 100 <= trials * 5,
+            "limit {pct}%: {failed} of {trials} failed"
+        );
     }
 }
 
@@ -277,7 +295,10 @@ fn two_runs_of_the_same_build_pass_in_95_percent_of_trials() {
 fn a_lock_20_percent_slower_everywhere_fails_and_is_named_in_95_percent_of_trials() {
     let trials = 100;
     let (_, named) = fail_rate(&Drift::OtherLocks, 5.0, 0.8, trials, 22);
-    assert!(named * 100 >= trials * 95, "default named in {named} of {trials}");
+    assert!(
+        named * 100 >= trials * 95,
+        "default named in {named} of {trials}"
+    );
 }
 
 #[test]
@@ -285,6 +306,9 @@ fn relative_to_one_lock_does_not_turn_two_runs_of_the_same_build_into_a_regressi
     let trials = 50;
     for lock in ["std", "pthread"] {
         let (failed, _) = fail_rate(&Drift::Lock(lock.to_owned()), 5.0, 1.0, trials, 23);
-        assert!(failed * 100 <= trials * 5, "{lock}: {failed} of {trials} failed");
+        assert!(
+            failed * 100 <= trials * 5,
+            "{lock}: {failed} of {trials} failed"
+        );
     }
 }
