@@ -156,14 +156,17 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
         // A cell where some thread of either lock got no turn (overcommit's 64 threads
         // in a 100 ms window) has a fairness of 0, which would make any geometric mean
         // 0: such cells are counted instead, and the means are over the others.
-        let (turns, starved): (Vec<(f64, f64)>, Vec<(f64, f64)>) = fairnesses
+        let turns: Vec<(f64, f64)> = fairnesses
             .iter()
-            .partition(|(ours, peer)| *ours > 0.0 && *peer > 0.0);
+            .copied()
+            .filter(|(ours, peer)| *ours > 0.0 && *peer > 0.0)
+            .collect();
+        let starved = fairnesses.len() - turns.len();
         let fair = |of: fn(&(f64, f64)) -> f64| {
             verdict::geometric_mean(turns.iter().map(of))
                 .map_or("-".to_owned(), |f| format!("{f:.2}"))
         };
-        let fairness = match (turns.is_empty(), starved.len()) {
+        let fairness = match (turns.is_empty(), starved) {
             (true, 0) => "-".to_owned(),
             (false, 0) => format!("{} / {}", fair(|f| f.0), fair(|f| f.1)),
             (true, n) => format!("- ({n} starved)"),
