@@ -19,9 +19,9 @@
 //!   between locks), the reference's change is the Hodges–Lehmann shift of the
 //!   references' runs pooled, each reference's runs first centred on its own median
 //!   over both files; X's change and the reference's each get their interval at half
-//!   the error, and their difference the union bound, as
-//!   [`crate::verdict::judge_relative`]. Pooling runs of locks of unequal spread makes
-//!   the reference's level approximate; the union bound is conservative.
+//!   the error, and their difference the union bound of the two. Pooling runs of locks
+//!   of unequal spread makes the reference's level approximate; the union bound is
+//!   conservative.
 //!
 //! The references never include X, so X's own change cannot move them; with three or
 //! more references their median also withstands one of them having changed. A group
