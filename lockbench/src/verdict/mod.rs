@@ -90,6 +90,11 @@
 //!   1 ÷ (1 + PCT/100); the failure names its cells whose own verdict is "slower". A
 //!   test over the cells' estimates (sign or signed-rank) was tried first: it lets a
 //!   lock's noisy contended cells decide, and its interval was twice as wide.
+//!   Cells judged per group (runs that do not pair up) are left out of it: their
+//!   change is not one Mann–Whitney comparison. Two caveats on independence: the
+//!   preload scenario reports two measures of the same runs (`metric` rows), and a
+//!   lock's cells share the machine's state of the moment; both make the level
+//!   approximate, not wrong by much, since the drift control removes the shared part.
 //! - **Per cell** (2.5%, Holm's step-down over the N judged cells: the smallest p-value
 //!   must be ≤ 2.5%/N). For a loss confined to one cell. The p-value is the exact
 //!   one-sided Mann–Whitney p of "the change is −PCT or more" (the smallest error at
