@@ -6,6 +6,7 @@ use std::sync::{LazyLock, PoisonError};
 use klocks::catalog::{CatalogMutex, MutexKind, MutexVisitor};
 use lock_api::RawMutex;
 
+use crate::handicap::{self, Handicapped};
 use crate::pthread;
 
 /// A lock as the scenarios use it: build one, run a critical section under it.
@@ -189,6 +190,9 @@ macro_rules! lock_table {
             /// Runs `visitor` monomorphized for this lock.
             pub fn visit<V: LockVisitor>(self, visitor: V) -> V::Output {
                 match self {
+                    LockName::Klocks(MutexKind::Default) if handicap::on() => {
+                        visitor.visit::<Handicapped<Klocks<klocks::RawMutex>>>()
+                    }
                     LockName::Klocks(kind) => kind.visit(Bridge(visitor)),
                     $(LockName::$variant => visitor.visit::<$ty>(),)*
                 }
@@ -197,6 +201,9 @@ macro_rules! lock_table {
             /// Runs `visitor` for this lock if it is a `lock_api` raw lock.
             pub fn visit_raw<V: RawLockVisitor>(self, visitor: V) -> Option<V::Output> {
                 match self {
+                    LockName::Klocks(MutexKind::Default) if handicap::on() => {
+                        Some(visitor.visit::<Handicapped<klocks::RawMutex>>("default"))
+                    }
                     LockName::Klocks(kind) => Some(kind.visit(RawBridge(visitor))),
                     $(LockName::$variant => lock_table!(@raw visitor, $ty $(, $raw)?),)*
                 }

@@ -6,6 +6,7 @@
 
 mod adaptive;
 mod cells;
+mod handicap;
 mod harness;
 mod html_report;
 mod locks;
@@ -480,6 +481,10 @@ fn main() -> ExitCode {
     if let Some(Command::WindowCell(args)) = &cli.command {
         windowed::cell(args, cli.global.stats);
         return ExitCode::SUCCESS;
+    }
+    if let Err(err) = handicap::announce() {
+        eprintln!("lockbench: {err}");
+        return ExitCode::from(2);
     }
     if let Some(Command::Torture(args)) = &cli.command {
         if cli.global.stats {

@@ -153,9 +153,24 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
         if tally.too_few_runs > 0 {
             counts += &format!(" ({} too few runs)", tally.too_few_runs);
         }
+        // A cell where some thread of either lock got no turn (overcommit's 64 threads
+        // in a 100 ms window) has a fairness of 0, which would make any geometric mean
+        // 0: such cells are counted instead, and the means are over the others.
+        let turns: Vec<(f64, f64)> = fairnesses
+            .iter()
+            .copied()
+            .filter(|(ours, peer)| *ours > 0.0 && *peer > 0.0)
+            .collect();
+        let starved = fairnesses.len() - turns.len();
         let fair = |of: fn(&(f64, f64)) -> f64| {
-            verdict::geometric_mean(fairnesses.iter().map(of))
+            verdict::geometric_mean(turns.iter().map(of))
                 .map_or("-".to_owned(), |f| format!("{f:.2}"))
+        };
+        let fairness = match (turns.is_empty(), starved) {
+            (true, 0) => "-".to_owned(),
+            (false, 0) => format!("{} / {}", fair(|f| f.0), fair(|f| f.1)),
+            (true, n) => format!("- ({n} starved)"),
+            (false, n) => format!("{} / {} ({n} starved)", fair(|f| f.0), fair(|f| f.1)),
         };
         table.row(vec![
             scenario.to_owned(),
@@ -170,10 +185,7 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
                 lowest.push(format!("{scenario} {}: {row}", verdict::label(lock)));
                 judgement.to_string()
             }),
-            match fairnesses.is_empty() {
-                true => "-".to_owned(),
-                false => format!("{} / {}", fair(|f| f.0), fair(|f| f.1)),
-            },
+            fairness,
         ]);
     }
     table.note(format!(
@@ -181,7 +193,8 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
          different, slower\n  geometric mean: of the ratios, as throughput (above 1: ours is \
          faster), with a bootstrap interval\n  lowest: the cell with the lowest ratio, with \
          its interval; those cells: {}\n  fairness: slowest thread ÷ mean, ours / the \
-         fairest peer's (geometric means)",
+         fairest peer's (geometric means),\n  over the cells where every thread of both got a \
+         turn; \"N starved\": cells where a thread of either got none",
         lowest.join("; ")
     ));
     table.note(all.tally().note(settings));
@@ -280,6 +293,23 @@ mod tests {
             "{text}"
         );
         assert!(text.lines().all(|l| l.chars().count() <= 120), "{text}");
+    }
+
+    #[test]
+    fn a_cell_where_a_thread_got_no_turn_is_counted_not_averaged() {
+        // At 2 threads every thread got turns; at 4, one of std's got none.
+        let cells = [
+            cell("default", 2, 100.0, &[40, 60]),
+            cell("std", 2, 100.0, &[50, 50]),
+            cell("default", 4, 100.0, &[25, 75, 50, 50]),
+            cell("std", 4, 100.0, &[0, 100, 50, 50]),
+        ];
+        let text = table(&cells).expect("ours ran").to_string();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("mutex-load"))
+            .expect("a mutex-load line");
+        assert!(line.ends_with("0.80 / 1.00 (1 starved)"), "{line}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use crate::cells::Cell;
 
 /// One `--json` file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct RunFile {
     /// Where it was read from (empty for a run still in memory).
     #[serde(skip)]
@@ -44,7 +44,7 @@ pub struct RunFile {
 }
 
 /// One verdict of a run's summary.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct VerdictData {
     /// The scenario.
     pub scenario: String,
@@ -59,7 +59,7 @@ pub struct VerdictData {
 }
 
 /// The machine metadata of a file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct MachineInfo {
     /// CPU model name.
     pub cpu_model: String,

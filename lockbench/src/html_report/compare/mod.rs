@@ -1,0 +1,351 @@
+//! `lockbench compare A.json B.json`: the same cells measured twice (another commit,
+//! another machine), B against A.
+//!
+//! Each cell's runs in B are judged against its runs in A with [`crate::verdict`]:
+//! B ÷ A as throughput with its 95% interval, and "faster" or "slower" only when that
+//! interval lies wholly beyond ±5%. A cell that finished in one file and not in the
+//! other is reported too.
+//!
+//! A machine drifts between two runs (another tenant's load, a vCPU moved, a warmer
+//! CPU): every lock of a cell group (same scenario, setup and threads) gets faster or
+//! slower together, and the runs of one file do not cover that (two runs of the same
+//! build, back to back, found every single-thread lock 11–24% slower in the second).
+//! So by default each lock's change is judged relative to the other locks of its
+//! group ([`crate::verdict::drift`]): per round where the runs pair up, the median of
+//! the others in the same round; otherwise their pooled change. `--relative-to LOCK`
+//! takes one lock as the only reference instead, `--absolute` none. A lock alone in
+//! its group is judged directly, and the table says so.
+//!
+//! `--fail-on-regression` then applies the rule of "Failing on a regression" in
+//! [`crate::verdict`]: per lock over all its cells, and per cell with Holm's
+//! correction ([`Comparison::failures`]).
+
+mod render;
+#[cfg(test)]
+mod tests;
+
+use super::RunFile;
+use crate::cells::{Cell, Summary};
+use crate::verdict::drift::{self, Correction};
+use crate::verdict::many_cells::{self, Pooled};
+use crate::verdict::{Judgement, Settings, Verdict};
+
+/// How a machine's drift between A and B is removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drift {
+    /// Each lock relative to the other locks of its cell group (the default).
+    OtherLocks,
+    /// Each lock relative to this lock of its cell group.
+    Lock(String),
+    /// None: B against A directly.
+    Absolute,
+}
+
+/// How B's cell stands against A's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Change {
+    /// Both finished: B against A.
+    Judged(Judgement),
+    /// Only A's cell finished: B stopped finishing.
+    OnlyAFinished,
+    /// Only B's finished.
+    OnlyBFinished,
+    /// Neither finished.
+    NeitherFinished,
+}
+
+/// What a row's change was judged against.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Against {
+    /// Nothing: `--absolute`, or a cell without a change to judge.
+    Nothing,
+    /// Nothing, because no other lock of its group finished in both files.
+    Alone,
+    /// These locks of its group, per round or per group.
+    Locks(Correction, Vec<String>),
+}
+
+/// One cell present in both files.
+#[derive(Debug)]
+pub struct Row {
+    /// Scenario, setup, lock, threads.
+    pub cell: [String; 4],
+    /// A's cell.
+    pub a: Option<Summary>,
+    /// B's.
+    pub b: Option<Summary>,
+    /// B against A.
+    pub change: Change,
+    /// The change with the evidence the fail rule weighs; `None` unless judged.
+    pub evidence: Option<drift::Change>,
+    /// What the change was judged against.
+    pub against: Against,
+}
+
+/// The comparison of two files.
+#[derive(Debug)]
+pub struct Comparison {
+    /// Cells in both, in A's order.
+    pub rows: Vec<Row>,
+    /// Cells only A has.
+    pub only_a: usize,
+    /// Cells only B has.
+    pub only_b: usize,
+    /// The machines differ (CPU model or count).
+    pub machines: Option<String>,
+    /// How the drift was removed.
+    pub drift: Drift,
+    /// Shared cells left out because a file has no finished `--relative-to` cell for
+    /// them.
+    pub unreferenced: usize,
+}
+
+/// What identifies a cell across files: scenario, its setup, lock, threads.
+fn key(cell: &Cell) -> [String; 4] {
+    let setup = match (&cell.overcommit, &cell.mutex_load, &cell.rw) {
+        (Some(o), _, _) => format!("{} cs, {}×", o.cs, o.ratio),
+        (_, Some(m), _) => format!("{} pauses", m.load_pauses),
+        (_, _, Some(rw)) => format!("{}R+{}W, {} pauses", rw.readers, rw.writers, rw.load_pauses),
+        _ => String::new(),
+    };
+    let setup = match &cell.layout {
+        Some(layout) if setup.is_empty() => (*layout).to_owned(),
+        Some(layout) => format!("{setup}, {layout}"),
+        None => setup,
+    };
+    [
+        cell.scenario.to_owned(),
+        setup,
+        cell.lock.to_owned(),
+        cell.threads.to_string(),
+    ]
+}
+
+/// The cell group of a key: the same key without its lock.
+fn group(key: &[String; 4]) -> [&str; 3] {
+    [&key[0], &key[1], &key[3]]
+}
+
+fn finished(cell: &Cell) -> Option<Summary> {
+    cell.summary.filter(|_| cell.unfinished.is_none())
+}
+
+/// A cell group's locks that finished in both files, with their runs in A and in B.
+type Finished<'a> = Vec<(&'a str, Vec<f64>, Vec<f64>)>;
+
+/// Both files' cells, keyed, for the lookups of one comparison.
+struct Files<'a> {
+    a: Vec<([String; 4], &'a Cell)>,
+    b: Vec<([String; 4], &'a Cell)>,
+}
+
+impl<'a> Files<'a> {
+    fn new(a: &'a RunFile, b: &'a RunFile) -> Self {
+        let keyed = |file: &'a RunFile| file.cells.iter().map(|c| (key(c), c)).collect();
+        Self {
+            a: keyed(a),
+            b: keyed(b),
+        }
+    }
+
+    fn in_b(&self, id: &[String; 4]) -> Option<&'a Cell> {
+        self.b.iter().find(|(k, _)| k == id).map(|(_, c)| *c)
+    }
+
+    /// The locks of `id`'s group, other than `id`'s, that finished in both files.
+    fn others(&self, id: &[String; 4]) -> Finished<'a> {
+        self.a
+            .iter()
+            .filter(|(k, _)| group(k) == group(id) && k[2] != id[2])
+            .filter_map(|(k, a)| {
+                let b = self.in_b(k)?;
+                finished(a)?;
+                finished(b)?;
+                Some((a.lock, a.log_throughputs(), b.log_throughputs()))
+            })
+            .filter(|(_, a, b)| !a.is_empty() && !b.is_empty())
+            .collect()
+    }
+}
+
+/// B's change of the lock with runs `x` (in A, in B) against `references`: per round
+/// with the references whose runs pair up with X's in both files, else per group
+/// with all.
+fn against(
+    x: (&[f64], &[f64]),
+    references: &Finished<'_>,
+    settings: Settings,
+) -> Option<(drift::Change, Against)> {
+    if references.is_empty() {
+        return Some((drift::absolute(x.0, x.1, settings)?, Against::Alone));
+    }
+    let paired: Vec<&(&str, Vec<f64>, Vec<f64>)> = references
+        .iter()
+        .filter(|(_, a, b)| a.len() == x.0.len() && b.len() == x.1.len())
+        .collect();
+    let used: Vec<&(&str, Vec<f64>, Vec<f64>)> = match paired.is_empty() {
+        true => references.iter().collect(),
+        false => paired,
+    };
+    let runs: Vec<(&[f64], &[f64])> = used
+        .iter()
+        .map(|(_, a, b)| (a.as_slice(), b.as_slice()))
+        .collect();
+    let change = drift::relative(x, &runs, settings)?;
+    let names = used.iter().map(|(lock, _, _)| (*lock).to_owned()).collect();
+    let correction = change.correction;
+    Some((change, Against::Locks(correction, names)))
+}
+
+/// Compares every cell the two files share, removing the drift as `drift` says.
+pub fn compare(a: &RunFile, b: &RunFile, drift: &Drift) -> Comparison {
+    let files = Files::new(a, b);
+    let settings = Settings::default();
+    let mut rows = Vec::new();
+    let mut unreferenced = 0;
+    for (id, cell) in &files.a {
+        let Some(other) = files.in_b(id) else {
+            continue;
+        };
+        let references = match drift {
+            Drift::Absolute => None,
+            Drift::OtherLocks => Some(files.others(id)),
+            Drift::Lock(lock) if *lock == id[2] => {
+                // The reference divided by itself: 1 in both files, nothing to judge.
+                unreferenced += 1;
+                continue;
+            }
+            Drift::Lock(lock) => {
+                let mut reference = files.others(id);
+                reference.retain(|(l, _, _)| l == lock);
+                if reference.is_empty() {
+                    unreferenced += 1;
+                    continue;
+                }
+                Some(reference)
+            }
+        };
+        let (x_a, x_b) = (cell.log_throughputs(), other.log_throughputs());
+        let (change, evidence, against_what) = match (finished(cell), finished(other)) {
+            (Some(_), Some(_)) => {
+                let judged = match &references {
+                    None => drift::absolute(&x_a, &x_b, settings).map(|c| (c, Against::Nothing)),
+                    Some(references) => against((&x_a, &x_b), references, settings),
+                };
+                match judged {
+                    Some((evidence, what)) => {
+                        (Change::Judged(evidence.judgement), Some(evidence), what)
+                    }
+                    // Files from before lockbench wrote every run hold medians only.
+                    None => (Change::Judged(no_runs()), None, Against::Nothing),
+                }
+            }
+            (Some(_), None) => (Change::OnlyAFinished, None, Against::Nothing),
+            (None, Some(_)) => (Change::OnlyBFinished, None, Against::Nothing),
+            (None, None) => (Change::NeitherFinished, None, Against::Nothing),
+        };
+        rows.push(Row {
+            cell: id.clone(),
+            a: finished(cell),
+            b: finished(other),
+            change,
+            evidence,
+            against: against_what,
+        });
+    }
+    let (ma, mb) = (&a.machine, &b.machine);
+    let machines = (ma.cpu_model != mb.cpu_model || ma.online_cpus != mb.online_cpus).then(|| {
+        format!(
+            "A ran on {} ({} CPUs), B on {} ({} CPUs)",
+            ma.cpu_model, ma.online_cpus, mb.cpu_model, mb.online_cpus
+        )
+    });
+    Comparison {
+        only_a: a.cells.len() - rows.len() - unreferenced,
+        only_b: files
+            .b
+            .iter()
+            .filter(|(k, _)| !files.a.iter().any(|(id, _)| id == k))
+            .count(),
+        rows,
+        machines,
+        drift: drift.clone(),
+        unreferenced,
+    }
+}
+
+/// The judgement of a cell whose files hold no runs.
+fn no_runs() -> Judgement {
+    Judgement {
+        ratio: f64::NAN,
+        low: None,
+        high: None,
+        confidence: None,
+        verdict: Verdict::TooFewRuns,
+        runs_x: 0,
+        runs_y: 0,
+    }
+}
+
+/// What fails `--fail-on-regression PCT`.
+#[derive(Debug, Default)]
+pub struct Failures<'a> {
+    /// Locks whose pooled change lies wholly below the limit, each with its cells
+    /// whose own verdict is "slower".
+    pub locks: Vec<(Pooled, Vec<&'a Row>)>,
+    /// Cells slower beyond the limit on their own, after Holm's correction.
+    pub cells: Vec<&'a Row>,
+}
+
+impl Failures<'_> {
+    /// Whether nothing failed.
+    pub fn is_empty(&self) -> bool {
+        self.locks.is_empty() && self.cells.is_empty()
+    }
+}
+
+impl Comparison {
+    /// The judged rows with their evidence.
+    fn judged(&self) -> impl Iterator<Item = (&Row, &drift::Change)> {
+        self.rows
+            .iter()
+            .filter_map(|row| row.evidence.as_ref().map(|evidence| (row, evidence)))
+    }
+
+    /// Every lock's change pooled over its judged cells.
+    pub fn pooled(&self) -> Vec<Pooled> {
+        let cells: Vec<(&str, &drift::Change)> = self
+            .judged()
+            .map(|(row, evidence)| (row.cell[2].as_str(), evidence))
+            .collect();
+        many_cells::pooled(&cells)
+    }
+
+    /// What fails `--fail-on-regression pct`: the locks whose pooled change lies
+    /// wholly below 1 ÷ (1 + pct/100), and the cells that do on their own after
+    /// Holm's correction over every judged cell.
+    pub fn failures(&self, pct: f64) -> Failures<'_> {
+        let locks = self
+            .pooled()
+            .into_iter()
+            .filter(|pooled| pooled.slower_by_more_than(pct))
+            .map(|pooled| {
+                let slower = self
+                    .judged()
+                    .filter(|(row, e)| {
+                        row.cell[2] == pooled.lock && e.judgement.verdict == Verdict::Slower
+                    })
+                    .map(|(row, _)| row)
+                    .collect();
+                (pooled, slower)
+            })
+            .collect();
+        let judged: Vec<(&Row, &drift::Change)> = self.judged().collect();
+        let evidence: Vec<&drift::Change> = judged.iter().map(|(_, e)| *e).collect();
+        let cells = many_cells::single_cells(&evidence, pct)
+            .into_iter()
+            .map(|i| judged[i].0)
+            .collect();
+        Failures { locks, cells }
+    }
+}

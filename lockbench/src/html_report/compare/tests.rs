@@ -1,0 +1,314 @@
+//! compare's verdicts on small files, and on files drawn from a real run.
+
+use super::*;
+use crate::html_report::RunFile;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// A file of one mutex-load cell per (lock, runs).
+fn file(cells: &[(&str, &[f64])]) -> RunFile {
+    let machine = serde_json::json!({
+        "cpu_model": "cpu", "online_cpus": 2, "kernel": "6.1", "glibc": "2.36",
+        "rustc": "1.88", "pause_ns": 30.0, "pv_spin_ns": 20000, "owner_probe": "perf",
+    });
+    let cells: Vec<serde_json::Value> = cells
+        .iter()
+        .map(|(lock, runs)| {
+            let summary = Summary::of(runs.iter().copied()).unwrap();
+            serde_json::json!({
+                "scenario": "mutex-load", "lock": lock, "threads": 2, "unit": "ops/s",
+                "summary": summary,
+                "runs": runs.iter().map(|v| serde_json::json!({"value": v})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    RunFile::of_run(serde_json::json!({
+        "machine": machine, "command": ["lockbench"], "cells": cells,
+    }))
+    .unwrap()
+}
+
+const RUNS: [f64; 5] = [100.0, 103.0, 97.0, 101.0, 99.0];
+
+fn scaled(by: f64) -> Vec<f64> {
+    RUNS.iter().map(|v| v * by).collect()
+}
+
+#[test]
+fn only_an_interval_beyond_the_limit_is_a_regression() {
+    let a = file(&[("pthread", &RUNS), ("std", &RUNS)]);
+    let b = file(&[("pthread", &scaled(0.6)), ("std", &scaled(1.02))]);
+    let comparison = compare(&a, &b, &Drift::Absolute);
+    let verdicts: Vec<Verdict> = comparison
+        .rows
+        .iter()
+        .map(|row| match row.change {
+            Change::Judged(j) => j.verdict,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(verdicts, [Verdict::Slower, Verdict::NoClearDifference]);
+    assert_eq!(comparison.failures(10.0).cells.len(), 1);
+    assert!(
+        comparison.failures(100.0).is_empty(),
+        "0.6× is not 2× slower"
+    );
+}
+
+#[test]
+fn a_cell_too_wide_to_decide_says_so() {
+    // std's B runs spread from 0.6× to 1.5× A's: ≈, its interval far wider than
+    // ±5%; pthread's stay within 2%: ≈ and decided.
+    let spread = [60.0, 150.0, 100.0, 80.0, 130.0];
+    let a = file(&[("pthread", &RUNS), ("std", &RUNS)]);
+    let b = file(&[("pthread", &scaled(1.01)), ("std", &spread)]);
+    let text = compare(&a, &b, &Drift::Absolute).render();
+    let line = |lock: &str| {
+        let found = text.lines().find(|l| l.contains(lock) && l.contains('≈'));
+        found.unwrap_or_else(|| panic!("{text}")).to_owned()
+    };
+    assert!(line("std").ends_with(", too wide to decide"), "{text}");
+    assert!(!line("pthread").contains("too wide"), "{text}");
+    assert!(
+        text.contains("too wide to decide: 1 of the ≈ cells"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_reference_cancels_a_drift_but_not_a_change() {
+    let a = file(&[
+        ("pthread", &RUNS),
+        ("default", &RUNS),
+        ("std", &scaled(2.0)),
+    ]);
+    let b = file(&[
+        ("pthread", &scaled(0.5 * 0.7)),
+        ("default", &scaled(0.7)),
+        ("std", &scaled(2.0 * 0.7)),
+    ]);
+    assert_eq!(
+        compare(&a, &b, &Drift::Absolute).failures(5.0).cells.len(),
+        3,
+        "the drift"
+    );
+    let relative = compare(&a, &b, &Drift::Lock("std".to_owned()));
+    assert_eq!(relative.unreferenced, 1, "std against itself");
+    let regressed: Vec<&str> = relative
+        .failures(5.0)
+        .cells
+        .iter()
+        .map(|row| row.cell[2].as_str())
+        .collect();
+    assert_eq!(regressed, ["pthread"]);
+}
+
+#[test]
+fn by_default_each_lock_is_judged_against_the_other_locks_of_its_cell() {
+    // The machine 30% slower in B; pthread lost 40% of its own on top.
+    let a = file(&[
+        ("pthread", &RUNS),
+        ("default", &scaled(1.5)),
+        ("std", &scaled(2.0)),
+        ("parking_lot", &scaled(1.8)),
+    ]);
+    let b = file(&[
+        ("pthread", &scaled(0.6 * 0.7)),
+        ("default", &scaled(1.5 * 0.7)),
+        ("std", &scaled(2.0 * 0.7)),
+        ("parking_lot", &scaled(1.8 * 0.7)),
+    ]);
+    let comparison = compare(&a, &b, &Drift::OtherLocks);
+    let verdicts: Vec<(&str, Verdict)> = comparison
+        .rows
+        .iter()
+        .map(|row| match row.change {
+            Change::Judged(j) => (row.cell[2].as_str(), j.verdict),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // The others' median is unmoved by pthread's own loss.
+    assert_eq!(
+        verdicts,
+        [
+            ("pthread", Verdict::Slower),
+            ("default", Verdict::NoClearDifference),
+            ("std", Verdict::NoClearDifference),
+            ("parking_lot", Verdict::NoClearDifference),
+        ]
+    );
+    let pthread = &comparison.rows[0];
+    assert_eq!(
+        pthread.against,
+        Against::Locks(
+            Correction::PerRound,
+            vec!["default".into(), "std".into(), "parking_lot".into()]
+        ),
+        "never itself"
+    );
+    let text = comparison.render();
+    assert!(
+        text.contains(
+            "each of pthread, klocks::Mutex, std, parking_lot relative to the other locks"
+        ),
+        "{text}"
+    );
+    // Alone in its group: judged directly, and said so.
+    let alone = compare(
+        &file(&[("std", &RUNS)]),
+        &file(&[("std", &RUNS)]),
+        &Drift::OtherLocks,
+    );
+    assert_eq!(alone.rows[0].against, Against::Alone);
+    assert!(alone
+        .render()
+        .contains("alone in its cell group, judged directly"));
+}
+
+#[test]
+fn runs_that_do_not_pair_up_are_judged_per_group() {
+    // std has 6 runs in B: its runs no longer pair with pthread's by round.
+    let mut six = scaled(0.7);
+    six.push(70.0);
+    let a = file(&[("pthread", &RUNS), ("std", &RUNS)]);
+    let b = file(&[("pthread", &scaled(0.7)), ("std", &six)]);
+    let comparison = compare(&a, &b, &Drift::OtherLocks);
+    let pthread = &comparison.rows[0];
+    assert!(matches!(
+        pthread.against,
+        Against::Locks(Correction::PerGroup, _)
+    ));
+    match pthread.change {
+        Change::Judged(j) => assert_eq!(j.verdict, Verdict::NoClearDifference, "{j}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The committed default run (trimmed to what compare reads), measured with
+/// `lockbench --json` on the development VM on 2026-11-27, while other builds ran.
+fn default_run() -> RunFile {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/default-run.json"
+    );
+    RunFile::load(std::path::Path::new(path)).expect("the committed default run")
+}
+
+/// The drift a draw adds to a file: ±20% to the whole file, a further σ = 10% per
+/// cell group and σ = 3% per round of a group, as a VM whose vCPUs move does.
+const FILE_DRIFT: f64 = 0.2;
+const GROUP_DRIFT: f64 = 0.1;
+const ROUND_DRIFT: f64 = 0.03;
+
+/// A run drawn from `base`: each finished cell keeps its run count, each run is one
+/// of the cell's own runs at random with noise of half the cell's own spread (so that
+/// no two draws tie), and the drift of [`FILE_DRIFT`] on top; `default`'s throughput
+/// times `default_speed`.
+fn drawn(base: &RunFile, rng: &mut ChaCha8Rng, default_speed: f64) -> RunFile {
+    use rand::Rng;
+    use rand_distr::{Distribution, Normal};
+    let mut file = base.clone();
+    let file_drift = rng.gen_range(-FILE_DRIFT..FILE_DRIFT);
+    let mut groups: Vec<([String; 3], f64, Vec<f64>)> = Vec::new();
+    for cell in &mut file.cells {
+        let logs = cell.log_throughputs();
+        if logs.is_empty() {
+            continue;
+        }
+        let id = key(cell);
+        let group_id = [id[0].clone(), id[1].clone(), id[3].clone()];
+        let at = match groups.iter().position(|(g, _, _)| *g == group_id) {
+            Some(at) => at,
+            None => {
+                let drift = Normal::new(0.0, GROUP_DRIFT).unwrap().sample(rng);
+                let rounds = Normal::new(0.0, ROUND_DRIFT).unwrap();
+                let rounds = (0..64).map(|_| rounds.sample(rng)).collect();
+                groups.push((group_id, drift, rounds));
+                groups.len() - 1
+            }
+        };
+        let (_, group_drift, rounds) = &groups[at];
+        let mut sorted = logs.clone();
+        sorted.sort_by(f64::total_cmp);
+        let spread = ((sorted[sorted.len() - 1] - sorted[0]) / 4.0).max(0.005);
+        let noise = Normal::new(0.0, spread / 2.0).unwrap();
+        let speed = match cell.lock {
+            "default" => default_speed.ln(),
+            _ => 0.0,
+        };
+        let lower = cell.lower_is_better();
+        for (i, run) in cell.runs.iter_mut().enumerate() {
+            let log = logs[rng.gen_range(0..logs.len())]
+                + noise.sample(rng)
+                + file_drift
+                + group_drift
+                + rounds[i % rounds.len()]
+                + speed;
+            run.value = match lower {
+                true => (-log).exp(),
+                false => log.exp(),
+            };
+        }
+    }
+    file
+}
+
+/// In how many of `trials` seeded pairs drawn from the default run (B's `default`
+/// at `default_speed`) `--fail-on-regression pct` fails, and in how many it names
+/// `default` among the locks.
+fn fail_rate(
+    drift: &Drift,
+    pct: f64,
+    default_speed: f64,
+    trials: usize,
+    seed: u64,
+) -> (usize, usize) {
+    let base = default_run();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut failed, mut named) = (0, 0);
+    for _ in 0..trials {
+        let a = drawn(&base, &mut rng, 1.0);
+        let b = drawn(&base, &mut rng, default_speed);
+        let comparison = compare(&a, &b, drift);
+        let failures = comparison.failures(pct);
+        failed += usize::from(!failures.is_empty());
+        named += usize::from(failures.locks.iter().any(|(p, _)| p.lock == "default"));
+    }
+    (failed, named)
+}
+
+#[test]
+fn two_runs_of_the_same_build_pass_in_95_percent_of_trials() {
+    // At the limit of 5%, and at 0, where any lock or cell found slower at all
+    // fails: the family-wise error itself.
+    let trials = 100;
+    for pct in [5.0, 0.0] {
+        let (failed, _) = fail_rate(&Drift::OtherLocks, pct, 1.0, trials, 21);
+        assert!(
+            failed * 100 <= trials * 5,
+            "limit {pct}%: {failed} of {trials} failed"
+        );
+    }
+}
+
+#[test]
+fn a_lock_20_percent_slower_everywhere_fails_and_is_named_in_95_percent_of_trials() {
+    let trials = 100;
+    let (_, named) = fail_rate(&Drift::OtherLocks, 5.0, 0.8, trials, 22);
+    assert!(
+        named * 100 >= trials * 95,
+        "default named in {named} of {trials}"
+    );
+}
+
+#[test]
+fn relative_to_one_lock_does_not_turn_two_runs_of_the_same_build_into_a_regression() {
+    let trials = 50;
+    for lock in ["std", "pthread"] {
+        let (failed, _) = fail_rate(&Drift::Lock(lock.to_owned()), 5.0, 1.0, trials, 23);
+        assert!(
+            failed * 100 <= trials * 5,
+            "{lock}: {failed} of {trials} failed"
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! A lock's change between two result files, measured against the other locks of its
+//! cell group (same scenario, setup and threads) so that a change of the machine,
+//! which moves every lock of the group together, cancels out.
+//!
+//! Two ways, by what the files allow:
+//!
+//! - **Per round.** Every comparing scenario runs a row's locks in interleaved rounds
+//!   (`harness::rounds`): run i of every lock of the row comes from round i, measured
+//!   within the same second or so. When the judged lock X and a reference lock have
+//!   the same number of runs in a file, run i of each is paired, and X's run i is
+//!   taken relative to the reference: `d_i = x_i − median over the references of
+//!   r_i` (log throughputs). The change is then the Mann–Whitney comparison of the
+//!   d's of B with the d's of A, exact as any of [`crate::verdict::judge`]'s: under no
+//!   change, the d's of both files are exchangeable. The reference's noise is in every
+//!   d (a round in which the references ran fast lowers X's d), so the interval
+//!   carries it without a separate term, and a drift within a file, from round to
+//!   round, cancels too.
+//! - **Per group.** Otherwise (files from before the rounds, run counts that differ
+//!   between locks), the reference's change is the Hodges–Lehmann shift of the
+//!   references' runs pooled, each reference's runs first centred on its own median
+//!   over both files; X's change and the reference's each get their interval at half
+//!   the error, and their difference the union bound of the two. Pooling runs of locks
+//!   of unequal spread makes the reference's level approximate; the union bound is
+//!   conservative.
+//!
+//! The references never include X, so X's own change cannot move them; with three or
+//! more references their median also withstands one of them having changed. A group
+//! with X alone has no reference: the caller judges it directly and says so.
+
+use super::interval::{shift_interval, upper_bounds};
+use super::{judge, verdict_of, Judgement, Settings};
+
+/// How a change was judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Correction {
+    /// B against A directly.
+    Absolute,
+    /// Each run relative to the references' median in the same round.
+    PerRound,
+    /// X's change minus the references' pooled change.
+    PerGroup,
+}
+
+/// A change with the evidence the fail rule needs: for each interval the data can
+/// give, its one-sided error and its upper end (a log throughput ratio).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// B ÷ A as throughput, with its interval and verdict.
+    pub judgement: Judgement,
+    /// How the machine's drift was removed.
+    pub correction: Correction,
+    /// (one-sided error, upper end of the log change), by increasing error: "the
+    /// change is below `upper` except with probability `error`".
+    pub upper_bounds: Vec<(f64, f64)>,
+    /// The two samples compared, A's and B's (log throughputs, or per round relative
+    /// to the references), when one Mann–Whitney comparison judged the change; `None`
+    /// per group.
+    pub samples: Option<(Vec<f64>, Vec<f64>)>,
+}
+
+impl Change {
+    /// The smallest one-sided error at which the change lies wholly below `bound` (a
+    /// log ratio): the p-value of "the change is `bound` or more"; 1 when no
+    /// interval the data can give lies below it.
+    pub fn p_below(&self, bound: f64) -> f64 {
+        self.upper_bounds
+            .iter()
+            .find(|(_, upper)| *upper < bound)
+            .map_or(1.0, |(error, _)| *error)
+    }
+}
+
+/// B against A with no reference.
+pub fn absolute(a: &[f64], b: &[f64], settings: Settings) -> Option<Change> {
+    Some(Change {
+        judgement: judge(b, a, settings)?,
+        correction: Correction::Absolute,
+        upper_bounds: upper_bounds(b, a),
+        samples: Some((a.to_vec(), b.to_vec())),
+    })
+}
+
+/// X's change from A to B relative to `references` (each a lock's runs in A and in
+/// B): per round where every reference has as many runs as X in each file, else per
+/// group. `None` when X or every reference lacks runs in a file.
+pub fn relative<'a>(
+    x: (&'a [f64], &'a [f64]),
+    references: &[(&'a [f64], &'a [f64])],
+    settings: Settings,
+) -> Option<Change> {
+    if references.is_empty() {
+        return None;
+    }
+    // Side 0 is A, side 1 is B.
+    let side = |r: &(&'a [f64], &'a [f64]), which: usize| -> &'a [f64] {
+        match which {
+            0 => r.0,
+            _ => r.1,
+        }
+    };
+    let aligned = |which: usize| {
+        let runs = side(&x, which).len();
+        references.iter().all(|r| side(r, which).len() == runs)
+    };
+    if aligned(0) && aligned(1) {
+        let relative = |which: usize| -> Vec<f64> {
+            side(&x, which)
+                .iter()
+                .enumerate()
+                .map(|(i, run)| {
+                    let round: Vec<f64> = references.iter().map(|r| side(r, which)[i]).collect();
+                    run - median(round).expect("a reference")
+                })
+                .collect()
+        };
+        let (a, b) = (relative(0), relative(1));
+        return Some(Change {
+            correction: Correction::PerRound,
+            ..absolute(&a, &b, settings)?
+        });
+    }
+    per_group(x, references, settings)
+}
+
+/// X's change minus the references' pooled change, with the union bound.
+fn per_group(
+    x: (&[f64], &[f64]),
+    references: &[(&[f64], &[f64])],
+    settings: Settings,
+) -> Option<Change> {
+    let (mut pooled_a, mut pooled_b) = (Vec::new(), Vec::new());
+    for (a, b) in references {
+        let centre = median(a.iter().chain(b.iter()).copied().collect())?;
+        pooled_a.extend(a.iter().map(|v| v - centre));
+        pooled_b.extend(b.iter().map(|v| v - centre));
+    }
+    let half = 1.0 - (1.0 - settings.confidence) / 2.0;
+    let own = shift_interval(x.1, x.0, half)?;
+    let reference = shift_interval(&pooled_b, &pooled_a, half)?;
+    let bounds = own
+        .bounds
+        .zip(reference.bounds)
+        .map(|((low, high), (r_low, r_high))| (low - r_high, high - r_low));
+    let judgement = verdict_of(
+        own.estimate - reference.estimate,
+        bounds,
+        1.0 - (1.0 - own.confidence) - (1.0 - reference.confidence),
+        settings,
+        (x.1.len(), x.0.len()),
+    );
+    // The union bound: X's upper end at error e1 minus the reference's lower end at
+    // error e2 holds except with probability e1 + e2. The reference's lower ends are
+    // its upper ends of A against B, negated.
+    let reference_low: Vec<(f64, f64)> = upper_bounds(&pooled_a, &pooled_b)
+        .into_iter()
+        .map(|(error, upper)| (error, -upper))
+        .collect();
+    let mut bounds: Vec<(f64, f64)> = upper_bounds(x.1, x.0)
+        .iter()
+        .flat_map(|&(e1, upper)| {
+            reference_low
+                .iter()
+                .map(move |&(e2, low)| (e1 + e2, upper - low))
+        })
+        .collect();
+    bounds.sort_by(|p, q| p.0.total_cmp(&q.0));
+    Some(Change {
+        judgement,
+        correction: Correction::PerGroup,
+        upper_bounds: bounds,
+        samples: None,
+    })
+}
+
+/// The median; `None` of nothing.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
