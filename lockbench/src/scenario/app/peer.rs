@@ -9,15 +9,14 @@
 //! loaded. With peers the table gains one column: each klocks lock against the best
 //! of glibc and the peers (the one with the highest median throughput on the
 //! table's measure: `--metric` when given, else 1 ÷ wall time), with its interval and
-//! verdict ([`crate::verdict`]).
+//! verdict ([`crate::harness::versus::against_best`], as every table against the
+//! best peer).
 
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 
 use super::{PreloadLock, GLIBC};
-use crate::cells::Cell;
-use crate::verdict::{self, Judgement, Settings};
 
 /// One `--peer`: its row's name and the library preloaded for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,31 +70,9 @@ pub fn check_distinct(peers: &[Peer]) -> Result<(), String> {
     Ok(())
 }
 
-/// `cell` against the best of `peers` (glibc's cell and the peers' cells on the same
-/// measure): the judgement and the best peer's name; `None` when a side has no runs.
-pub fn against_best(cell: &Cell, peers: &[&Cell]) -> Option<(Judgement, &'static str)> {
-    let median = |c: &Cell| {
-        let logs = c.log_throughputs();
-        crate::cells::Summary::of(logs.iter().copied()).map(|s| s.median)
-    };
-    let best = peers
-        .iter()
-        .filter_map(|&peer| Some((peer, median(peer)?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?
-        .0;
-    let judged = verdict::judge(
-        &cell.log_throughputs(),
-        &best.log_throughputs(),
-        Settings::default(),
-    )?;
-    Some((judged, best.lock))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cells::Run;
-    use std::time::Duration;
 
     #[test]
     fn a_peer_needs_a_free_name_and_an_existing_library() {
@@ -117,26 +94,5 @@ mod tests {
             .contains("no library"));
         assert!(check_distinct(&[peer, peer]).unwrap_err().contains("twice"));
         assert!(check_distinct(&[peer]).is_ok());
-    }
-
-    fn metric_cell(lock: &'static str, values: &[f64]) -> Cell {
-        let runs = values
-            .iter()
-            .map(|&v| Run::timed(v, Duration::from_secs(1), 1))
-            .collect();
-        Cell::of_runs("app", lock, 0, Some("metric"), "metric", runs)
-    }
-
-    #[test]
-    fn the_best_peer_is_the_one_with_the_highest_median_throughput() {
-        let glibc = metric_cell("glibc", &[100.0, 101.0, 99.0, 100.5, 99.5]);
-        let flexguard = metric_cell("flexguard", &[150.0, 151.0, 149.0, 150.5, 149.5]);
-        let ours = metric_cell("default", &[120.0, 121.0, 119.0, 120.5, 119.5]);
-        let (judged, best) = against_best(&ours, &[&glibc, &flexguard]).unwrap();
-        assert_eq!(best, "flexguard");
-        assert_eq!(judged.verdict, verdict::Verdict::Slower);
-        let (judged, best) = against_best(&ours, &[&glibc]).unwrap();
-        assert_eq!(best, "glibc");
-        assert_eq!(judged.verdict, verdict::Verdict::Faster);
     }
 }

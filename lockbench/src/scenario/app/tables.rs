@@ -1,12 +1,13 @@
 //! `lockbench app`'s tables: the timing table (each variant's wall time, and metric,
-//! against the first variant's, with verdicts) and, with `--profile-cost`, the
+//! against the first variant's, with verdicts), with `--peer` each klocks lock against
+//! the best of glibc and the peers, and, with `--profile-cost`, the
 //! profile's report under it.
 
 use super::advice::profile_tables;
-use super::peer;
 use super::runs::{peer_names, Variant};
 use super::{Config, GLIBC, PROFILE};
 use crate::cells::{num, si, Cell, Table};
+use crate::harness::versus::against_best;
 use crate::verdict::{self, Ledger, Settings};
 
 /// lock | wall s | against glibc [| metric | against glibc]: each "vs glibc" column is
@@ -143,11 +144,13 @@ fn best_peer_table(config: &Config, variants: &[Variant], cells: &[Cell]) -> Opt
     );
     let mut ledger = Ledger::default();
     for variant in variants.iter().filter(|v| matches!(v, Variant::Lock(_))) {
-        let judged = of(variant.name()).and_then(|cell| peer::against_best(cell, &peer_cells));
+        let judged = of(variant.name()).and_then(|cell| {
+            against_best(cell, peer_cells.iter().copied(), Settings::default())
+        });
         let (best, shown) = match judged {
-            Some((judged, best)) => {
+            Some((best, judged)) => {
                 ledger.add(variant.name(), judged);
-                (best.to_owned(), judged.to_string())
+                (best.lock.to_owned(), judged.to_string())
             }
             None => ("-".to_owned(), "-".to_owned()),
         };
