@@ -177,6 +177,18 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
                 .join("; ")
         );
     }
+    if !failures.also.is_empty() {
+        eprintln!(
+            "lockbench: the same locks' other cells whose own verdict is slower (each at 95%, \
+             none significant alone after the correction): {}",
+            failures
+                .also
+                .iter()
+                .map(|row| cell_name(&row.cell))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
     ExitCode::FAILURE
 }
 

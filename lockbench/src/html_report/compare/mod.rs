@@ -295,10 +295,14 @@ pub struct Failures<'a> {
     pub locks: Vec<(Pooled, Vec<&'a Row>)>,
     /// Cells slower beyond the limit on their own, after Holm's correction.
     pub cells: Vec<&'a Row>,
+    /// The other cells of the locks in `cells` (and not in `locks`) whose own verdict
+    /// is "slower": named so that the user sees where else the lock lost, though none
+    /// of them fails on its own after the correction.
+    pub also: Vec<&'a Row>,
 }
 
 impl Failures<'_> {
-    /// Whether nothing failed.
+    /// Whether nothing failed (`also` only names cells of a failure).
     pub fn is_empty(&self) -> bool {
         self.locks.is_empty() && self.cells.is_empty()
     }
@@ -325,7 +329,7 @@ impl Comparison {
     /// wholly below 1 ÷ (1 + pct/100), and the cells that do on their own after
     /// Holm's correction over every judged cell.
     pub fn failures(&self, pct: f64) -> Failures<'_> {
-        let locks = self
+        let locks: Vec<(Pooled, Vec<&Row>)> = self
             .pooled()
             .into_iter()
             .filter(|pooled| pooled.slower_by_more_than(pct))
@@ -342,10 +346,25 @@ impl Comparison {
             .collect();
         let judged: Vec<(&Row, &drift::Change)> = self.judged().collect();
         let evidence: Vec<&drift::Change> = judged.iter().map(|(_, e)| *e).collect();
-        let cells = many_cells::single_cells(&evidence, pct)
+        let cells: Vec<&Row> = many_cells::single_cells(&evidence, pct)
             .into_iter()
             .map(|i| judged[i].0)
             .collect();
-        Failures { locks, cells }
+        let named_by_lock = |row: &Row| {
+            locks
+                .iter()
+                .any(|(p, _): &(Pooled, _)| p.lock == row.cell[2])
+        };
+        let also = judged
+            .iter()
+            .filter(|(row, e)| {
+                e.judgement.verdict == Verdict::Slower
+                    && !named_by_lock(row)
+                    && cells.iter().any(|c| c.cell[2] == row.cell[2])
+                    && !cells.iter().any(|c| std::ptr::eq(*c, *row))
+            })
+            .map(|(row, _)| *row)
+            .collect();
+        Failures { locks, cells, also }
     }
 }

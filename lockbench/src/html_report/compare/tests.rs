@@ -5,18 +5,24 @@ use crate::html_report::RunFile;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// A file of one mutex-load cell per (lock, runs).
+/// A file of one mutex-load cell at 2 threads per (lock, runs).
 fn file(cells: &[(&str, &[f64])]) -> RunFile {
+    let at_two: Vec<(&str, usize, &[f64])> = cells.iter().map(|&(l, r)| (l, 2, r)).collect();
+    file_at(&at_two)
+}
+
+/// A file of one mutex-load cell per (lock, threads, runs).
+fn file_at(cells: &[(&str, usize, &[f64])]) -> RunFile {
     let machine = serde_json::json!({
         "cpu_model": "cpu", "online_cpus": 2, "kernel": "6.1", "glibc": "2.36",
         "rustc": "1.88", "pause_ns": 30.0, "pv_spin_ns": 20000, "owner_probe": "perf",
     });
     let cells: Vec<serde_json::Value> = cells
         .iter()
-        .map(|(lock, runs)| {
+        .map(|(lock, threads, runs)| {
             let summary = Summary::of(runs.iter().copied()).unwrap();
             serde_json::json!({
-                "scenario": "mutex-load", "lock": lock, "threads": 2, "unit": "ops/s",
+                "scenario": "mutex-load", "lock": lock, "threads": threads, "unit": "ops/s",
                 "summary": summary,
                 "runs": runs.iter().map(|v| serde_json::json!({"value": v})).collect::<Vec<_>>(),
             })
@@ -53,6 +59,37 @@ fn only_an_interval_beyond_the_limit_is_a_regression() {
         comparison.failures(100.0).is_empty(),
         "0.6× is not 2× slower"
     );
+}
+
+/// A cell that fails alone after Holm names its lock's other cells that are slower by
+/// their own verdict, which do not fail alone, and no cell of another lock.
+#[test]
+fn a_failing_cell_names_its_locks_other_slower_cells() {
+    let six: Vec<f64> = RUNS.iter().copied().chain([100.5]).collect();
+    let six_slow: Vec<f64> = six.iter().map(|v| v * 0.6).collect();
+    let mut a_cells: Vec<(&str, usize, &[f64])> = vec![("pthread", 2, &six), ("pthread", 4, &RUNS)];
+    let mut b_cells: Vec<(&str, usize, Vec<f64>)> =
+        vec![("pthread", 2, six_slow), ("pthread", 4, scaled(0.8))];
+    for threads in 1..=6 {
+        a_cells.push(("std", threads, &RUNS));
+        b_cells.push(("std", threads, scaled(1.01)));
+    }
+    // pthread unchanged in four more cells: over its six, it is not clearly slower.
+    for threads in 5..=8 {
+        a_cells.push(("pthread", threads, &RUNS));
+        b_cells.push(("pthread", threads, scaled(1.0)));
+    }
+    let b_cells: Vec<(&str, usize, &[f64])> = b_cells
+        .iter()
+        .map(|(l, t, r)| (*l, *t, r.as_slice()))
+        .collect();
+    let comparison = compare(&file_at(&a_cells), &file_at(&b_cells), &Drift::Absolute);
+    let failures = comparison.failures(5.0);
+    let names = |rows: &[&Row]| -> Vec<String> { rows.iter().map(|r| r.cell[3].clone()).collect() };
+    assert!(failures.locks.is_empty(), "{:?}", failures.locks);
+    assert_eq!(names(&failures.cells), ["2"]);
+    assert_eq!(names(&failures.also), ["4"]);
+    assert!(failures.also.iter().all(|row| row.cell[2] == "pthread"));
 }
 
 #[test]
