@@ -61,6 +61,7 @@ mod format;
 mod report;
 mod stacks;
 mod table;
+mod units;
 
 use std::cell::Cell;
 use std::ffi::c_int;

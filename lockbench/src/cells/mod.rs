@@ -271,6 +271,9 @@ pub struct HandoffCost {
 /// [`decode`]).
 pub type Name = &'static str;
 
+/// One cell's counts of its lock (`--stats`): event name (`sleep`, `wake`, ...) to count.
+pub type Counts = std::collections::BTreeMap<String, u64>;
+
 /// One measured configuration, with every repetition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cell {
@@ -314,7 +317,7 @@ pub struct Cell {
     /// `--stats` only, klocks' locks only: what the cell's lock counted, event name
     /// (`lock_slowpath`, `sleep`, `wake`, ...) to count, summed over the runs.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stats: Option<crate::harness::stats::Counts>,
+    pub stats: Option<Counts>,
     /// Set when adaptive repetition ([`crate::adaptive`]) gave the cell's row extra
     /// rounds or left it undecided: the row, its rounds and why they ended.
     #[serde(skip_serializing_if = "Option::is_none")]

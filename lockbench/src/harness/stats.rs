@@ -9,12 +9,8 @@
 //! the runs (windowed scenarios). The locks of a row measured in rotating rounds
 //! (sharded, rw-mix) are told apart by type: each appears in one cell of its row.
 
-use std::collections::BTreeMap;
-
 use crate::cells::Cell;
-
-/// One cell's counts of its lock: event name (`sleep`, `wake`, ...) to count.
-pub type Counts = BTreeMap<String, u64>;
+pub use crate::cells::Counts;
 
 /// Whether this lockbench counts (was built with the `stats` feature).
 pub const BUILT: bool = cfg!(feature = "stats");

@@ -9,7 +9,7 @@ use std::fmt::{self, Write};
 
 use klocks_core::catalog::{MutexKind, RwLockKind};
 
-use super::report::Time;
+use super::units::Time;
 
 /// What the profile measured of one lock.
 #[derive(Clone, Copy, Debug, Default)]

@@ -25,7 +25,7 @@
 //! allocates, which the report at exit does and the signal's does not.
 
 use std::ffi::{c_int, CStr};
-use std::fmt::{self, Write};
+use std::fmt;
 use std::sync::atomic::{
     AtomicBool, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
@@ -41,13 +41,14 @@ mod points;
 mod symbols;
 mod text;
 
-use out::{Buffer, Out};
+use out::Out;
 
 use super::advice::{InUse, Shape};
 use super::clock;
 use super::format::Format;
 use super::table::sites::{self, Site, Tally};
 use super::table::{self, Counters, Entry, Seen};
+use super::units::{Buffer, Time};
 
 /// How many locks the report lists unless `KLOCKS_PROFILE_TOP` says.
 pub(in crate::preload) const DEFAULT_TOP: usize = 10;
@@ -110,31 +111,6 @@ pub(super) fn on_sigusr2() {
                 "could not install the SIGUSR2 handler: the profile prints at exit only",
             );
         }
-    }
-}
-
-/// A duration in nanoseconds, printed with three significant digits and a unit.
-#[derive(Clone, Copy)]
-pub(super) struct Time(pub(super) f64);
-
-impl fmt::Display for Time {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (value, unit) = match self.0 {
-            ns if ns < 1e3 => (ns, "ns"),
-            ns if ns < 1e6 => (ns / 1e3, "µs"),
-            ns if ns < 1e9 => (ns / 1e6, "ms"),
-            ns => (ns / 1e9, "s"),
-        };
-        let precision = match value {
-            _ if unit == "ns" => 0,
-            v if v < 10.0 => 2,
-            v if v < 100.0 => 1,
-            _ => 0,
-        };
-        // Padding applies to the whole, as for a string.
-        let mut buffer = Buffer::<24>::new();
-        let _ = write!(buffer, "{value:.precision$} {unit}");
-        f.pad(buffer.as_str())
     }
 }
 

@@ -1,8 +1,7 @@
 //! Where the report goes, and how, without allocating: [`Out`] writes to a file
 //! descriptor (stderr, or `KLOCKS_PROFILE_FILE`) with the raw `write` system call, a
 //! fixed buffer at a time, and wraps each line at [`COLUMNS`] as it ends (never for
-//! the machine formats); [`Buffer`] formats into a fixed array. Both work in a
-//! signal handler.
+//! the machine formats); it works in a signal handler.
 
 use std::ffi::c_int;
 use std::fmt::{self, Write};
@@ -10,6 +9,8 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use crate::preload::settings::PROFILE_FILE;
+
+use super::super::units::Buffer;
 
 /// The widest line the report writes; a longer one is wrapped at spaces, its
 /// continuation indented by [`INDENT`], or by two more than the line's own indent
@@ -49,39 +50,6 @@ fn stderr() -> c_int {
         copy
     } else {
         2
-    }
-}
-
-/// A fixed buffer that formats without allocating (what does not fit is cut).
-#[derive(Clone, Copy)]
-pub(super) struct Buffer<const N: usize> {
-    bytes: [u8; N],
-    pub(super) len: usize,
-}
-
-impl<const N: usize> Buffer<N> {
-    pub(super) fn new() -> Self {
-        Buffer {
-            bytes: [0; N],
-            len: 0,
-        }
-    }
-
-    pub(super) fn as_str(&self) -> &str {
-        // Cut at a character boundary by `write_str`.
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
-    }
-}
-
-impl<const N: usize> Write for Buffer<N> {
-    fn write_str(&mut self, text: &str) -> fmt::Result {
-        let mut take = text.len().min(N - self.len);
-        while !text.is_char_boundary(take) {
-            take -= 1;
-        }
-        self.bytes[self.len..self.len + take].copy_from_slice(&text.as_bytes()[..take]);
-        self.len += take;
-        Ok(())
     }
 }
 

@@ -11,7 +11,8 @@
 use std::fmt::{self, Write};
 
 use super::super::stacks::Stacks;
-use super::{symbols, Out, Sites, Time};
+use super::super::units::Time;
+use super::{symbols, Out, Sites};
 
 /// How far a frame is indented, under its stack's line (at 5).
 const FRAME_INDENT: &str = "         ";

@@ -9,8 +9,9 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::super::advice::advise;
 use super::super::table::{self, sites, Counters, Seen};
+use super::super::units::Buffer;
 use super::super::SAMPLE_EVERY;
-use super::out::{Buffer, Out};
+use super::out::Out;
 use super::{
     acquisitions, lock_shape, points, program, site_shape, symbols, Sites, Summary, Time, Top,
     NEGLIGIBLE_SHARE,
