@@ -21,10 +21,13 @@
 //! counted as uncontended and costs a table lookup ([`table`]: a hash of the
 //! address, one load) and a counter update made while holding the lock (no locked
 //! instruction); one uncontended acquisition in [`SAMPLE_EVERY`] per thread also
-//! has its hold timed. If the try fails, the stack is walked (a few frames, without
-//! allocating: [`stacks`]), then the wait is timed with the clock ([`clock`]: the
-//! time-stamp counter where it is invariant), and so is the hold that follows. The report scales the sampled holds up to every acquisition, and says
-//! so. With the profile off, a lock call pays one load and branch: the profiled
+//! has its hold timed. If the try fails, the wait is timed with the clock ([`clock`]:
+//! the time-stamp counter where it is invariant) from that failed try, the stack is
+//! walked (a few frames, without allocating: [`stacks`]) and the lock tried again, so
+//! that the walk counts as waiting only while the lock stayed busy ([`waited`]); the
+//! hold that follows is timed too. A release while threads wait notes its time for
+//! them (one clock read). The report scales the sampled holds up to every
+//! acquisition, and says so. With the profile off, a lock call pays one load and branch: the profiled
 //! paths are out of line (`#[cold]`), so the unprofiled one keeps no stack frame.
 //!
 //! # Where a lock comes from
@@ -410,3 +413,27 @@ macro_rules! with_caller {
     };
 }
 pub(super) use with_caller;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A release while a thread waits for the lock is noted in the lock's entry (where
+    /// a wait that ended during the waiter's stack walk ended: `waited`); a release
+    /// nobody waits for is not.
+    #[test]
+    fn a_release_while_threads_wait_is_noted() {
+        // The only test that maps the table.
+        assert!(table::allocate(64));
+        // Never dereferenced: the table knows a lock by its address alone.
+        let lock = 0x1000;
+        let (slot, entry) = table::entry(lock, 0, false).expect("an empty table has room");
+        acquired(lock, slot, Role::Mutex, None, 0);
+        assert_eq!(release(lock, || 0), 0);
+        assert_eq!(entry.last_release(), 0);
+        acquired(lock, slot, Role::Mutex, None, 0);
+        entry.start_waiting();
+        assert_eq!(release(lock, || 0), 0);
+        assert_ne!(entry.last_release(), 0);
+    }
+}
