@@ -38,6 +38,8 @@
 
 use std::ffi::c_int;
 
+use libc::EBUSY;
+
 use super::clock;
 use super::table::Entry;
 
@@ -51,7 +53,8 @@ pub(super) struct Waited {
 
 /// After a try of the lock whose `entry` this is failed: registers the thread as
 /// waiting, runs `walk` (the stack capture), tries the lock again with `retry`, and
-/// if it is still busy waits with `wait`; times the wait as the module doc says.
+/// if it is still busy (`EBUSY`) waits with `wait`; times the wait as the module doc
+/// says. Any other answer of the retry is the call's, as a first try's would be.
 /// Returns `walk`'s result and the outcome.
 pub(super) fn wait_after_failed_try<S>(
     entry: &Entry,
@@ -63,23 +66,34 @@ pub(super) fn wait_after_failed_try<S>(
     entry.start_waiting();
     let walked = walk();
     let walk_end = clock::now();
-    let outcome = if retry() == 0 {
-        // Released during the walk: the wait ended at that release (its note, kept
-        // within the walk).
-        let released = entry.last_release().clamp(failed, walk_end);
-        Waited {
-            result: 0,
-            ticks: released - failed,
+    let outcome = match retry() {
+        0 => {
+            // Released during the walk: the wait ended at that release (its note,
+            // kept within the walk).
+            let released = entry.last_release().clamp(failed, walk_end);
+            Waited {
+                result: 0,
+                ticks: released - failed,
+                acquired_at: walk_end,
+            }
+        }
+        EBUSY => {
+            let result = wait();
+            let end = clock::now();
+            Waited {
+                result,
+                ticks: end.saturating_sub(failed),
+                acquired_at: end,
+            }
+        }
+        // The try's own answer (a robust mutex whose holder died during the walk:
+        // `EOWNERDEAD`, with the lock now the caller's), which the call returns as it
+        // returns a first try's; waiting now would relock a lock the caller holds.
+        error => Waited {
+            result: error,
+            ticks: walk_end - failed,
             acquired_at: walk_end,
-        }
-    } else {
-        let result = wait();
-        let end = clock::now();
-        Waited {
-            result,
-            ticks: end.saturating_sub(failed),
-            acquired_at: end,
-        }
+        },
     };
     entry.stop_waiting();
     (walked, outcome)
@@ -88,7 +102,7 @@ pub(super) fn wait_after_failed_try<S>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use libc::EBUSY;
+    use libc::EOWNERDEAD;
     use std::time::Duration;
 
     /// A zeroed entry: a free one, as the table's zeroed mapping holds.
@@ -152,6 +166,20 @@ mod tests {
         std::thread::sleep(Duration::from_millis(1));
         let (_, waited) = wait_after_failed_try(&entry, || (), || 0, || panic!("no wait"));
         assert_eq!(waited.ticks, 0);
+    }
+
+    /// A retry that answers an error (a robust mutex's holder died during the walk)
+    /// is the call's answer: nothing waits.
+    #[test]
+    fn a_retry_error_is_the_answer_and_nothing_waits() {
+        let entry = entry();
+        let (_, waited) = wait_after_failed_try(
+            &entry,
+            || (),
+            || EOWNERDEAD,
+            || panic!("waited after an error"),
+        );
+        assert_eq!(waited.result, EOWNERDEAD);
     }
 
     /// Only a release while threads wait is noted.
