@@ -7,6 +7,8 @@
 use std::ffi::{c_void, CStr};
 use std::fmt::{self, Write};
 
+use object::read::ReadCache;
+
 use super::{Buffer, Sites};
 
 /// What is known of one return address.
@@ -154,7 +156,8 @@ pub(super) fn write_data_symbol(out: &mut impl Write, lock: usize) -> Result<boo
 /// its separate debug file if it was stripped ([`separate_debug_file`]): a program's
 /// own variables are in no table the dynamic loader reads unless it was linked with
 /// `-rdynamic`, and the debug information, when there is some, names functions and
-/// lines, not variables. Allocates (it reads the module's file).
+/// lines, not variables. Allocates (it reads the module's headers and symbol tables,
+/// on demand: a debug file may be gigabytes).
 pub(super) fn data_symbol(address: usize) -> Option<(String, usize)> {
     use object::{Object, ObjectKind};
     // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
@@ -172,8 +175,8 @@ pub(super) fn data_symbol(address: usize) -> Option<(String, usize)> {
     } else {
         path
     };
-    let bytes = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*bytes).ok()?;
+    let module = ReadCache::new(std::fs::File::open(path).ok()?);
+    let file = object::File::parse(&module).ok()?;
     // A position-independent module's symbols are relative to where it was loaded.
     let bias = match file.kind() {
         ObjectKind::Dynamic => info.dli_fbase as usize,
@@ -185,12 +188,15 @@ pub(super) fn data_symbol(address: usize) -> Option<(String, usize)> {
     }
     let debug = separate_debug_file(path, &file)?;
     // The debug file keeps the module's addresses.
-    data_symbol_in(&object::File::parse(&*debug).ok()?, at)
+    data_symbol_in(&object::File::parse(&debug).ok()?, at)
 }
 
 /// The data symbol of `file`'s symbol tables that holds the module address `at`, and
 /// the offset into it.
-fn data_symbol_in(file: &object::File, at: u64) -> Option<(String, usize)> {
+fn data_symbol_in<'a>(
+    file: &object::File<'a, &'a ReadCache<std::fs::File>>,
+    at: u64,
+) -> Option<(String, usize)> {
     use object::{Object, ObjectSymbol, SymbolKind};
     let found = file
         .symbols()
@@ -210,12 +216,15 @@ fn data_symbol_in(file: &object::File, at: u64) -> Option<(String, usize)> {
 /// `.gnu_debuglink` gives, beside the module, in `.debug/` beside it, and under
 /// `/usr/lib/debug` followed by the module's directory. A file whose build ID is not
 /// the module's is another build's, and skipped.
-fn separate_debug_file(path: &str, file: &object::File) -> Option<Vec<u8>> {
+fn separate_debug_file<'a>(
+    path: &str,
+    file: &object::File<'a, &'a ReadCache<std::fs::File>>,
+) -> Option<ReadCache<std::fs::File>> {
     use object::Object;
     use std::path::{Path, PathBuf};
     let id = file.build_id().ok().flatten().filter(|id| id.len() > 1);
-    let ours = |bytes: &[u8]| {
-        let theirs = object::File::parse(bytes)
+    let ours = |debug: &ReadCache<std::fs::File>| {
+        let theirs = object::File::parse(debug)
             .ok()
             .and_then(|debug| debug.build_id().ok().flatten().map(<[u8]>::to_vec));
         match (id, theirs) {
@@ -244,6 +253,7 @@ fn separate_debug_file(path: &str, file: &object::File) -> Option<Vec<u8>> {
     }
     candidates
         .into_iter()
-        .filter_map(|candidate| std::fs::read(candidate).ok())
-        .find(|bytes| ours(bytes))
+        .filter_map(|candidate| std::fs::File::open(candidate).ok())
+        .map(ReadCache::new)
+        .find(ours)
 }
