@@ -380,6 +380,63 @@ fn symbols_name_sites_and_locks_without_debug_info() {
     );
 }
 
+/// A stripped program (no symbol table, as distributions ship them) whose symbol
+/// table went to a separate debug file, found by its `.gnu_debuglink` beside it:
+/// its global locks and its functions are still named.
+#[test]
+fn a_stripped_program_names_its_locks_from_its_debug_file() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let binary = dir.join("klocks-c-profile-stripped");
+    let debug = dir.join("klocks-c-profile-stripped.debug");
+    std::fs::copy(program_without_debug_info(), &binary).unwrap();
+    let objcopy = |args: &[&std::ffi::OsStr]| {
+        let status = Command::new("objcopy")
+            .args(args)
+            .status()
+            .expect("run objcopy");
+        assert!(status.success(), "objcopy {args:?}");
+    };
+    objcopy(&[
+        "--only-keep-debug".as_ref(),
+        binary.as_ref(),
+        debug.as_ref(),
+    ]);
+    let link = format!("--add-gnu-debuglink={}", debug.display());
+    objcopy(&["--strip-all".as_ref(), link.as_ref(), binary.as_ref()]);
+    let symbols = Command::new("nm").arg(&binary).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&symbols.stderr).contains("no symbols"),
+        "not stripped"
+    );
+    let run = profiled_binary(&binary, &["ranks"], &[("KLOCKS_PROFILE", "1")]);
+    let locks = parse(&run.stderr);
+    let long = locks
+        .iter()
+        .find(|l| l.place.starts_with("lock held_long, "))
+        .unwrap_or_else(|| panic!("held_long not named: {}", run.stderr));
+    assert!(long.site.contains(" (long_worker)"), "{}", run.stderr);
+    // Another build's debug file under that name (its build ID differs): not read,
+    // so no lock is named at all rather than named wrongly.
+    let other = dir.join("klocks-c-profile-other-build");
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let status = Command::new(cc)
+        .args(["-std=c11", "-pthread", "-O0", "-g0"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/profile.c"))
+        .arg("-o")
+        .arg(&other)
+        .status()
+        .expect("run the C compiler");
+    assert!(status.success(), "profile.c did not compile");
+    objcopy(&["--only-keep-debug".as_ref(), other.as_ref(), debug.as_ref()]);
+    let run = profiled_binary(&binary, &["ranks"], &[("KLOCKS_PROFILE", "1")]);
+    let locks = parse(&run.stderr);
+    assert!(
+        locks.iter().all(|l| !l.place.starts_with("lock ")),
+        "named from another build's symbols: {}",
+        run.stderr
+    );
+}
+
 /// `sigusr2`: a report from the signal handler (sites as addresses), and one at exit.
 #[test]
 fn sigusr2_prints_a_report_without_resolving() {

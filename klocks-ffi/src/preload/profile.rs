@@ -21,10 +21,13 @@
 //! counted as uncontended and costs a table lookup ([`table`]: a hash of the
 //! address, one load) and a counter update made while holding the lock (no locked
 //! instruction); one uncontended acquisition in [`SAMPLE_EVERY`] per thread also
-//! has its hold timed. If the try fails, the stack is walked (a few frames, without
-//! allocating: [`stacks`]), then the wait is timed with the clock ([`clock`]: the
-//! time-stamp counter where it is invariant), and so is the hold that follows. The report scales the sampled holds up to every acquisition, and says
-//! so. With the profile off, a lock call pays one load and branch: the profiled
+//! has its hold timed. If the try fails, the wait is timed with the clock ([`clock`]:
+//! the time-stamp counter where it is invariant) from that failed try, the stack is
+//! walked (a few frames, without allocating: [`stacks`]) and the lock tried again, so
+//! that the walk counts as waiting only while the lock stayed busy ([`waited`]); the
+//! hold that follows is timed too. A release while threads wait notes its time for
+//! them (one clock read). The report scales the sampled holds up to every
+//! acquisition, and says so. With the profile off, a lock call pays one load and branch: the profiled
 //! paths are out of line (`#[cold]`), so the unprofiled one keeps no stack frame.
 //!
 //! # Where a lock comes from
@@ -62,6 +65,7 @@ mod report;
 mod stacks;
 mod table;
 mod units;
+mod waited;
 
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -198,14 +202,16 @@ fn acquired(lock: usize, slot: u32, role: Role, waited: Option<(u64, u64)>, site
 }
 
 /// A blocking acquisition of the lock at `lock`, called from `site`: `try_first`,
-/// and if the lock is busy, `wait`, timed.
+/// and if the lock is busy, `wait`, timed from the failed try ([`waited`]: the stack
+/// is walked first, the lock tried again, and the walk counted only while the lock
+/// stayed busy).
 #[cold]
 #[inline(never)]
 pub(super) fn acquire(
     lock: usize,
     role: Role,
     site: usize,
-    try_first: impl FnOnce() -> c_int,
+    try_first: impl Fn() -> c_int,
     wait: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some((slot, entry)) = table::entry(lock, site, role != Role::Mutex) else {
@@ -217,20 +223,20 @@ pub(super) fn acquire(
             0
         }
         EBUSY => {
-            // Walked before the wait is timed, so that the wait is the lock's alone.
-            let stack = stacks::capture(site);
-            let start = clock::now();
-            entry.start_waiting();
-            let result = wait();
-            let end = clock::now();
-            entry.stop_waiting();
-            if result == 0 {
-                let waited = end.saturating_sub(start);
-                entry.stacks.record(stack.as_ref(), waited);
+            let (stack, waited) =
+                waited::wait_after_failed_try(entry, || stacks::capture(site), &try_first, wait);
+            if waited.result == 0 {
+                entry.stacks.record(stack.as_ref(), waited.ticks);
                 let caller = stack.map_or(site, |stack| stack.caller());
-                acquired(lock, slot, role, Some((waited, end)), caller);
+                acquired(
+                    lock,
+                    slot,
+                    role,
+                    Some((waited.ticks, waited.acquired_at)),
+                    caller,
+                );
             }
-            result
+            waited.result
         }
         error => error,
     }
@@ -255,20 +261,23 @@ pub(super) fn try_acquire(
 }
 
 /// Ends this thread's hold of `lock`, timed if its start was, while it still holds
-/// the lock: an exclusive hold's counters are then ordered by the lock.
+/// the lock: an exclusive hold's counters are then ordered by the lock. A release
+/// while threads wait is noted in the lock's entry ([`waited`]).
 fn end_hold(lock: usize) {
     let held = THREAD.try_with(|thread| thread.pop(lock)).ok().flatten();
-    if let Some(Held {
-        slot,
-        role,
-        since: Some(since),
-        ..
+    let Some(Held {
+        slot, role, since, ..
     }) = held
-    {
-        table::at(slot)
+    else {
+        return;
+    };
+    let entry = table::at(slot);
+    if let Some(since) = since {
+        entry
             .counters(role)
             .held(role, clock::now().saturating_sub(since));
     }
+    entry.note_release();
 }
 
 /// A release of the lock at `lock`: the hold ends, then `unlock` runs.
@@ -404,3 +413,27 @@ macro_rules! with_caller {
     };
 }
 pub(super) use with_caller;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A release while a thread waits for the lock is noted in the lock's entry (where
+    /// a wait that ended during the waiter's stack walk ended: `waited`); a release
+    /// nobody waits for is not.
+    #[test]
+    fn a_release_while_threads_wait_is_noted() {
+        // The only test that maps the table.
+        assert!(table::allocate(64));
+        // Never dereferenced: the table knows a lock by its address alone.
+        let lock = 0x1000;
+        let (slot, entry) = table::entry(lock, 0, false).expect("an empty table has room");
+        acquired(lock, slot, Role::Mutex, None, 0);
+        assert_eq!(release(lock, || 0), 0);
+        assert_eq!(entry.last_release(), 0);
+        acquired(lock, slot, Role::Mutex, None, 0);
+        entry.start_waiting();
+        assert_eq!(release(lock, || 0), 0);
+        assert_ne!(entry.last_release(), 0);
+    }
+}

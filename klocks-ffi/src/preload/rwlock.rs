@@ -559,7 +559,7 @@ fn profiled_wait(
     r: *mut pthread_rwlock_t,
     role: Role,
     site: usize,
-    try_entry: impl FnOnce() -> c_int,
+    try_entry: impl Fn() -> c_int,
     wait: impl FnOnce() -> c_int,
 ) -> c_int {
     if profile::on() {

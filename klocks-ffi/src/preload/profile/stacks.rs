@@ -22,7 +22,8 @@
 //! the unwinder makes (that `object_mutex`) is counted without a stack, so the walk
 //! never recurses. The cost is one unwind of a few frames (2 to 3 µs here, see
 //! docs/preload.md), paid only by a call that is about to sleep or spin for the lock,
-//! before its wait is timed; an uncontended call pays nothing.
+//! before it waits (its wait is timed from the failed try, and the walk counted in it
+//! only while the lock stayed busy: see `waited`); an uncontended call pays nothing.
 //!
 //! # Storage
 //!

@@ -15,6 +15,7 @@
 
 pub(super) mod sites;
 
+use super::clock;
 use super::stacks::Stacks;
 use std::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
@@ -109,6 +110,9 @@ pub(super) struct Entry {
     /// Threads waiting now, and the most seen at once.
     waiting: AtomicU32,
     pub(super) peak_waiting: AtomicU32,
+    /// When a holder last released it while threads waited (clock ticks), 0 never:
+    /// where a wait that ended during the waiter's stack walk ended (`waited`).
+    released: AtomicU64,
     /// Mutex holds, or write holds.
     pub(super) exclusive: Counters,
     /// Read holds.
@@ -214,6 +218,23 @@ impl Entry {
         self.waiting.fetch_sub(1, Relaxed);
     }
 
+    /// A holder releases the lock: if threads wait for it, the time is noted (one
+    /// clock read, paid only then). Relaxed, the load and the store: a waiter reads
+    /// the note after it has taken the lock, so the lock orders the holder's note
+    /// (made before its unlock) before the waiter's read; a release that misses a
+    /// waiter's registration by a few nanoseconds leaves no note, and that waiter's
+    /// wait is counted as 0, the lower bound (see `waited`).
+    pub(super) fn note_release(&self) {
+        if self.waiting.load(Relaxed) > 0 {
+            self.released.store(clock::now(), Relaxed);
+        }
+    }
+
+    /// The last noted release (clock ticks), 0 if none. Relaxed: see `note_release`.
+    pub(super) fn last_release(&self) -> u64 {
+        self.released.load(Relaxed)
+    }
+
     /// Notes where the lock was first seen, unless that is known.
     fn note_site(&self, site: usize, is_init: bool, rwlock: bool) {
         // Relaxed: read only by the report; a site lost to a race is another call's.
@@ -238,6 +259,7 @@ impl Entry {
         self.shared.wait_site.store(0, Relaxed);
         self.waiting.store(0, Relaxed);
         self.peak_waiting.store(0, Relaxed);
+        self.released.store(0, Relaxed);
         self.stacks.clear();
     }
 

@@ -7,6 +7,8 @@
 use std::ffi::{c_void, CStr};
 use std::fmt::{self, Write};
 
+use object::read::ReadCache;
+
 use super::{Buffer, Sites};
 
 /// What is known of one return address.
@@ -150,12 +152,14 @@ pub(super) fn write_data_symbol(out: &mut impl Write, lock: usize) -> Result<boo
 }
 
 /// The data symbol that holds `address`, and the offset into it, read from the
-/// symbol table of the module the address lies in (`.symtab`, else `.dynsym`): a
-/// program's own variables are in no table the dynamic loader reads unless it was
-/// linked with `-rdynamic`, and the debug information, when there is some, names
-/// functions and lines, not variables. Allocates (it reads the module's file).
+/// symbol table of the module the address lies in (`.symtab`, else `.dynsym`), or of
+/// its separate debug file if it was stripped ([`separate_debug_file`]): a program's
+/// own variables are in no table the dynamic loader reads unless it was linked with
+/// `-rdynamic`, and the debug information, when there is some, names functions and
+/// lines, not variables. Allocates (it reads the module's headers and symbol tables,
+/// on demand: a debug file may be gigabytes).
 pub(super) fn data_symbol(address: usize) -> Option<(String, usize)> {
-    use object::{Object, ObjectKind, ObjectSymbol, SymbolKind};
+    use object::{Object, ObjectKind};
     // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
@@ -171,14 +175,29 @@ pub(super) fn data_symbol(address: usize) -> Option<(String, usize)> {
     } else {
         path
     };
-    let bytes = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*bytes).ok()?;
+    let module = ReadCache::new(std::fs::File::open(path).ok()?);
+    let file = object::File::parse(&module).ok()?;
     // A position-independent module's symbols are relative to where it was loaded.
     let bias = match file.kind() {
         ObjectKind::Dynamic => info.dli_fbase as usize,
         _ => 0,
     };
     let at = address.wrapping_sub(bias) as u64;
+    if let Some(found) = data_symbol_in(&file, at) {
+        return Some(found);
+    }
+    let debug = separate_debug_file(path, &file)?;
+    // The debug file keeps the module's addresses.
+    data_symbol_in(&object::File::parse(&debug).ok()?, at)
+}
+
+/// The data symbol of `file`'s symbol tables that holds the module address `at`, and
+/// the offset into it.
+fn data_symbol_in<'a>(
+    file: &object::File<'a, &'a ReadCache<std::fs::File>>,
+    at: u64,
+) -> Option<(String, usize)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
     let found = file
         .symbols()
         .chain(file.dynamic_symbols())
@@ -189,4 +208,52 @@ pub(super) fn data_symbol(address: usize) -> Option<(String, usize)> {
         })?;
     let name = found.name().ok()?;
     Some((name.to_owned(), (at - found.address()) as usize))
+}
+
+/// Where a stripped module's symbol table went: its separate debug file (a
+/// distribution's debug package, or `objcopy --only-keep-debug`), looked for as gdb
+/// does: by build ID, `/usr/lib/debug/.build-id/ab/cdef….debug`, then by the name its
+/// `.gnu_debuglink` gives, beside the module, in `.debug/` beside it, and under
+/// `/usr/lib/debug` followed by the module's directory. A file whose build ID is not
+/// the module's is another build's, and skipped.
+fn separate_debug_file<'a>(
+    path: &str,
+    file: &object::File<'a, &'a ReadCache<std::fs::File>>,
+) -> Option<ReadCache<std::fs::File>> {
+    use object::Object;
+    use std::path::{Path, PathBuf};
+    let id = file.build_id().ok().flatten().filter(|id| id.len() > 1);
+    let ours = |debug: &ReadCache<std::fs::File>| {
+        let theirs = object::File::parse(debug)
+            .ok()
+            .and_then(|debug| debug.build_id().ok().flatten().map(<[u8]>::to_vec));
+        match (id, theirs) {
+            (Some(id), Some(theirs)) => id == theirs.as_slice(),
+            _ => true,
+        }
+    };
+    let mut candidates = Vec::<PathBuf>::new();
+    if let Some(id) = id {
+        let hex: String = id.iter().map(|byte| format!("{byte:02x}")).collect();
+        candidates
+            .push(format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..]).into());
+    }
+    if let Some((name, _crc)) = file.gnu_debuglink().ok().flatten() {
+        let name = Path::new(std::str::from_utf8(name).ok()?);
+        // `/proc/self/exe` names the program by its link: its directory is the real one's.
+        let real = std::fs::canonicalize(path).ok()?;
+        let dir = real.parent()?;
+        candidates.push(dir.join(name));
+        candidates.push(dir.join(".debug").join(name));
+        candidates.push(
+            Path::new("/usr/lib/debug")
+                .join(dir.strip_prefix("/").ok()?)
+                .join(name),
+        );
+    }
+    candidates
+        .into_iter()
+        .filter_map(|candidate| std::fs::File::open(candidate).ok())
+        .map(ReadCache::new)
+        .find(ours)
 }
