@@ -20,11 +20,11 @@ impl ProbeKind {
     }
 
     /// Makes the calling thread observable by this mechanism: registers its perf
-    /// ring the first time for `PerfSwitch`, nothing for the others.
-    pub fn watch_current(self) {
-        if self == ProbeKind::PerfSwitch {
-            perf::watch_current();
-        }
+    /// ring the first time for `PerfSwitch`, nothing for the others. Whether that is
+    /// settled: `false` when another thread was still probing perf, and the calling
+    /// thread should ask again later.
+    pub fn watch_current(self) -> bool {
+        self != ProbeKind::PerfSwitch || perf::watch_current()
     }
 
     /// A waiter's view of thread `tid` through this mechanism.
@@ -47,9 +47,15 @@ impl ProbeKind {
 /// ([`crate::config`]); a thread that asks while another chooses gets `Budget`
 /// for that question.
 pub fn probe_kind() -> ProbeKind {
+    settled_probe_kind().0
+}
+
+/// [`probe_kind`], and whether it is final (not the `Budget` answered while another
+/// thread chooses).
+fn settled_probe_kind() -> (ProbeKind, bool) {
     static KIND: Resolved = Resolved::new();
-    let (index, _) = KIND.get(|| choose() as u64, ProbeKind::Budget as u64);
-    ProbeKind::ALL[index as usize]
+    let (index, settled) = KIND.get(|| choose() as u64, ProbeKind::Budget as u64);
+    (ProbeKind::ALL[index as usize], settled)
 }
 
 /// `KLOCKS_OWNER_PROBE`'s mechanism if it works here, else the first that does.
@@ -94,7 +100,9 @@ std::thread_local! {
 
 /// Makes the calling thread observable by [`Watch`]: with `PerfSwitch`, opens and
 /// maps its perf ring the first time (a `perf_event_open` and an `mmap`), nothing
-/// for the others. Later calls are a thread-local check. Called by a lock owner
+/// for the others. Later calls are a thread-local check, and with `PerfSwitch` a
+/// look now and then at what being watched costs the thread (a thread that switches
+/// too often moves to its CPU clock: `perf/price.rs`). Called by a lock owner
 /// that found waiters, *after* its release: `perf_event_open` can sleep for
 /// milliseconds (6–13 ms measured on the development VM, under `strace -T`), and an
 /// owner that did so while holding the lock stalled every waiter with it (`rw-mix`
@@ -110,6 +118,10 @@ pub fn watch_current() {
     // `SpinFutexMutex` at load 1).
     if !WATCHED.with(Cell::get) {
         watch_current_first();
+    } else {
+        // A thread-local increment, and now and then a look at what being watched
+        // costs this thread (`perf/price.rs`).
+        perf::review_now_and_then();
     }
 }
 
@@ -118,9 +130,17 @@ fn watch_current_first() {
     static FORGET_IN_CHILD: Resolved = Resolved::new();
     // A fork child's thread has registered nothing (`perf` forgets the parent's
     // registrations in its own fork handler).
-    super::at_fork_child(&FORGET_IN_CHILD, forget_watched_in_child);
-    probe_kind().watch_current();
-    WATCHED.with(|watched| watched.set(true));
+    if !super::at_fork_child(&FORGET_IN_CHILD, forget_watched_in_child) {
+        // Another thread is installing it: ask again at the next call.
+        return;
+    }
+    // A thread that comes while another chooses the mechanism, or probes perf, asks
+    // again at its next call: the first threads to meet contention are often two at
+    // once, and a thread marked done here is never registered.
+    let (kind, settled) = settled_probe_kind();
+    if settled && kind.watch_current() {
+        WATCHED.with(|watched| watched.set(true));
+    }
 }
 
 /// Runs in a fork child, on its only thread, before the child's own code.

@@ -76,12 +76,14 @@ impl RingLayout {
 /// calling thread; the errno when perf refused (`EAGAIN` for a thread that asks
 /// while another probes: it does not wait, see [`crate::config`]).
 pub(super) fn layout() -> Result<RingLayout, i32> {
+    settled_layout().unwrap_or(Err(libc::EAGAIN))
+}
+
+/// [`layout`], or `None` for a thread that asks while another probes.
+pub(super) fn settled_layout() -> Option<Result<RingLayout, i32>> {
     static LAYOUT: Resolved = Resolved::new();
-    let (code, _) = LAYOUT.get(
-        || encode_layout(probe_layout()),
-        encode_layout(Err(libc::EAGAIN)),
-    );
-    decode_layout(code)
+    let (code, settled) = LAYOUT.get(|| encode_layout(probe_layout()), 0);
+    settled.then(|| decode_layout(code))
 }
 
 /// A layout result in one word: bit 63 set for a layout (bit 62 its direction, the
@@ -208,6 +210,25 @@ pub(super) unsafe fn unmap_ring(ring: *mut u8, layout: &RingLayout) {
     // SAFETY: per the contract. munmap of a whole mapping only fails for bad
     // arguments, which the contract excludes.
     unsafe { libc::munmap(ring.cast(), layout.map_len()) };
+}
+
+/// Switch records the kernel has written into a ring since it was mapped: one per
+/// switch in and one per switch out (the ring keeps only the last 512; this counts
+/// them all).
+///
+/// # Safety
+/// `ring` is a live mapping made by [`map_ring`] with `layout`, for the whole call.
+pub(super) unsafe fn records_written(ring: *const u8, layout: &RingLayout) -> u64 {
+    // SAFETY: as in `newest_switch`.
+    let data_head = unsafe { &*ring.add(DATA_HEAD_OFFSET).cast::<AtomicU64>() };
+    // Relaxed: a count; no record is read.
+    let head = data_head.load(Relaxed);
+    // Backward, the head starts at 0 and moves down by each record's size.
+    let bytes = match layout.direction {
+        Direction::Backward => head.wrapping_neg(),
+        Direction::Forward => head,
+    };
+    bytes / SWITCH_RECORD_BYTES
 }
 
 /// What a ring says about its thread.

@@ -155,3 +155,41 @@ fn the_budget_bounds_fds_and_rings() {
         .unwrap());
     }
 }
+
+/// Threads that meet contention together while the process probes perf for the
+/// first time are all registered: one that asks while another probes is told "not
+/// yet" and registers at its next call, instead of never. Run alone in a child
+/// process, so that the probe has not run yet.
+#[test]
+fn threads_that_ask_while_perf_is_probed_register_later() {
+    if !crate::testing::alone(
+        "owner::perf::tests::threads_that_ask_while_perf_is_probed_register_later",
+    ) {
+        return;
+    }
+    const RACERS: usize = 8;
+    let start = Arc::new(Barrier::new(RACERS));
+    let racers: Vec<_> = (0..RACERS)
+        .map(|_| {
+            let start = start.clone();
+            thread::spawn(move || {
+                start.wait();
+                let mut calls = 1;
+                while !watch_current() {
+                    calls += 1;
+                    thread::yield_now();
+                }
+                (current_is_watched(), calls)
+            })
+        })
+        .collect();
+    let seen: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    if let Err(err) = check() {
+        eprintln!("perf refused ({err}): nobody registers");
+        return;
+    }
+    assert!(
+        seen.iter().all(|&(watched, _)| watched),
+        "(registered, calls) per thread: {seen:?}"
+    );
+}
