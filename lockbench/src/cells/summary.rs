@@ -236,7 +236,10 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
          its interval; those cells: {}\n  fairness: slowest thread ÷ mean, ours / the \
          fairest peer's (geometric means),\n  over the cells where every thread of both got a \
          turn; \"N starved\": cells where a thread of either got none",
-        lowest.join("; ")
+        match lowest.is_empty() {
+            true => "-".to_owned(),
+            false => lowest.join("; "),
+        }
     ));
     if !unjudged.is_empty() {
         let named: Vec<String> = unjudged
@@ -245,7 +248,7 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             .collect();
         table.note(format!(
             "DNF: no verdict, ours or every peer of the row did not finish (a run hit its \
-             cap): {}",
+             cap or did not drain): {}",
             named.join("; ")
         ));
     }

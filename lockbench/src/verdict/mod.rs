@@ -150,9 +150,12 @@
 //! - More runs per cell: they shrink the runs' term only (pvticket's 13 and 20 runs
 //!   above gave an interval of [1.22–4.41] around a change of nothing).
 //!
-//! What the bound then says: "at most N × (1 − confidence) wrong verdicts if two
-//! executions differ as these files show", and the note under `compare`'s table says
-//! that condition. The widened interval is normal in its execution term, so its
+//! With it, the two pairs above print 5 and 3 verdicts (bounds 5.5 and 5.6), a third
+//! pair measured under load 7 then 5 (bound 5.1), and klocks::Mutex handicapped by
+//! 20% single-threaded is still called slower in each of its 7 cells called before
+//! (docs/results/compare-aa-executions-2026-11-27.md). What the bound then says: "at
+//! most N × (1 − confidence) wrong verdicts if two executions differ as these files
+//! show", and the note under `compare`'s table says that condition. The widened interval is normal in its execution term, so its
 //! confidence is nominal under that model, not exact. The fail rule does not use the
 //! widened intervals: its per-lock test pools a lock's cells, whose execution effects
 //! are independent and average out, and its per-cell test asks p ≤ 0.00017; both

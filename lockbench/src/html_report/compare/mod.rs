@@ -16,6 +16,12 @@
 //! takes one lock as the only reference instead, `--absolute` none. A lock alone in
 //! its group is judged directly, and the table says so.
 //!
+//! The runs of one file are one execution of the suite and share its level, which
+//! the next execution does not (see "Between executions" in [`crate::verdict`]): every
+//! judged cell's interval is then widened by the spread between executions, each
+//! lock's estimated from the other locks' cells ([`crate::verdict::executions`]), and
+//! the note under the table states its bound under that condition.
+//!
 //! `--fail-on-regression` then applies the rule of "Failing on a regression" in
 //! [`crate::verdict`]: per lock over all its cells, and per cell with Holm's
 //! correction ([`Comparison::failures`]).
