@@ -58,9 +58,9 @@ fn fairness(cell: &Cell) -> Option<f64> {
     cell.median_of(super::Run::fairness)
 }
 
-/// Every cell of `default` and `default-rw` against the best of its peers in the same
-/// scenario and row, in the order measured.
-pub fn versus(cells: &[Cell]) -> Vec<Versus> {
+/// Every cell of `default` and `default-rw` that ran beside a peer, with the peers of
+/// its row (same scenario and row), in the order measured.
+fn ours_beside_peers(cells: &[Cell]) -> Vec<(&Cell, String, Vec<&Cell>)> {
     let pairs: [(&str, Vec<&str>); 2] = [
         (DEFAULT.name(), ALTERNATIVES.map(LockName::name).to_vec()),
         (
@@ -79,6 +79,31 @@ pub fn versus(cells: &[Cell]) -> Vec<Versus> {
             .filter(|c| c.scenario == ours.scenario && peers.contains(&c.lock))
             .filter(|c| row_of(c) == row)
             .collect();
+        if !in_row.is_empty() {
+            found.push((ours, row, in_row));
+        }
+    }
+    found
+}
+
+/// The cells of ours that ran beside a peer and have no verdict, because ours or
+/// every peer of the row did not finish (a run hit its cap): (scenario, lock, row).
+fn unjudged(cells: &[Cell]) -> Vec<(&'static str, &'static str, String)> {
+    ours_beside_peers(cells)
+        .into_iter()
+        .filter(|(ours, _, in_row)| {
+            against_best(ours, in_row.iter().copied(), Settings::default()).is_none()
+        })
+        .map(|(ours, row, _)| (ours.scenario, ours.lock, row))
+        .collect()
+}
+
+/// Every cell of `default` and `default-rw` against the best of its peers in the same
+/// scenario and row, in the order measured; a cell that has no verdict (`unjudged`)
+/// is left out.
+pub fn versus(cells: &[Cell]) -> Vec<Versus> {
+    let mut found = Vec::new();
+    for (ours, row, in_row) in ours_beside_peers(cells) {
         let Some((best, judgement)) =
             against_best(ours, in_row.iter().copied(), Settings::default())
         else {
@@ -99,10 +124,14 @@ pub fn versus(cells: &[Cell]) -> Vec<Versus> {
 }
 
 /// The summary table: a line per scenario and lock of ours, then the machine's
-/// conditions; `None` when neither of ours ran beside a peer.
+/// conditions; `None` when neither of ours ran beside a peer. A cell of ours without
+/// a verdict (ours or every peer did not finish) is counted on its line and named
+/// under the table, so that a run whose every cell of ours hit its cap (a machine
+/// stalled for the cap's length) still ends with the summary saying so.
 pub fn table(cells: &[Cell]) -> Option<Table> {
     let versus = versus(cells);
-    if versus.is_empty() {
+    let unjudged = unjudged(cells);
+    if versus.is_empty() && unjudged.is_empty() {
         return None;
     }
     let settings = Settings::default();
@@ -125,9 +154,14 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
     // The lowest cell of each line, named under the table (a row would not fit).
     let mut lowest: Vec<String> = Vec::new();
     let mut groups: Vec<(&str, &str)> = Vec::new();
-    for v in &versus {
-        if !groups.contains(&(v.scenario, v.lock)) {
-            groups.push((v.scenario, v.lock));
+    let named = versus.iter().map(|v| (v.scenario, v.lock));
+    for group in named.chain(
+        unjudged
+            .iter()
+            .map(|(scenario, lock, _)| (*scenario, *lock)),
+    ) {
+        if !groups.contains(&group) {
+            groups.push(group);
         }
     }
     let mut all = Ledger::default();
@@ -152,6 +186,13 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
         );
         if tally.too_few_runs > 0 {
             counts += &format!(" ({} too few runs)", tally.too_few_runs);
+        }
+        let unfinished = unjudged
+            .iter()
+            .filter(|(s, l, _)| (*s, *l) == (scenario, lock))
+            .count();
+        if unfinished > 0 {
+            counts += &format!(" ({unfinished} DNF)");
         }
         // A cell where some thread of either lock got no turn (overcommit's 64 threads
         // in a 100 ms window) has a fairness of 0, which would make any geometric mean
@@ -195,8 +236,22 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
          its interval; those cells: {}\n  fairness: slowest thread ÷ mean, ours / the \
          fairest peer's (geometric means),\n  over the cells where every thread of both got a \
          turn; \"N starved\": cells where a thread of either got none",
-        lowest.join("; ")
+        match lowest.is_empty() {
+            true => "-".to_owned(),
+            false => lowest.join("; "),
+        }
     ));
+    if !unjudged.is_empty() {
+        let named: Vec<String> = unjudged
+            .iter()
+            .map(|(scenario, lock, row)| format!("{scenario} {}: {row}", verdict::label(lock)))
+            .collect();
+        table.note(format!(
+            "DNF: no verdict, ours or every peer of the row did not finish (a run hit its \
+             cap or did not drain): {}",
+            named.join("; ")
+        ));
+    }
     table.note(all.tally().note(settings));
     table.note(machine_note(cells));
     Some(table)
@@ -225,7 +280,7 @@ fn machine_note(cells: &[Cell]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cells::{PerThread, Run};
+    use crate::cells::{PerThread, Run, Unfinished};
     use std::time::Duration;
 
     /// A five-run overcommit cell of `lock` at about `ops` ops/s, threads sharing as
@@ -337,6 +392,40 @@ mod tests {
         for line in text.lines().filter(|l| l.starts_with("false-sharing")) {
             assert!(line.chars().count() <= 120, "{line}");
         }
+    }
+
+    #[test]
+    fn a_cell_of_ours_that_did_not_finish_is_named_not_dropped() {
+        // ours capped at 2 threads: no verdict there, and the summary still ends the
+        // run, saying so.
+        let mut capped = cell("default", 2, 100.0, &[50, 50]);
+        capped.unfinished = Some(Unfinished::Capped {
+            progress: 0.5,
+            after_secs: 2.0,
+        });
+        capped.summary = None;
+        let only_capped = [capped.clone(), cell("std", 2, 100.0, &[50, 50])];
+        let text = table(&only_capped)
+            .expect("ours ran beside a peer")
+            .to_string();
+        let line = text.lines().find(|l| l.starts_with("mutex-load")).unwrap();
+        assert!(line.contains("0/0/0 (1 DNF)"), "{line}");
+        assert!(
+            text.contains("DNF: no verdict, ours or every peer of the row did not finish"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mutex-load klocks::Mutex: threads 2"),
+            "{text}"
+        );
+        let with_a_verdict = [
+            capped,
+            cell("std", 2, 100.0, &[50, 50]),
+            cell("default", 4, 100.0, &[50, 50]),
+            cell("std", 4, 100.0, &[50, 50]),
+        ];
+        let text = table(&with_a_verdict).unwrap().to_string();
+        assert!(text.contains("0/1/0 (1 DNF)"), "{text}");
     }
 
     #[test]

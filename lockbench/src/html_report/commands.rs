@@ -40,8 +40,15 @@ pub struct ReportArgs {
 /// difference) otherwise. A machine drifts between runs, moving every lock together,
 /// so each lock's change is judged relative to the other locks of its cell (same
 /// scenario, setup and threads; run i of each lock paired, as the rounds ran them):
-/// --relative-to LOCK takes one lock as the reference instead, --absolute none. Under
-/// the table, each lock's changes pooled over its cells. With --fail-on-regression
+/// --relative-to LOCK takes one lock as the reference instead, --absolute none. Two
+/// executions of a suite differ by more than the runs of one do (a contended lock can
+/// run 1.6× faster in every run of one process than in the next), so each interval is
+/// widened by a spread between executions estimated from the two files: a ratio to
+/// each cell's own run spread, the smallest at which the other locks' cells' 90%
+/// intervals, so widened, leave out "no change" no more often than they state; with
+/// fewer than 20 such cells, the intervals hold the runs' noise alone and the note
+/// under the table says so. Under the table,
+/// each lock's changes pooled over its cells. With --fail-on-regression
 /// PCT, exits with status 1 when a lock is slower by more than PCT percent over its
 /// cells (its pooled interval wholly below 1 ÷ (1 + PCT/100)) or a single cell is, after
 /// Holm's correction over all cells: two runs of the same build fail at most 5% of

@@ -16,6 +16,12 @@
 //! takes one lock as the only reference instead, `--absolute` none. A lock alone in
 //! its group is judged directly, and the table says so.
 //!
+//! The runs of one file are one execution of the suite and share its level, which
+//! the next execution does not (see "Between executions" in [`crate::verdict`]): every
+//! judged cell's interval is then widened by the spread between executions, each
+//! lock's estimated from the other locks' cells ([`crate::verdict::executions`]), and
+//! the note under the table states its bound under that condition.
+//!
 //! `--fail-on-regression` then applies the rule of "Failing on a regression" in
 //! [`crate::verdict`]: per lock over all its cells, and per cell with Holm's
 //! correction ([`Comparison::failures`]).
@@ -27,6 +33,7 @@ mod tests;
 use super::RunFile;
 use crate::cells::{Cell, Summary};
 use crate::verdict::drift::{self, Correction};
+use crate::verdict::executions::{self, Shift};
 use crate::verdict::many_cells::{self, Pooled};
 use crate::verdict::{Judgement, Settings, Verdict};
 
@@ -80,6 +87,9 @@ pub struct Row {
     pub evidence: Option<drift::Change>,
     /// What the change was judged against.
     pub against: Against,
+    /// The spread of the compared runs within one execution
+    /// ([`executions::within`]); `None` unless judged with 3 runs or more a side.
+    pub within: Option<f64>,
 }
 
 /// The comparison of two files.
@@ -98,6 +108,10 @@ pub struct Comparison {
     /// Shared cells left out because a file has no finished `--relative-to` cell for
     /// them.
     pub unreferenced: usize,
+    /// Each judged lock's ratio of the spread between executions to the spread within
+    /// one, from the other locks' cells ([`executions::ratios_by_lock`]); `None` where
+    /// too few cells give one.
+    pub executions: Vec<(String, Option<f64>)>,
 }
 
 /// What identifies a cell across files: scenario, its setup, lock, threads.
@@ -244,6 +258,11 @@ pub fn compare(a: &RunFile, b: &RunFile, drift: &Drift) -> Comparison {
             (None, Some(_)) => (Change::OnlyBFinished, None, Against::Nothing),
             (None, None) => (Change::NeitherFinished, None, Against::Nothing),
         };
+        let within = match evidence.as_ref().and_then(|e| e.samples.as_ref()) {
+            Some((a, b)) => executions::within(a, b),
+            None if evidence.is_some() => executions::within(&x_a, &x_b),
+            None => None,
+        };
         rows.push(Row {
             cell: id.clone(),
             a: finished(cell),
@@ -251,8 +270,10 @@ pub fn compare(a: &RunFile, b: &RunFile, drift: &Drift) -> Comparison {
             change,
             evidence,
             against: against_what,
+            within,
         });
     }
+    let executions = between_executions(&mut rows, settings);
     let (ma, mb) = (&a.machine, &b.machine);
     let machines = (ma.cpu_model != mb.cpu_model || ma.online_cpus != mb.online_cpus).then(|| {
         format!(
@@ -271,7 +292,33 @@ pub fn compare(a: &RunFile, b: &RunFile, drift: &Drift) -> Comparison {
         machines,
         drift: drift.clone(),
         unreferenced,
+        executions,
     }
+}
+
+/// Widens every judged row's interval by the spread between executions, each lock's
+/// estimated from the other locks' cells judged by one Mann–Whitney comparison (see
+/// [`executions`]); the locks' ratios.
+fn between_executions(rows: &mut [Row], settings: Settings) -> Vec<(String, Option<f64>)> {
+    let shifts: Vec<(&str, Shift)> = rows
+        .iter()
+        .filter_map(|row| {
+            let (a, b) = row.evidence.as_ref()?.samples.as_ref()?;
+            Some((row.cell[2].as_str(), Shift::of(a, b)?))
+        })
+        .collect();
+    let ratios = executions::ratios_by_lock(&shifts);
+    for row in rows.iter_mut() {
+        let ratio = ratios.iter().find(|(lock, _)| *lock == row.cell[2]);
+        let (Some((_, Some(ratio))), Some(within), Some(evidence)) =
+            (ratio, row.within, row.evidence.as_mut())
+        else {
+            continue;
+        };
+        evidence.judgement = executions::widened(&evidence.judgement, within, *ratio, settings);
+        row.change = Change::Judged(evidence.judgement);
+    }
+    ratios
 }
 
 /// The judgement of a cell whose files hold no runs.

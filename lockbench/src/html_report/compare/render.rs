@@ -8,6 +8,7 @@ use super::{Against, Change, Comparison, Drift, Row};
 use crate::adaptive::{self, Standing};
 use crate::cells::{num, si, Summary, Table};
 use crate::verdict::drift::Correction;
+use crate::verdict::executions;
 use crate::verdict::many_cells;
 use crate::verdict::{self, Settings, Tally};
 
@@ -34,7 +35,7 @@ impl Against {
 
 impl Comparison {
     /// The verdicts of the judged rows.
-    fn tally(&self) -> Tally {
+    pub(super) fn tally(&self) -> Tally {
         Tally::of(self.rows.iter().filter_map(|row| match &row.change {
             Change::Judged(judgement) => Some(judgement),
             _ => None,
@@ -93,7 +94,7 @@ impl Comparison {
             ]);
             table.row(cells);
         }
-        table.note(self.tally().note(settings));
+        table.note(self.tally_note(settings));
         let too_wide = self
             .rows
             .iter()
@@ -108,7 +109,8 @@ impl Comparison {
             table.note(format!(
                 "too wide to decide: {too_wide} of the ≈ cells, whose interval straddles ±{:.0}% \
                  and is wider than the whole ±{:.0}% band; more runs in both files may decide \
-                 them (the rule of --budget, see lockbench --help)",
+                 them (the rule of --budget, see lockbench --help), unless the spread between \
+                 executions makes them wide: more runs do not shrink it",
                 settings.min_effect * 100.0,
                 settings.min_effect * 100.0
             ));
@@ -120,6 +122,44 @@ impl Comparison {
         out += &self.summary_line();
         out += &self.pooled_lines();
         out
+    }
+
+    /// The verdicts' counts, with the bound on the wrong ones and the condition it
+    /// holds under: the spread between executions estimated from these files.
+    fn tally_note(&self, settings: Settings) -> String {
+        let tally = self.tally();
+        let ratios: Vec<f64> = self.executions.iter().filter_map(|(_, r)| *r).collect();
+        let (Some(low), Some(high)) = (
+            ratios.iter().copied().reduce(f64::min),
+            ratios.iter().copied().reduce(f64::max),
+        ) else {
+            return tally.note_if(
+                settings,
+                "if two executions of the suite differ by no more than the runs of one do: too \
+                 few cells to estimate the spread between executions, which these intervals \
+                 leave out (see lockbench compare --help)",
+            );
+        };
+        let ratio = match (high - low) < 0.005 {
+            true => format!("{high:.2}×"),
+            false => format!("{low:.2}–{high:.2}× (by lock)"),
+        };
+        let unestimated = self.executions.len() - ratios.len();
+        let unestimated = match unestimated {
+            0 => String::new(),
+            n => format!("; {n} lock(s) with too few other cells keep the runs' intervals"),
+        };
+        tally.note_if(
+            settings,
+            &format!(
+                "if two executions of the suite differ as these files show: each interval \
+                 widened by a spread between executions of {ratio} the cell's spread within \
+                 one (MAD), the least at which the other locks' cells' {:.0}% intervals so \
+                 widened leave out no change only as often as they state (see lockbench \
+                 compare --help){unestimated}",
+                executions::TAIL * 100.0
+            ),
+        )
     }
 
     /// What each cell group was judged against, one line per group.
