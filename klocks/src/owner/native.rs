@@ -1,8 +1,10 @@
 //! The probe on a real system: the mechanism chosen once per process, and the watch
 //! a waiter keeps on one owner.
 
-use super::{cpu_clock, perf, ProbeKind};
+use super::fork_child::at_fork_child;
+use super::{cpu_clock, perf};
 use crate::config::resolved::Resolved;
+use crate::config::settings::ProbeKind;
 use crate::config::settings::OWNER_PROBE;
 use std::cell::Cell;
 use std::io;
@@ -118,7 +120,7 @@ fn watch_current_first() {
     static FORGET_IN_CHILD: Resolved = Resolved::new();
     // A fork child's thread has registered nothing (`perf` forgets the parent's
     // registrations in its own fork handler).
-    super::at_fork_child(&FORGET_IN_CHILD, forget_watched_in_child);
+    at_fork_child(&FORGET_IN_CHILD, forget_watched_in_child);
     probe_kind().watch_current();
     WATCHED.with(|watched| watched.set(true));
 }

@@ -81,6 +81,7 @@ use std::sync::atomic::{
 
 use crossbeam_utils::CachePadded;
 
+use super::fork_child::at_fork_child;
 use super::tid::current_tid;
 use crate::config::resolved::Resolved;
 
@@ -276,7 +277,7 @@ fn register() -> Option<usize> {
     let layout = layout().ok()?;
     // Without the fork handler a fork child could read a ring it does not have.
     static FORGET_IN_CHILD: Resolved = Resolved::new();
-    if !super::at_fork_child(&FORGET_IN_CHILD, forget_parent_threads) {
+    if !at_fork_child(&FORGET_IN_CHILD, forget_parent_threads) {
         return None;
     }
     // Arm the destructor first: a thread already tearing down its thread-locals
