@@ -2,7 +2,7 @@
 //! "Per-thread blocks"): counting into the calling thread's block, folding an exited
 //! thread's block into the retired sums, and summing for a snapshot.
 
-use super::{Snapshot, SLOTS};
+use super::events::SLOTS;
 use std::cell::{Cell, OnceCell};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -104,7 +104,7 @@ pub(super) fn add(slot: usize) {
 }
 
 /// Live blocks plus retired sums.
-pub(super) fn sum() -> Snapshot {
+pub(super) fn sum() -> Box<[u64]> {
     let registry = registry();
     let mut counts = registry.retired.to_vec();
     for block in &registry.live {
@@ -115,21 +115,17 @@ pub(super) fn sum() -> Snapshot {
             *sum += counter.load(Relaxed);
         }
     }
-    Snapshot {
-        counts: counts.into_boxed_slice(),
-    }
+    counts.into_boxed_slice()
 }
 
-/// The calling thread's block alone.
-pub(super) fn this_thread() -> Snapshot {
+/// The calling thread's block alone; `None` if it has none (it never counted, or its
+/// thread-locals are gone).
+pub(super) fn this_thread() -> Option<Box<[u64]>> {
     let counts = LOCAL.try_with(|local| {
         local.block.get().map(|block| {
             // Relaxed: this thread's own stores.
             block.counts.iter().map(|c| c.load(Relaxed)).collect()
         })
     });
-    match counts {
-        Ok(Some(counts)) => Snapshot { counts },
-        _ => Snapshot::default(),
-    }
+    counts.ok().flatten()
 }

@@ -1,4 +1,6 @@
+use super::events::EVENTS;
 use super::*;
+use crate::catalog::RwLockKind;
 
 #[test]
 fn stats_names_are_unique_and_every_slot_is_its_own() {
