@@ -345,10 +345,6 @@ pub fn oversubscribed(cpus: usize) -> Vec<(usize, u64)> {
     vec![(cpus, 100_000), (64 * cpus, 200), (256 * cpus, 20)]
 }
 
-/// Explore every interleaving up to the preemption bound (`LOOM_MAX_PREEMPTIONS`;
-/// default 3 for two threads; 1 for three, because each spin iteration is a branch
-/// and a bound of 2 already takes longer than CI allows), with every reordering the
-/// memory model allows, of `threads` threads each taking the lock `iterations` times.
 /// Runs `model` with one of the default locks' model switches
 /// (`raw_mutex::handoff::CLAIMS_IN_MODELS`, `turn::TURNS_OVER_IN_MODELS`) set to `value`,
 /// restoring it however it ends.
@@ -368,6 +364,10 @@ pub(crate) fn with_switch(
     model();
 }
 
+/// Explore every interleaving up to the preemption bound (`LOOM_MAX_PREEMPTIONS`;
+/// default 3 for two threads; 1 for three, because each spin iteration is a branch
+/// and a bound of 2 already takes longer than CI allows), with every reordering the
+/// memory model allows, of `threads` threads each taking the lock `iterations` times.
 #[cfg(all(loom, test))]
 pub(crate) fn explore<L: TestLock>(threads: usize, iterations: u64) {
     let mut model = loom::model::Builder::new();
