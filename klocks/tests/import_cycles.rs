@@ -325,10 +325,10 @@ impl Crate {
                             use_until = end;
                         }
                         // `pub(in crate::x)` names a module without importing it.
-                        Token::Ident(word) if word == "pub" => {
-                            if t.get(i + 1) == Some(&Token::Punct('(')) {
-                                use_until = skip_group(t, i + 1);
-                            }
+                        Token::Ident(word)
+                            if word == "pub" && t.get(i + 1) == Some(&Token::Punct('(')) =>
+                        {
+                            use_until = skip_group(t, i + 1);
                         }
                         Token::Ident(word)
                             if t.get(i + 1) == Some(&Token::PathSep)
@@ -408,7 +408,6 @@ fn use_tree(t: &[Token]) -> Vec<Vec<String>> {
     }
     let mut out = Vec::new();
     let mut i = 0;
-    // `pub use`, `pub(crate) use`: the visibility comes before `use`, not after.
     tree(t, &mut i, &[], &mut out);
     out
 }
