@@ -354,7 +354,7 @@ pub fn lines(cells: &[Cell]) -> String {
         first.planned,
         listed.join("; ")
     );
-    format!("{}\n", crate::cells::wrap(&line, crate::COLUMNS))
+    format!("{}\n", crate::cells::wrap(&line, crate::cells::COLUMNS))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod adaptive;
+mod bench_lock;
 mod cells;
 mod handicap;
 mod harness;
@@ -22,7 +23,7 @@ use std::time::Instant;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::cells::{Cell, Progress};
+use crate::cells::{Cell, Progress, COLUMNS};
 use crate::harness::{windowed, Common, Error};
 use crate::html_report::RunFile;
 use crate::locks::LockName;
@@ -289,9 +290,6 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Box<dyn Scenario>> {
         Some(Command::WindowCell(_) | Command::PthreadPairs(_)) => Vec::new(),
     }
 }
-
-/// The columns a table may take in the printed text without `--wide`.
-const COLUMNS: usize = 120;
 
 /// How the tables are printed: in full (`--wide`), or wrapped at [`COLUMNS`] with the
 /// wider ones left out and named, and each note printed once.

@@ -16,7 +16,7 @@ mod table;
 pub use conditions::{Conditions, Placement, NEAR_MAX_NS};
 pub use output::{to_json, write_csv, write_json};
 pub use progress::Progress;
-pub use table::{num, percent, si, wrap, Table};
+pub use table::{num, percent, si, wrap, Table, COLUMNS};
 
 use serde::{Deserialize, Serialize};
 
