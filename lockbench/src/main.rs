@@ -374,13 +374,13 @@ fn write_outputs(
 ) -> Result<(), Error> {
     let failed = |path: &Path, err| Error::Io(format!("writing {}", path.display()), err);
     if let Some(path) = &global.json {
-        cells::write_json(path, machine, cells).map_err(|err| failed(path, err))?;
+        cells::output::write_json(path, machine, cells).map_err(|err| failed(path, err))?;
     }
     if let Some(path) = &global.csv {
-        cells::write_csv(path, cells).map_err(|err| failed(path, err))?;
+        cells::output::write_csv(path, cells).map_err(|err| failed(path, err))?;
     }
     if let Some(dir) = report_dir {
-        let run = cells::to_json(machine, cells)
+        let run = cells::output::to_json(machine, cells)
             .and_then(RunFile::of_run)
             .map_err(|err| Error::Report(format!("the report: {err}")))?;
         let written = html_report::page::write(&[run], dir).map_err(Error::Report)?;
