@@ -102,6 +102,7 @@ mod route;
 mod rwlock;
 mod settings;
 mod spin;
+mod stderr;
 
 use crate::time;
 use crate::time::nap_for as nap;
@@ -134,13 +135,3 @@ static REPORT_AT_EXIT: extern "C" fn() = {
     }
     report
 };
-
-/// Writes one line to stderr with the raw `write` system call: no stdio lock, and no
-/// pthread cancellation point (glibc's `write` is one, and a cancellation unwinding
-/// out of an interposed call would abort the process).
-fn say(line: &str) {
-    let text = format!("klocks: {line}\n");
-    // SAFETY: writes `text`'s bytes, which live for the call, to fd 2. A short or
-    // failed write loses (part of) a diagnostic, nothing else.
-    unsafe { libc::syscall(libc::SYS_write, 2, text.as_ptr(), text.len()) };
-}

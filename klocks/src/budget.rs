@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 #[cfg(not(loom))]
 use crate::config::resolved::Resolved;
 
-pub use crate::config::MAX_SPIN_NS;
+pub use crate::config::settings::MAX_SPIN_NS;
 
 /// Floor of a calibrated budget: the kernel's base reader-owned rwsem spin. The
 /// measured handoff depends on what the machine does at that moment (a halted vCPU's

@@ -280,6 +280,9 @@ impl Condvar {
 mod tests {
     use super::*;
 
+    /// `klocks::Mutex`, named where it is defined.
+    type Mutex<T> = lock_api::Mutex<crate::mutex::raw_mutex::RawMutex, T>;
+
     #[test]
     fn a_new_condvar_is_two_zero_words() {
         assert_eq!(std::mem::size_of::<SeqCondvar>(), 8);
@@ -313,7 +316,7 @@ mod tests {
 
     #[test]
     fn a_condvar_hands_values_between_threads_in_order() {
-        let state = crate::Mutex::new((0u32, false));
+        let state = Mutex::new((0u32, false));
         let changed = Condvar::new();
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -336,7 +339,7 @@ mod tests {
 
     #[test]
     fn a_timed_wait_times_out_and_holds_the_mutex_again() {
-        let lock = crate::Mutex::new(());
+        let lock = Mutex::new(());
         let changed = Condvar::new();
         let mut guard = lock.lock();
         let start = std::time::Instant::now();
@@ -348,7 +351,7 @@ mod tests {
 
     #[test]
     fn notify_all_wakes_every_waiter() {
-        let state = crate::Mutex::new(false);
+        let state = Mutex::new(false);
         let changed = Condvar::new();
         let waiting = std::sync::atomic::AtomicU32::new(0);
         std::thread::scope(|s| {

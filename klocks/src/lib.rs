@@ -161,8 +161,10 @@ pub use mutex::futex_mutex::FutexMutex;
 pub use mutex::raw_mutex::RawMutex;
 pub use mutex::spin_futex_mutex::SpinFutexMutex;
 pub use padded::Padded;
-pub use rwlock::raw_rwlock::{RawRwLock, TooManyReaders};
-pub use rwlock::rwsem::{reader_spin, ReaderSpin, RwSem};
+pub use rwlock::raw_rwlock::read::TooManyReaders;
+pub use rwlock::raw_rwlock::RawRwLock;
+pub use rwlock::rwsem::reader_spin::{self, ReaderSpin};
+pub use rwlock::rwsem::RwSem;
 // Every spinlock type, and the queue's slot limit (the list is `spin/mod.rs`).
 pub use spin::*;
 

@@ -86,7 +86,7 @@ mod perf;
 #[cfg(not(loom))]
 pub use perf::MAX_WATCHED as MAX_WATCHED_THREADS;
 
-pub use crate::config::ProbeKind;
+pub use crate::config::settings::ProbeKind;
 
 #[cfg(loom)]
 pub use model::*;
@@ -100,27 +100,8 @@ mod tid;
 #[cfg(not(loom))]
 pub use tid::current_tid;
 
-/// Registers `forget`, which resets one module's per-process or per-thread state, to
-/// run in every fork child (between `fork` and the child's own code, on its only
-/// thread: `forget` may do only async-signal-safe work), once per `installed`.
-/// Whether it is in place; a thread that asks while another installs it is told
-/// "not yet". Each module forgets its own state, so none calls into another's.
 #[cfg(not(loom))]
-fn at_fork_child(
-    installed: &'static crate::config::resolved::Resolved,
-    forget: extern "C" fn(),
-) -> bool {
-    let (done, _) = installed.get(
-        || {
-            // SAFETY: `forget` is a plain function that lives as long as the process
-            // and does only what is allowed between fork and exec (its contract).
-            let rc = unsafe { libc::pthread_atfork(None, None, Some(forget)) };
-            u64::from(rc == 0)
-        },
-        0,
-    );
-    done == 1
-}
+mod fork_child;
 
 #[cfg(all(
     feature = "glibc-tid",

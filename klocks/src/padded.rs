@@ -71,7 +71,7 @@ unsafe impl<L: lock_api::RawMutex> lock_api::RawMutex for Padded<L> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::{QSpinLock, TicketLock};
+    use crate::spin::{QSpinLock, TicketLock};
 
     #[test]
     fn a_padded_lock_owns_its_line() {

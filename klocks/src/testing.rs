@@ -8,30 +8,21 @@
 
 use crate::sync::{AtomicU32, Ordering::Relaxed};
 
-/// The operations the client needs. Every `lock_api::RawMutex` has them; under loom,
-/// where locks cannot be `const`-constructed, the locks implement it directly.
-pub trait TestLock: Send + Sync + 'static {
-    /// An unlocked lock.
-    fn new_unlocked() -> Self;
-    /// Acquire.
-    fn acquire(&self);
-    /// Release; the caller holds the lock.
-    fn release(&self);
-}
+// The operations the client drives a lock through.
+mod ops;
+pub use ops::{TestLock, TestRwLock};
 
+// The negative controls: locks broken on purpose, to be caught.
+mod busted;
 #[cfg(not(loom))]
-impl<L: lock_api::RawMutex + Send + Sync + 'static> TestLock for L {
-    fn new_unlocked() -> Self {
-        L::INIT
-    }
-    fn acquire(&self) {
-        self.lock();
-    }
-    fn release(&self) {
-        // SAFETY: the client releases only what it acquired on the same thread.
-        unsafe { self.unlock() }
-    }
-}
+pub use busted::BustedDelegation;
+pub use busted::{BustedLock, BustedRwLock};
+
+// Unit tests in a process of their own, and other threads' scheduler states.
+#[cfg(all(test, not(loom)))]
+mod process;
+#[cfg(all(test, not(loom)))]
+pub(crate) use process::{alone, isolated, thread_state};
 
 /// How hard to contend.
 #[derive(Clone, Copy, Debug)]
@@ -215,248 +206,6 @@ fn critical_section(guarded: &Guarded) {
     guarded.shadow.with_mut(|s| unsafe { *s += 1 });
 }
 
-/// The negative control (the kernel's `lock_busted`): a test-and-set lock whose
-/// test and set are two separate steps, so two threads can both see it free.
-/// Every stress test and loom model must be able to catch it.
-#[derive(Debug)]
-pub struct BustedLock(AtomicU32);
-
-impl BustedLock {
-    /// An unlocked busted lock.
-    pub fn new() -> Self {
-        Self(AtomicU32::new(0))
-    }
-}
-
-#[cfg(not(loom))]
-// SAFETY: none; this lock is broken on purpose and exists only to be caught.
-unsafe impl lock_api::RawMutex for BustedLock {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self(AtomicU32::new(0));
-    type GuardMarker = lock_api::GuardSend;
-
-    fn lock(&self) {
-        while self.0.load(crate::sync::Ordering::Acquire) != 0 {
-            crate::sync::cpu_relax();
-        }
-        widen_the_race();
-        self.0.store(1, Relaxed);
-    }
-
-    fn try_lock(&self) -> bool {
-        false
-    }
-
-    unsafe fn unlock(&self) {
-        self.0.store(0, crate::sync::Ordering::Release);
-    }
-}
-
-/// The negative control of handlers that take the lock their own thread waits for:
-/// a futex mutex whose one spinner is relied on to pass the sleepers' wake on (its
-/// unlock wakes nobody while `SPINNING` is set), as the default mutex's spinner is,
-/// but which does not record the role. A signal handler that interrupts the spinner
-/// and locks the same mutex sleeps behind its own thread, and so does every later
-/// sleeper while the flag stands: `lockbench torture --signals same` must catch it.
-/// It excludes correctly otherwise.
-#[cfg(not(loom))]
-pub struct BustedDelegation(AtomicU32);
-
-#[cfg(not(loom))]
-impl BustedDelegation {
-    const LOCKED: u32 = 1;
-    const SPINNING: u32 = 2;
-    const WAITERS: u32 = 4;
-
-    /// An unlocked lock.
-    pub const fn new() -> Self {
-        Self(AtomicU32::new(0))
-    }
-
-    fn lock_slow(&self) {
-        let mut slept = false;
-        loop {
-            // Relaxed: picks the transition; the cmpxchg below is the Acquire.
-            let val = self.0.load(Relaxed);
-            if val & Self::LOCKED == 0 {
-                let waiters = if slept { Self::WAITERS } else { 0 };
-                // Acquire: pairs with the Release in `unlock`.
-                if self
-                    .0
-                    .compare_exchange(
-                        val,
-                        val | Self::LOCKED | waiters,
-                        crate::sync::Ordering::Acquire,
-                        Relaxed,
-                    )
-                    .is_ok()
-                {
-                    return;
-                }
-                continue;
-            }
-            // Become the spinner (Relaxed: the flag protects no data) and spin for
-            // ~50 µs; the take inside clears the flag.
-            if val & Self::SPINNING == 0
-                && self
-                    .0
-                    .compare_exchange(val, val | Self::SPINNING, Relaxed, Relaxed)
-                    .is_ok()
-            {
-                for _ in 0..2_000 {
-                    let now = self.0.load(Relaxed);
-                    let waiters = if slept { Self::WAITERS } else { 0 };
-                    let new = ((now | waiters) & !Self::SPINNING) | Self::LOCKED;
-                    // Acquire: as above.
-                    if now & Self::LOCKED == 0
-                        && self
-                            .0
-                            .compare_exchange(now, new, crate::sync::Ordering::Acquire, Relaxed)
-                            .is_ok()
-                    {
-                        return;
-                    }
-                    std::hint::spin_loop();
-                }
-                // Relaxed: as above.
-                self.0.fetch_and(!Self::SPINNING, Relaxed);
-                continue;
-            }
-            // Sleep on a held lock (Relaxed: the unlock reads WAITERS by its RMW).
-            if val & Self::WAITERS == 0
-                && self
-                    .0
-                    .compare_exchange(val, val | Self::WAITERS, Relaxed, Relaxed)
-                    .is_err()
-            {
-                continue;
-            }
-            crate::park::wait(&self.0, val | Self::WAITERS);
-            slept = true;
-        }
-    }
-}
-
-#[cfg(not(loom))]
-impl Default for BustedDelegation {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-#[cfg(not(loom))]
-// SAFETY: it excludes (one cmpxchg sets LOCKED on a word without it, and only the
-// holder clears it); what is broken is a wake left to a spinner that cannot run.
-unsafe impl lock_api::RawMutex for BustedDelegation {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type GuardMarker = lock_api::GuardSend;
-
-    fn lock(&self) {
-        // Acquire: pairs with the Release in `unlock`.
-        if self
-            .0
-            .compare_exchange(0, Self::LOCKED, crate::sync::Ordering::Acquire, Relaxed)
-            .is_err()
-        {
-            self.lock_slow();
-        }
-    }
-
-    fn try_lock(&self) -> bool {
-        // Acquire: as in `lock`.
-        self.0
-            .fetch_update(crate::sync::Ordering::Acquire, Relaxed, |val| {
-                (val & Self::LOCKED == 0).then_some(val | Self::LOCKED)
-            })
-            .is_ok()
-    }
-
-    unsafe fn unlock(&self) {
-        // Release: pairs with the Acquire of the next acquisition. While a spinner
-        // spins, the sleepers' wake is left to it: the delegation under test.
-        let before = self
-            .0
-            .fetch_update(crate::sync::Ordering::Release, Relaxed, |val| {
-                Some(match val & (Self::SPINNING | Self::WAITERS) {
-                    Self::WAITERS => 0,
-                    flags => flags,
-                })
-            })
-            .unwrap_or_else(|val| val);
-        if before & (Self::SPINNING | Self::WAITERS) == Self::WAITERS {
-            crate::park::wake_one_at(&self.0);
-        }
-    }
-}
-
-/// The busted lock's window between "saw it free" and "took it": wide enough (~1.5 µs)
-/// that a preemption tick lands in it even when the scheduler packs every contending
-/// thread onto one CPU (then only a preemption there lets two threads in).
-#[cfg(not(loom))]
-fn widen_the_race() {
-    for _ in 0..64 {
-        std::hint::spin_loop();
-    }
-}
-
-#[cfg(loom)]
-impl TestLock for BustedLock {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn acquire(&self) {
-        while self.0.load(crate::sync::Ordering::Acquire) != 0 {
-            crate::sync::cpu_relax();
-        }
-        self.0.store(1, Relaxed);
-    }
-    fn release(&self) {
-        self.0.store(0, crate::sync::Ordering::Release);
-    }
-}
-
-impl Default for BustedLock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// The reader-writer client's operations; every `lock_api::RawRwLock` has them.
-pub trait TestRwLock: Send + Sync + 'static {
-    /// An unlocked lock.
-    fn new_unlocked() -> Self;
-    /// Take a read lock.
-    fn read(&self);
-    /// Release a read lock this thread holds.
-    fn read_done(&self);
-    /// Take the write lock.
-    fn write(&self);
-    /// Release the write lock this thread holds.
-    fn write_done(&self);
-}
-
-#[cfg(not(loom))]
-impl<L: lock_api::RawRwLock + Send + Sync + 'static> TestRwLock for L {
-    fn new_unlocked() -> Self {
-        L::INIT
-    }
-    fn read(&self) {
-        self.lock_shared();
-    }
-    fn read_done(&self) {
-        // SAFETY: the client releases only what it acquired on the same thread.
-        unsafe { self.unlock_shared() }
-    }
-    fn write(&self) {
-        self.lock_exclusive();
-    }
-    fn write_done(&self) {
-        // SAFETY: as above.
-        unsafe { self.unlock_exclusive() }
-    }
-}
-
 /// How hard to contend a reader-writer lock.
 #[derive(Clone, Copy, Debug)]
 pub struct RwContention {
@@ -545,50 +294,6 @@ fn consistent(guarded: &Guarded) -> bool {
     count == shadow
 }
 
-/// The reader-writer negative control: writers take a [`BustedLock`], readers take
-/// nothing at all.
-#[derive(Debug, Default)]
-pub struct BustedRwLock(BustedLock);
-
-#[cfg(not(loom))]
-// SAFETY: none; broken on purpose, to be caught.
-unsafe impl lock_api::RawRwLock for BustedRwLock {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self(<BustedLock as lock_api::RawMutex>::INIT);
-    type GuardMarker = lock_api::GuardSend;
-
-    fn lock_shared(&self) {}
-    fn try_lock_shared(&self) -> bool {
-        true
-    }
-    unsafe fn unlock_shared(&self) {}
-    fn lock_exclusive(&self) {
-        lock_api::RawMutex::lock(&self.0);
-    }
-    fn try_lock_exclusive(&self) -> bool {
-        false
-    }
-    unsafe fn unlock_exclusive(&self) {
-        // SAFETY: passes the caller's promise on.
-        unsafe { lock_api::RawMutex::unlock(&self.0) }
-    }
-}
-
-#[cfg(loom)]
-impl TestRwLock for BustedRwLock {
-    fn new_unlocked() -> Self {
-        Self(BustedLock::new())
-    }
-    fn read(&self) {}
-    fn read_done(&self) {}
-    fn write(&self) {
-        self.0.acquire();
-    }
-    fn write_done(&self) {
-        self.0.release();
-    }
-}
-
 /// Runs the reader-writer client once per `(readers, writers, iterations)` that
 /// `plan` gives for this machine's CPU count, panicking on the first violation.
 #[cfg(not(loom))]
@@ -640,10 +345,6 @@ pub fn oversubscribed(cpus: usize) -> Vec<(usize, u64)> {
     vec![(cpus, 100_000), (64 * cpus, 200), (256 * cpus, 20)]
 }
 
-/// Explore every interleaving up to the preemption bound (`LOOM_MAX_PREEMPTIONS`;
-/// default 3 for two threads; 1 for three, because each spin iteration is a branch
-/// and a bound of 2 already takes longer than CI allows), with every reordering the
-/// memory model allows, of `threads` threads each taking the lock `iterations` times.
 /// Runs `model` with one of the default locks' model switches
 /// (`raw_mutex::handoff::CLAIMS_IN_MODELS`, `turn::TURNS_OVER_IN_MODELS`) set to `value`,
 /// restoring it however it ends.
@@ -663,6 +364,10 @@ pub(crate) fn with_switch(
     model();
 }
 
+/// Explore every interleaving up to the preemption bound (`LOOM_MAX_PREEMPTIONS`;
+/// default 3 for two threads; 1 for three, because each spin iteration is a branch
+/// and a bound of 2 already takes longer than CI allows), with every reordering the
+/// memory model allows, of `threads` threads each taking the lock `iterations` times.
 #[cfg(all(loom, test))]
 pub(crate) fn explore<L: TestLock>(threads: usize, iterations: u64) {
     let mut model = loom::model::Builder::new();
@@ -710,59 +415,6 @@ macro_rules! lock_basics_tests {
             <$ty>::new().unlock();
         }
     };
-}
-
-/// Set in a child process of [`isolated`]: run the scenario instead of spawning it.
-#[cfg(all(test, not(loom)))]
-const ISOLATED_CHILD: &str = "KLOCKS_ISOLATED_TEST_CHILD";
-
-/// Runs `scenario` in a child process that runs only the unit test `test` (its path in
-/// the crate, e.g. `fault::tests::name`), for tests that change process-wide state
-/// (spin budgets, signal handlers, leaked slots, the perf budget) or that may crash;
-/// returns the child's exit status (`None` in the child itself, after running the
-/// scenario). A child that exits 0 must have run exactly that one test.
-#[cfg(all(test, not(loom)))]
-pub(crate) fn isolated(test: &str, scenario: impl FnOnce()) -> Option<std::process::ExitStatus> {
-    if std::env::var_os(ISOLATED_CHILD).is_some() {
-        scenario();
-        return None;
-    }
-    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(ISOLATED_CHILD, "1")
-        .output()
-        .expect("the child test process starts");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if out.status.success() {
-        assert!(
-            stdout.contains("1 passed"),
-            "the child ran no test {test}: {stdout}"
-        );
-    }
-    eprint!("{}", String::from_utf8_lossy(&out.stderr));
-    Some(out.status)
-}
-
-/// [`isolated`], requiring the child to pass: `true` in the child (run the test's
-/// body), `false` in the parent once the child passed (`if !alone(..) { return; }`).
-#[cfg(all(test, not(loom)))]
-pub(crate) fn alone(test: &str) -> bool {
-    match isolated(test, || {}) {
-        None => true,
-        Some(status) => {
-            assert!(status.success(), "{test} in its own process: {status:?}");
-            false
-        }
-    }
-}
-
-/// The scheduler state of thread `tid` of this process (`R`, `S`, ...), from
-/// `/proc/self/task/<tid>/stat`; `None` once the thread is gone.
-#[cfg(all(test, not(loom)))]
-pub(crate) fn thread_state(tid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    // "tid (comm) S ...": the state follows the last ')'.
-    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }
 
 #[cfg(all(test, not(loom)))]

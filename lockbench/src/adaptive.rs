@@ -42,9 +42,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::cells::Cell;
+pub use crate::cells::{Ended, Repeated};
 use crate::verdict::{self, Judgement, Settings, Verdict};
 
 /// The widest interval that is narrow enough, in minimum effects on the log scale.
@@ -215,45 +214,6 @@ pub fn standing(judgement: &Judgement, settings: Settings) -> Standing {
     }
 }
 
-/// Why a row's rounds ended, when it had something to say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Ended {
-    /// Every driving verdict is decided.
-    Decided,
-    /// Every driving verdict is decided or its interval narrow enough.
-    Narrow,
-    /// The next round would have overrun the row's budget (or the run's cap).
-    BudgetSpent,
-    /// The row ran [`MAX_ROUNDS_PER_RUN`] × `--runs` rounds.
-    RoundCap,
-}
-
-impl Ended {
-    /// As the note prints it.
-    pub fn words(self) -> &'static str {
-        match self {
-            Ended::Decided => "decided",
-            Ended::Narrow => "interval narrow enough",
-            Ended::BudgetSpent => "budget spent, still undecided",
-            Ended::RoundCap => "round cap reached, still undecided",
-        }
-    }
-}
-
-/// What adaptive repetition did to a row, kept in each of its cells.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Repeated {
-    /// The row, as the note names it (`loop, threads 4`).
-    pub row: String,
-    /// `--runs`.
-    pub planned: u32,
-    /// Rounds the row ran.
-    pub rounds: u32,
-    /// Why they ended.
-    pub ended: Ended,
-}
-
 /// The stopping rule's state over one row's rounds.
 #[derive(Debug, Clone)]
 pub struct Stopping {
@@ -354,7 +314,7 @@ pub fn lines(cells: &[Cell]) -> String {
         first.planned,
         listed.join("; ")
     );
-    format!("{}\n", crate::cells::wrap(&line, crate::COLUMNS))
+    format!("{}\n", crate::cells::wrap(&line, crate::cells::COLUMNS))
 }
 
 #[cfg(test)]

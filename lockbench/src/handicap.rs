@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 
 use lock_api::RawMutex;
 
-use crate::locks::BenchLock;
+use crate::bench_lock::BenchLock;
 
 /// The environment variable.
 pub const VAR: &str = "LOCKBENCH_HANDICAP_DEFAULT";
@@ -118,22 +118,6 @@ unsafe impl<L: RawMutex> RawMutex for Handicapped<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_handicapped_lock_keeps_its_name_and_still_excludes() {
-        type Default = Handicapped<crate::locks::Klocks<klocks::RawMutex>>;
-        assert_eq!(Default::NAME, "default");
-        let lock = Default::new();
-        assert_eq!(lock.with(|| 7), 7);
-        let raw = <Handicapped<klocks::RawMutex> as RawMutex>::INIT;
-        raw.lock();
-        assert!(!raw.try_lock(), "a held lock refuses a second owner");
-        // SAFETY: this thread locked it just above.
-        unsafe { raw.unlock() };
-        assert!(raw.try_lock());
-        // SAFETY: this thread holds it from the try_lock.
-        unsafe { raw.unlock() };
-    }
 
     #[test]
     fn a_value_that_is_not_a_count_is_refused() {

@@ -9,20 +9,7 @@ use lock_api::RawMutex;
 use crate::handicap::{self, Handicapped};
 use crate::pthread;
 
-/// A lock as the scenarios use it: build one, run a critical section under it.
-///
-/// `with` instead of split lock/unlock so that locks whose only API is a guard
-/// (`std::sync::Mutex`) fit the same generic code as raw locks.
-pub trait BenchLock: Send + Sync + 'static {
-    /// The name `--locks` accepts and the tables print.
-    const NAME: &'static str;
-
-    /// An unlocked lock.
-    fn new() -> Self;
-
-    /// Runs `critical` with the lock held.
-    fn with<R>(&self, critical: impl FnOnce() -> R) -> R;
-}
+pub use crate::bench_lock::BenchLock;
 
 /// Releases a raw lock when dropped, so a panicking critical section unlocks.
 struct Unlock<'a, L: RawMutex>(&'a L);
@@ -309,14 +296,13 @@ impl clap::ValueEnum for LockName {
 #[cfg(test)]
 mod tests {
     use clap::ValueEnum;
-    use klocks::catalog::RwLockKind;
 
     use super::*;
-    use crate::rwlocks::RwLockName;
 
-    /// Every lock of the catalog is in lockbench's lists, under its catalog name, and
-    /// `--locks` (`--rwlocks`) takes that name (the C API, the preload, the header
-    /// and the docs' table: klocks-ffi's `every_catalog_mutex_reaches_every_consumer`).
+    /// Every mutex of the catalog is in lockbench's list, under its catalog name, and
+    /// `--locks` takes that name (the C API, the preload, the header and the docs'
+    /// table: klocks-ffi's `every_catalog_mutex_reaches_every_consumer`; the
+    /// reader-writer locks: `rwlocks`' `every_catalog_rwlock_is_an_rwlock_name`).
     #[test]
     fn every_catalog_lock_is_a_lock_name() {
         for &kind in MutexKind::ALL {
@@ -325,11 +311,21 @@ mod tests {
             assert_eq!(lock.name(), kind.name());
             assert_eq!(LockName::from_str(kind.name(), false), Ok(lock));
         }
-        for &kind in RwLockKind::ALL {
-            let lock = RwLockName::Klocks(kind);
-            assert!(RwLockName::all().contains(&lock), "{}", kind.name());
-            assert_eq!(lock.name(), kind.name());
-            assert_eq!(RwLockName::from_str(kind.name(), false), Ok(lock));
-        }
+    }
+
+    #[test]
+    fn the_handicapped_lock_keeps_its_name_and_still_excludes() {
+        type Default = Handicapped<Klocks<klocks::RawMutex>>;
+        assert_eq!(Default::NAME, "default");
+        let lock = Default::new();
+        assert_eq!(lock.with(|| 7), 7);
+        let raw = <Handicapped<klocks::RawMutex> as RawMutex>::INIT;
+        raw.lock();
+        assert!(!raw.try_lock(), "a held lock refuses a second owner");
+        // SAFETY: this thread locked it just above.
+        unsafe { raw.unlock() };
+        assert!(raw.try_lock());
+        // SAFETY: this thread holds it from the try_lock.
+        unsafe { raw.unlock() };
     }
 }

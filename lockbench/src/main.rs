@@ -5,6 +5,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod adaptive;
+mod bench_lock;
 mod cells;
 mod handicap;
 mod harness;
@@ -22,7 +23,7 @@ use std::time::Instant;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::cells::{Cell, Progress};
+use crate::cells::{Cell, Progress, COLUMNS};
 use crate::harness::{windowed, Common, Error};
 use crate::html_report::RunFile;
 use crate::locks::LockName;
@@ -290,9 +291,6 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Box<dyn Scenario>> {
     }
 }
 
-/// The columns a table may take in the printed text without `--wide`.
-const COLUMNS: usize = 120;
-
 /// How the tables are printed: in full (`--wide`), or wrapped at [`COLUMNS`] with the
 /// wider ones left out and named, and each note printed once.
 struct Printing {
@@ -376,13 +374,13 @@ fn write_outputs(
 ) -> Result<(), Error> {
     let failed = |path: &Path, err| Error::Io(format!("writing {}", path.display()), err);
     if let Some(path) = &global.json {
-        cells::write_json(path, machine, cells).map_err(|err| failed(path, err))?;
+        cells::output::write_json(path, machine, cells).map_err(|err| failed(path, err))?;
     }
     if let Some(path) = &global.csv {
-        cells::write_csv(path, cells).map_err(|err| failed(path, err))?;
+        cells::output::write_csv(path, cells).map_err(|err| failed(path, err))?;
     }
     if let Some(dir) = report_dir {
-        let run = cells::to_json(machine, cells)
+        let run = cells::output::to_json(machine, cells)
             .and_then(RunFile::of_run)
             .map_err(|err| Error::Report(format!("the report: {err}")))?;
         let written = html_report::page::write(&[run], dir).map_err(Error::Report)?;

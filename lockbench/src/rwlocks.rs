@@ -371,7 +371,22 @@ impl clap::ValueEnum for RwLockName {
 
 #[cfg(test)]
 mod tests {
+    use clap::ValueEnum;
+
     use super::*;
+
+    /// Every reader-writer lock of the catalog is in lockbench's list, under its
+    /// catalog name, and `--rwlocks` takes that name (the mutexes: `locks`'
+    /// `every_catalog_lock_is_a_lock_name`).
+    #[test]
+    fn every_catalog_rwlock_is_an_rwlock_name() {
+        for &kind in RwLockKind::ALL {
+            let lock = RwLockName::Klocks(kind);
+            assert!(RwLockName::all().contains(&lock), "{}", kind.name());
+            assert_eq!(lock.name(), kind.name());
+            assert_eq!(RwLockName::from_str(kind.name(), false), Ok(lock));
+        }
+    }
 
     /// Takes both sides of `L` in turn, then two writers take turns with it.
     struct Excludes;

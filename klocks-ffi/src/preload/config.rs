@@ -14,9 +14,8 @@ use klocks_core::catalog::RwLockKind;
 use klocks_core::config::{parse_owner_probe, parse_spin_ns, BadValue, Var, OWNER_PROBE, SPIN_NS};
 use klocks_core::owner::ProbeKind;
 
-use super::say;
 use super::settings::{GLIBC, LOCK, RWLOCK};
-use super::spin::SpinKind;
+use super::stderr::say;
 use klocks_core::catalog::MutexKind;
 
 /// Declares the interposed rwlocks' policies from one list, each once: its variant,
@@ -99,6 +98,46 @@ const SPIN_NAME: &str = match SPIN.to_str() {
     Ok(name) => name,
     Err(_) => panic!("a variable's name is ASCII"),
 };
+
+/// The spinlocks `KLOCKS_SPIN` names.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum SpinKind {
+    /// `PvQSpinLock`, the kernel's answer (the [`spin`](super::spin) module doc).
+    PvQSpin = 1,
+    /// `QSpinLock`, for threads ≤ CPUs.
+    QSpin = 2,
+}
+
+impl SpinKind {
+    /// Every kind, the one to pick first (the encoding of the choice relies on the
+    /// numbers).
+    pub(super) const ALL: [SpinKind; 2] = [SpinKind::PvQSpin, SpinKind::QSpin];
+
+    /// The lock's entry in the catalog, which names it.
+    pub(super) fn catalog(self) -> MutexKind {
+        match self {
+            SpinKind::PvQSpin => MutexKind::PvQSpinLock,
+            SpinKind::QSpin => MutexKind::QSpinLock,
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        self.catalog().name()
+    }
+
+    /// What to pick it for, in a few words.
+    pub(super) fn use_it_for(self) -> &'static str {
+        match self {
+            SpinKind::PvQSpin => "any spinlock, any number of threads (the kernel's answer)",
+            SpinKind::QSpin => "no more threads than CPUs (never sleeps)",
+        }
+    }
+
+    /// The kind whose number is `raw` (0 is glibc's: `None`).
+    pub(super) fn from_raw(raw: u16) -> Option<SpinKind> {
+        SpinKind::ALL.into_iter().find(|&kind| kind as u16 == raw)
+    }
+}
 
 /// The spinlock `name` names, ignoring ASCII case: a catalog name, or `default`.
 fn spin_named(name: &str) -> Option<SpinKind> {

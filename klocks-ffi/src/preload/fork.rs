@@ -75,7 +75,7 @@ pub(super) fn install() {
         // gettid).
         let failed = unsafe { libc::pthread_atfork(Some(prepare), None, Some(in_child)) } != 0;
         if failed {
-            super::say(
+            super::stderr::say(
                 "pthread_atfork failed: locks held across fork() may not be usable in the child",
             );
         }

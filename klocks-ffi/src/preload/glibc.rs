@@ -75,7 +75,7 @@ fn look_up(slot: &AtomicPtr<c_void>, name: &str, version: Option<&CStr>) -> *mut
         }
     };
     if found.is_null() {
-        super::say(&format!(
+        super::stderr::say(&format!(
             "glibc has no {} to pass a call to; aborting",
             name.to_string_lossy()
         ));

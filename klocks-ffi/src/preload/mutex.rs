@@ -380,6 +380,4 @@ fn release_for_owner(mutex: &Mutex, kind: MutexKind) -> c_int {
     }
 }
 
-mod entries;
-
-pub(super) use entries::{lock_as, lock_from, trylock_as, trylock_from, unlock_as, unlock_from};
+pub(super) mod entries;

@@ -80,7 +80,8 @@ use super::settings::{
 };
 use libc::{EBUSY, ETIMEDOUT};
 
-use super::{config, say};
+use super::config;
+use super::stderr::say;
 use format::Format;
 pub(super) use table::Role;
 

@@ -42,7 +42,7 @@ static MUTEX_LOCK: AtomicPtr<()> = AtomicPtr::new(mutex_lock_with_site as *mut (
 /// Where `pthread_mutex_trylock` goes: a function with its signature.
 static MUTEX_TRYLOCK: AtomicPtr<()> = AtomicPtr::new(mutex_trylock_with_site as *mut ());
 /// Where `pthread_mutex_unlock` goes: a function with its signature.
-static MUTEX_UNLOCK: AtomicPtr<()> = AtomicPtr::new(mutex::unlock_from as *mut ());
+static MUTEX_UNLOCK: AtomicPtr<()> = AtomicPtr::new(mutex::entries::unlock_from as *mut ());
 
 /// Where `pthread_rwlock_rdlock` goes: a function with its signature.
 static RWLOCK_RDLOCK: AtomicPtr<()> = AtomicPtr::new(rwlock::rdlock_with_site as *mut ());
@@ -61,7 +61,7 @@ with_caller! { local
     /// # Safety
     /// POSIX's contract for `pthread_mutex_lock`.
     fn mutex_lock_with_site(m: *mut pthread_mutex_t) -> c_int
-        => mutex::lock_from, site: "rsi"
+        => mutex::entries::lock_from, site: "rsi"
 }
 
 with_caller! { local
@@ -70,7 +70,7 @@ with_caller! { local
     /// # Safety
     /// POSIX's contract for `pthread_mutex_trylock`.
     fn mutex_trylock_with_site(m: *mut pthread_mutex_t) -> c_int
-        => mutex::trylock_from, site: "rsi"
+        => mutex::entries::trylock_from, site: "rsi"
 }
 
 /// Points the routes at what the process runs (see the module doc). Called from the
@@ -86,9 +86,9 @@ pub(super) fn set() {
             glibc::address("pthread_mutex_unlock\0").cast(),
         ),
         Some(kind) => with_kind!(kind, KindLock => (
-            mutex::lock_as::<KindLock> as *mut (),
-            mutex::trylock_as::<KindLock> as *mut (),
-            mutex::unlock_as::<KindLock> as *mut (),
+            mutex::entries::lock_as::<KindLock> as *mut (),
+            mutex::entries::trylock_as::<KindLock> as *mut (),
+            mutex::entries::unlock_as::<KindLock> as *mut (),
         )),
     };
     // Relaxed: each route holds a function that serves every call (module doc), and

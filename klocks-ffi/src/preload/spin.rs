@@ -66,11 +66,10 @@
 
 use std::ffi::c_int;
 
-use klocks_core::catalog::MutexKind;
 use klocks_core::{PvQSpinLock, QSpinLock, SharedFutexSpinLock};
 use libc::{pthread_spinlock_t, EBUSY, EINVAL, EPERM};
 
-use super::config;
+use super::config::{self, SpinKind};
 use super::glibc;
 
 const _: () = assert!(size_of::<PvQSpinLock>() == size_of::<pthread_spinlock_t>());
@@ -79,46 +78,6 @@ const _: () = assert!(size_of::<SharedFutexSpinLock>() == size_of::<pthread_spin
 const _: () = assert!(align_of::<PvQSpinLock>() <= align_of::<pthread_spinlock_t>());
 const _: () = assert!(align_of::<QSpinLock>() <= align_of::<pthread_spinlock_t>());
 const _: () = assert!(align_of::<SharedFutexSpinLock>() <= align_of::<pthread_spinlock_t>());
-/// The spinlocks `KLOCKS_SPIN` names.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum SpinKind {
-    /// `PvQSpinLock`, the kernel's answer (module doc).
-    PvQSpin = 1,
-    /// `QSpinLock`, for threads ≤ CPUs.
-    QSpin = 2,
-}
-
-impl SpinKind {
-    /// Every kind, the one to pick first (the encoding of the choice relies on the
-    /// numbers).
-    pub(super) const ALL: [SpinKind; 2] = [SpinKind::PvQSpin, SpinKind::QSpin];
-
-    /// The lock's entry in the catalog, which names it.
-    pub(super) fn catalog(self) -> MutexKind {
-        match self {
-            SpinKind::PvQSpin => MutexKind::PvQSpinLock,
-            SpinKind::QSpin => MutexKind::QSpinLock,
-        }
-    }
-
-    pub(super) fn name(self) -> &'static str {
-        self.catalog().name()
-    }
-
-    /// What to pick it for, in a few words.
-    pub(super) fn use_it_for(self) -> &'static str {
-        match self {
-            SpinKind::PvQSpin => "any spinlock, any number of threads (the kernel's answer)",
-            SpinKind::QSpin => "no more threads than CPUs (never sleeps)",
-        }
-    }
-
-    /// The kind whose number is `raw` (0 is glibc's: `None`).
-    pub(super) fn from_raw(raw: u16) -> Option<SpinKind> {
-        SpinKind::ALL.into_iter().find(|&kind| kind as u16 == raw)
-    }
-}
-
 /// Runs `$body` with `$lock` the queued spinlock of kind `$kind` at `$at`.
 ///
 /// Contract: `$at` is non-null and points to a live, initialised `pthread_spinlock_t`.

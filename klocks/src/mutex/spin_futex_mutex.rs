@@ -117,10 +117,8 @@ use crate::catalog::MutexKind;
 use crate::owner;
 use crate::park;
 use crate::role::Role;
-use crate::spin_on_owner::{spin_on_owner, Look, Pauses, Spun};
 use crate::stats::{self, Event, Lock};
 use crate::sync::{AtomicU32, Ordering::*};
-use crate::wait::Patience;
 
 /// Whose counters the `stats` feature bumps.
 const STATS: Lock = Lock::Mutex(MutexKind::SpinFutex);
@@ -352,72 +350,6 @@ impl SpinFutexMutex {
         false
     }
 
-    /// Become the one spinner, `(o,0,w) -> (o,1,w)`, and spin on the owner. Returns
-    /// whether we took the lock; otherwise we are no longer the spinner. The role is
-    /// recorded for the whole spin ([`Role::Spinner`]): a signal handler on this
-    /// thread that sleeps on this mutex clears the flag first.
-    fn spin(&self, me: u32, slept: bool) -> bool {
-        let outer = Role::Spinner.enter(self.address());
-        let took = self.spin_as_spinner(me, slept);
-        Role::Spinner.restore(outer);
-        took
-    }
-
-    fn spin_as_spinner(&self, me: u32, slept: bool) -> bool {
-        // Relaxed: the expected value for the claim below.
-        let mut val = self.word.load(Relaxed);
-        loop {
-            if val & SPINNING != 0 {
-                return false;
-            }
-            // Relaxed: SPINNING is a claim on the same word; it protects no data.
-            match self
-                .word
-                .compare_exchange(val, val | SPINNING, Relaxed, Relaxed)
-            {
-                Ok(_) => break,
-                Err(now) => val = now,
-            }
-        }
-        if self.spin_on_owner(me, slept) {
-            stats::count(STATS, Event::SpinAcquired);
-            return true;
-        }
-        stats::count(STATS, Event::SpinFailed);
-        // (*,1,*) -> (*,0,*). Relaxed: as above. An unlock that skipped its wake for
-        // us left WAITERS set on a free word: the caller's next `try_acquire` or
-        // `sleep` sees that (module doc, "No lost wake-ups").
-        self.word.fetch_and(!SPINNING, Relaxed);
-        false
-    }
-
-    /// Spin while the owner runs, within the budget ([`spin_on_owner`]); take the
-    /// lock when it is free, `(0,1,w) -> (me,0,w|slept)`.
-    fn spin_on_owner(&self, me: u32, slept: bool) -> bool {
-        let pauses = Pauses {
-            first: 1,
-            max: MAX_BACKOFF,
-        };
-        let spun = spin_on_owner(STATS, BUDGET.spins(), pauses, Patience::Forever, |_| {
-            // Relaxed: we only watch; the taking cmpxchg below is the Acquire.
-            let val = self.word.load(Relaxed);
-            let owner = owner_of(val);
-            if owner == 0 {
-                let new = waiters_after(val, slept) | me;
-                // Acquire: pairs with the Release in `unlock`.
-                if self
-                    .word
-                    .compare_exchange(val, new, Acquire, Relaxed)
-                    .is_ok()
-                {
-                    return Look::Done;
-                }
-            }
-            Look::WhileRuns(owner)
-        });
-        matches!(spun, Spun::Done { .. })
-    }
-
     /// Sleep on a held lock: `(o,s,*) -> (o,s,1)`, then `futex_wait` on exactly that
     /// value. Returns when woken, or at once if the lock came free or the word changed.
     ///
@@ -449,44 +381,6 @@ impl SpinFutexMutex {
             park::wait(&self.word, val);
             return;
         }
-    }
-
-    /// Releases the mutex on behalf of the thread that holds it, from any thread, as
-    /// glibc releases a normal mutex that another thread locked (a mutex used as a
-    /// binary semaphore: taken in one thread, given back in another). Whether the
-    /// mutex was held: `false` leaves an unlocked mutex as it was.
-    ///
-    /// The release is the holder's own contended unlock made with the holder's id,
-    /// `(owner,0,1) -> (0,0,0)` then wake one sleeper, or `(owner,s,w) -> (0,s,w)`
-    /// when a spinner takes over the duty to wake: the word cannot tell who runs the
-    /// releasing cmpxchg, so every argument of "No lost wake-ups" holds unchanged.
-    ///
-    /// # Safety
-    /// The caller takes the holder's place for this one release: the holder must not
-    /// release this hold too (a `lock_api` guard of it must be forgotten), and no
-    /// other thread may release it meanwhile.
-    ///
-    /// # Panics
-    /// If another thread releases the same hold between this call's read of the
-    /// owner and its release (a broken contract: the word is left untouched).
-    pub unsafe fn unlock_for_owner(&self) -> bool {
-        // Relaxed: names the hold we release; `unlock_contended` reads the word again
-        // and its releasing cmpxchg checks that the same owner still holds it.
-        let owner = owner_of(self.word.load(Relaxed));
-        if owner == 0 {
-            return false;
-        }
-        self.unlock_contended(owner);
-        true
-    }
-
-    /// Whether the calling thread holds the mutex, as its word says: a caller that may
-    /// have had its hold released by [`unlock_for_owner`](Self::unlock_for_owner)
-    /// asks this before `lock`, which panics on a relock by the owner.
-    pub fn held_by_current_thread(&self) -> bool {
-        // Relaxed: only this thread writes its own id into the word, so it reads it
-        // if and only if it still holds the lock, or a value after its release.
-        owner_of(self.word.load(Relaxed)) == owner::current_tid()
     }
 }
 
@@ -522,134 +416,14 @@ impl std::fmt::Debug for SpinFutexMutex {
 // guards are not `Send`: `unlock` on another thread would panic (the owner check).
 raw_mutex!(for SpinFutexMutex, guard = GuardNoSend);
 
+// The one spinner: claiming the flag and spinning while the owner runs.
+mod spinner;
+
+// Releasing the hold of another thread, and asking whether this thread holds it.
+mod for_owner;
+
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::testing::{oversubscribed, stress};
-    use std::sync::Arc;
-
-    lock_basics_tests!(
-        SpinFutexMutex,
-        "klocks: unlock of a SpinFutexMutex that is not locked",
-        bytes = 8
-    );
-
-    #[test]
-    fn the_word_names_the_owner() {
-        let lock = SpinFutexMutex::new();
-        lock.lock();
-        assert_eq!(owner_of(lock.word.load(Relaxed)), owner::current_tid());
-        lock.unlock();
-        assert_eq!(lock.word.load(Relaxed), 0);
-    }
-
-    #[test]
-    fn unlock_from_another_thread_panics_and_keeps_the_lock() {
-        let lock = Arc::new(SpinFutexMutex::new());
-        lock.lock();
-        let other = Arc::clone(&lock);
-        let err = std::thread::spawn(move || other.unlock())
-            .join()
-            .expect_err("a non-owner's unlock succeeded");
-        let msg = err.downcast_ref::<String>().unwrap();
-        assert!(msg.contains("which does not hold it"), "{msg}");
-        assert!(lock.is_locked());
-        lock.unlock();
-    }
-
-    #[test]
-    #[should_panic(expected = "locked a SpinFutexMutex it already holds")]
-    fn relock_by_the_owner_panics() {
-        let lock = SpinFutexMutex::new();
-        lock.lock();
-        assert!(!lock.try_lock());
-        lock.lock();
-    }
-
-    #[test]
-    fn a_sleeper_is_woken_by_the_unlock() {
-        // The waiter spins out its budget on a running owner, then must sleep.
-        let lock = Arc::new(SpinFutexMutex::new());
-        lock.lock();
-        let waiter = {
-            let lock = Arc::clone(&lock);
-            std::thread::spawn(move || {
-                lock.lock();
-                lock.unlock();
-            })
-        };
-        while lock.word.load(Relaxed) & WAITERS == 0 {
-            std::thread::yield_now();
-        }
-        lock.unlock();
-        waiter.join().unwrap();
-        assert!(!lock.is_locked());
-    }
-
-    #[test]
-    fn stress_oversubscribed() {
-        stress::<SpinFutexMutex>(oversubscribed);
-    }
-
-    #[test]
-    fn held_by_current_thread_reads_the_word() {
-        let lock = Arc::new(SpinFutexMutex::new());
-        assert!(!lock.held_by_current_thread());
-        lock.lock();
-        assert!(lock.held_by_current_thread());
-        let other = Arc::clone(&lock);
-        assert!(!std::thread::spawn(move || other.held_by_current_thread())
-            .join()
-            .unwrap());
-        lock.unlock();
-        assert!(!lock.held_by_current_thread());
-    }
-
-    #[test]
-    fn unlock_for_owner_of_an_unlocked_mutex_is_refused() {
-        let lock = SpinFutexMutex::new();
-        // SAFETY: nobody holds the lock, so no hold is released twice.
-        assert!(!unsafe { lock.unlock_for_owner() });
-        assert_eq!(lock.word.load(Relaxed), 0);
-    }
-
-    #[test]
-    fn unlock_for_owner_releases_another_threads_hold_and_wakes_its_sleeper() {
-        let lock = Arc::new(SpinFutexMutex::new());
-        lock.lock();
-        let sleeper = {
-            let lock = Arc::clone(&lock);
-            std::thread::spawn(move || {
-                lock.lock();
-                lock.unlock();
-            })
-        };
-        while lock.word.load(Relaxed) & WAITERS == 0 {
-            std::thread::yield_now();
-        }
-        let releaser = Arc::clone(&lock);
-        // SAFETY: this thread holds the lock and lets the releaser give it back.
-        let released = std::thread::spawn(move || unsafe { releaser.unlock_for_owner() });
-        assert!(released.join().unwrap());
-        sleeper.join().unwrap();
-        assert_eq!(lock.word.load(Relaxed) & (OWNER_MASK | WAITERS), 0);
-    }
-}
+mod tests;
 
 #[cfg(all(test, feature = "stats", not(loom)))]
-mod stats_tests {
-    use super::*;
-    use crate::stats::testing::*;
-
-    /// Behind an owner that is not running, a waiter spins (the probe sees the owner
-    /// off its CPU, or the budget runs out), yields and sleeps once, and is woken once
-    /// (`expect_spins_yields_then_sleeps_once`).
-    #[test]
-    fn stats_spins_yields_then_sleeps_once() {
-        let lock: &'static SpinFutexMutex = Box::leak(Box::new(SpinFutexMutex::new()));
-        let counts = one_waiter(lock, STATS, |waiter| {
-            lock.word.load(Relaxed) & WAITERS != 0 && waiter.asleep()
-        });
-        expect_spins_yields_then_sleeps_once(counts, STATS, YIELDS_BEFORE_SLEEP);
-    }
-}
+mod stats_tests;

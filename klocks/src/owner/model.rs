@@ -6,7 +6,7 @@
 
 use std::cell::Cell;
 
-use super::ProbeKind;
+use crate::config::settings::ProbeKind;
 use crate::sync::{AtomicU32, Ordering::Relaxed};
 
 const UNKNOWN: u32 = 0;

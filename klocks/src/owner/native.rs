@@ -1,8 +1,10 @@
 //! The probe on a real system: the mechanism chosen once per process, and the watch
 //! a waiter keeps on one owner.
 
-use super::{cpu_clock, perf, ProbeKind};
+use super::fork_child::at_fork_child;
+use super::{cpu_clock, perf};
 use crate::config::resolved::Resolved;
+use crate::config::settings::ProbeKind;
 use crate::config::settings::OWNER_PROBE;
 use std::cell::Cell;
 use std::io;
@@ -121,7 +123,7 @@ pub fn watch_current() {
     } else {
         // A thread-local increment, and now and then a look at what being watched
         // costs this thread (`perf/price.rs`).
-        perf::review_now_and_then();
+        perf::price::review_now_and_then();
     }
 }
 
@@ -130,7 +132,7 @@ fn watch_current_first() {
     static FORGET_IN_CHILD: Resolved = Resolved::new();
     // A fork child's thread has registered nothing (`perf` forgets the parent's
     // registrations in its own fork handler).
-    if !super::at_fork_child(&FORGET_IN_CHILD, forget_watched_in_child) {
+    if !at_fork_child(&FORGET_IN_CHILD, forget_watched_in_child) {
         // Another thread is installing it: ask again at the next call.
         return;
     }

@@ -87,12 +87,12 @@ use std::sync::atomic::{
 
 use crossbeam_utils::CachePadded;
 
+use super::fork_child::at_fork_child;
 use super::tid::current_tid;
 use crate::config::resolved::Resolved;
 
-mod price;
+pub(super) mod price;
 mod ring;
-pub(super) use price::review_now_and_then;
 pub(super) use ring::check;
 use ring::{
     layout, map_ring, newest_switch, open_event, settled_layout, unmap_ring, RingLayout, Seen,
@@ -263,10 +263,7 @@ pub(super) fn watch_current() -> bool {
     // first step of the registration on, and the outcome only once it is complete.
     compiler_fence(SeqCst);
     let own = match register() {
-        Registered::Slot(slot) => {
-            price::start();
-            Own::Slot(slot)
-        }
+        Registered::Slot(slot) => Own::Slot(slot),
         Registered::Refused => Own::Refused,
         Registered::NotYet => Own::Untried,
     };
@@ -320,7 +317,7 @@ fn register() -> Registered {
     };
     // Without the fork handler a fork child could read a ring it does not have.
     static FORGET_IN_CHILD: Resolved = Resolved::new();
-    if !super::at_fork_child(&FORGET_IN_CHILD, forget_parent_threads) {
+    if !at_fork_child(&FORGET_IN_CHILD, forget_parent_threads) {
         // Another thread is installing it.
         return Registered::NotYet;
     }

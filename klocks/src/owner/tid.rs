@@ -2,6 +2,7 @@
 //! one: read from glibc's thread descriptor where the `glibc-tid` feature found it,
 //! else cached in a thread-local that a fork child forgets.
 
+use super::fork_child::at_fork_child;
 use crate::config::resolved::Resolved;
 use std::cell::Cell;
 
@@ -49,7 +50,7 @@ fn cached_tid() -> u32 {
 fn gettid() -> u32 {
     // The cache must be dropped in a fork child before the child can use it.
     static FORGET_IN_CHILD: Resolved = Resolved::new();
-    super::at_fork_child(&FORGET_IN_CHILD, forget_tid_in_child);
+    at_fork_child(&FORGET_IN_CHILD, forget_tid_in_child);
     // SAFETY: gettid has no preconditions and cannot fail.
     let tid = unsafe { libc::gettid() };
     tid as u32

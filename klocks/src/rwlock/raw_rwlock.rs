@@ -208,7 +208,7 @@
 //! taken again by its holder while a writer sleeps for the lock or drains it
 //! deadlocks, as with every rwlock that prefers writers (std's included). More than
 //! [`MAX_READERS`] readers at once panic, at once; the `_within_max` entries refuse
-//! the reader instead ([`TooManyReaders`], pthread's `EAGAIN`), for callers that have
+//! the reader instead ([`TooManyReaders`](crate::TooManyReaders), pthread's `EAGAIN`), for callers that have
 //! an error to return.
 
 use crate::backoff;
@@ -575,12 +575,11 @@ impl Default for RawRwLock {
 
 #[cfg(not(loom))]
 mod lock_api_traits;
-mod read;
+pub(crate) mod read;
 mod release;
 mod state;
 mod upgradable;
 mod write;
-pub use read::TooManyReaders;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -194,13 +194,13 @@
 
 use std::marker::PhantomData;
 
-use super::wait_queue::{Detached, Queue, WaitQueue, Waiter};
-use crate::budget::{self, SpinBudget};
+use super::wait_queue::{Queue, WaitQueue};
+use crate::budget;
 use crate::catalog::RwLockKind;
 use crate::owner;
 use crate::stats::{self, Event, Lock};
 use crate::streak::{Run, Streak};
-use crate::sync::{cpu_relax, AtomicU32, AtomicU64, Ordering::*};
+use crate::sync::{AtomicU32, AtomicU64, Ordering::*};
 
 const WRITER_LOCKED: u64 = 1 << 0;
 /// Threads sleep in the queue.
@@ -226,18 +226,6 @@ const READER_OWNED: u32 = 1 << 29;
 const RD_NONSPINNABLE: u32 = 1 << 30;
 const WR_NONSPINNABLE: u32 = 1 << 31;
 const NONSPINNABLE: u32 = RD_NONSPINNABLE | WR_NONSPINNABLE;
-
-/// The most readers one wake-up grants the lock to (the kernel's `MAX_READERS_WAKEUP`).
-const MAX_READERS_WAKEUP: usize = 256;
-const _: () = assert!(MAX_READERS_WAKEUP.is_multiple_of(64));
-
-/// The front waiter that has waited this long sets `HANDOFF`, and a sleeping reader
-/// this long is granted the lock instead of being woken to retry. The kernel waits
-/// one jiffy, at least 4 ms. Here a waiter that retries loses its place in the queue,
-/// and with 40 readers and 40 writers on 2 CPUs 1 ms left some writers below a fifth
-/// of their group's mean (`lockbench rw-fair`); 200 µs, six futex handoffs, did not.
-#[cfg(not(loom))]
-pub const HANDOFF_AFTER: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// Under `Adaptive`, the reader-nonspinnable bit stops readers from spinning for this
 /// long after a writer last set it; then readers try spinning again (and a writer
@@ -273,32 +261,11 @@ fn reader_streak_allows<P: ReaderSpin>() -> bool {
 /// A spinner's longest pause between two looks at the lock, in `cpu_relax`es.
 const MAX_BACKOFF: u32 = 64;
 
-/// Waiter states: queued, spinning on its own node.
-const WAITING: u32 = 0;
-/// A writer is told to try again.
-const WOKEN: u32 = 1;
-/// A reader is given the lock.
-const GRANTED: u32 = 2;
-/// Queued and asleep (or about to be): its waker must make the futex syscall.
-const SLEEPING: u32 = 3;
-
-/// The spin budget shared by every `RwSem`.
-static BUDGET: SpinBudget = SpinBudget::new();
-
-/// A reader-spin policy of [`RwSem`]: one of the types in [`reader_spin`].
-pub trait ReaderSpin: sealed::Sealed + Send + Sync + 'static {
-    /// Which policy this is.
-    const POLICY: reader_spin::Policy;
-}
-
-mod sealed {
-    pub trait Sealed {}
-}
-
 /// The reader-spin policies (see the [`RwSem`] module doc for what each does).
 pub mod reader_spin;
 
 use reader_spin::Policy;
+pub use reader_spin::ReaderSpin;
 
 /// A reader-writer lock whose writers (and, by policy, readers) spin while the owner
 /// runs and sleep otherwise; see the module doc.
@@ -576,6 +543,7 @@ mod wake;
 #[cfg(not(loom))]
 use waiter::clock;
 use waiter::{wait_on_node, Deliveries, Kind, Node, Since, Wait, Wake};
+use waiter::{BUDGET, GRANTED, MAX_READERS_WAKEUP, WAITING};
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -20,7 +20,7 @@
 //!   a thread-local destructor), or when its node is busy because a signal handler
 //!   interrupted the thread while it was queued and now contends on a lock itself
 //!   (the kernel's nesting case). Such a caller takes the slot-less path of the lock
-//!   (see `qspinlock.rs`), which is correct but neither fair nor local-spinning.
+//!   (see `qspinlock/queue.rs`), which is correct but neither fair nor local-spinning.
 //!   How far it gets depends on the lock. `PvQSpinLock`'s slot-less path takes any
 //!   free lock, so a signal handler completes even on the lock its own thread is
 //!   queued on (heading the queue, with `pending` set). `QSpinLock`'s needs the whole

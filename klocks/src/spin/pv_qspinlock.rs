@@ -108,17 +108,16 @@
 //! [`CONFIRM_NS`]: CONFIRM_NS
 //! [`BACKOFF_NS`]: BACKOFF_NS
 
-use super::mcs::{decode_tail, with_queue_node, McsNode, HALTED, RUNNING};
+use super::mcs::with_queue_node;
 use super::qspinlock::{
-    fast_lock, trylock, wait_for_next, Flavor, SimpleWrite, LOCKED_MASK, LOCKED_VAL, PENDING_VAL,
-    TAIL_MASK, TAIL_OFFSET,
+    fast_lock, trylock, LOCKED_MASK, LOCKED_VAL, PENDING_VAL, TAIL_MASK, TAIL_OFFSET,
 };
 use crate::budget::{spins_for_ns, SpinBudget};
 use crate::catalog::MutexKind;
+use crate::park;
 use crate::stats::{self, Event, Lock};
 use crate::streak::{Run, Streak};
 use crate::sync::{cpu_relax, cpu_relax_times, AtomicU32, Ordering::*};
-use crate::{barrier, park};
 
 /// The locked byte of a held lock whose queue head sleeps on the word.
 pub(crate) const SLOW_VAL: u32 = 3;
@@ -265,63 +264,6 @@ impl PvQSpinLock {
         });
     }
 
-    /// One steal attempt: `(t,0,0) -> (t,0+s,1)` while nobody holds the lock and the
-    /// queue head is not claiming it; with a queue (`t != 0`) the steal count moves, so
-    /// a patient head sees that the lock is in use. Returns the word it saw when it did
-    /// not take it.
-    fn try_steal(&self) -> Result<(), u32> {
-        self.try_steal_unless(NO_STEAL_MASK)
-    }
-
-    /// A steal that takes the lock unless a bit of `blocked` is set in the word.
-    fn try_steal_unless(&self, blocked: u32) -> Result<(), u32> {
-        let val = self.word.load(Relaxed);
-        if val & blocked != 0 {
-            return Err(val);
-        }
-        let stolen = if val & TAIL_MASK == 0 {
-            val | LOCKED_VAL
-        } else {
-            let steals = val.wrapping_add(STEAL_ONE) & STEALS_MASK;
-            (val & !STEALS_MASK) | steals | LOCKED_VAL
-        };
-        // Acquire: pairs with the Release in `unlock`. A head that claims the lock
-        // meanwhile makes this cmpxchg fail (or its own `try_claim` fails against ours).
-        self.word
-            .compare_exchange(val, stolen, Acquire, Relaxed)
-            .map(drop)
-    }
-
-    /// The kernel's `pv_hybrid_queued_unfair_trylock`: keep trying to steal while
-    /// others are queued, for at most the spin budget; give up at once when the queue
-    /// is empty (there is no sleeping head to run ahead of: queue and spin as head).
-    fn steal(&self) -> bool {
-        for _ in 0..=BUDGET.spins() {
-            match self.try_steal() {
-                Ok(()) => return true,
-                Err(val) if val & TAIL_MASK == 0 => return false,
-                Err(_) => cpu_relax(),
-            }
-        }
-        false
-    }
-
-    fn queue_on(&self, tail: u32, node: &'static McsNode) {
-        stats::count(STATS, Event::Queued);
-        let old = SimpleWrite::xchg_tail(&self.word, tail);
-        if old & TAIL_MASK != 0 {
-            let prev = decode_tail(old >> TAIL_OFFSET);
-            // Release: pairs with the Acquire in `wait_for_next`.
-            prev.next
-                .store(node as *const McsNode as *mut McsNode, Release);
-            wait_in_queue(node, prev);
-        }
-        if self.wait_as_head(tail) {
-            kick_successor(node);
-        }
-        STEALS.queued();
-    }
-
     /// Queue head: wait patiently, then claim the lock as soon as it is free; sleep on
     /// the word when spinning does not pay. Returns whether others are queued behind us.
     fn wait_as_head(&self, tail: u32) -> bool {
@@ -444,28 +386,6 @@ impl PvQSpinLock {
             return;
         }
     }
-
-    /// No queue node (see `mcs`): steal-spin, yielding the CPU once the budget is
-    /// spent, so that even thousands of slot-less threads cannot starve the owner.
-    ///
-    /// Unlike a steal at slow-path entry, this one ignores a claiming head's
-    /// `pending`: a signal handler that runs on a queue head's own thread (the head
-    /// had set `pending` and is now interrupted) would otherwise wait for a bit that
-    /// only that head clears, on a lock that may be free. Safe for exclusion, since
-    /// every acquisition of this lock, the head's included, is a cmpxchg from a clear
-    /// locked byte; only the head's priority over this rare caller is given up.
-    fn lock_without_node(&self) {
-        stats::count(STATS, Event::NoNode);
-        loop {
-            for _ in 0..=BUDGET.spins() {
-                if self.try_steal_unless(LOCKED_MASK).is_ok() {
-                    return;
-                }
-                cpu_relax();
-            }
-            crate::sync::yield_now();
-        }
-    }
 }
 
 /// How many times in a row one thread may take a `PvQSpinLock` by stealing: then its
@@ -477,49 +397,6 @@ const STEAL_STREAK: u32 = 1024;
 /// The calling thread's run of steals, across all `PvQSpinLock`s (see
 /// [`crate::streak`]).
 static STEALS: Streak = Streak::new(Run::Steals, STEAL_STREAK);
-
-/// A queued, not-yet-head waiter: spin on our node, then sleep on it until the
-/// predecessor makes us head. Park early when the predecessor itself sleeps.
-fn wait_in_queue(node: &McsNode, prev: &McsNode) {
-    loop {
-        for spin in 0..=BUDGET.spins() {
-            // Acquire: pairs with the Release in `kick_successor`.
-            if node.locked.load(Acquire) != 0 {
-                return;
-            }
-            // From the first spin, not after 256 as in the kernel: a halted predecessor
-            // means at least one wake-up latency (~33 µs here) before our turn.
-            // Relaxed: a hint only; any value is safe to act on.
-            if spin & PREV_CHECK_MASK == 0 && prev.state.load(Relaxed) == HALTED {
-                stats::count(STATS, Event::WaitEarly);
-                break;
-            }
-            cpu_relax();
-        }
-        // Announce, then check (module doc, "No lost wake-ups").
-        node.state.store(HALTED, Relaxed);
-        let pairing = barrier::heavy();
-        // Acquire: pairs with the Release in `kick_successor`.
-        if node.locked.load(Acquire) == 0 {
-            stats::count(STATS, Event::Sleep);
-            park::wait_paired(&node.locked, 0, pairing);
-        }
-        // Relaxed: a predecessor that still reads HALTED only wakes us needlessly.
-        node.state.store(RUNNING, Relaxed);
-    }
-}
-
-/// Make our successor the queue head, and wake it if it sleeps.
-fn kick_successor(node: &McsNode) {
-    let next = wait_for_next(node);
-    // Release: pairs with the Acquire loads of `locked` in `wait_in_queue`.
-    next.locked.store(1, Release);
-    // Pairs with the waiter's heavy barrier (module doc).
-    barrier::light();
-    if next.state.load(Relaxed) == HALTED {
-        stats::woke(STATS, park::wake_one(&next.locked));
-    }
-}
 
 #[cold]
 #[inline(never)]
@@ -543,160 +420,15 @@ impl std::fmt::Debug for PvQSpinLock {
 // head claim), and back to 0 only in `unlock`, by the holder.
 raw_mutex!(for PvQSpinLock);
 
+// Stealing: at slow-path entry, and the slot-less path's steal-spin.
+mod steal;
+
+// The queue behind the head: linking in, waiting (and sleeping) on our node, and
+// making the successor head.
+mod queue;
+
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::testing::{oversubscribed, stress};
-
-    lock_basics_tests!(
-        PvQSpinLock,
-        "klocks: unlock of a PvQSpinLock that is not locked"
-    );
-
-    /// The steal count moves only while a queue exists (so a word with no tail stays
-    /// 0 for the fast path) and wraps inside bits 9-15 without touching the tail; a
-    /// claiming head (pending) blocks steals.
-    #[test]
-    fn steals_count_only_while_queued_and_wrap_inside_their_bits() {
-        let lock = PvQSpinLock::new();
-        assert_eq!(lock.try_steal(), Ok(()));
-        assert_eq!(lock.word.load(Relaxed), LOCKED_VAL);
-        lock.unlock();
-
-        let tail = 1 << TAIL_OFFSET;
-        lock.word.store(tail | STEALS_MASK, Relaxed);
-        assert_eq!(lock.try_steal(), Ok(()));
-        assert_eq!(
-            lock.word.load(Relaxed),
-            tail | LOCKED_VAL,
-            "127 + 1 wraps to 0"
-        );
-        lock.unlock();
-        assert_eq!(lock.try_steal(), Ok(()));
-        assert_eq!(lock.word.load(Relaxed), tail | STEAL_ONE | LOCKED_VAL);
-        lock.unlock();
-
-        lock.word.fetch_or(PENDING_VAL, Relaxed);
-        assert_eq!(lock.try_steal(), Err(tail | PENDING_VAL | STEAL_ONE));
-        lock.word.store(0, Relaxed);
-    }
-
-    /// A signal handler that takes the lock its own thread is queued on, while that
-    /// thread, as queue head, has set `pending` and spins: the handler has no queue
-    /// node (its thread's is in use), and must still get the lock once it is free.
-    #[test]
-    fn a_signal_handler_takes_the_lock_its_queued_thread_claims() {
-        let name =
-            "spin::pv_qspinlock::tests::a_signal_handler_takes_the_lock_its_queued_thread_claims";
-        if let Some(status) = crate::testing::isolated(name, handler_takes_the_lock) {
-            assert!(status.success(), "{status:?}");
-        }
-    }
-
-    fn handler_takes_the_lock() {
-        use std::sync::atomic::AtomicBool;
-        use std::time::{Duration, Instant};
-        static LOCK: PvQSpinLock = PvQSpinLock::new();
-        static HANDLED: AtomicBool = AtomicBool::new(false);
-        extern "C" fn handler(_: libc::c_int) {
-            LOCK.lock();
-            LOCK.unlock();
-            HANDLED.store(true, SeqCst);
-        }
-        // A long budget: the head is patient for 10 ms, then spins with `pending` set
-        // for 10 ms; the signal lands in that spin.
-        PvQSpinLock::set_spin_ns(crate::budget::MAX_SPIN_NS);
-        // SAFETY: installs a handler for SIGURG (ignored by default, unused by the test
-        // harness) that only touches statics.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = handler as extern "C" fn(libc::c_int) as usize;
-            libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut());
-        }
-        LOCK.lock();
-        let waiter = std::thread::spawn(|| {
-            LOCK.lock();
-            LOCK.unlock();
-        });
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while LOCK.word.load(Relaxed) & PENDING_VAL == 0 && Instant::now() < deadline {
-            std::thread::yield_now();
-        }
-        let pending = LOCK.word.load(Relaxed) & PENDING_VAL != 0;
-        // SAFETY: the waiter thread is alive (it waits for the lock we hold).
-        unsafe { libc::pthread_kill(waiter_thread(&waiter), libc::SIGURG) };
-        std::thread::sleep(Duration::from_millis(2));
-        LOCK.unlock();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !HANDLED.load(SeqCst) {
-            assert!(
-                Instant::now() < deadline,
-                "the handler never got the free lock (pending was {})",
-                if pending { "set" } else { "clear" }
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        waiter.join().unwrap();
-        assert!(!LOCK.is_locked());
-    }
-
-    /// The pthread handle of a spawned thread.
-    fn waiter_thread<T>(handle: &std::thread::JoinHandle<T>) -> libc::pthread_t {
-        use std::os::unix::thread::JoinHandleExt;
-        handle.as_pthread_t()
-    }
-
-    /// With the unit-test build's 4 queue slots, the oversubscribed runs also drive
-    /// hundreds of slot-less waiters beside the queue.
-    #[test]
-    fn stress_oversubscribed() {
-        stress::<PvQSpinLock>(oversubscribed);
-    }
-}
+mod tests;
 
 #[cfg(all(test, feature = "stats", not(loom)))]
-mod stats_tests {
-    use super::*;
-    use crate::stats::testing::*;
-
-    /// Behind a held lock a waiter queues, becomes head, sets `pending` when its
-    /// patience runs out, and sleeps on the word once; the unlock that finds `SLOW`
-    /// kicks it exactly once, and the head sets `pending` again before it claims.
-    /// In its own process: the queue node must not be taken by other tests' threads.
-    #[test]
-    fn stats_the_head_sleeps_once_and_is_kicked_once() {
-        if !crate::testing::alone(
-            "spin::pv_qspinlock::stats_tests::stats_the_head_sleeps_once_and_is_kicked_once",
-        ) {
-            return;
-        }
-        let lock: &'static PvQSpinLock = Box::leak(Box::new(PvQSpinLock::new()));
-        // The head asleep.
-        let (unlock, waited) = one_waiter(lock, STATS, |waiter| {
-            lock.word.load(Relaxed) & LOCKED_MASK == SLOW_VAL && waiter.asleep()
-        });
-        expect(&waited, STATS)
-            .exactly(LockSlowpath, 1)
-            .exactly(Queued, 1)
-            .exactly(HeadPending, 2)
-            .exactly(Sleep, 1)
-            .exactly(HeadSleep, 1)
-            .nothing_else();
-        expect(&unlock, STATS).exactly(Wake, 1).nothing_else();
-    }
-
-    /// A newcomer that finds the lock free while others are queued steals it.
-    #[test]
-    fn stats_a_newcomer_steals_a_free_lock_ahead_of_the_queue() {
-        let lock = PvQSpinLock::new();
-        // A queue (a tail code) and a free lock: what a sleeping head leaves.
-        lock.word.store(1 << TAIL_OFFSET, Relaxed);
-        let ((), stole) = counted(|| lock.lock());
-        lock.unlock();
-        lock.word.store(0, Relaxed);
-        expect(&stole, STATS)
-            .exactly(LockSlowpath, 1)
-            .exactly(Steal, 1)
-            .nothing_else();
-    }
-}
+mod stats_tests;

@@ -104,7 +104,6 @@
 
 use std::marker::PhantomData;
 
-use super::mcs::{decode_tail, with_queue_node, McsNode};
 use crate::catalog::MutexKind;
 use crate::stats::{self, Event, Lock};
 use crate::sync::{cpu_relax, AtomicU32, Ordering::*};
@@ -408,94 +407,6 @@ impl<F: Flavor> RawQSpinLock<F> {
         // (*,1,0) -> (*,0,1)
         F::clear_pending_set_locked(&self.word);
     }
-
-    fn queue(&self) {
-        with_queue_node(|node| match node {
-            Some((code, node)) => self.queue_on(code << TAIL_OFFSET, node),
-            None => self.lock_without_node(),
-        });
-    }
-
-    /// The MCS part: wait in line on our own node, then as queue head on the word.
-    fn queue_on(&self, tail: u32, node: &'static McsNode) {
-        // Touching our node may have cost a cache miss; the owner may be gone by now.
-        if self.try_lock() {
-            return;
-        }
-        stats::count(Self::STATS, Event::Queued);
-
-        let old = F::xchg_tail(&self.word, tail);
-        if old & TAIL_MASK != 0 {
-            let prev = decode_tail(old >> TAIL_OFFSET);
-            // Release: pairs with the Acquire in `pass_headship`'s wait for `next`; the
-            // predecessor then writes our `locked`, which we reset before publishing.
-            prev.next
-                .store(node as *const McsNode as *mut McsNode, Release);
-            // Acquire: pairs with the Release in `pass_headship`.
-            while node.locked.load(Acquire) == 0 {
-                cpu_relax();
-            }
-        }
-
-        // Queue head: wait for the owner and the pending waiter to leave.
-        // (n,x,y) -> (n,0,0). Acquire: pairs with the Release in `unlock`, and is the
-        // only acquire on this path, because `set_locked` below is not one.
-        let mut val = loop {
-            let val = self.word.load(Acquire);
-            if val & LOCKED_PENDING_MASK == 0 {
-                break val;
-            }
-            cpu_relax();
-        };
-
-        loop {
-            if val & TAIL_MASK == tail {
-                if val & PENDING_MASK != 0 {
-                    // A newcomer set pending, saw our tail and is about to clear it
-                    // again. Wait for that: swallowing the bit in our cmpxchg would let
-                    // its late clear erase a legitimate pending owner's bit (module doc).
-                    cpu_relax();
-                    val = self.word.load(Relaxed);
-                    continue;
-                }
-                // Last in the queue: (n,0,0) -> (0,0,1), clearing our tail atomically
-                // against a newcomer's xchg_tail. Relaxed: the wait above acquired.
-                match self
-                    .word
-                    .compare_exchange(val, LOCKED_VAL, Relaxed, Relaxed)
-                {
-                    Ok(_) => return,
-                    Err(now) => val = now,
-                }
-            } else if F::SIMPLE_WRITE {
-                // Seed 000: others are queued behind us, so nobody else may set the
-                // locked byte: (*,0,0) -> (*,0,1) needs no compare.
-                F::set_locked(&self.word);
-                break;
-            } else {
-                // Before seed 000: (*,0,0) -> (*,0,1) by cmpxchg.
-                match self
-                    .word
-                    .compare_exchange(val, val | LOCKED_VAL, Relaxed, Relaxed)
-                {
-                    Ok(_) => break,
-                    Err(now) => val = now,
-                }
-            }
-        }
-
-        pass_headship(node);
-    }
-
-    /// No queue node (see `mcs`): spin on a whole-word trylock, as the kernel does
-    /// when its per-CPU nodes run out. A zero word means no owner, no pending waiter
-    /// and no queue head, so this never takes the lock from under a queue head.
-    fn lock_without_node(&self) {
-        stats::count(Self::STATS, Event::NoNode);
-        while !self.try_lock() {
-            cpu_relax();
-        }
-    }
 }
 
 /// The uncontended fast path of every queued lock: `(0,0,0) -> (0,0,1)`.
@@ -511,27 +422,6 @@ pub(crate) fn fast_lock(word: &AtomicU32) -> bool {
 #[inline(always)]
 pub(crate) fn trylock(word: &AtomicU32) -> bool {
     word.load(Relaxed) == 0 && fast_lock(word)
-}
-
-/// Wait for our successor to link in, then make it the queue head.
-fn pass_headship(node: &McsNode) {
-    // Release: pairs with the Acquire wait on `node.locked` in `queue_on`.
-    wait_for_next(node).locked.store(1, Release);
-}
-
-/// Our successor, once it has linked itself in behind us.
-pub(crate) fn wait_for_next(node: &McsNode) -> &'static McsNode {
-    loop {
-        // Acquire: pairs with the Release store of `prev.next` in `queue_on`.
-        let next = node.next.load(Acquire);
-        if !next.is_null() {
-            // SAFETY: `next` is a node in the static slot table (type-stable, never
-            // freed), and its owner is spinning or sleeping on its `locked` until we
-            // write it.
-            return unsafe { &*next };
-        }
-        cpu_relax();
-    }
 }
 
 #[cold]
@@ -556,124 +446,12 @@ impl<F: Flavor> std::fmt::Debug for RawQSpinLock<F> {
 // non-last head set it while being the only eligible thread (see the module doc).
 raw_mutex!(<F: Flavor> for RawQSpinLock<F>);
 
+// The slow path's MCS queue: waiting in line on our node, then as queue head on the
+// word, and passing headship on.
+pub(crate) mod queue;
+
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::testing;
-
-    lock_basics_tests!(
-        QSpinLock,
-        "klocks: unlock of a QSpinLock that is not locked"
-    );
-
-    #[test]
-    fn word_layout_matches_the_kernel() {
-        assert_eq!(LOCKED_PENDING_MASK | TAIL_MASK, u32::MAX);
-        assert_eq!(TAIL_MASK >> TAIL_OFFSET, 0xffff);
-    }
-
-    #[test]
-    fn unlock_misuse_does_not_corrupt_the_word() {
-        let lock = QSpinLock::new();
-        let caught = std::panic::catch_unwind(|| lock.unlock());
-        assert!(caught.is_err());
-        assert_eq!(lock.word.load(Relaxed), 0);
-        lock.lock();
-        lock.unlock();
-    }
-
-    /// As many threads as this machine's CPUs, so that the spinlock really contends
-    /// without collapsing; then more threads than CPUs and than the unit-test build's
-    /// 4 queue slots (see `mcs::MAX_SLOTS`), so some waiters run the slot-less path
-    /// beside queued ones. Oversubscribed FIFO spinlocks crawl (every handoff to a
-    /// preempted waiter waits for a time slice), hence the small iteration count.
-    fn stress<F: Flavor>() {
-        testing::stress::<RawQSpinLock<F>>(|cpus| vec![(cpus, 100_000), (6.max(cpus + 1), 300)]);
-    }
-
-    #[test]
-    fn stress_simple_write() {
-        stress::<SimpleWrite>();
-    }
-
-    #[test]
-    fn stress_cmpxchg_handoff() {
-        stress::<CmpxchgHandoff>();
-    }
-
-    #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64"))]
-    #[test]
-    fn stress_byte_store() {
-        stress::<X86ByteStore>();
-    }
-}
+mod tests;
 
 #[cfg(all(test, feature = "stats", not(loom)))]
-mod stats_tests {
-    use super::*;
-    use crate::stats::testing::*;
-    use std::time::{Duration, Instant};
-
-    /// Behind a held lock the first waiter waits as the pending owner, the second
-    /// queues (or, when every queue node is taken, takes the slot-less path); each
-    /// enters the slow path once, and unlocks count nothing.
-    fn pending_then_queued<F: Flavor>() {
-        let stats = RawQSpinLock::<F>::STATS;
-        let lock: &'static RawQSpinLock<F> = Box::leak(Box::new(RawQSpinLock::new()));
-        let ((), fast) = counted(|| {
-            lock.lock();
-            lock.unlock();
-        });
-        expect(&fast, stats).nothing_else();
-
-        lock.lock();
-        let pending = Contender::spawn(move || {
-            lock.lock();
-            lock.unlock();
-        });
-        eventually("the pending waiter", || {
-            lock.word.load(Relaxed) & PENDING_MASK != 0
-        });
-        let queued = Contender::spawn(move || {
-            lock.lock();
-            lock.unlock();
-        });
-        // A thread without a node spins where no word shows it: give it a moment.
-        let deadline = Instant::now() + Duration::from_millis(100);
-        while lock.word.load(Relaxed) & TAIL_MASK == 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        let ((), unlock) = counted(|| lock.unlock());
-        let ((), pended) = pending.join();
-        let ((), queued) = queued.join();
-
-        expect(&pended, stats)
-            .exactly(LockSlowpath, 1)
-            .exactly(Pending, 1)
-            .nothing_else();
-        let in_line = queued.get(stats, Queued) + queued.get(stats, NoNode);
-        assert_eq!(in_line, 1, "{queued:?}");
-        expect(&queued, stats)
-            .exactly(LockSlowpath, 1)
-            .maybe(Queued)
-            .maybe(NoNode)
-            .nothing_else();
-        expect(&unlock, stats).nothing_else();
-    }
-
-    #[test]
-    fn stats_pending_then_queued_simple_write() {
-        pending_then_queued::<SimpleWrite>();
-    }
-
-    #[test]
-    fn stats_pending_then_queued_cmpxchg_handoff() {
-        pending_then_queued::<CmpxchgHandoff>();
-    }
-
-    #[cfg(all(feature = "x86-byte-store", target_arch = "x86_64"))]
-    #[test]
-    fn stats_pending_then_queued_byte_store() {
-        pending_then_queued::<X86ByteStore>();
-    }
-}
+mod stats_tests;

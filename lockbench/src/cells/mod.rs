@@ -8,15 +8,16 @@
 
 mod conditions;
 mod decode;
-mod output;
+pub mod output;
 mod progress;
+mod repeated;
 pub mod summary;
 mod table;
 
 pub use conditions::{Conditions, Placement, NEAR_MAX_NS};
-pub use output::{to_json, write_csv, write_json};
 pub use progress::Progress;
-pub use table::{num, percent, si, wrap, Table};
+pub use repeated::{Ended, Repeated};
+pub use table::{num, percent, si, wrap, Table, COLUMNS};
 
 use serde::{Deserialize, Serialize};
 
@@ -321,7 +322,7 @@ pub struct Cell {
     /// Set when adaptive repetition ([`crate::adaptive`]) gave the cell's row extra
     /// rounds or left it undecided: the row, its rounds and why they ended.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub repeated: Option<crate::adaptive::Repeated>,
+    pub repeated: Option<Repeated>,
     /// Every repetition.
     #[serde(default)]
     pub runs: Vec<Run>,

@@ -112,6 +112,9 @@ impl Table {
     }
 }
 
+/// The columns a table may take in the printed text without `--wide`.
+pub const COLUMNS: usize = 120;
+
 /// `line` broken at spaces into lines of at most `columns` characters where it can be,
 /// the continuation lines indented by two spaces.
 pub fn wrap(line: &str, columns: usize) -> String {

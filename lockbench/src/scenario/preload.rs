@@ -172,7 +172,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         Ok(runs) => runs,
         Err(missing) => {
             let line = format!("preload: skipped, {missing}");
-            progress.print(&format!("{}\n", cells::wrap(&line, crate::COLUMNS)));
+            progress.print(&format!("{}\n", cells::wrap(&line, cells::COLUMNS)));
             return Ok(Vec::new());
         }
     };

@@ -107,7 +107,7 @@ pub(super) fn on_sigusr2() {
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
         if libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()) != 0 {
-            super::super::say(
+            super::super::stderr::say(
                 "could not install the SIGUSR2 handler: the profile prints at exit only",
             );
         }

@@ -52,6 +52,9 @@ pub(super) const CPU_PER_SWITCH_NS: u64 = 50_000;
 /// The review window of the calling thread.
 #[derive(Clone, Copy)]
 struct Window {
+    /// Whether the first window has begun: it begins at the first review, so the
+    /// switches of the first [`REVIEW_EVERY`] calls are not judged.
+    begun: bool,
     /// `watch_current` calls since registration.
     calls: u32,
     /// The thread's CPU time when the window began, in ns.
@@ -63,21 +66,8 @@ struct Window {
 std::thread_local! {
     /// No destructor: readable from the fork handler and from signal handlers.
     static WINDOW: Cell<Window> = const {
-        Cell::new(Window { calls: 0, cpu_ns: 0, records: 0 })
+        Cell::new(Window { begun: false, calls: 0, cpu_ns: 0, records: 0 })
     };
-}
-
-/// Begins the first window, right after the calling thread registered (its ring is
-/// new: no record yet).
-pub(super) fn start() {
-    let cpu_ns = own_cpu_ns().unwrap_or(0);
-    let _ = WINDOW.try_with(|window| {
-        window.set(Window {
-            calls: 0,
-            cpu_ns,
-            records: 0,
-        })
-    });
 }
 
 /// Counts one `watch_current` of an already observable thread and reviews the
@@ -109,14 +99,15 @@ fn review(slot: usize, window: Window) {
     // `OWN` says it is registered, so it is mapped.
     let records = unsafe { records_written(ring, &layout) };
     let switches = records.saturating_sub(window.records) / 2;
-    if switches < MIN_SWITCHES {
+    if window.begun && switches < MIN_SWITCHES {
         return;
     }
-    if cpu_ns.saturating_sub(window.cpu_ns) < switches * CPU_PER_SWITCH_NS {
+    if window.begun && cpu_ns.saturating_sub(window.cpu_ns) < switches * CPU_PER_SWITCH_NS {
         move_to_clock(slot);
     } else {
         WINDOW.with(|cell| {
             cell.set(Window {
+                begun: true,
                 calls: window.calls,
                 cpu_ns,
                 records,

@@ -1,3 +1,4 @@
+use super::read::TooManyReaders;
 use super::*;
 use crate::fault::hook::{self, Point};
 use std::sync::atomic::AtomicBool;

@@ -22,16 +22,26 @@ pub struct Always;
 #[derive(Debug)]
 pub struct Never;
 
-impl super::sealed::Sealed for Adaptive {}
-impl super::sealed::Sealed for Always {}
-impl super::sealed::Sealed for Never {}
+/// A reader-spin policy of [`RwSem`](crate::RwSem): one of the types in this module.
+pub trait ReaderSpin: sealed::Sealed + Send + Sync + 'static {
+    /// Which policy this is.
+    const POLICY: Policy;
+}
 
-impl super::ReaderSpin for Adaptive {
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl sealed::Sealed for Adaptive {}
+impl sealed::Sealed for Always {}
+impl sealed::Sealed for Never {}
+
+impl ReaderSpin for Adaptive {
     const POLICY: Policy = Policy::Adaptive;
 }
-impl super::ReaderSpin for Always {
+impl ReaderSpin for Always {
     const POLICY: Policy = Policy::Always;
 }
-impl super::ReaderSpin for Never {
+impl ReaderSpin for Never {
     const POLICY: Policy = Policy::Never;
 }

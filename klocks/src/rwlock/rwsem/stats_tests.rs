@@ -2,6 +2,7 @@
 //! algorithm decides it.
 
 use super::reader_spin::{Adaptive, Always, Never};
+use super::waiter::HANDOFF_AFTER;
 use super::*;
 use crate::stats::testing::*;
 

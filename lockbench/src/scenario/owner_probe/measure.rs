@@ -1,6 +1,38 @@
 //! The owner probe's three measurements: the cost of a check, the agreement with the owner's heartbeat, and what being watched costs a thread that switches.
 
-use super::*;
+use std::io;
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
+use std::sync::{mpsc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+use klocks::owner::{self, ProbeKind, Watch};
+
+use crate::cells::Run;
+use crate::harness::ping_pong::pin;
+use crate::harness::{join, Error};
+
+/// How long one agreement sample lasts: longer than the owner's heartbeat takes to
+/// reach the observer, and than the clock probe's sampling period.
+pub const SAMPLE_WINDOW: Duration = Duration::from_micros(2);
+
+fn pinned(cpu: Option<usize>) -> io::Result<()> {
+    cpu.map_or(Ok(()), pin)
+}
+
+fn pin_failed(cpu: Option<usize>) -> impl FnOnce(io::Error) -> Error {
+    move |err| {
+        Error::Io(
+            format!("owner-probe: pinning to cpu{}", cpu.unwrap_or(0)),
+            err,
+        )
+    }
+}
+
 
 /// What the watched owner does while it is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,25 +20,17 @@
 //!
 //! Cells: `lock` is the probe (or `unwatched`), `layout` the measure.
 
-use std::io;
-use std::sync::atomic::{
-    AtomicBool, AtomicU64,
-    Ordering::{Acquire, Relaxed, Release},
-};
-use std::sync::{mpsc, Barrier};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossbeam_utils::CachePadded;
-use klocks::owner::{self, ProbeKind, Watch};
+use klocks::owner::{self, ProbeKind};
 
-use crate::harness::ping_pong::{cpu_pair, pin};
+use crate::harness::ping_pong::cpu_pair;
 use crate::harness::watch::{self, Conditions};
-use crate::harness::{join, Common, Error};
+use crate::harness::{Common, Error};
 use crate::cells::{num, si, Cell, Progress, Run, Table};
 
 mod measure;
-use measure::{agreement, check_cost, switch_cost, Owner, Samples};
+use measure::{agreement, check_cost, switch_cost, Owner, Samples, SAMPLE_WINDOW};
 
 /// Is the lock owner on a CPU? Cost and accuracy of klocks' owner probes
 ///
@@ -75,10 +67,6 @@ pub struct Args {
 const CHECKS: u64 = 200_000;
 const AGREEMENT_MS: u64 = 300;
 const SWITCHES: u64 = 20_000;
-/// How long one agreement sample lasts: longer than the owner's heartbeat takes to
-/// reach the observer, and than the clock probe's sampling period.
-pub const SAMPLE_WINDOW: Duration = Duration::from_micros(2);
-
 /// A probe this system refused, and why.
 #[derive(Debug, Clone)]
 struct Refused {
@@ -260,19 +248,6 @@ fn first_cpu() -> Option<usize> {
     }
     // SAFETY: every `cpu` is below CPU_SETSIZE, inside `set`.
     (0..libc::CPU_SETSIZE as usize).find(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-}
-
-fn pinned(cpu: Option<usize>) -> io::Result<()> {
-    cpu.map_or(Ok(()), pin)
-}
-
-fn pin_failed(cpu: Option<usize>) -> impl FnOnce(io::Error) -> Error {
-    move |err| {
-        Error::Io(
-            format!("owner-probe: pinning to cpu{}", cpu.unwrap_or(0)),
-            err,
-        )
-    }
 }
 
 fn percent(x: f64) -> String {
