@@ -54,7 +54,7 @@ pub fn probe_kind() -> ProbeKind {
 
 /// [`probe_kind`], and whether it is final (not the `Budget` answered while another
 /// thread chooses).
-fn settled_probe_kind() -> (ProbeKind, bool) {
+pub(super) fn settled_probe_kind() -> (ProbeKind, bool) {
     static KIND: Resolved = Resolved::new();
     let (index, settled) = KIND.get(|| choose() as u64, ProbeKind::Budget as u64);
     (ProbeKind::ALL[index as usize], settled)
@@ -65,12 +65,12 @@ fn choose() -> ProbeKind {
     let automatic = || {
         ProbeKind::ALL
             .into_iter()
-            .find(|kind| kind.check().is_ok())
+            .find(|&kind| check_patiently(kind).is_ok())
             .unwrap_or(ProbeKind::Budget)
     };
     match crate::config::settings::owner_probe() {
         Ok(None) => automatic(),
-        Ok(Some(kind)) => match kind.check() {
+        Ok(Some(kind)) => match check_patiently(kind) {
             Ok(()) => kind,
             Err(err) => {
                 let problem = crate::config::settings::ConfigError {
@@ -90,6 +90,26 @@ fn choose() -> ProbeKind {
         Err(problem) => {
             crate::config::settings::report(&problem, "choosing the owner probe automatically");
             automatic()
+        }
+    }
+}
+
+/// `kind.check()`, asked again while another thread probes perf (`EAGAIN`, which
+/// benchmarks and tests that register threads explicitly can cause), for 50 ms at
+/// most: the mechanism is chosen once for the process, and "another thread is
+/// probing" is not "refused". Bounded, because the prober may be this very thread,
+/// interrupted by a signal handler that met contention.
+fn check_patiently(kind: ProbeKind) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    loop {
+        match kind.check() {
+            Err(err)
+                if err.raw_os_error() == Some(libc::EAGAIN)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::yield_now()
+            }
+            checked => return checked,
         }
     }
 }
