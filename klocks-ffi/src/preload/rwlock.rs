@@ -42,21 +42,24 @@ use std::sync::atomic::{
     Ordering::{Acquire, Relaxed},
 };
 
+use klocks_core::catalog::RwLockKind;
 use klocks_core::owner::current_tid;
-use klocks_core::reader_spin::{Adaptive, Always, Never};
 use klocks_core::{RawRwLock, ReaderSpin, RwSem, TooManyReaders};
 use libc::{
     clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec, CLOCK_REALTIME, EAGAIN, EBUSY,
     EDEADLK, EINVAL, EPERM, ETIMEDOUT,
 };
 
-use super::config::{self, with_policy, RwPolicy};
+use super::config;
 use super::fork::{self, Holder, Patience, GLIBC_OWNED};
 use super::glibc;
 use super::profile::{self, with_caller, Role};
 use super::time::Deadline;
 
+mod policy;
 mod routed;
+pub(super) use policy::with_policy;
+use policy::Body;
 pub(super) use routed::{rdlock_as, tryrdlock_as, trywrlock_as, unlock_as, wrlock_as};
 
 extern "C" {
@@ -70,16 +73,12 @@ const PREFER_WRITER_NONRECURSIVE: c_int = 2;
 /// A klocks-managed `pthread_rwlock_t`; see the module doc.
 #[repr(C)]
 struct RwLock {
-    body: UnsafeCell<MaybeUninit<RwSem<Adaptive>>>,
+    body: UnsafeCell<MaybeUninit<Body>>,
     _flags: u32,
     stamp: AtomicU32,
 }
 const _: () = assert!(size_of::<RwLock>() == size_of::<pthread_rwlock_t>());
 const _: () = assert!(std::mem::align_of::<RwLock>() <= std::mem::align_of::<pthread_rwlock_t>());
-const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Always>>());
-const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Never>>());
-const _: () = assert!(size_of::<RawRwLock>() <= size_of::<RwSem<Adaptive>>());
-const _: () = assert!(std::mem::align_of::<RawRwLock>() <= std::mem::align_of::<RwSem<Adaptive>>());
 
 /// Runs `$body` with `$sem` the process's lock in `$rw`: `&RawRwLock` or `&RwSem<P>`
 /// for the policy `$policy` (they share the method names used here).
@@ -90,23 +89,22 @@ macro_rules! with_sem {
     ($rw:expr, $policy:expr, $sem:ident => $body:expr) => {{
         let at = $rw.body.get();
         with_policy!($policy, PolicyLock => {
-            // SAFETY: by the contract, a `PolicyLock` lives at `at` (the rwsems of
-            // the three policies have one layout); its atomics give interior
-            // mutability.
+            // SAFETY: by the contract, a `PolicyLock` lives at `at` (every policy's
+            // lock fits the body: `policy`); its atomics give interior mutability.
             let $sem = unsafe { &*at.cast::<PolicyLock>() };
             $body
         })
     }};
 }
 
-/// Writes an unlocked `RwSem` of `policy` into `rw`'s body.
+/// Writes an unlocked lock of `policy` into `rw`'s body.
 ///
 /// # Safety
 /// No other thread uses the body during the call.
-unsafe fn init_body(rw: &RwLock, policy: RwPolicy) {
+unsafe fn init_body(rw: &RwLock, policy: RwLockKind) {
     let at = rw.body.get();
-    // SAFETY: caller's contract; the body has the size and alignment of every policy's
-    // lock. The old bytes are not dropped: an `RwSem` owns no resource while no
+    // SAFETY: caller's contract; every policy's lock fits the body (`policy`). The
+    // old bytes are not dropped: no lock of the catalog owns a resource while no
     // thread waits on it, and waiters of a repaired lock are gone.
     with_policy!(policy, PolicyLock => unsafe { at.cast::<PolicyLock>().write(PolicyLock::new()) });
 }
@@ -114,7 +112,7 @@ unsafe fn init_body(rw: &RwLock, policy: RwPolicy) {
 enum Target<'a> {
     Glibc,
     Invalid,
-    Klocks(&'a RwLock, RwPolicy),
+    Klocks(&'a RwLock, RwLockKind),
 }
 
 /// Sorts a call on `r`.
@@ -143,7 +141,7 @@ impl RwLock {
     /// Repairs the rwlock if it was last used before a fork (see `fork`); whether it
     /// is current (`false` once `patience` ran out).
     #[inline]
-    fn current(&self, policy: RwPolicy, patience: Patience) -> bool {
+    fn current(&self, policy: RwLockKind, patience: Patience) -> bool {
         // Acquire: pairs with the Release in `fork::repair`, which publishes the body.
         self.stamp.load(Acquire) == fork::generation() || self.repair(policy, patience)
     }
@@ -154,7 +152,7 @@ impl RwLock {
     /// fork are always forgotten: their nodes are on the stacks of threads the child
     /// does not have, which glibc hands to new threads.
     #[cold]
-    fn repair(&self, policy: RwPolicy, patience: Patience) -> bool {
+    fn repair(&self, policy: RwLockKind, patience: Patience) -> bool {
         fork::repair(
             &self.stamp,
             patience,
@@ -183,7 +181,7 @@ impl RwLock {
     }
 
     /// Whether the caller holds the write lock.
-    fn writing(&self, policy: RwPolicy) -> bool {
+    fn writing(&self, policy: RwLockKind) -> bool {
         with_sem!(self, policy, sem => sem.exclusive_owner() == Some(current_tid()))
     }
 }
@@ -229,7 +227,7 @@ fn read_answer(entered: Result<bool, TooManyReaders>, busy: c_int) -> c_int {
     }
 }
 
-fn rdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+fn rdlock(rw: &RwLock, policy: RwLockKind) -> c_int {
     rw.current(policy, Patience::Forever);
     if rw.writing(policy) {
         return EDEADLK;
@@ -240,7 +238,7 @@ fn rdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     }
 }
 
-fn wrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+fn wrlock(rw: &RwLock, policy: RwLockKind) -> c_int {
     rw.current(policy, Patience::Forever);
     if rw.writing(policy) {
         return EDEADLK;
@@ -249,7 +247,7 @@ fn wrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     0
 }
 
-fn tryrdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+fn tryrdlock(rw: &RwLock, policy: RwLockKind) -> c_int {
     // Stale and write-held by the forking thread's continuation: busy, at once.
     if !rw.current(policy, Patience::Try) {
         return EBUSY;
@@ -257,7 +255,7 @@ fn tryrdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     read_answer(with_sem!(rw, policy, sem => sem.try_read()), EBUSY)
 }
 
-fn trywrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+fn trywrlock(rw: &RwLock, policy: RwLockKind) -> c_int {
     if !rw.current(policy, Patience::Try) {
         return EBUSY;
     }
@@ -268,7 +266,7 @@ fn trywrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     }
 }
 
-fn clockrdlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
+fn clockrdlock(rw: &RwLock, policy: RwLockKind, deadline: Deadline) -> c_int {
     if !rw.current(policy, Patience::Until(deadline)) {
         return if deadline.is_valid() {
             ETIMEDOUT
@@ -284,7 +282,7 @@ fn clockrdlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
     })
 }
 
-fn clockwrlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
+fn clockwrlock(rw: &RwLock, policy: RwLockKind, deadline: Deadline) -> c_int {
     if !rw.current(policy, Patience::Until(deadline)) {
         return if deadline.is_valid() {
             ETIMEDOUT
@@ -298,7 +296,7 @@ fn clockwrlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
     deadline.poll(|| with_sem!(rw, policy, sem => sem.try_lock_exclusive()))
 }
 
-fn unlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+fn unlock(rw: &RwLock, policy: RwLockKind) -> c_int {
     // Stale and write-held by the forking thread's continuation, not the caller.
     if !rw.current(policy, Patience::Try) {
         return EPERM;

@@ -568,32 +568,43 @@ impl RwLockVisitor for RwSection {
 /// The mutexes tortured when `--locks` is not given: every lock that sleeps or
 /// yields (the pure spinlocks collapse with more threads than CPUs), or with
 /// `--spinlocks` every pure spinlock (run them with `--threads` at most the CPUs).
+/// With `--signals same`, the klocks mutexes that lend every waiting role to a
+/// signal handler on the waiter's own thread (`docs/misuse.md`) and know their
+/// owner, so that a handler that interrupts its thread's own section panics (and is
+/// counted) instead of deadlocking.
 fn default_locks(signals: Signals, spinlocks: bool) -> Vec<LockName> {
     match signals {
         Signals::Counted => LockName::defaults()
             .into_iter()
             .filter(|l| l.sleeps() != spinlocks)
             .collect(),
-        Signals::Same => HANDLER_SAFE
+        Signals::Same => MutexKind::ALL
             .iter()
+            .filter(|kind| kind.lends_roles() && kind.tracks_owner())
             .map(|&kind| LockName::Klocks(kind))
             .collect(),
     }
 }
 
-/// The mutexes run by default with `--signals same`: they lend every waiting role to
-/// a signal handler on the waiter's own thread (`docs/misuse.md`), and they know
-/// their owner, so a handler that interrupts its thread's own section panics (and is
-/// counted) instead of deadlocking. The default rwlock is the reader-writer one.
-const HANDLER_SAFE: [MutexKind; 2] = [MutexKind::Default, MutexKind::SpinFutex];
+/// The reader-writer locks tortured when `--rwlocks` is not given: all, or with
+/// `--signals same` those that lend every waiting role to a signal handler on the
+/// waiter's own thread (`docs/misuse.md`; the handler interrupts only a thread
+/// outside the lock, so no relock needs catching).
+fn default_rwlocks(signals: Signals) -> Vec<RwLockName> {
+    match signals {
+        Signals::Counted => RwLockName::defaults(),
+        Signals::Same => RwLockKind::ALL
+            .iter()
+            .filter(|kind| kind.lends_roles())
+            .map(|&kind| RwLockName::Klocks(kind))
+            .collect(),
+    }
+}
 
 /// Runs the torture of every chosen lock, prints the table; whether all passed.
 pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLockName>>) -> bool {
     let locks = locks.unwrap_or_else(|| default_locks(args.signals, args.spinlocks));
-    let rwlocks = rwlocks.unwrap_or_else(|| match args.signals {
-        Signals::Counted => RwLockName::defaults(),
-        Signals::Same => vec![RwLockName::Klocks(RwLockKind::Default)],
-    });
+    let rwlocks = rwlocks.unwrap_or_else(|| default_rwlocks(args.signals));
     let total = (locks.len() + rwlocks.len()).max(1) as u64;
     let secs = args.minutes.map_or(args.secs, |m| (m * 60 / total).max(1));
     if !args.no_signals {
