@@ -57,6 +57,8 @@ macro_rules! kinds {
                 about: $about:literal,
                 use_when: $use_when:literal,
                 avoid_when: $avoid_when:literal,
+                $(known_as: $known_as:literal,)?
+                lends_roles: $lends_roles:literal,
                 $(c_kind: $c_kind:literal,)?
                 tracks_owner: $tracks_owner:literal,
                 sleeps: $sleeps:literal,

@@ -10,9 +10,11 @@
 //! ([`CatalogMutex::KIND`]), so generic code can print the name of the lock it was
 //! instantiated with.
 //!
-//! The mutexes are written once, in [`for_each_mutex!`](crate::for_each_mutex), which hands the list to
-//! any macro: this module's enum and trait impls expand from it, and so do crates
-//! that need one item per mutex (klocks-ffi's C kinds). An entry:
+//! The mutexes are written once, in [`for_each_mutex!`](crate::for_each_mutex), and
+//! the reader-writer locks in [`for_each_rwlock!`](crate::for_each_rwlock), which hand
+//! their list to any macro: this module's enums and trait impls expand from them, and
+//! so do crates that need one item per lock (klocks-ffi's C kinds and the preload's
+//! rwlocks). An entry:
 //!
 //! ```text
 //! Variant => $crate::LockType {
@@ -20,9 +22,13 @@
 //!     about: "what it is",        // one line
 //!     use_when: "...",            // KLOCKS_LOCK=help, docs/design.md's table
 //!     avoid_when: "...",          // docs/design.md's table
-//!     c_kind: 8,                  // its klocks_kind number; none: not in the C API
-//!     tracks_owner: false,        // its word names its holder (CatalogMutex's methods)
-//!     sleeps: false,              // a waiter can sleep (else it spins)
+//!     known_as: "klocks::Mutex",  // the type users know it by (the crate's two
+//!                                 // picks only): lockbench's verdicts name it so
+//!     lends_roles: true,          // a signal handler gets the lock while its own
+//!                                 // thread waits for it (docs/misuse.md)
+//!     c_kind: 8,                  // mutex: its klocks_kind number; none: not in the C API
+//!     tracks_owner: false,        // mutex: its word names its holder (CatalogMutex's methods)
+//!     sleeps: false,              // mutex: a waiter can sleep (else it spins)
 //! };
 //! ```
 
@@ -41,6 +47,8 @@ macro_rules! for_each_mutex {
                 about: "klocks::Mutex, the one to pick: a barging futex mutex whose waiters spin while the owner runs and sleep otherwise; a waiter that waited 1 ms claims a handoff (bounded wait)",
                 use_when: "any section, any threads",
                 avoid_when: "strict FIFO; even progress of many threads on few CPUs",
+                known_as: "klocks::Mutex",
+                lends_roles: true,
                 c_kind: 7,
                 tracks_owner: true,
                 sleeps: true,
@@ -50,6 +58,7 @@ macro_rules! for_each_mutex {
                 about: "queued spinlock before seed 000: the queue head always takes the lock with cmpxchg (the seed's \"before\")",
                 use_when: "re-running seed 000's \"before\"",
                 avoid_when: "production",
+                lends_roles: false,
                 tracks_owner: false,
                 sleeps: false,
             };
@@ -58,6 +67,7 @@ macro_rules! for_each_mutex {
                 about: "queued spinlock, seed 000's \"after\": the queue head takes the lock with a simple write",
                 use_when: "short sections, FIFO, no more threads than CPUs (never sleeps)",
                 avoid_when: "threads can outnumber CPUs",
+                lends_roles: false,
                 c_kind: 2,
                 tracks_owner: false,
                 sleeps: false,
@@ -68,6 +78,7 @@ macro_rules! for_each_mutex {
                 about: "qspinlock with the kernel's x86-64 byte and halfword stores",
                 use_when: "the kernel's exact x86-64 costs",
                 avoid_when: "staying inside Rust's memory model",
+                lends_roles: false,
                 tracks_owner: false,
                 sleeps: false,
             };
@@ -76,6 +87,7 @@ macro_rules! for_each_mutex {
                 about: "paravirt queued spinlock: waiters spin a calibrated budget, then sleep on a futex until kicked; running newcomers steal while the queue head sleeps or, for one budget, while a new head waits (at most 1024 in a row)",
                 use_when: "short sections, any number of threads",
                 avoid_when: "blocking sections; back-to-back re-takes, threads > CPUs",
+                lends_roles: true,
                 c_kind: 1,
                 tracks_owner: false,
                 sleeps: true,
@@ -85,6 +97,7 @@ macro_rules! for_each_mutex {
                 about: "ticket spinlock",
                 use_when: "tiny sections on very few CPUs (never sleeps)",
                 avoid_when: "threads > CPUs; many CPUs",
+                lends_roles: false,
                 c_kind: 3,
                 tracks_owner: false,
                 sleeps: false,
@@ -94,6 +107,7 @@ macro_rules! for_each_mutex {
                 about: "paravirt ticket lock, seed 003's \"patched\": a ticket lock whose waiters sleep after a bounded spin; the unlocker kicks the next ticket",
                 use_when: "strict FIFO with threads that may outnumber CPUs",
                 avoid_when: "throughput under oversubscription",
+                lends_roles: false,
                 c_kind: 4,
                 tracks_owner: false,
                 sleeps: true,
@@ -103,6 +117,7 @@ macro_rules! for_each_mutex {
                 about: "waiting futex mutex, seed 004's \"before\": a waiter sleeps on the futex at once (Drepper's mutex)",
                 use_when: "re-running seed 004's \"before\"",
                 avoid_when: "production",
+                lends_roles: true,
                 c_kind: 5,
                 tracks_owner: false,
                 sleeps: true,
@@ -112,6 +127,7 @@ macro_rules! for_each_mutex {
                 about: "spinning futex mutex, seed 004's \"after\": one waiter spins while the owner runs, the others sleep",
                 use_when: "re-running seed 004's \"after\"",
                 avoid_when: "production",
+                lends_roles: true,
                 c_kind: 6,
                 tracks_owner: true,
                 sleeps: true,
@@ -134,6 +150,8 @@ macro_rules! family {
                 about: $about:literal,
                 use_when: $use_when:literal,
                 avoid_when: $avoid_when:literal,
+                $(known_as: $known_as:literal,)?
+                lends_roles: $lends_roles:literal,
                 $($field:ident: $value:literal,)*
             };
         )*
@@ -182,6 +200,26 @@ macro_rules! family {
             pub const fn avoid_when(self) -> &'static str {
                 match self {
                     $($(#[$attr])* $kind::$variant => $avoid_when,)*
+                }
+            }
+
+            /// The type users know the lock by (`klocks::Mutex`), for the crate's two
+            /// picks, whose lockbench name (`default`) says less; `None` for the
+            /// others, known by their name.
+            pub const fn known_as(self) -> Option<&'static str> {
+                match self {
+                    $($(#[$attr])* $kind::$variant => optional!($($known_as)?),)*
+                }
+            }
+
+            /// Whether a signal handler that takes the lock while its own thread
+            /// waits for it gets the lock once the holder releases it: every waiting
+            /// role of the interrupted thread is lent to the handler
+            /// (`docs/misuse.md`). A lock whose waiter holds a place in a FIFO line
+            /// that cannot be lent deadlocks there instead.
+            pub const fn lends_roles(self) -> bool {
+                match self {
+                    $($(#[$attr])* $kind::$variant => $lends_roles,)*
                 }
             }
 
@@ -247,6 +285,8 @@ macro_rules! mutex_fields {
             about: $about:literal,
             use_when: $use_when:literal,
             avoid_when: $avoid_when:literal,
+            $(known_as: $known_as:literal,)?
+            lends_roles: $lends_roles:literal,
             $(c_kind: $c_kind:literal,)?
             tracks_owner: $tracks_owner:literal,
             sleeps: $sleeps:literal,
@@ -263,7 +303,7 @@ macro_rules! mutex_fields {
             /// variant of another, kept for re-running the experiment).
             pub const fn c_kind(self) -> Option<u32> {
                 match self {
-                    $($(#[$attr])* MutexKind::$variant => c_kind_of!($($c_kind)?),)*
+                    $($(#[$attr])* MutexKind::$variant => optional!($($c_kind)?),)*
                 }
             }
 
@@ -297,13 +337,14 @@ macro_rules! mutex_fields {
     };
 }
 
-/// `Some(n)` for an entry's `c_kind: n`, `None` without one.
-macro_rules! c_kind_of {
+/// `Some(value)` for an entry's optional field given as `field: value`, `None`
+/// without it.
+macro_rules! optional {
     () => {
         None
     };
-    ($c_kind:literal) => {
-        Some($c_kind)
+    ($value:literal) => {
+        Some($value)
     };
 }
 
@@ -397,34 +438,52 @@ impl MutexKind {
     }
 }
 
-family! {
-    /// A klocks reader-writer lock.
-    RwLockKind, CatalogRwLock: lock_api::RawRwLock, RwLockVisitor {}
-    Default => crate::RawRwLock {
-        name: "default-rw",
-        about: "klocks::RwLock, the one to pick: one-cmpxchg read and write paths, writers as klocks::Mutex, sleeping writers hold readers back, timed reader turns",
-        use_when: "data that is read and written",
-        avoid_when: "many more writers than CPUs that must each progress (writers barge; use `RwSem`); recursive reads",
-    };
-    RwSemAlways => crate::RwSem<crate::reader_spin::Always> {
-        name: "rwsem-always",
-        about: "rwsem, seed 001's \"before\": readers spin on a writer owner unconditionally",
-        use_when: "re-running seed 001's \"before\"",
-        avoid_when: "production",
-    };
-    RwSemAdaptive => crate::RwSem<crate::reader_spin::Adaptive> {
-        name: "rwsem-adaptive",
-        about: "rwsem, seed 001's \"after\": reader spinning with the adaptive bits (a reader that spun in vain marks the writer nonspinnable, so later readers sleep at once)",
-        use_when: "FIFO among readers and writers",
-        avoid_when: "only writers; tight memory (48 B); recursive reads",
-    };
-    RwSemNever => crate::RwSem<crate::reader_spin::Never> {
-        name: "rwsem-never",
-        about: "rwsem as in Linux 5.11+: writers spin, readers get one steal attempt, then sleep",
-        use_when: "FIFO, with readers that sleep at once (Linux 5.11+)",
-        avoid_when: "only writers; tight memory (48 B); recursive reads",
+/// Passes every reader-writer lock of the catalog, in catalog order, to `$callback!`,
+/// as [`for_each_mutex!`](crate::for_each_mutex) passes the mutexes (the module doc
+/// describes an entry; a reader-writer lock's has no mutex fields). This is the one
+/// list of the reader-writer locks: adding one here adds it to the preload's
+/// `KLOCKS_RWLOCK` and to lockbench.
+#[macro_export]
+macro_rules! for_each_rwlock {
+    ($callback:ident! { $($prefix:tt)* }) => {
+        $callback! { $($prefix)*
+            Default => $crate::RawRwLock {
+                name: "default-rw",
+                about: "klocks::RwLock, the one to pick: one-cmpxchg read and write paths, writers as klocks::Mutex, sleeping writers hold readers back, timed reader turns",
+                use_when: "data that is read and written",
+                avoid_when: "many more writers than CPUs that must each progress (writers barge; use `RwSem`); recursive reads",
+                known_as: "klocks::RwLock",
+                lends_roles: true,
+            };
+            RwSemAlways => $crate::RwSem<$crate::reader_spin::Always> {
+                name: "rwsem-always",
+                about: "rwsem, seed 001's \"before\": readers spin on a writer owner unconditionally",
+                use_when: "re-running seed 001's \"before\"",
+                avoid_when: "production",
+                lends_roles: false,
+            };
+            RwSemAdaptive => $crate::RwSem<$crate::reader_spin::Adaptive> {
+                name: "rwsem-adaptive",
+                about: "rwsem, seed 001's \"after\": reader spinning with the adaptive bits (a reader that spun in vain marks the writer nonspinnable, so later readers sleep at once)",
+                use_when: "FIFO among readers and writers",
+                avoid_when: "only writers; tight memory (48 B); recursive reads",
+                lends_roles: false,
+            };
+            RwSemNever => $crate::RwSem<$crate::reader_spin::Never> {
+                name: "rwsem-never",
+                about: "rwsem as in Linux 5.11+: writers spin, readers get one steal attempt, then sleep",
+                use_when: "FIFO, with readers that sleep at once (Linux 5.11+)",
+                avoid_when: "only writers; tight memory (48 B); recursive reads",
+                lends_roles: false,
+            };
+        }
     };
 }
+
+for_each_rwlock!(family! {
+    /// A klocks reader-writer lock.
+    RwLockKind, CatalogRwLock: lock_api::RawRwLock, RwLockVisitor {}
+});
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -189,7 +189,8 @@ macro_rules! lock_table {
             pub fn visit_raw<V: RawLockVisitor>(self, visitor: V) -> Option<V::Output> {
                 match self {
                     LockName::Klocks(MutexKind::Default) if handicap::on() => {
-                        Some(visitor.visit::<Handicapped<klocks::RawMutex>>("default"))
+                        let name = MutexKind::Default.name();
+                        Some(visitor.visit::<Handicapped<klocks::RawMutex>>(name))
                     }
                     LockName::Klocks(kind) => Some(kind.visit(RawBridge(visitor))),
                     $(LockName::$variant => lock_table!(@raw visitor, $ty $(, $raw)?),)*

@@ -32,6 +32,7 @@ use crate::rwlocks::RwLockName;
 use crate::scenario::{
     c2c, false_sharing, loop_, overcommit, preload, torture, uncontended, Measure, Scenario, Takes,
 };
+use klocks::catalog::MutexKind;
 
 /// The help's list of locks, from the catalog and the peers' tables.
 fn locks_help() -> String {
@@ -46,7 +47,38 @@ fn locks_help() -> String {
     for lock in RwLockName::defaults() {
         help += &help_entry(lock.name(), lock.about());
     }
-    help + LOCKS_HELP_TAIL
+    let spinlocks: Vec<&str> = MutexKind::ALL
+        .iter()
+        .filter(|kind| !kind.sleeps())
+        .map(|kind| kind.name())
+        .collect();
+    let collapse = format!(
+        "FIFO spinlocks ({}) collapse when threads outnumber CPUs: the lock is handed to \
+         waiters that are not running.",
+        spinlocks.join(", ")
+    );
+    help + "\n" + &wrap(&collapse, HELP_WIDTH) + LOCKS_HELP_TAIL
+}
+
+/// The width the help's own paragraphs are wrapped to.
+const HELP_WIDTH: usize = 86;
+
+/// `paragraph`, its words wrapped into lines of at most `width` characters (a longer
+/// word gets a line of its own).
+fn wrap(paragraph: &str, width: usize) -> String {
+    let mut lines = vec![String::new()];
+    for word in paragraph.split_whitespace() {
+        let line = lines.last_mut().expect("one line at least");
+        if line.is_empty() {
+            *line += word;
+        } else if line.chars().count() + 1 + word.chars().count() <= width {
+            *line += " ";
+            *line += word;
+        } else {
+            lines.push(word.to_owned());
+        }
+    }
+    lines.join("\n")
 }
 
 /// `name` and `about`, wrapped into a column beside it.
@@ -77,13 +109,13 @@ fn help_entry(name: &str, about: &str) -> String {
     text + "\n"
 }
 
+/// The help's end, after its paragraph on the FIFO spinlocks (which names them).
 const LOCKS_HELP_TAIL: &str = "
-FIFO spinlocks (qspinlock*, ticket) collapse when threads outnumber CPUs: the lock is
-handed to waiters that are not running. Contended loop runs are therefore capped
-(--cap-secs) and reported as \"DNF x%\" instead of hanging; overcommit runs each cell
-in a child process and reports one that cannot drain as \"DNF (drain > N s)\". The pv
-locks are seed 003's fix: their spin budget (header: \"pv spin\") is calibrated once
-per process as one futex sleep-to-wake handoff, or set with KLOCKS_SPIN_NS=<ns>.
+Contended loop runs are therefore capped (--cap-secs) and reported as \"DNF x%\"
+instead of hanging; overcommit runs each cell in a child process and reports one that
+cannot drain as \"DNF (drain > N s)\". The pv locks are seed 003's fix: their spin
+budget (header: \"pv spin\") is calibrated once per process as one futex
+sleep-to-wake handoff, or set with KLOCKS_SPIN_NS=<ns>.
 
 Exit status: 0 success, 1 a result failed verification (or an output file could not
 be written), 2 usage error.";

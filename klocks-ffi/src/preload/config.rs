@@ -18,70 +18,16 @@ use super::settings::{GLIBC, LOCK, RWLOCK};
 use super::stderr::say;
 use klocks_core::catalog::MutexKind;
 
-/// Declares the interposed rwlocks' policies from one list, each once: its variant,
-/// its lock type and its catalog entry (which names it and says what to pick it
-/// for). From it come [`RwPolicy`], its `ALL` and `catalog`, and `with_policy!`, the
-/// one map from policy to type (used by the rwlock's bodies and the routes' choice).
-/// `$d` is a literal `$`, so that the generated macro can declare its own
-/// metavariables.
-macro_rules! policies {
-    ($d:tt $($variant:ident => $ty:ty, $entry:ident;)*) => {
-        /// The lock of the interposed rwlocks: an rwsem reader-spin policy, or the
-        /// default rwlock.
-        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-        pub(super) enum RwPolicy {
-            $($variant,)*
-        }
-
-        impl RwPolicy {
-            /// In declaration order (the encoding of the choice relies on it).
-            const ALL: [RwPolicy; [$(stringify!($variant)),*].len()] = [$(RwPolicy::$variant,)*];
-
-            /// The lock's entry in the catalog, which names it.
-            fn catalog(self) -> RwLockKind {
-                match self {
-                    $(RwPolicy::$variant => RwLockKind::$entry,)*
-                }
-            }
-        }
-
-        /// Runs `$body` with `$Lock` the lock type of `$policy`.
-        macro_rules! with_policy {
-            ($d policy:expr, $d Lock:ident => $d body:expr) => {
-                match $d policy {
-                    $($crate::preload::config::RwPolicy::$variant => {
-                        type $d Lock = $ty;
-                        $d body
-                    })*
-                }
-            };
-        }
-        pub(super) use with_policy;
-    };
-}
-
-policies! { $
-    Adaptive => klocks_core::RwSem<klocks_core::reader_spin::Adaptive>, RwSemAdaptive;
-    Always => klocks_core::RwSem<klocks_core::reader_spin::Always>, RwSemAlways;
-    Never => klocks_core::RwSem<klocks_core::reader_spin::Never>, RwSemNever;
-    Default => klocks_core::RawRwLock, Default;
-}
-
-impl RwPolicy {
-    fn name(self) -> &'static str {
-        self.catalog().name()
+/// The policy `name` names: a catalog name, or `default` for the default rwlock
+/// (the name `KLOCKS_LOCK` gives the pair), ignoring ASCII case.
+fn policy_named(name: &str) -> Option<RwLockKind> {
+    if name.eq_ignore_ascii_case(DEFAULT_ALIAS) {
+        return Some(RwLockKind::Default);
     }
-
-    /// The policy `name` names: a catalog name, or `default` for the default rwlock
-    /// (the name `KLOCKS_LOCK` gives the pair), ignoring ASCII case.
-    fn named(name: &str) -> Option<RwPolicy> {
-        if name.eq_ignore_ascii_case(DEFAULT_ALIAS) {
-            return Some(RwPolicy::Default);
-        }
-        RwPolicy::ALL
-            .into_iter()
-            .find(|policy| policy.name().eq_ignore_ascii_case(name))
-    }
+    RwLockKind::ALL
+        .iter()
+        .copied()
+        .find(|policy| policy.name().eq_ignore_ascii_case(name))
 }
 
 /// `KLOCKS_RWLOCK=default`: the default rwlock, whose catalog name is `default-rw`;
@@ -139,10 +85,13 @@ impl SpinKind {
     }
 }
 
+/// The spinlock `KLOCKS_SPIN=default` names.
+const DEFAULT_SPIN: SpinKind = SpinKind::PvQSpin;
+
 /// The spinlock `name` names, ignoring ASCII case: a catalog name, or `default`.
 fn spin_named(name: &str) -> Option<SpinKind> {
     if name.eq_ignore_ascii_case(DEFAULT_ALIAS) {
-        return Some(SpinKind::PvQSpin);
+        return Some(DEFAULT_SPIN);
     }
     SpinKind::ALL
         .into_iter()
@@ -188,23 +137,32 @@ pub(super) fn did_you_mean(typed: &str, names: impl IntoIterator<Item = &'static
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) struct Choice {
     pub(super) mutex: Option<MutexKind>,
-    pub(super) rwlock: Option<RwPolicy>,
+    pub(super) rwlock: Option<RwLockKind>,
     pub(super) spin: Option<SpinKind>,
 }
 
 /// The choice, encoded: 0 until made; else `0x8000 | spin << 8 | mutex << 4 |
-/// rwlock`, with 0 for glibc in each field (the kind and policy numbers start at 1).
+/// rwlock`, with 0 for glibc in each field (the kind numbers start at 1, and the
+/// rwlock's is its place in the catalog's list, from 1).
 static CHOICE: AtomicU16 = AtomicU16::new(0);
 const MADE: u16 = 0x8000;
-// The mutex's field holds a C kind number, 4 bits wide.
+// The mutex's field holds a C kind number, the rwlock's a place in the list, each 4
+// bits wide.
 const _: () = assert!(MutexKind::C_KINDS.len() < 16);
+const _: () = assert!(RwLockKind::ALL.len() < 16);
 
 fn encode(choice: Choice) -> u16 {
     let mutex = choice
         .mutex
         .and_then(MutexKind::c_kind)
         .map_or(0, |raw| raw as u16);
-    let rwlock = choice.rwlock.map_or(0, |policy| policy as u16 + 1);
+    let rwlock = choice.rwlock.map_or(0, |policy| {
+        let place = RwLockKind::ALL.iter().position(|&kind| kind == policy);
+        place.map_or_else(
+            || unreachable!("every rwlock is in the list"),
+            |place| place as u16 + 1,
+        )
+    });
     let spin = choice.spin.map_or(0, |kind| kind as u16);
     MADE | spin << 8 | mutex << 4 | rwlock
 }
@@ -212,7 +170,7 @@ fn encode(choice: Choice) -> u16 {
 fn decode(raw: u16) -> Choice {
     let rwlock = match raw & 0xF {
         0 => None,
-        n => Some(RwPolicy::ALL[usize::from(n) - 1]),
+        n => RwLockKind::ALL.get(usize::from(n) - 1).copied(),
     };
     Choice {
         mutex: MutexKind::from_c_kind(u32::from(raw >> 4 & 0xF)),
@@ -338,7 +296,7 @@ fn active_line(choice: Choice, probe: Option<ProbeKind>, profile: bool) -> Strin
     format!(
         "active: mutexes {}, rwlocks {}, spinlocks {}, owner probe {}, profile {}",
         choice.mutex.map_or(GLIBC, MutexKind::name),
-        choice.rwlock.map_or(GLIBC, RwPolicy::name),
+        choice.rwlock.map_or(GLIBC, RwLockKind::name),
         choice.spin.map_or(GLIBC, SpinKind::name),
         probe.map_or("unused (glibc's locks)", ProbeKind::name),
         if profile { "on" } else { "off" }
@@ -402,7 +360,7 @@ impl Complaint<'_> {
                 )]
             }
             Complaint::UnknownRwLock(name) => {
-                let names = RwPolicy::ALL.map(RwPolicy::name).into_iter();
+                let names = RwLockKind::ALL.iter().map(|kind| kind.name());
                 let names = names.chain([DEFAULT_ALIAS, GLIBC, HELP]);
                 vec![format!(
                     "{RWLOCK}={name:?} is not an rwlock{} ({RWLOCK}=help lists them); using glibc's rwlocks",
@@ -441,7 +399,7 @@ fn help_lines() -> Vec<String> {
         "glibc's own locks (as unset)",
     );
     let mut lines = vec![format!(
-        "{LOCK}=<name> runs the program's mutexes and condvars on a klocks lock (`default`: its rwlocks too, unless {RWLOCK} is set); names ignore case:"
+        "{LOCK}=<name> runs the program's mutexes and condvars on a klocks lock (`{DEFAULT_ALIAS}`: its rwlocks too, unless {RWLOCK} is set); names ignore case:"
     )];
     let others = MutexKind::C_KINDS
         .into_iter()
@@ -454,21 +412,23 @@ fn help_lines() -> Vec<String> {
     );
     lines.push(glibc.clone());
     lines.push(format!(
-        "{RWLOCK}=<name> runs the program's rwlocks on a klocks rwlock (`default` is default-rw); names ignore case:"
+        "{RWLOCK}=<name> runs the program's rwlocks on a klocks rwlock (`{DEFAULT_ALIAS}` is {}); names ignore case:",
+        RwLockKind::Default.name()
     ));
-    let others = RwPolicy::ALL
-        .into_iter()
-        .filter(|&policy| policy != RwPolicy::Default);
-    lines.extend([RwPolicy::Default].into_iter().chain(others).map(|policy| {
-        entry(
-            policy.name(),
-            policy.catalog().use_when(),
-            policy.catalog().about(),
-        )
-    }));
+    let others = RwLockKind::ALL
+        .iter()
+        .copied()
+        .filter(|&policy| policy != RwLockKind::Default);
+    lines.extend(
+        [RwLockKind::Default]
+            .into_iter()
+            .chain(others)
+            .map(|policy| entry(policy.name(), policy.use_when(), policy.about())),
+    );
     lines.push(glibc.clone());
     lines.push(format!(
-        "{SPIN_NAME}=<name> runs the program's pthread spinlocks on a klocks spinlock (`default` is pvqspinlock); names ignore case:"
+        "{SPIN_NAME}=<name> runs the program's pthread spinlocks on a klocks spinlock (`{DEFAULT_ALIAS}` is {}); names ignore case:",
+        DEFAULT_SPIN.name()
     ));
     lines.extend(
         SpinKind::ALL
@@ -506,7 +466,7 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
             help(&mut complain);
             None
         }
-        Some(name) => RwPolicy::named(name).or_else(|| {
+        Some(name) => policy_named(name).or_else(|| {
             complain(Complaint::UnknownRwLock(name));
             None
         }),
@@ -525,7 +485,7 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
     };
     // `default` names the default pair: its rwlock too, unless KLOCKS_RWLOCK is set.
     let rwlock = match (mutex, setting(env.rwlock)) {
-        (Some(MutexKind::Default), None) => Some(RwPolicy::Default),
+        (Some(MutexKind::Default), None) => Some(RwLockKind::Default),
         _ => rwlock,
     };
     if mutex.is_none() && rwlock.is_none() && spin.is_none() {

@@ -384,7 +384,7 @@ pub(super) fn at_exit() {
 macro_rules! with_caller {
     (local $(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty
         => $target:path, site: $site:literal) => {
-        with_caller!(@define [pub(super)] $(#[$meta])* fn $name($($arg: $ty),*) -> $ret
+        with_caller!(@define [pub(in crate::preload)] $(#[$meta])* fn $name($($arg: $ty),*) -> $ret
             => $target, site: $site);
     };
     ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty

@@ -31,9 +31,8 @@ use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use libc::{pthread_mutex_t, pthread_rwlock_t};
 
-use super::config::with_policy;
 use super::profile::{self, with_caller};
-use super::rwlock;
+use super::rwlock::{self, with_policy};
 use super::{config, glibc, mutex};
 use crate::mutex::with_kind;
 

@@ -1,5 +1,9 @@
 //! Interposed `pthread_rwlock_*`: klocks' default `RawRwLock` or its `RwSem`, real
-//! shared/exclusive locks.
+//! shared/exclusive locks. Here: the klocks rwlock inside a `pthread_rwlock_t`, how a
+//! call is sorted (glibc's, invalid or klocks'), and the operations on it (read,
+//! write, tries, timed, unlock, the fork repair); the exported functions that sort,
+//! profile and run them are in `entries`, the lock type of each policy in `policy`,
+//! the routes' fast paths in `routed`.
 //!
 //! # Layout
 //!
@@ -42,44 +46,30 @@ use std::sync::atomic::{
     Ordering::{Acquire, Relaxed},
 };
 
+use klocks_core::catalog::RwLockKind;
 use klocks_core::owner::current_tid;
-use klocks_core::reader_spin::{Adaptive, Always, Never};
 use klocks_core::{RawRwLock, ReaderSpin, RwSem, TooManyReaders};
-use libc::{
-    clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec, CLOCK_REALTIME, EAGAIN, EBUSY,
-    EDEADLK, EINVAL, EPERM, ETIMEDOUT,
-};
+use libc::{pthread_rwlock_t, EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
 
-use super::config::{self, with_policy, RwPolicy};
+use super::config;
 use super::fork::{self, Holder, Patience, GLIBC_OWNED};
-use super::glibc;
-use super::profile::{self, with_caller, Role};
 use super::time::Deadline;
 
+mod policy;
 mod routed;
+pub(super) use policy::with_policy;
+use policy::Body;
 pub(super) use routed::{rdlock_as, tryrdlock_as, trywrlock_as, unlock_as, wrlock_as};
-
-extern "C" {
-    /// glibc's (the `libc` crate does not declare it).
-    fn pthread_rwlockattr_getkind_np(attr: *const pthread_rwlockattr_t, kind: *mut c_int) -> c_int;
-}
-
-/// glibc's `PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP`.
-const PREFER_WRITER_NONRECURSIVE: c_int = 2;
 
 /// A klocks-managed `pthread_rwlock_t`; see the module doc.
 #[repr(C)]
 struct RwLock {
-    body: UnsafeCell<MaybeUninit<RwSem<Adaptive>>>,
+    body: UnsafeCell<MaybeUninit<Body>>,
     _flags: u32,
     stamp: AtomicU32,
 }
 const _: () = assert!(size_of::<RwLock>() == size_of::<pthread_rwlock_t>());
 const _: () = assert!(std::mem::align_of::<RwLock>() <= std::mem::align_of::<pthread_rwlock_t>());
-const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Always>>());
-const _: () = assert!(size_of::<RwSem<Adaptive>>() == size_of::<RwSem<Never>>());
-const _: () = assert!(size_of::<RawRwLock>() <= size_of::<RwSem<Adaptive>>());
-const _: () = assert!(std::mem::align_of::<RawRwLock>() <= std::mem::align_of::<RwSem<Adaptive>>());
 
 /// Runs `$body` with `$sem` the process's lock in `$rw`: `&RawRwLock` or `&RwSem<P>`
 /// for the policy `$policy` (they share the method names used here).
@@ -90,23 +80,22 @@ macro_rules! with_sem {
     ($rw:expr, $policy:expr, $sem:ident => $body:expr) => {{
         let at = $rw.body.get();
         with_policy!($policy, PolicyLock => {
-            // SAFETY: by the contract, a `PolicyLock` lives at `at` (the rwsems of
-            // the three policies have one layout); its atomics give interior
-            // mutability.
+            // SAFETY: by the contract, a `PolicyLock` lives at `at` (every policy's
+            // lock fits the body: `policy`); its atomics give interior mutability.
             let $sem = unsafe { &*at.cast::<PolicyLock>() };
             $body
         })
     }};
 }
 
-/// Writes an unlocked `RwSem` of `policy` into `rw`'s body.
+/// Writes an unlocked lock of `policy` into `rw`'s body.
 ///
 /// # Safety
 /// No other thread uses the body during the call.
-unsafe fn init_body(rw: &RwLock, policy: RwPolicy) {
+unsafe fn init_body(rw: &RwLock, policy: RwLockKind) {
     let at = rw.body.get();
-    // SAFETY: caller's contract; the body has the size and alignment of every policy's
-    // lock. The old bytes are not dropped: an `RwSem` owns no resource while no
+    // SAFETY: caller's contract; every policy's lock fits the body (`policy`). The
+    // old bytes are not dropped: no lock of the catalog owns a resource while no
     // thread waits on it, and waiters of a repaired lock are gone.
     with_policy!(policy, PolicyLock => unsafe { at.cast::<PolicyLock>().write(PolicyLock::new()) });
 }
@@ -114,7 +103,7 @@ unsafe fn init_body(rw: &RwLock, policy: RwPolicy) {
 enum Target<'a> {
     Glibc,
     Invalid,
-    Klocks(&'a RwLock, RwPolicy),
+    Klocks(&'a RwLock, RwLockKind),
 }
 
 /// Sorts a call on `r`.
@@ -143,7 +132,7 @@ impl RwLock {
     /// Repairs the rwlock if it was last used before a fork (see `fork`); whether it
     /// is current (`false` once `patience` ran out).
     #[inline]
-    fn current(&self, policy: RwPolicy, patience: Patience) -> bool {
+    fn current(&self, policy: RwLockKind, patience: Patience) -> bool {
         // Acquire: pairs with the Release in `fork::repair`, which publishes the body.
         self.stamp.load(Acquire) == fork::generation() || self.repair(policy, patience)
     }
@@ -154,7 +143,7 @@ impl RwLock {
     /// fork are always forgotten: their nodes are on the stacks of threads the child
     /// does not have, which glibc hands to new threads.
     #[cold]
-    fn repair(&self, policy: RwPolicy, patience: Patience) -> bool {
+    fn repair(&self, policy: RwLockKind, patience: Patience) -> bool {
         fork::repair(
             &self.stamp,
             patience,
@@ -183,7 +172,7 @@ impl RwLock {
     }
 
     /// Whether the caller holds the write lock.
-    fn writing(&self, policy: RwPolicy) -> bool {
+    fn writing(&self, policy: RwLockKind) -> bool {
         with_sem!(self, policy, sem => sem.exclusive_owner() == Some(current_tid()))
     }
 }
@@ -229,7 +218,7 @@ fn read_answer(entered: Result<bool, TooManyReaders>, busy: c_int) -> c_int {
     }
 }
 
-fn rdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+fn rdlock(rw: &RwLock, policy: RwLockKind) -> c_int {
     rw.current(policy, Patience::Forever);
     if rw.writing(policy) {
         return EDEADLK;
@@ -240,7 +229,7 @@ fn rdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     }
 }
 
-fn wrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+fn wrlock(rw: &RwLock, policy: RwLockKind) -> c_int {
     rw.current(policy, Patience::Forever);
     if rw.writing(policy) {
         return EDEADLK;
@@ -249,7 +238,7 @@ fn wrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     0
 }
 
-fn tryrdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+fn tryrdlock(rw: &RwLock, policy: RwLockKind) -> c_int {
     // Stale and write-held by the forking thread's continuation: busy, at once.
     if !rw.current(policy, Patience::Try) {
         return EBUSY;
@@ -257,7 +246,7 @@ fn tryrdlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     read_answer(with_sem!(rw, policy, sem => sem.try_read()), EBUSY)
 }
 
-fn trywrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+fn trywrlock(rw: &RwLock, policy: RwLockKind) -> c_int {
     if !rw.current(policy, Patience::Try) {
         return EBUSY;
     }
@@ -268,7 +257,7 @@ fn trywrlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     }
 }
 
-fn clockrdlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
+fn clockrdlock(rw: &RwLock, policy: RwLockKind, deadline: Deadline) -> c_int {
     if !rw.current(policy, Patience::Until(deadline)) {
         return if deadline.is_valid() {
             ETIMEDOUT
@@ -284,7 +273,7 @@ fn clockrdlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
     })
 }
 
-fn clockwrlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
+fn clockwrlock(rw: &RwLock, policy: RwLockKind, deadline: Deadline) -> c_int {
     if !rw.current(policy, Patience::Until(deadline)) {
         return if deadline.is_valid() {
             ETIMEDOUT
@@ -298,7 +287,7 @@ fn clockwrlock(rw: &RwLock, policy: RwPolicy, deadline: Deadline) -> c_int {
     deadline.poll(|| with_sem!(rw, policy, sem => sem.try_lock_exclusive()))
 }
 
-fn unlock(rw: &RwLock, policy: RwPolicy) -> c_int {
+fn unlock(rw: &RwLock, policy: RwLockKind) -> c_int {
     // Stale and write-held by the forking thread's continuation, not the caller.
     if !rw.current(policy, Patience::Try) {
         return EPERM;
@@ -319,330 +308,8 @@ fn unlock(rw: &RwLock, policy: RwPolicy) -> c_int {
     0
 }
 
-with_caller! {
-    /// `pthread_rwlock_init`: a klocks rwsem of the process's policy, or glibc's
-    /// rwlock for a process-shared one.
-    ///
-    /// # Safety
-    /// POSIX's contract for `pthread_rwlock_init`.
-    fn pthread_rwlock_init(r: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) -> c_int
-        => init_from, site: "rdx"
-}
+mod entries;
 
-/// `pthread_rwlock_init` called from `site`.
-///
-/// # Safety
-/// POSIX's contract for `pthread_rwlock_init`.
-unsafe extern "C" fn init_from(
-    r: *mut pthread_rwlock_t,
-    attr: *const pthread_rwlockattr_t,
-    site: usize,
-) -> c_int {
-    // SAFETY: caller's contract.
-    let result = unsafe { init(r, attr) };
-    if result == 0 && profile::on() {
-        profile::initialised(r as usize, site, Role::Write);
-    }
-    result
-}
-
-/// `pthread_rwlock_init`.
-///
-/// # Safety
-/// POSIX's contract for `pthread_rwlock_init`.
-unsafe fn init(r: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) -> c_int {
-    if r.is_null() {
-        return EINVAL;
-    }
-    let Some(policy) = config::choice().rwlock else {
-        // SAFETY: the caller's contract is glibc's.
-        return unsafe { glibc::pthread_rwlock_init(r, attr) };
-    };
-    let (mut pshared, mut kind) = (libc::PTHREAD_PROCESS_PRIVATE, 0);
-    // SAFETY: `attr` points to an attribute object when non-null; glibc's getters
-    // read it.
-    if !attr.is_null()
-        && unsafe {
-            libc::pthread_rwlockattr_getpshared(attr, &mut pshared) != 0
-                || pthread_rwlockattr_getkind_np(attr, &mut kind) != 0
-        }
-    {
-        return EINVAL;
-    }
-    let rw = r.cast::<RwLock>();
-    // Process-shared rwlocks, and those asking for writer preference, which POSIX
-    // spells out (no reader may pass a blocked writer) and the rwsem's handoff only
-    // approaches (a queued writer may wait up to `HANDOFF_AFTER` behind new
-    // readers), stay glibc's.
-    // And those initialised by a real-time thread (SCHED_FIFO, SCHED_RR): POSIX
-    // orders such readers and writers by priority, which the rwsem does not.
-    // SAFETY: no preconditions (0: the calling thread).
-    let real_time = matches!(
-        unsafe { libc::sched_getscheduler(0) },
-        libc::SCHED_FIFO | libc::SCHED_RR
-    );
-    if pshared != libc::PTHREAD_PROCESS_PRIVATE || kind == PREFER_WRITER_NONRECURSIVE || real_time {
-        // SAFETY: the caller's contract is glibc's.
-        let done = unsafe { glibc::pthread_rwlock_init(r, attr) };
-        if done == 0 {
-            // Relaxed: init happens-before other calls (POSIX's rule).
-            // SAFETY: `r` is live, and glibc leaves the padding at 52..56 alone.
-            unsafe { &(*rw).stamp }.store(GLIBC_OWNED, Relaxed);
-        }
-        return done;
-    }
-    // SAFETY: `r` is writable storage of `RwLock`'s size and alignment that no other
-    // thread uses during init (POSIX's rule).
-    unsafe {
-        rw.write(RwLock {
-            body: UnsafeCell::new(MaybeUninit::uninit()),
-            _flags: 0,
-            stamp: AtomicU32::new(fork::generation()),
-        });
-        init_body(&*rw, policy);
-    }
-    0
-}
-
-/// `pthread_rwlock_destroy`: `EBUSY` while locked.
-///
-/// # Safety
-/// POSIX's contract for `pthread_rwlock_destroy`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_destroy(r: *mut pthread_rwlock_t) -> c_int {
-    // SAFETY: caller's contract.
-    let result = unsafe { destroy(r) };
-    if result == 0 && profile::on() {
-        profile::destroyed(r as usize);
-    }
-    result
-}
-
-/// `pthread_rwlock_destroy`.
-///
-/// # Safety
-/// POSIX's contract for `pthread_rwlock_destroy`.
-unsafe fn destroy(r: *mut pthread_rwlock_t) -> c_int {
-    // SAFETY: caller's contract.
-    match unsafe { target(r) } {
-        // SAFETY: the caller's contract is glibc's.
-        Target::Glibc => unsafe { glibc::pthread_rwlock_destroy(r) },
-        Target::Invalid => EINVAL,
-        Target::Klocks(rw, policy) => {
-            if !rw.current(policy, Patience::Try) {
-                return EBUSY;
-            }
-            if with_sem!(rw, policy, sem => sem.is_locked()) {
-                EBUSY
-            } else {
-                0
-            }
-        }
-    }
-}
-
-/// Declares the interposed rwlock calls without a deadline, unprofiled, as `$entry`.
-macro_rules! plain_calls {
-    ($($name:ident, $entry:ident => $ours:ident;)*) => {$(
-        /// The pthread call of the same name, unprofiled.
-        ///
-        /// # Safety
-        /// POSIX's contract for it.
-        unsafe fn $entry(r: *mut pthread_rwlock_t) -> c_int {
-            // SAFETY: caller's contract.
-            match unsafe { target(r) } {
-                // SAFETY: the caller's contract is glibc's.
-                Target::Glibc => unsafe { glibc::$name(r) },
-                Target::Invalid => EINVAL,
-                Target::Klocks(rw, policy) => $ours(rw, policy),
-            }
-        }
-    )*};
-}
-
-plain_calls! {
-    pthread_rwlock_rdlock, rdlock_entry => rdlock;
-    pthread_rwlock_tryrdlock, tryrdlock_entry => tryrdlock;
-    pthread_rwlock_wrlock, wrlock_entry => wrlock;
-    pthread_rwlock_trywrlock, trywrlock_entry => trywrlock;
-    pthread_rwlock_unlock, unlock_entry => unlock;
-}
-
-/// Declares the blocking calls, entered with their site (see `profile`).
-macro_rules! blocking_calls {
-    ($($with_site:ident, $from:ident => $role:expr, $try_entry:ident, $entry:ident;)*) => {$(
-        with_caller! { local
-            /// The pthread call's general route (see `route`): the general entry, with
-            /// the call site.
-            ///
-            /// # Safety
-            /// POSIX's contract for the call.
-            fn $with_site(r: *mut pthread_rwlock_t) -> c_int
-                => $from, site: "rsi"
-        }
-
-        /// The pthread call, called from `site`.
-        ///
-        /// # Safety
-        /// POSIX's contract for the call.
-        pub(super) unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
-            if profile::on() {
-                // SAFETY: caller's contract, for both.
-                return profile::acquire(
-                    r as usize,
-                    $role,
-                    site,
-                    || unsafe { $try_entry(r) },
-                    || unsafe { $entry(r) },
-                );
-            }
-            // SAFETY: caller's contract.
-            unsafe { $entry(r) }
-        }
-    )*};
-}
-
-blocking_calls! {
-    rdlock_with_site, rdlock_from => Role::Read, tryrdlock_entry, rdlock_entry;
-    wrlock_with_site, wrlock_from => Role::Write, trywrlock_entry, wrlock_entry;
-}
-
-/// Declares the tries, entered with their site (see `profile`).
-macro_rules! try_calls {
-    ($($with_site:ident, $from:ident => $role:expr, $entry:ident;)*) => {$(
-        with_caller! { local
-            /// The pthread call's general route (see `route`): the general entry, with
-            /// the call site.
-            ///
-            /// # Safety
-            /// POSIX's contract for the call.
-            fn $with_site(r: *mut pthread_rwlock_t) -> c_int => $from, site: "rsi"
-        }
-
-        /// The pthread call, called from `site`.
-        ///
-        /// # Safety
-        /// POSIX's contract for the call.
-        pub(super) unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
-            if profile::on() {
-                // SAFETY: caller's contract.
-                return profile::try_acquire(r as usize, $role, site, || unsafe { $entry(r) });
-            }
-            // SAFETY: caller's contract.
-            unsafe { $entry(r) }
-        }
-    )*};
-}
-
-try_calls! {
-    tryrdlock_with_site, tryrdlock_from => Role::Read, tryrdlock_entry;
-    trywrlock_with_site, trywrlock_from => Role::Write, trywrlock_entry;
-}
-
-/// `pthread_rwlock_unlock` on its general route (see `route`).
-///
-/// # Safety
-/// POSIX's contract for it.
-pub(super) unsafe extern "C" fn unlock_from(r: *mut pthread_rwlock_t) -> c_int {
-    if profile::on() {
-        // SAFETY: caller's contract.
-        return profile::release(r as usize, || unsafe { unlock_entry(r) });
-    }
-    // SAFETY: caller's contract.
-    unsafe { unlock_entry(r) }
-}
-
-/// A call with a deadline, `wait`: profiled (tried first with `try_entry`) if the
-/// profile is on.
-#[inline]
-fn profiled_wait(
-    r: *mut pthread_rwlock_t,
-    role: Role,
-    site: usize,
-    try_entry: impl Fn() -> c_int,
-    wait: impl FnOnce() -> c_int,
-) -> c_int {
-    if profile::on() {
-        profile::acquire(r as usize, role, site, try_entry, wait)
-    } else {
-        wait()
-    }
-}
-
-/// Declares the interposed rwlock calls with a deadline (`timed`: on
-/// `CLOCK_REALTIME`; `clock`: on the caller's clock), entered with their site.
-macro_rules! deadline_calls {
-    ($($timed:ident, $timed_from:ident, $clock:ident, $clock_from:ident
-        => $ours:ident, $role:expr, $try_entry:ident;)*) => {$(
-        with_caller! {
-            /// The pthread call of the same name: a deadline on `CLOCK_REALTIME`.
-            ///
-            /// # Safety
-            /// POSIX's contract for it.
-            fn $timed(r: *mut pthread_rwlock_t, at: *const timespec) -> c_int
-                => $timed_from, site: "rdx"
-        }
-
-        /// The pthread call of the same name, called from `site`.
-        ///
-        /// # Safety
-        /// POSIX's contract for it.
-        unsafe extern "C" fn $timed_from(
-            r: *mut pthread_rwlock_t,
-            at: *const timespec,
-            site: usize,
-        ) -> c_int {
-            // SAFETY: caller's contract, for both.
-            profiled_wait(r, $role, site, || unsafe { $try_entry(r) }, || match unsafe { target(r) } {
-                // SAFETY: the caller's contract is glibc's.
-                Target::Glibc => unsafe { glibc::$timed(r, at) },
-                Target::Invalid => EINVAL,
-                // SAFETY: `at` is readable (caller's contract).
-                Target::Klocks(rw, policy) => match unsafe { Deadline::new(CLOCK_REALTIME, at) } {
-                    Ok(deadline) => $ours(rw, policy, deadline),
-                    Err(error) => error,
-                },
-            })
-        }
-
-        with_caller! {
-            /// The pthread call of the same name (glibc 2.30): a deadline on
-            /// `CLOCK_REALTIME` or `CLOCK_MONOTONIC`.
-            ///
-            /// # Safety
-            /// POSIX's contract for it.
-            fn $clock(r: *mut pthread_rwlock_t, clock: clockid_t, at: *const timespec) -> c_int
-                => $clock_from, site: "rcx"
-        }
-
-        /// The pthread call of the same name, called from `site`.
-        ///
-        /// # Safety
-        /// POSIX's contract for it.
-        unsafe extern "C" fn $clock_from(
-            r: *mut pthread_rwlock_t,
-            clock: clockid_t,
-            at: *const timespec,
-            site: usize,
-        ) -> c_int {
-            // SAFETY: caller's contract, for both.
-            profiled_wait(r, $role, site, || unsafe { $try_entry(r) }, || match unsafe { target(r) } {
-                // SAFETY: the caller's contract is glibc's.
-                Target::Glibc => unsafe { glibc::$clock(r, clock, at) },
-                Target::Invalid => EINVAL,
-                // SAFETY: `at` is readable (caller's contract).
-                Target::Klocks(rw, policy) => match unsafe { Deadline::new(clock, at) } {
-                    Ok(deadline) => $ours(rw, policy, deadline),
-                    Err(error) => error,
-                },
-            })
-        }
-    )*};
-}
-
-deadline_calls! {
-    pthread_rwlock_timedrdlock, timedrdlock_from, pthread_rwlock_clockrdlock, clockrdlock_from
-        => clockrdlock, Role::Read, tryrdlock_entry;
-    pthread_rwlock_timedwrlock, timedwrlock_from, pthread_rwlock_clockwrlock, clockwrlock_from
-        => clockwrlock, Role::Write, trywrlock_entry;
-}
+pub(super) use entries::{
+    rdlock_with_site, tryrdlock_with_site, trywrlock_with_site, unlock_from, wrlock_with_site,
+};

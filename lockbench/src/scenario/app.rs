@@ -142,8 +142,8 @@ impl clap::ValueEnum for PreloadRwLock {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// klocks locks to run the command under (KLOCKS_LOCK values), comma-separated;
-    /// glibc (no preload) always runs too, as the baseline [default:
-    /// default,pvqspinlock,pvticket,futex,spinfutex]
+    /// glibc (no preload) always runs too, as the baseline [default: every lock
+    /// KLOCKS_LOCK offers whose waiters sleep]
     #[arg(
         long = "with",
         value_enum,
@@ -237,14 +237,13 @@ fn parse_remedy(text: &str) -> Result<Remedy, String> {
     }
 }
 
-/// The default `--with`.
-const DEFAULT_LOCKS: [PreloadLock; 5] = [
-    PreloadLock(MutexKind::Default),
-    PreloadLock(MutexKind::PvQSpinLock),
-    PreloadLock(MutexKind::PvTicket),
-    PreloadLock(MutexKind::Futex),
-    PreloadLock(MutexKind::SpinFutex),
-];
+/// The default `--with`: every lock `KLOCKS_LOCK` offers whose waiters sleep (a
+/// pure spinlock collapses once a program runs more threads than CPUs), in catalog
+/// order.
+fn default_locks() -> Vec<PreloadLock> {
+    let offered = <PreloadLock as clap::ValueEnum>::value_variants().iter().copied();
+    offered.filter(|lock| lock.0.sleeps()).collect()
+}
 
 /// The baseline's name in the tables, and the value that keeps glibc's locks.
 const GLIBC: &str = "glibc";
@@ -300,7 +299,7 @@ impl Config {
             return Self::profiling(args, common, preload);
         }
         let mut locks = if args.with.is_empty() {
-            DEFAULT_LOCKS.to_vec()
+            default_locks()
         } else {
             args.with.clone()
         };

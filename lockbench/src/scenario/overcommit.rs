@@ -24,7 +24,7 @@ use crate::harness::{Common, Error};
 use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
 use crate::machine;
 use crate::cells::{num, si, Cell, Overcommit, Progress, Table};
-use crate::verdict::{Ledger, Settings};
+use crate::verdict::{self, Ledger, Settings};
 
 /// A critical-section length, in `spin_loop()` pauses (run once inside the lock and
 /// once outside it).
@@ -391,7 +391,10 @@ fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str) -> [Option
         })
         .collect();
     windowed::versus_peers(
-        format!("overcommit, klocks::Mutex (default) against the best of the peers that ran: {scale}"),
+        format!(
+            "overcommit, {} against the best of the peers that ran: {scale}",
+            verdict::titled(DEFAULT.name())
+        ),
         &["threads", "cs", "overcommit"],
         DEFAULT.name(),
         &rows,
@@ -418,9 +421,16 @@ fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
     }
     let pv_fairness = format!("f {}", pv.name());
     let judged = format!("{} vs best", pv.name());
+    let peer_names: Vec<&str> = BAR_PEERS.iter().map(|peer| peer.name()).collect();
     let mut table = Table::new(
-        "overcommit, bars: pvqspinlock vs the better of parking_lot and pthread (short cs, \
-         16–128 threads); f = fairness, min ÷ mean per-thread operations",
+        format!(
+            "overcommit, bars: {} vs the better of {} (short cs, {}–{} threads); f = \
+             fairness, min ÷ mean per-thread operations",
+            pv.name(),
+            peer_names.join(" and "),
+            BAR_THREADS.start(),
+            BAR_THREADS.end()
+        ),
         &[
             "threads",
             "overcommit",

@@ -172,6 +172,7 @@
 
 use std::fmt;
 
+use klocks::catalog::{MutexKind, RwLockKind};
 use serde::{Deserialize, Serialize};
 
 pub mod drift;
@@ -446,13 +447,21 @@ pub fn runs_needed(confidence: f64) -> usize {
         .unwrap_or(EXACT_UP_TO)
 }
 
-/// A lock's name where a user reads a verdict: lockbench's `default` and `default-rw`
-/// are `klocks::Mutex` and `klocks::RwLock`.
+/// A lock's name where a user reads a verdict: the type users know it by, for the
+/// catalog's locks that have one (lockbench's `default` and `default-rw` are
+/// `klocks::Mutex` and `klocks::RwLock`); else its name.
 pub fn label(lock: &str) -> &str {
-    match lock {
-        "default" => "klocks::Mutex",
-        "default-rw" => "klocks::RwLock",
-        other => other,
+    let mutex = MutexKind::from_name(lock).and_then(MutexKind::known_as);
+    let rwlock = || RwLockKind::from_name(lock).and_then(RwLockKind::known_as);
+    mutex.or_else(rwlock).unwrap_or(lock)
+}
+
+/// A lock as a table's title names it: its [`label`], with its name after it where
+/// the two differ (`klocks::Mutex (default)`).
+pub fn titled(lock: &str) -> String {
+    match label(lock) {
+        same if same == lock => lock.to_owned(),
+        label => format!("{label} ({lock})"),
     }
 }
 

@@ -40,21 +40,21 @@ fn run_spin(spin: &str) -> (Choice, Vec<String>) {
 fn default_names_the_default_pair_unless_the_rwlock_is_named() {
     let (choice, lines) = run(Some("default"), None, None, None);
     assert_eq!(choice.mutex, Some(MutexKind::Default));
-    assert_eq!(choice.rwlock, Some(RwPolicy::Default));
+    assert_eq!(choice.rwlock, Some(RwLockKind::Default));
     assert!(lines.is_empty(), "{lines:?}");
     let (choice, _) = run(Some("default"), Some("glibc"), None, None);
     assert_eq!(choice.rwlock, None);
     let (choice, _) = run(Some("default"), Some("rwsem-never"), None, None);
-    assert_eq!(choice.rwlock, Some(RwPolicy::Never));
+    assert_eq!(choice.rwlock, Some(RwLockKind::RwSemNever));
     for choice in [
         Choice {
             mutex: Some(MutexKind::Default),
-            rwlock: Some(RwPolicy::Default),
+            rwlock: Some(RwLockKind::Default),
             spin: None,
         },
         Choice {
             mutex: Some(MutexKind::SpinFutex),
-            rwlock: Some(RwPolicy::Never),
+            rwlock: Some(RwLockKind::RwSemNever),
             spin: Some(SpinKind::QSpin),
         },
     ] {
@@ -74,12 +74,12 @@ fn each_family_is_chosen_by_its_own_variable() {
     assert_eq!(choice.rwlock, None, "rwlocks stay glibc's unless asked");
     assert!(lines.is_empty());
     let (choice, _) = run(Some("ticket"), Some("rwsem-never"), None, None);
-    assert_eq!(choice.rwlock, Some(RwPolicy::Never));
+    assert_eq!(choice.rwlock, Some(RwLockKind::RwSemNever));
     let (choice, _) = run(Some("pvqspinlock"), Some("glibc"), None, None);
     assert_eq!(choice.rwlock, None);
     let (choice, _) = run(None, Some("rwsem-always"), None, None);
     assert_eq!(choice.mutex, None);
-    assert_eq!(choice.rwlock, Some(RwPolicy::Always));
+    assert_eq!(choice.rwlock, Some(RwLockKind::RwSemAlways));
 }
 
 #[test]
@@ -110,14 +110,14 @@ fn help_lists_every_name_once_with_its_description_and_use() {
         assert!(line.contains(kind.about()), "{line}");
         assert!(line.contains(kind.use_when()), "{line}");
     }
-    for policy in RwPolicy::ALL {
+    for policy in RwLockKind::ALL {
         let listed: Vec<_> = lines
             .iter()
             .filter(|line| line.split_whitespace().next() == Some(policy.name()))
             .collect();
         assert_eq!(listed.len(), 1, "{}: {text}", policy.name());
-        assert!(listed[0].contains(policy.catalog().about()), "{text}");
-        assert!(listed[0].contains(policy.catalog().use_when()), "{text}");
+        assert!(listed[0].contains(policy.about()), "{text}");
+        assert!(listed[0].contains(policy.use_when()), "{text}");
     }
     assert_eq!(
         lines.iter().filter(|line| line.contains("=<name>")).count(),
@@ -215,7 +215,7 @@ fn names_ignore_case_and_blanks() {
     );
     let (choice, lines) = run(Some("GLIBC"), Some("Rwsem-Never"), None, None);
     assert_eq!(choice.mutex, None);
-    assert_eq!(choice.rwlock, Some(RwPolicy::Never));
+    assert_eq!(choice.rwlock, Some(RwLockKind::RwSemNever));
     assert!(lines.is_empty(), "{lines:?}");
 }
 
@@ -224,7 +224,7 @@ fn an_empty_value_is_unset() {
     assert_eq!(run(Some(""), Some(" "), None, None), (GLIBC_ONLY, vec![]));
     // An empty KLOCKS_RWLOCK does not hold `default`'s rwlock back.
     let (choice, lines) = run(Some("default"), Some(""), None, None);
-    assert_eq!(choice.rwlock, Some(RwPolicy::Default));
+    assert_eq!(choice.rwlock, Some(RwLockKind::Default));
     assert!(lines.is_empty(), "{lines:?}");
 }
 
@@ -232,7 +232,7 @@ fn an_empty_value_is_unset() {
 fn default_names_the_default_rwlock_too() {
     for name in ["default", "DEFAULT", "default-rw"] {
         let (choice, lines) = run(None, Some(name), None, None);
-        assert_eq!(choice.rwlock, Some(RwPolicy::Default), "{name}");
+        assert_eq!(choice.rwlock, Some(RwLockKind::Default), "{name}");
         assert!(lines.is_empty(), "{lines:?}");
     }
 }
@@ -282,7 +282,7 @@ fn verbose_is_0_or_1_and_anything_else_is_one_complaint() {
 fn the_active_line_names_both_locks_the_probe_and_the_profile() {
     let choice = Choice {
         mutex: Some(MutexKind::PvTicket),
-        rwlock: Some(RwPolicy::Never),
+        rwlock: Some(RwLockKind::RwSemNever),
         spin: Some(SpinKind::PvQSpin),
     };
     assert_eq!(
@@ -317,17 +317,9 @@ fn bad_klocks_variables_fall_back_to_glibc() {
 }
 
 #[test]
-fn the_preload_offers_every_catalog_rwlock() {
-    let offered: Vec<RwLockKind> = RwPolicy::ALL.iter().map(|p| p.catalog()).collect();
-    for kind in RwLockKind::ALL {
-        assert!(offered.contains(kind), "{}", kind.name());
-    }
-}
-
-#[test]
 fn choices_round_trip_through_the_word() {
     for mutex in MutexKind::C_KINDS.map(Some).into_iter().chain([None]) {
-        for rwlock in RwPolicy::ALL.map(Some).into_iter().chain([None]) {
+        for rwlock in RwLockKind::ALL.iter().copied().map(Some).chain([None]) {
             for spin in SpinKind::ALL.map(Some).into_iter().chain([None]) {
                 let choice = Choice {
                     mutex,
@@ -412,7 +404,7 @@ fn every_catalog_mutex_reaches_every_consumer() {
         );
         let (choice, complaints) = run(None, Some(name), None, None);
         assert_eq!(
-            choice.rwlock.map(RwPolicy::catalog),
+            choice.rwlock,
             Some(kind),
             "KLOCKS_RWLOCK={name}: {complaints:?}"
         );

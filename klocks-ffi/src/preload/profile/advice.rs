@@ -10,6 +10,7 @@ use std::fmt::{self, Write};
 use klocks_core::catalog::{MutexKind, RwLockKind};
 
 use super::units::Time;
+use crate::preload::settings::GLIBC;
 
 /// What the profile measured of one lock.
 #[derive(Clone, Copy, Debug, Default)]
@@ -64,7 +65,7 @@ fn suggest(
     } else {
         ("KLOCKS_LOCK", in_use.lock)
     };
-    if current.unwrap_or("glibc") == value {
+    if current.unwrap_or(GLIBC) == value {
         write!(
             out,
             "{variable}={value} is already in use: no other lock removes this wait; shorten the critical section or split the lock"
@@ -129,7 +130,7 @@ pub(super) fn advise(
                 "{:.0}% writes with up to {waiting} waiting on {cpus} CPUs (klocks' rwlocks trail glibc's with a tenth or more writes and more threads than CPUs): ",
                 100.0 - reads
             )?;
-            suggest(out, in_use, true, "glibc")
+            suggest(out, in_use, true, GLIBC)
         } else {
             write!(
                 out,

@@ -9,7 +9,8 @@ use klocks_core::owner::current_tid;
 use klocks_core::{RawRwLock, ReaderSpin, RwSem};
 use libc::pthread_rwlock_t;
 
-use super::{rdlock_from, tryrdlock_from, trywrlock_from, unlock_from, wrlock_from, RwLock};
+use super::entries::{rdlock_from, tryrdlock_from, trywrlock_from, unlock_from, wrlock_from};
+use super::RwLock;
 use crate::preload::fork::{self, GLIBC_OWNED};
 
 /// The fast paths of the routes (see `route`) on the lock type `L` of the process's

@@ -190,7 +190,10 @@ pub(super) fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str)
     let mut versus = Versus::new(DEFAULT.name(), ALTERNATIVES.map(LockName::name).to_vec());
     let [best, ratio] = versus.headers();
     let mut table = Table::new(
-        format!("loop, klocks::Mutex (default) against the best of the peers that ran: {scale}"),
+        format!(
+            "loop, {} against the best of the peers that ran: {scale}",
+            crate::verdict::titled(DEFAULT.name())
+        ),
         &["threads", DEFAULT.name(), &best, &ratio],
     );
     for &threads in &config.threads {

@@ -139,7 +139,10 @@ pub(super) fn default_versus_peers(
         })
         .collect();
     windowed::versus_peers(
-        format!("mutex-load, klocks::Mutex (default) against the best of the peers that ran: {scale}"),
+        format!(
+            "mutex-load, {} against the best of the peers that ran: {scale}",
+            crate::verdict::titled(DEFAULT.name())
+        ),
         &["threads", "load", "cs"],
         DEFAULT.name(),
         &rows,

@@ -52,8 +52,9 @@ pub(super) fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str)
         .collect();
     windowed::versus_peers(
         format!(
-            "rw-fair, klocks::RwLock (default-rw) against the best of the peers that ran, \
-             kops/s (reads + writes): {scale}"
+            "rw-fair, {} against the best of the peers that ran, kops/s (reads + writes): \
+             {scale}",
+            crate::verdict::titled(RW_DEFAULT.name())
         ),
         &["group"],
         RW_DEFAULT.name(),

@@ -29,11 +29,24 @@
 //! acquisitions counted), or when one acquisition waited longer than
 //! `--starvation-ms`. The broken lock (`--locks busted`, `--rwlocks busted`) must fail
 //! within seconds.
+//!
+//! Here: the options, the run of one lock and the table. The data and the check
+//! around it are in `guarded`, the faults in `faults`, the signal handler and the
+//! workers' phases it reads in `handler`.
 
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod faults;
+mod guarded;
+mod handler;
+
+use faults::{allowed_cpus, next, Faults};
+use guarded::{Guarded, Section};
+use handler::{
+    in_phases, install_signal_handler, quiet_relock_panics, HandlerTarget, IS_READER, TARGET,
+};
 
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
@@ -106,134 +119,6 @@ pub enum Signals {
     Same,
 }
 
-/// The data only the lock protects, and the occupancy check around it.
-struct Guarded {
-    writers_inside: AtomicU32,
-    readers_inside: AtomicU32,
-    count: UnsafeCell<u64>,
-    shadow: UnsafeCell<u64>,
-    violations: AtomicU64,
-}
-
-// SAFETY: `count` and `shadow` are touched only inside the lock under test (writers),
-// or read there (readers); whether the lock really excludes is what is checked.
-unsafe impl Sync for Guarded {}
-
-impl Guarded {
-    fn new() -> Self {
-        Self {
-            writers_inside: AtomicU32::new(0),
-            readers_inside: AtomicU32::new(0),
-            count: UnsafeCell::new(0),
-            shadow: UnsafeCell::new(0),
-            violations: AtomicU64::new(0),
-        }
-    }
-
-    /// A writer's critical section.
-    fn write(&self, faults: &Faults, i: u64) {
-        // SeqCst (the four occupancy accesses): a writer and a reader each announce
-        // themselves, then look for the other (store buffering must not hide both).
-        if self.writers_inside.fetch_add(1, SeqCst) != 0 || self.readers_inside.load(SeqCst) != 0 {
-            self.violations.fetch_add(1, Relaxed);
-        }
-        // SAFETY: the lock excludes other writers and readers (checked above).
-        unsafe {
-            let count = self.count.get().read_volatile();
-            faults.inside(i);
-            self.count.get().write_volatile(count + 1);
-            self.shadow
-                .get()
-                .write_volatile(self.shadow.get().read_volatile() + 1);
-        }
-        self.writers_inside.fetch_sub(1, SeqCst);
-    }
-
-    /// A reader's critical section.
-    fn read(&self, faults: &Faults, i: u64) {
-        // SeqCst: see `write`.
-        self.readers_inside.fetch_add(1, SeqCst);
-        if self.writers_inside.load(SeqCst) != 0 {
-            self.violations.fetch_add(1, Relaxed);
-        }
-        // SAFETY: the lock excludes writers (checked above); readers only read.
-        let (count, shadow) = unsafe {
-            (
-                self.count.get().read_volatile(),
-                self.shadow.get().read_volatile(),
-            )
-        };
-        faults.inside(i);
-        if count != shadow {
-            self.violations.fetch_add(1, Relaxed);
-        }
-        self.readers_inside.fetch_sub(1, SeqCst);
-    }
-}
-
-/// What the faults need at run time.
-struct Faults {
-    long_holds: bool,
-    preemption: bool,
-    stutter: AtomicBool,
-    shuffle: bool,
-    churn: bool,
-    cpus: Vec<usize>,
-}
-
-impl Faults {
-    /// Inside the critical section.
-    fn inside(&self, i: u64) {
-        if self.long_holds && i % 2_000 == 1_999 {
-            std::thread::sleep(Duration::from_millis(2));
-        } else if self.preemption && i % 1_000 == 999 {
-            std::thread::sleep(Duration::from_micros(50));
-        } else if self.preemption && i % 100 == 99 {
-            std::thread::yield_now();
-        }
-    }
-
-    /// Outside the critical section: stutter and shuffle.
-    fn outside(&self, rng: &mut u64, last_shuffle: &mut Instant) {
-        // Relaxed: a pause request, not a synchronisation.
-        while self.stutter.load(Relaxed) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if self.shuffle && last_shuffle.elapsed() > Duration::from_millis(100) {
-            *last_shuffle = Instant::now();
-            let cpu = self.cpus[next(rng) as usize % self.cpus.len()];
-            // SAFETY: a zeroed cpu_set_t with one bit set, for the calling thread; a
-            // refusal (a CPU gone offline) only leaves the affinity as it was.
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            }
-        }
-    }
-}
-
-fn next(rng: &mut u64) -> u64 {
-    *rng ^= *rng << 13;
-    *rng ^= *rng >> 7;
-    *rng ^= *rng << 17;
-    *rng
-}
-
-/// The CPUs this process may run on.
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed set filled by the kernel for this thread.
-    let set = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
-        set
-    };
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `set` is a valid cpu_set_t.
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect()
-}
-
 /// One lock's result.
 struct Outcome {
     name: &'static str,
@@ -246,24 +131,6 @@ struct Outcome {
     /// Threads still waiting when the run ended (a lost wake-up or a deadlock).
     hung: usize,
 }
-
-/// What a `--signals same` handler runs: the lock under test's section, on its data.
-struct HandlerTarget {
-    section: Section,
-    guarded: Arc<Guarded>,
-    /// No faults: a handler's section is short.
-    faults: Faults,
-    readers: bool,
-    /// Write sections the handlers made, for the lost-update check.
-    writes: AtomicU64,
-}
-
-/// The current lock's [`HandlerTarget`] (leaked per lock), or null.
-static TARGET: std::sync::atomic::AtomicPtr<HandlerTarget> =
-    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
-
-/// What a worker does with the lock: `true` for a write (or mutex) section.
-type Section = Arc<dyn Fn(&Guarded, &Faults, u64, bool) + Send + Sync>;
 
 /// Runs the torture of one lock with `section` and returns its outcome.
 fn torture(name: &'static str, section: Section, readers: bool, args: &Args, secs: u64) -> Outcome {
@@ -425,103 +292,6 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
     }
 }
 
-/// Counts `SIGURG`s and, with `--signals same`, takes the lock under test; installed
-/// once.
-fn install_signal_handler() {
-    extern "C" fn handled(_: libc::c_int) {
-        let nth = HANDLED.fetch_add(1, Relaxed);
-        // SeqCst: pairs with the store that publishes the target.
-        let target = TARGET.load(SeqCst);
-        // A reader thread may hold a read lock, which a handler's section would wait
-        // behind (a recursive read behind a waiting writer): only writer threads.
-        if target.is_null() || IS_READER.with(std::cell::Cell::get) {
-            return;
-        }
-        // SAFETY: a leaked `HandlerTarget`, never freed.
-        let target = unsafe { &*target };
-        let phase = PHASE.with(std::cell::Cell::get);
-        // A reader-writer lock records its writer beside its word, a moment after the
-        // cmpxchg that takes it: a handler that lands in that moment cannot tell its
-        // thread's new write lock from another's and waits for itself, as any handler
-        // that takes a lock its thread holds. So for those, only a thread outside
-        // the lock is interrupted (the matrix of `klocks/src/role` reaches each of
-        // their waiting roles deterministically instead).
-        if phase == Phase::Holding || (target.readers && phase != Phase::Outside) {
-            SKIPPED.fetch_add(1, Relaxed);
-            return;
-        }
-        let writer = !target.readers || nth.is_multiple_of(2);
-        let section = std::panic::AssertUnwindSafe(|| {
-            (target.section)(&target.guarded, &target.faults, 0, writer)
-        });
-        // The interrupted thread may hold the lock (the signal landed inside its
-        // section, or between its lock's atomic and the section): the relock panics
-        // (the locks run in this mode know their owner), and the handler leaves it.
-        // No allocation is in progress on this thread there: it is inside a lock call
-        // or a section, so the panic may allocate.
-        if std::panic::catch_unwind(section).is_err() {
-            SKIPPED.fetch_add(1, Relaxed);
-        } else if writer {
-            target.writes.fetch_add(1, Relaxed);
-        }
-        // The section the handler ran kept phases of its own.
-        PHASE.with(|p| p.set(phase));
-    }
-    // SAFETY: a handler that touches one atomic; SA_RESTART keeps the harness's own
-    // blocking calls going.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = handled as extern "C" fn(libc::c_int) as usize;
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut());
-    }
-}
-
-static HANDLED: AtomicU64 = AtomicU64::new(0);
-/// `--signals same` handlers that found their own thread holding the lock.
-static SKIPPED: AtomicU64 = AtomicU64::new(0);
-
-std::thread_local! {
-    /// Whether this worker is a reader of a reader-writer lock.
-    static IS_READER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Where this worker is in its lock's cycle, for `--signals same`.
-    static PHASE: std::cell::Cell<Phase> = const { std::cell::Cell::new(Phase::Outside) };
-}
-
-/// Where a worker is in its lock's cycle. A `--signals same` handler takes the lock
-/// only while its thread waits for it or is outside it: inside the section or the
-/// unlock the thread holds the lock, and a handler that took it then would be a
-/// relock (as it may still be in the instant between the lock's acquisition and the
-/// section, which the locks of this mode answer with a panic, counted).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Outside,
-    Waiting,
-    Holding,
-}
-
-/// Runs `section` as a worker's critical section, keeping its [`Phase`].
-fn in_phases(section: impl FnOnce(&dyn Fn())) {
-    PHASE.with(|p| p.set(Phase::Waiting));
-    section(&|| PHASE.with(|p| p.set(Phase::Holding)));
-    PHASE.with(|p| p.set(Phase::Outside));
-}
-
-/// Keeps the relock panics of `--signals same` (a handler that interrupted its
-/// thread's own section: expected, and counted) off stderr.
-fn quiet_relock_panics() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map_or("", String::as_str);
-        if !(message.contains("already holds") || message.contains("holds for writing")) {
-            default(info);
-        }
-    }));
-}
-
 struct MutexSection;
 
 impl LockVisitor for MutexSection {
@@ -568,32 +338,43 @@ impl RwLockVisitor for RwSection {
 /// The mutexes tortured when `--locks` is not given: every lock that sleeps or
 /// yields (the pure spinlocks collapse with more threads than CPUs), or with
 /// `--spinlocks` every pure spinlock (run them with `--threads` at most the CPUs).
+/// With `--signals same`, the klocks mutexes that lend every waiting role to a
+/// signal handler on the waiter's own thread (`docs/misuse.md`) and know their
+/// owner, so that a handler that interrupts its thread's own section panics (and is
+/// counted) instead of deadlocking.
 fn default_locks(signals: Signals, spinlocks: bool) -> Vec<LockName> {
     match signals {
         Signals::Counted => LockName::defaults()
             .into_iter()
             .filter(|l| l.sleeps() != spinlocks)
             .collect(),
-        Signals::Same => HANDLER_SAFE
+        Signals::Same => MutexKind::ALL
             .iter()
+            .filter(|kind| kind.lends_roles() && kind.tracks_owner())
             .map(|&kind| LockName::Klocks(kind))
             .collect(),
     }
 }
 
-/// The mutexes run by default with `--signals same`: they lend every waiting role to
-/// a signal handler on the waiter's own thread (`docs/misuse.md`), and they know
-/// their owner, so a handler that interrupts its thread's own section panics (and is
-/// counted) instead of deadlocking. The default rwlock is the reader-writer one.
-const HANDLER_SAFE: [MutexKind; 2] = [MutexKind::Default, MutexKind::SpinFutex];
+/// The reader-writer locks tortured when `--rwlocks` is not given: all, or with
+/// `--signals same` those that lend every waiting role to a signal handler on the
+/// waiter's own thread (`docs/misuse.md`; the handler interrupts only a thread
+/// outside the lock, so no relock needs catching).
+fn default_rwlocks(signals: Signals) -> Vec<RwLockName> {
+    match signals {
+        Signals::Counted => RwLockName::defaults(),
+        Signals::Same => RwLockKind::ALL
+            .iter()
+            .filter(|kind| kind.lends_roles())
+            .map(|&kind| RwLockName::Klocks(kind))
+            .collect(),
+    }
+}
 
 /// Runs the torture of every chosen lock, prints the table; whether all passed.
 pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLockName>>) -> bool {
     let locks = locks.unwrap_or_else(|| default_locks(args.signals, args.spinlocks));
-    let rwlocks = rwlocks.unwrap_or_else(|| match args.signals {
-        Signals::Counted => RwLockName::defaults(),
-        Signals::Same => vec![RwLockName::Klocks(RwLockKind::Default)],
-    });
+    let rwlocks = rwlocks.unwrap_or_else(|| default_rwlocks(args.signals));
     let total = (locks.len() + rwlocks.len()).max(1) as u64;
     let secs = args.minutes.map_or(args.secs, |m| (m * 60 / total).max(1));
     if !args.no_signals {
