@@ -183,7 +183,7 @@ pub mod many_cells;
 pub mod stratified;
 
 pub use geometric::{geometric_mean, geometric_mean_interval};
-pub use interval::{rank_bound, runs_needed, shift_interval};
+pub use interval::{runs_needed, shift_interval};
 
 /// The level and the smallest difference worth a verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]
