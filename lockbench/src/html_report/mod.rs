@@ -13,6 +13,7 @@ pub mod commands;
 pub mod compare;
 pub mod figures;
 pub mod page;
+pub mod scenario_chart;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 
 use crate::cells::{Cell, Progress, Table};
 use crate::harness::{Common, Error};
-use crate::html_report::figures::Chart;
+use crate::html_report::scenario_chart::Chart;
 use crate::machine::Machine;
 
 pub mod torture;
@@ -61,7 +61,7 @@ macro_rules! scenario {
     ) => {
         impl $crate::scenario::Options for Args {
             const TAKES: $crate::scenario::Takes = $crate::scenario::Takes::$takes;
-            $(const CHART: Option<$crate::html_report::figures::Chart> = Some($chart);)?
+            $(const CHART: Option<$crate::html_report::scenario_chart::Chart> = Some($chart);)?
 
             fn configure(
                 &self,

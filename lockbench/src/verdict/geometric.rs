@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::{runs_needed, shift_interval};
+use super::interval::{runs_needed, shift_interval};
 
 /// The geometric mean of ratios (the mean of their logs, exponentiated); `None` for
 /// none.

@@ -105,6 +105,13 @@ pub fn upper_bounds(x: &[f64], y: &[f64]) -> Vec<(f64, f64)> {
     bounds
 }
 
+/// The fewest runs a side (the same on both) that give an interval at `confidence`.
+pub fn runs_needed(confidence: f64) -> usize {
+    (1..=EXACT_UP_TO)
+        .find(|&n| rank_bound(n, n, confidence).0 >= 1)
+        .unwrap_or(EXACT_UP_TO)
+}
+
 /// Runs a side up to which [`rank_bound`] computes the null distribution exactly.
 pub(super) const EXACT_UP_TO: usize = 50;
 
@@ -155,7 +162,6 @@ pub(super) fn normal_cdf(z: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::runs_needed;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
     use rand_distr::Distribution;

@@ -183,8 +183,7 @@ pub mod many_cells;
 pub mod stratified;
 
 pub use geometric::{geometric_mean, geometric_mean_interval};
-use interval::EXACT_UP_TO;
-pub use interval::{rank_bound, shift_interval};
+pub use interval::{runs_needed, shift_interval};
 
 /// The level and the smallest difference worth a verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -438,13 +437,6 @@ impl Tally {
         }
         text
     }
-}
-
-/// The fewest runs a side (the same on both) that give an interval at `confidence`.
-pub fn runs_needed(confidence: f64) -> usize {
-    (1..=EXACT_UP_TO)
-        .find(|&n| rank_bound(n, n, confidence).0 >= 1)
-        .unwrap_or(EXACT_UP_TO)
 }
 
 /// A lock's name where a user reads a verdict: the type users know it by, for the

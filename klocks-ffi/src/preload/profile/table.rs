@@ -13,12 +13,14 @@
 //! counters change with `fetch_add`; so do the waiter counts, changed by threads that
 //! do not hold the lock.
 
+mod entry;
 pub(super) mod sites;
 
-use super::clock;
-use super::stacks::Stacks;
+pub(in crate::preload) use entry::Role;
+pub(super) use entry::{Counters, Entry};
+
 use std::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
+    AtomicPtr, AtomicU64, AtomicUsize,
     Ordering::{AcqRel, Acquire, Relaxed, Release},
 };
 
@@ -79,196 +81,6 @@ fn entries() -> &'static [Entry] {
     // SAFETY: `allocate` mapped `slots()` zeroed entries, never unmapped; all-zero
     // bytes are a valid `Entry` (atomics and flags only).
     unsafe { std::slice::from_raw_parts(base, slots()) }
-}
-
-/// How a lock is held: a mutex, or an rwlock for reading or writing.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(in crate::preload) enum Role {
-    Mutex,
-    Read,
-    Write,
-}
-
-impl Role {
-    /// Whether holders exclude each other (see the module doc).
-    fn exclusive(self) -> bool {
-        self != Role::Read
-    }
-}
-
-/// What the table knows about one lock.
-#[repr(align(64))]
-pub(super) struct Entry {
-    /// The lock's address, [`EMPTY`] or [`FREED`].
-    key: AtomicUsize,
-    /// Where the lock was initialised or first locked (a return address), 0 unknown.
-    pub(super) site: AtomicUsize,
-    /// Whether `site` is the initialisation's.
-    pub(super) site_is_init: AtomicBool,
-    /// Whether the lock is an rwlock.
-    pub(super) rwlock: AtomicBool,
-    /// Threads waiting now, and the most seen at once.
-    waiting: AtomicU32,
-    pub(super) peak_waiting: AtomicU32,
-    /// When a holder last released it while threads waited (clock ticks), 0 never:
-    /// where a wait that ended during the waiter's stack walk ended (`waited`).
-    released: AtomicU64,
-    /// Mutex holds, or write holds.
-    pub(super) exclusive: Counters,
-    /// Read holds.
-    pub(super) shared: Counters,
-    /// Where threads waited for it (its contention points).
-    pub(super) stacks: Stacks,
-}
-
-/// The counters of one kind of hold. Times are in clock ticks (see `clock`).
-pub(super) struct Counters {
-    pub(super) acquisitions: AtomicU64,
-    pub(super) contended: AtomicU64,
-    pub(super) wait_total: AtomicU64,
-    pub(super) wait_max: AtomicU64,
-    /// Holds whose length was measured (every contended one, a sample of the rest).
-    pub(super) timed_holds: AtomicU64,
-    pub(super) hold_total: AtomicU64,
-    pub(super) hold_max: AtomicU64,
-    /// Where the longest wait was (the return address of its lock call), 0 unknown.
-    pub(super) wait_site: AtomicUsize,
-}
-
-impl Counters {
-    fn all(&self) -> [&AtomicU64; 7] {
-        [
-            &self.acquisitions,
-            &self.contended,
-            &self.wait_total,
-            &self.wait_max,
-            &self.timed_holds,
-            &self.hold_total,
-            &self.hold_max,
-        ]
-    }
-
-    /// Relaxed, here and in `raise`: an exclusive holder's updates are ordered by the
-    /// lock (module doc); shared ones are single atomic operations whose totals are
-    /// read only by the report, which wants no ordering with anything else.
-    fn add(&self, role: Role, counter: &AtomicU64, amount: u64) {
-        if role.exclusive() {
-            counter.store(counter.load(Relaxed).wrapping_add(amount), Relaxed);
-        } else {
-            counter.fetch_add(amount, Relaxed);
-        }
-    }
-
-    fn raise(&self, role: Role, counter: &AtomicU64, value: u64) {
-        if role.exclusive() {
-            if value > counter.load(Relaxed) {
-                counter.store(value, Relaxed);
-            }
-        } else {
-            counter.fetch_max(value, Relaxed);
-        }
-    }
-
-    /// Counts an acquisition, and its wait if it had to wait (`Some((ticks, site))`:
-    /// how long, and the return address of the call that waited).
-    pub(super) fn acquired(&self, role: Role, waited: Option<(u64, usize)>) {
-        self.add(role, &self.acquisitions, 1);
-        if let Some((waited, site)) = waited {
-            self.add(role, &self.contended, 1);
-            self.add(role, &self.wait_total, waited);
-            // Relaxed: read only by the report. Readers race here: of two record waits
-            // at once, the site kept may be the shorter's, a lapse the report can bear.
-            if waited > self.wait_max.load(Relaxed) {
-                self.wait_site.store(site, Relaxed);
-            }
-            self.raise(role, &self.wait_max, waited);
-        }
-    }
-
-    /// Counts a measured hold of `ticks`.
-    pub(super) fn held(&self, role: Role, ticks: u64) {
-        self.add(role, &self.timed_holds, 1);
-        self.add(role, &self.hold_total, ticks);
-        self.raise(role, &self.hold_max, ticks);
-    }
-
-    /// Relaxed: a snapshot for the report.
-    pub(super) fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Relaxed)
-    }
-}
-
-impl Entry {
-    pub(super) fn counters(&self, role: Role) -> &Counters {
-        if role == Role::Read {
-            &self.shared
-        } else {
-            &self.exclusive
-        }
-    }
-
-    /// A thread starts waiting. Relaxed, here and in `stop_waiting`: a count for the
-    /// report, ordered with nothing.
-    pub(super) fn start_waiting(&self) {
-        let now = self.waiting.fetch_add(1, Relaxed) + 1;
-        self.peak_waiting.fetch_max(now, Relaxed);
-    }
-
-    pub(super) fn stop_waiting(&self) {
-        self.waiting.fetch_sub(1, Relaxed);
-    }
-
-    /// A holder releases the lock: if threads wait for it, the time is noted (one
-    /// clock read, paid only then). Relaxed, the load and the store: a waiter reads
-    /// the note after it has taken the lock, so the lock orders the holder's note
-    /// (made before its unlock) before the waiter's read; a release that misses a
-    /// waiter's registration by a few nanoseconds leaves no note, and that waiter's
-    /// wait is counted as 0, the lower bound (see `waited`).
-    pub(super) fn note_release(&self) {
-        if self.waiting.load(Relaxed) > 0 {
-            self.released.store(clock::now(), Relaxed);
-        }
-    }
-
-    /// The last noted release (clock ticks), 0 if none. Relaxed: see `note_release`.
-    pub(super) fn last_release(&self) -> u64 {
-        self.released.load(Relaxed)
-    }
-
-    /// Notes where the lock was first seen, unless that is known.
-    fn note_site(&self, site: usize, is_init: bool, rwlock: bool) {
-        // Relaxed: read only by the report; a site lost to a race is another call's.
-        self.rwlock.store(rwlock, Relaxed);
-        if site != 0
-            && self
-                .site
-                .compare_exchange(0, site, Relaxed, Relaxed)
-                .is_ok()
-        {
-            self.site_is_init.store(is_init, Relaxed);
-        }
-    }
-
-    /// Zeroes everything, for reuse or for a fork child's fresh start.
-    /// Relaxed: see the callers, which publish the entry (or have one thread).
-    pub(super) fn clear_counts(&self) {
-        for counter in self.exclusive.all().into_iter().chain(self.shared.all()) {
-            counter.store(0, Relaxed);
-        }
-        self.exclusive.wait_site.store(0, Relaxed);
-        self.shared.wait_site.store(0, Relaxed);
-        self.waiting.store(0, Relaxed);
-        self.peak_waiting.store(0, Relaxed);
-        self.released.store(0, Relaxed);
-        self.stacks.clear();
-    }
-
-    fn clear(&self) {
-        self.clear_counts();
-        self.site.store(0, Relaxed);
-        self.site_is_init.store(false, Relaxed);
-        self.rwlock.store(false, Relaxed);
-    }
 }
 
 /// The slot a lock's probe starts at (Fibonacci hashing of the address).

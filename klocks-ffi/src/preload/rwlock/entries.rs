@@ -1,7 +1,7 @@
 //! The interposed `pthread_rwlock_*` functions: `init` decides from the attributes
 //! whether klocks or glibc owns the object; the others sort their call ([`target`]:
 //! glibc's, invalid, or a klocks rwlock of the process's policy), time it for the
-//! contention profile when that is on, and run the operation of the parent module on
+//! contention profile when that is on, and run the operation of `lock` on
 //! the rwlock. The routes (`route`) enter the blocking calls, the tries and `unlock`
 //! through the general entries declared here (`*_with_site`, [`unlock_from`]), or
 //! through the fast paths of `routed`, which fall back to them.
@@ -19,11 +19,11 @@ use super::super::fork::{self, Patience, GLIBC_OWNED};
 use super::super::profile::{self, with_caller, Role};
 use super::super::time::Deadline;
 use super::super::{config, glibc};
-use super::policy::with_policy;
-use super::{
-    clockrdlock, clockwrlock, init_body, rdlock, target, tryrdlock, trywrlock, unlock, wrlock,
-    RwLock, Target,
+use super::lock::{
+    clockrdlock, clockwrlock, init_body, rdlock, target, tryrdlock, trywrlock, unlock, with_sem,
+    wrlock, RwLock, Target,
 };
+use super::policy::with_policy;
 
 extern "C" {
     /// glibc's (the `libc` crate does not declare it).

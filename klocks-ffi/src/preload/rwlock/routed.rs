@@ -1,6 +1,6 @@
 //! The routes' fast paths for `pthread_rwlock_*` (see `route`): on the lock type of
 //! the process's policy, the uncontended case of each call, done as the general entry
-//! in the parent module would do it; anything else goes to that entry.
+//! of `entries` would do it; anything else goes to that entry.
 
 use std::ffi::c_int;
 use std::sync::atomic::Ordering::Acquire;
@@ -10,7 +10,7 @@ use klocks_core::{RawRwLock, ReaderSpin, RwSem};
 use libc::pthread_rwlock_t;
 
 use super::entries::{rdlock_from, tryrdlock_from, trywrlock_from, unlock_from, wrlock_from};
-use super::RwLock;
+use super::lock::RwLock;
 use crate::preload::fork::{self, GLIBC_OWNED};
 
 /// The fast paths of the routes (see `route`) on the lock type `L` of the process's

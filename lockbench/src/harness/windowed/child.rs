@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CellLock, Spec, CELL_COMMAND, SETUP_CAP};
+use super::plan::{CellLock, Spec, CELL_COMMAND, SETUP_CAP};
 use crate::harness::rw::RwCounts;
 use crate::harness::stats::Counts;
 use crate::harness::Error;

@@ -1,7 +1,7 @@
 //! The table pieces the windowed scenarios print: cells as `median f…`, changes,
 //! matrices, comparisons, per-cell detail and footnotes.
 
-use super::{CellLock, Plan, TRUSTED_WINDOW};
+use super::plan::{CellLock, Plan, TRUSTED_WINDOW};
 use crate::cells::{num, si, Cell, PerThread, Table, Unfinished};
 use crate::harness::versus::judge_cells;
 use crate::harness::watch::{self, Conditions};

@@ -7,119 +7,19 @@
 //! cap is stopped (FIFO spinlocks collapse when threads outnumber CPUs), verified all
 //! the same, and reported as not finished.
 
-use std::time::Duration;
-
-use klocks::catalog::MutexKind;
-
-use crate::adaptive::{Adaptive, Drive};
+use crate::adaptive::Drive;
 use crate::harness::rounds::{rounds, Plan};
 use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
-use crate::harness::watch::{self, CellWatch, Conditions};
-use crate::harness::{parse_secs, race, verify_count, Common, Error, Guarded, Stop};
-use crate::harness::versus::{judge_cells, Versus};
+use crate::harness::watch::{CellWatch, Conditions};
+use crate::harness::{race, verify_count, Error, Guarded, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor, ALTERNATIVES, DEFAULT};
-use crate::verdict::{Ledger, Settings};
-use crate::cells::{num, Cell, HandoffCost, Progress, Run, Summary, Table, Unfinished};
+use crate::cells::{Cell, HandoffCost, Progress, Run, Summary, Unfinished};
 
+mod config;
 mod tables;
+pub use config::{Args, Config};
 use tables::{tables, PV_QSPINLOCK, SEED_000, SEED_003};
-
-/// Seed 000's loop: N threads × L lock/unlock pairs on one lock, wall ms
-///
-/// N threads start together from a gate and each does L lock/unlock pairs on one
-/// shared lock; the wall time runs from opening the gate to the last thread
-/// finishing. The critical section increments a plain (non-atomic) counter and
-/// records its owner, so every run counts handoffs (the lock passing to another
-/// thread) and reports ns per handoff and its ratio to the c2c one-way latency
-/// probed before and after the row (the locks of a thread count run interleaved,
-/// one run each per round). Marks: * the c2c placement (near/far)
-/// changed during the row; ! steal or other processes took over 5% of the CPU
-/// time; ~ serialized, the threads ran one after another instead of contending.
-/// A run that exceeds --cap-secs is stopped and reported as "DNF x%". Verified: the counter must equal the sum of the
-/// iterations the threads completed. Tables (each comparison a throughput ratio,
-/// above 1: faster, with its 95% interval and verdict): the seed-000 one (before =
-/// qspinlock-cmpxchg, after = qspinlock), the seed-003 one (base = ticket,
-/// patched = pvticket) and the same for
-/// qspinlock → pvqspinlock, all locks, default (`klocks::Mutex`) against the best of
-/// std, parking_lot, pthread and pthread-adaptive (when both ran), and per-cell detail.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct Args {
-    /// Thread counts, comma-separated [default: 1,2,3,4,8; 1,2,...,8 with --seed-scale]
-    #[arg(long, value_delimiter = ',', value_name = "N,...",
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
-    pub threads: Vec<usize>,
-
-    /// Lock/unlock pairs per thread [default: 1000000; 5000000 with --seed-scale]
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000_000))]
-    pub iterations: Option<u64>,
-
-    /// Time cap per run, in seconds: a run still going is stopped, verified and
-    /// reported as not finished, and its cell is not repeated [default: 2; 60 with
-    /// --seed-scale]
-    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
-    pub cap_secs: Option<Duration>,
-}
-
-/// What to run.
-#[derive(Debug, Clone)]
-pub struct Config {
-    locks: Vec<LockName>,
-    threads: Vec<usize>,
-    iterations: u64,
-    cap: Duration,
-    runs: u32,
-    stats: bool,
-    adaptive: Adaptive,
-}
-
-/// Defaults, sized for a default suite of about a minute on 2 CPUs, and the seed's.
-const THREADS: &[usize] = &[1, 2, 3, 4, 8];
-const SEED_THREADS: &[usize] = &[1, 2, 3, 4, 5, 6, 7, 8];
-const ITERATIONS: u64 = 1_000_000;
-const SEED_ITERATIONS: u64 = 5_000_000;
-const CAP: Duration = Duration::from_secs(2);
-const SEED_CAP: Duration = Duration::from_secs(60);
-/// The default suite's cap: the four FIFO spinlocks hit it at 3, 4 and 8 threads.
-const SUITE_CAP: Duration = Duration::from_secs(1);
-
-impl Config {
-    /// From the command line.
-    pub fn new(args: &Args, common: &Common) -> Self {
-        let seed = common.seed_scale;
-        let threads = match (args.threads.is_empty(), seed) {
-            (false, _) => args.threads.clone(),
-            (true, false) => THREADS.to_vec(),
-            (true, true) => SEED_THREADS.to_vec(),
-        };
-        Self {
-            locks: common.locks(),
-            threads,
-            iterations: args
-                .iterations
-                .unwrap_or(if seed { SEED_ITERATIONS } else { ITERATIONS }),
-            cap: args.cap_secs.unwrap_or(if seed { SEED_CAP } else { CAP }),
-            runs: common.runs,
-            stats: common.stats,
-            adaptive: common.adaptive.clone(),
-        }
-    }
-
-    /// The default suite's share: the defaults with a 1 s cap (the seed's sizes with
-    /// --seed-scale).
-    pub fn suite(common: &Common) -> Self {
-        let args = Args {
-            cap_secs: (!common.seed_scale).then_some(SUITE_CAP),
-            ..Args::default()
-        };
-        Self::new(&args, common)
-    }
-
-    /// Cells this config measures.
-    pub fn cells(&self) -> u64 {
-        (self.locks.len() * self.threads.len()) as u64
-    }
-}
 
 /// Measures every (threads, lock) cell, thread counts outermost; within a row the
 /// locks take turns, one run each per round ([`rounds`]), so that they are compared
@@ -270,10 +170,6 @@ fn cell(
 /// thread did not contend: its threads ran one after another (`threads - 1`
 /// handoffs), or nearly so.
 const CONTENDED_MIN_HANDOFFS_PER_THREAD: u64 = 10;
-
-/// Footnote for `~`.
-const SERIALIZED_NOTE: &str = "~ serialized: under 10 handoffs per thread, so the threads \
-ran one after another rather than contending (the scheduler did not run them side by side)";
 
 /// Wall ns per handoff (median over the reported runs) and its ratio to c2c.
 fn handoff_cost(

@@ -1,6 +1,18 @@
 //! loop's tables: the seed-000 and seed-003 comparisons, qspinlock → pvqspinlock, all locks, default against the peers and per-cell detail.
 
-use super::*;
+use klocks::catalog::MutexKind;
+
+use crate::harness::watch::{self, Conditions};
+use crate::harness::versus::{judge_cells, Versus};
+use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
+use crate::verdict::{Ledger, Settings};
+use crate::cells::{num, Cell, Table, Unfinished};
+
+use super::config::Config;
+
+/// Footnote for `~`.
+const SERIALIZED_NOTE: &str = "~ serialized: under 10 handoffs per thread, so the threads \
+ran one after another rather than contending (the scheduler did not run them side by side)";
 
 /// The seed tables, the all-locks matrix, default against the peers and the per-cell
 /// detail.

@@ -1,6 +1,13 @@
 //! mutex-load's tables: the seed-004 comparison, all locks, the spinfutex bars against the ceiling and the best peer, default against the peers.
 
-use super::*;
+use crate::harness::versus::{against_best, judge_cells};
+use crate::harness::watch::Conditions;
+use crate::harness::windowed::{self, fairest, fairness, show_fairness, Grid};
+use crate::locks::{LockName, DEFAULT};
+use crate::cells::{num, Cell, Table};
+use crate::verdict::{Judgement, Ledger, Settings};
+
+use super::config::{Config, Row, AFTER, BEFORE, PEERS};
 
 /// Throughput in the seed's unit: ops/s shown as kops/s.
 pub(super) fn kops(ops_per_sec: f64) -> String {
@@ -250,8 +257,10 @@ pub(super) fn bars(config: &Config, cells: &[Cell], pause_ns: f64) -> Option<Tab
 
 #[cfg(test)]
 mod tests {
+    use super::super::config::Args;
     use super::*;
-    use crate::cells::{PerThread, Run, Summary};
+    use crate::cells::{MutexLoad, PerThread, Run, Summary};
+    use crate::harness::Common;
 
     /// A finished one-run cell at `ops` ops/s.
     fn cell(lock: LockName, row: Row, ops: f64, per_thread: &[u64]) -> Cell {

@@ -1,6 +1,12 @@
 //! rw-fair's tables: per group, each role's per-thread sections in the seed's format, and the bars of the rwsem policies.
 
-use super::*;
+use crate::harness::rw::{self, per_role, reader_group, role_fairness, show, show_ratio, Role};
+use crate::harness::windowed;
+use crate::cells::{num, Cell, PerThread, Table};
+use crate::rwlocks::{RwLockName, RW_ALTERNATIVES, RW_DEFAULT};
+use crate::verdict::{self, Ledger, Settings};
+
+use super::config::{Config, Group, POLICIES, SEED_GROUP, STARVATION};
 
 pub(super) fn find(cells: &[Cell], lock: RwLockName, group: Group) -> Option<&Cell> {
     cells.iter().find(|cell| {
@@ -267,8 +273,11 @@ pub(super) fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::config::{parse_group, WINDOW};
     use super::*;
-    use crate::cells::{Run, RwRun, Summary};
+    use crate::cells::{Run, RwRun, RwSetup, Summary};
+    use crate::harness::windowed::Plan;
+    use klocks::catalog::RwLockKind;
 
     #[test]
     fn groups_parse_and_bad_ones_say_why() {

@@ -1,6 +1,14 @@
 //! rwsem's tables: the seed-001 comparison, all locks, the rwsem-adaptive bars and per-cell detail.
 
-use super::*;
+use crate::harness::rw::{geometric_mean, kops, reader_group, role_fairness, show, show_ratio, times, Role};
+use crate::harness::versus::{against_best, judge_cells};
+use crate::harness::watch::Conditions;
+use crate::harness::windowed::{self, Grid};
+use crate::cells::{num, si, Cell, RwRun, Table};
+use crate::rwlocks::RwLockName;
+use crate::verdict::{self, Judgement, Ledger, Settings};
+
+use super::config::{Config, Row, AFTER, BEFORE, NEVER, PEERS};
 
 /// The seed-001 table, all locks, the rwsem-adaptive bars and the per-cell detail.
 pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
@@ -280,8 +288,10 @@ pub(super) fn rw_columns(cell: &Cell) -> [String; 9] {
 
 #[cfg(test)]
 mod tests {
+    use super::super::config::{parse_threads, Args};
     use super::*;
-    use crate::cells::{PerThread, Run, Summary};
+    use crate::cells::{PerThread, Run, RwSetup, Summary};
+    use crate::harness::Common;
 
     /// A finished one-run cell at `ops` ops/s, half reads.
     fn cell(lock: RwLockName, row: Row, ops: f64) -> Cell {

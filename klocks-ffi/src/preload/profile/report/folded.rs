@@ -17,7 +17,10 @@ use std::fmt::{self, Write};
 
 use super::super::stacks::Stacks;
 use super::super::table::{self, sites};
-use super::{symbols, Buffer, Out, Sites, Summary};
+use super::super::units::Buffer;
+use super::out::Out;
+use super::summary::{Sites, Summary};
+use super::symbols;
 
 /// Writes one frame: the function (as two frames, `outer;inner`, when one was
 /// inlined into another), else `module+offset`, else the address (always the address

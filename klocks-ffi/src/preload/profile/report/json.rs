@@ -23,7 +23,11 @@ use super::super::advice::{advise, Remedy, Shape};
 use super::super::stacks::Stacks;
 use super::super::table::sites;
 use super::super::table::Counters;
-use super::{lock_shape, program, site_shape, symbols, total_wait, Out, Row, Sites, Summary};
+use super::out::Out;
+use super::summary::{
+    lock_shape, program, site_shape, total_wait, Row, Sites, Summary, NEGLIGIBLE_SHARE,
+};
+use super::symbols;
 
 /// Writes text as the inside of a JSON string: quotes, backslashes and control
 /// characters escaped.
@@ -225,7 +229,7 @@ fn lock(
 fn advice(out: &mut Out, summary: &Summary, shape: &Shape) -> fmt::Result {
     out.write_str("\"advice\":")?;
     let mut remedy = None;
-    if summary.share >= super::NEGLIGIBLE_SHARE {
+    if summary.share >= NEGLIGIBLE_SHARE {
         out.write_char('"')?;
         remedy = advise(shape, summary.in_use, &mut Escaped(out))?;
         out.write_char('"')?;

@@ -12,7 +12,9 @@ use std::fmt::{self, Write};
 
 use super::super::stacks::Stacks;
 use super::super::units::Time;
-use super::{symbols, Out, Sites};
+use super::out::Out;
+use super::summary::Sites;
+use super::symbols;
 
 /// How far a frame is indented, under its stack's line (at 5).
 const FRAME_INDENT: &str = "         ";

@@ -9,7 +9,8 @@ use std::fmt::{self, Write};
 
 use object::read::ReadCache;
 
-use super::{Buffer, Sites};
+use super::super::units::Buffer;
+use super::summary::Sites;
 
 /// What is known of one return address.
 pub(super) struct Resolved {

@@ -10,12 +10,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::super::advice::advise;
 use super::super::table::{self, sites, Counters, Seen};
 use super::super::units::Buffer;
+use super::super::units::Time;
 use super::super::SAMPLE_EVERY;
 use super::out::Out;
-use super::{
-    acquisitions, lock_shape, points, program, site_shape, symbols, Sites, Summary, Time, Top,
-    NEGLIGIBLE_SHARE,
+use super::summary::{
+    acquisitions, lock_shape, program, site_shape, Sites, Summary, Top, NEGLIGIBLE_SHARE,
 };
+use super::{points, symbols};
 
 pub(super) fn write(out: &mut Out, summary: &Summary, sites: Sites) -> fmt::Result {
     let ns = |ticks: u64| summary.ns(ticks);

@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use super::super::stacks::Stacks;
-use super::{Counters, Entry};
+use super::entry::{Counters, Entry};
 
 /// How many sites the table tells apart.
 pub(in crate::preload::profile) const SITES: usize = 2048;
