@@ -187,7 +187,7 @@ pub(super) fn capture(regex: &Regex, stdout: &[u8], stderr: &[u8]) -> Option<f64
     })
 }
 
-/// Runs `variants` in interleaved rounds, one run each per round ([`rounds`]), each
+/// Runs `variants` in interleaved rounds, one run each per round ([`rounds`](fn@rounds)), each
 /// run's stdout compared with `reference` (else the first run's); rounds go on past
 /// `--runs` while a variant's wall time against the first variant's is too wide to
 /// decide ([`crate::adaptive`]).
@@ -256,7 +256,7 @@ pub(super) fn run_rounds(
 }
 
 /// With `--peer`: each klocks lock against the best of glibc and the peers, as
-/// [`super::tables`] judges it (on wall time: the rounds see no metric).
+/// [`super::tables`](fn@super::tables) judges it (on wall time: the rounds see no metric).
 fn best_peer_drives(variants: &[Variant]) -> Vec<Drive> {
     let names: Vec<&str> = variants.iter().map(|v| v.name()).collect();
     let peers = peer_names(variants);

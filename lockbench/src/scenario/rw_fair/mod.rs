@@ -7,7 +7,7 @@
 //! writers) stay within reach of its group's mean. Here R dedicated readers and W
 //! dedicated writers loop `lock; load; unlock` on one lock for a fixed window, for
 //! each lock and each R+W group, through [`windowed`]'s child processes and
-//! [`rw`]'s verified critical sections (writers increment two plain counters around
+//! [`rw`](crate::harness::rw)'s verified critical sections (writers increment two plain counters around
 //! the load, readers check they read equal).
 //!
 //! Reported per lock and group: each role's per-thread iterations min/mean/max, its
