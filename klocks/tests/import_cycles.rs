@@ -469,7 +469,7 @@ fn rust_files(src: &Path, dir: &Path, out: &mut Vec<(PathBuf, String)>) {
 }
 
 /// The crates held to the rule, by their `src` directories relative to the workspace.
-const CRATES: &[&str] = &["klocks/src", "klocks-ffi/src"];
+const CRATES: &[&str] = &["klocks/src", "klocks-ffi/src", "lockbench/src"];
 
 #[test]
 fn no_two_files_import_each_other() {

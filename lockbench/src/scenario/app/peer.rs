@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 
-use super::{PreloadLock, GLIBC};
+use super::setting::{PreloadLock, GLIBC};
 
 /// One `--peer`: its row's name and the library preloaded for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

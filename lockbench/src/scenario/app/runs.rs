@@ -7,57 +7,13 @@ use std::time::{Duration, Instant};
 
 use regex::Regex;
 
-use super::advice::Setting;
-use super::peer::Peer;
-use super::{Config, PreloadLock, GLIBC, LOCK, PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_TOP, RWLOCK};
+use super::config::Config;
+use super::setting::{GLIBC, LOCK, PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_TOP, RWLOCK};
+use super::variant::Variant;
 use crate::adaptive::Drive;
 use crate::cells::{Cell, Progress, Run};
 use crate::harness::rounds::{self, rounds, Plan};
 use crate::harness::Error;
-
-/// How a run is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
-    /// glibc's locks, no preload: the baseline.
-    Glibc,
-    /// Under a klocks lock.
-    Lock(PreloadLock),
-    /// Under another interposer (`--peer`).
-    Peer(Peer),
-    /// glibc's locks through the preload.
-    Preloaded,
-    /// glibc's locks under the preload's contention profile.
-    Profiled,
-    /// Under a setting of the preload, named as its variables are.
-    Setting(Setting, &'static str),
-    /// Under a setting, with the contention profile written as JSON (`--profile`).
-    ProfiledJson(Setting),
-}
-
-impl Variant {
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Variant::Glibc => GLIBC,
-            Variant::Lock(lock) => lock.name(),
-            Variant::Peer(peer) => peer.name,
-            Variant::Preloaded => "glibc+preload",
-            Variant::Profiled => "glibc+profile",
-            Variant::Setting(_, name) => name,
-            Variant::ProfiledJson(_) => "profile",
-        }
-    }
-
-    /// A setting's variant: glibc's locks are run without the preload (as a user runs
-    /// the program), any other setting through it.
-    pub(super) fn of(setting: Setting) -> Variant {
-        if setting.is_glibc() {
-            return Variant::Glibc;
-        }
-        // Leaked: a cell names its lock by a `&'static str`, and a run makes a few
-        // settings at most.
-        Variant::Setting(setting, Box::leak(setting.name().into_boxed_str()))
-    }
-}
 
 /// One run's result.
 pub(super) struct Outcome {
@@ -305,3 +261,15 @@ fn cell(
     Cell::of_runs(config.scenario, lock, config.threads, layout, unit, runs)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metric_is_read_from_stdout_then_stderr() {
+        let regex = Regex::new(r"rate: *([0-9.]+)").unwrap();
+        assert_eq!(capture(&regex, b"x\nrate: 12.5\n", b""), Some(12.5));
+        assert_eq!(capture(&regex, b"nothing", b"rate: 3"), Some(3.0));
+        assert_eq!(capture(&regex, b"nothing", b"none"), None);
+    }
+}

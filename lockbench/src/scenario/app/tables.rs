@@ -3,12 +3,13 @@
 //! the best of glibc and the peers, and, with `--profile-cost`, the
 //! profile's report under it.
 
-use super::advice::profile_tables;
-use super::runs::{peer_names, Variant};
-use super::{Config, GLIBC, PROFILE};
-use crate::cells::{num, si, Cell, Table};
+use super::config::{Config, Profiling};
+use super::runs::peer_names;
+use super::setting::{GLIBC, PROFILE};
+use super::variant::Variant;
+use crate::cells::{num, si, wrap, Cell, Table};
 use crate::harness::versus::against_best;
-use crate::verdict::{self, Ledger, Settings};
+use crate::verdict::{self, Ledger, Settings, Verdict};
 
 /// lock | wall s | against glibc [| metric | against glibc]: each "vs glibc" column is
 /// the lock's throughput (1 ÷ wall time, or the metric) ÷ glibc's, with its interval
@@ -169,4 +170,99 @@ fn best_peer_table(config: &Config, variants: &[Variant], cells: &[Cell]) -> Opt
     ));
     table.note(ledger.tally().note(Settings::default()));
     Some(table)
+}
+
+/// `--profile`'s tables: the report, short; then with `--try` the advice measured
+/// against the locks in use, or why it was not.
+pub(super) fn profile_tables(config: &Config, profiling: &Profiling, cells: &[Cell]) -> Vec<Table> {
+    let outcome = profiling.outcome.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(profiled) = outcome.as_ref() else {
+        return Vec::new();
+    };
+    let current = profiling.current;
+    let mut report = Table::new(
+        format!(
+            "contention profile: `{}` under {}, timed by LD_PRELOAD={} {}=1",
+            config.shown(),
+            current.name(),
+            config.preload.display(),
+            PROFILE.name()
+        ),
+        &["report"],
+    );
+    for line in profiled.profile.lines() {
+        report.row(vec![line]);
+    }
+    if let Some(remedy) = &profiling.test_advice {
+        report.row(vec![format!(
+            "--test-advice: --try measures {}={} instead of the advice (for tests)",
+            remedy.variable, remedy.value
+        )]);
+    }
+    let last = match (&profiled.no_rounds, profiling.try_advice) {
+        (Some(why), _) => Some(why.clone()),
+        (None, false) if !profiled.profile.remedies().is_empty() => Some(format!(
+            "measure the advice: lockbench app --profile --try{} -- {}",
+            current.options(),
+            config.shown()
+        )),
+        _ => None,
+    };
+    for line in last.iter().flat_map(|last| wrap(last, 120).lines().map(str::to_owned).collect::<Vec<_>>()) {
+        report.row(vec![line]);
+    }
+    let mut tables = vec![report];
+    if !profiled.tried.is_empty() {
+        let mut table = timing_table(config, &profiled.tried, cells);
+        table.note(if config.output_varies {
+            "output not compared (the command prints timings); every run exited 0".to_owned()
+        } else {
+            "every run exited 0 and printed the same output as the profiled run".to_owned()
+        });
+        tables.push(table);
+        tables.push(effect_table(config, &profiled.tried, cells));
+    }
+    tables
+}
+
+/// The advice measured, in words: each advised setting against the locks in use, by
+/// the program's `--metric` if it has one, else by wall time; a win only when the
+/// runs say faster.
+fn effect_table(config: &Config, tried: &[Variant], cells: &[Cell]) -> Table {
+    let layout = config.metric.as_ref().map(|_| "metric");
+    let measure = match layout {
+        Some(_) => "by its --metric",
+        None => "by wall time",
+    };
+    let current = tried[0].name();
+    let mut table = Table::new(
+        format!("the advice measured against {current}, {measure}"),
+        &["effect"],
+    );
+    let of = |lock: &str| {
+        cells
+            .iter()
+            .find(|c| c.lock == lock && c.layout == layout)
+    };
+    for variant in &tried[1..] {
+        let name = variant.name();
+        let judged = of(name).zip(of(current)).and_then(|(cell, base)| {
+            verdict::judge(&cell.log_throughputs(), &base.log_throughputs(), Settings::default())
+        });
+        let effect = match judged {
+            None => format!("{name}: not measured (a run is missing)"),
+            Some(judged) => match judged.verdict {
+                Verdict::Faster => format!("{name}: {judged}: the advice pays for this program"),
+                Verdict::Slower => format!(
+                    "{name}: {judged}: the advice does not hold here; keep {current}"
+                ),
+                Verdict::NoClearDifference => format!(
+                    "{name}: no clear difference {judged}: the advice wins nothing measurable here"
+                ),
+                Verdict::TooFewRuns => format!("{name}: {judged}: too few runs to tell"),
+            },
+        };
+        table.row(vec![effect]);
+    }
+    table
 }
