@@ -51,9 +51,12 @@ pub struct ReportArgs {
 /// each lock's changes pooled over its cells. With --fail-on-regression
 /// PCT, exits with status 1 when a lock is slower by more than PCT percent over its
 /// cells (its pooled interval wholly below 1 ÷ (1 + PCT/100)) or a single cell is, after
-/// Holm's correction over all cells: two runs of the same build fail at most 5% of
-/// the time. A cell that stopped finishing is reported, not failed: cells near their
-/// cap (overcommit) flip between finishing and not from run to run.
+/// Holm's correction over all cells, each test widened by the same spread between
+/// executions as the intervals (and by the disagreement of a cell's references'
+/// own changes), and each set of runs counted once (a metric row is not a second
+/// cell): two executions of the same build fail at most 5% of the time, if they differ
+/// as the files show. A cell that stopped finishing is reported, not failed: cells
+/// near their cap (overcommit) flip between finishing and not from run to run.
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
     /// The baseline result file (--json)

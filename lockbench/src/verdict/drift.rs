@@ -10,11 +10,12 @@
 //!   the same number of runs in a file, run i of each is paired, and X's run i is
 //!   taken relative to the reference: `d_i = x_i − median over the references of
 //!   r_i` (log throughputs). The change is then the Mann–Whitney comparison of the
-//!   d's of B with the d's of A, exact as any of [`crate::verdict::judge`]'s: under no
-//!   change, the d's of both files are exchangeable. The reference's noise is in every
-//!   d (a round in which the references ran fast lowers X's d), so the interval
-//!   carries it without a separate term, and a drift within a file, from round to
-//!   round, cancels too.
+//!   d's of B with the d's of A, exact as any of [`crate::verdict::judge`]'s for the
+//!   runs: under no change, the d's of both files are exchangeable but for each
+//!   execution's own level, which [`super::executions`] adds. The reference's noise
+//!   is in every d (a round in which the references ran fast lowers X's d), so the
+//!   interval carries it without a separate term, and a drift within a file, from
+//!   round to round, cancels too.
 //! - **Per group.** Otherwise (files from before the rounds, run counts that differ
 //!   between locks), the reference's change is the Hodges–Lehmann shift of the
 //!   references' runs pooled, each reference's runs first centred on its own median
@@ -24,8 +25,18 @@
 //!   conservative.
 //!
 //! The references never include X, so X's own change cannot move them; with three or
-//! more references their median also withstands one of them having changed. A group
-//! with X alone has no reference: the caller judges it directly and says so.
+//! more references their median also withstands one of them having changed, but not
+//! two (std and pthread at 4 threads, each in one mode in one process and another in
+//! the next, made klocks::Mutex, 1.24× slower in wall time, look 1.66× faster against
+//! its three references), and with two the median is their mean, which any one of
+//! them moves. So a change carries the references' own movement as a term
+//! ([`Change::reference`], [`super::executions::reference_term`]): the spread of the
+//! references' changes between the files beyond what their runs' noise explains,
+//! divided by √k, at the t quantile of k − 1 degrees of freedom (a spread read from
+//! two or three values is itself uncertain). A drift of the machine moves them alike
+//! and costs nothing; references that disagree widen the judged lock's interval by as
+//! much as they could have moved its verdict. A group with X alone has no reference:
+//! the caller judges it directly and says so.
 
 use super::interval::{shift_interval, upper_bounds};
 use super::{judge, verdict_of, Judgement, Settings};
@@ -56,16 +67,31 @@ pub struct Change {
     /// to the references), when one Mann–Whitney comparison judged the change; `None`
     /// per group.
     pub samples: Option<(Vec<f64>, Vec<f64>)>,
+    /// The standard deviation of the references' own movement between the files
+    /// ([`super::executions::reference_term`]); 0 for a change judged directly.
+    pub reference: f64,
+    /// The standard deviation of the change's term between executions
+    /// ([`super::executions::term`]), once the ratio of the judged lock is known; 0
+    /// until then. The fail rule's tests carry it as the intervals do.
+    pub execution: f64,
 }
 
 impl Change {
     /// The smallest one-sided error at which the change lies wholly below `bound` (a
     /// log ratio): the p-value of "the change is `bound` or more"; 1 when no
-    /// interval the data can give lies below it.
+    /// interval the data can give lies below it. Each upper end of the runs, at error
+    /// e, is widened by the term between executions at the same error (its normal
+    /// quantile times [`Change::execution`], added in quadrature as
+    /// [`super::executions::widened`] does): with no such term, the exact
+    /// Mann–Whitney p-value.
     pub fn p_below(&self, bound: f64) -> f64 {
+        let estimate = self.judgement.ratio.ln();
         self.upper_bounds
             .iter()
-            .find(|(_, upper)| *upper < bound)
+            .find(|(error, upper)| {
+                let extra = super::executions::normal_quantile(1.0 - error) * self.execution;
+                estimate + (upper - estimate).max(0.0).hypot(extra) < bound
+            })
             .map_or(1.0, |(error, _)| *error)
     }
 }
@@ -77,6 +103,8 @@ pub fn absolute(a: &[f64], b: &[f64], settings: Settings) -> Option<Change> {
         correction: Correction::Absolute,
         upper_bounds: upper_bounds(b, a),
         samples: Some((a.to_vec(), b.to_vec())),
+        reference: 0.0,
+        execution: 0.0,
     })
 }
 
@@ -91,6 +119,27 @@ pub fn relative<'a>(
     if references.is_empty() {
         return None;
     }
+    let moved: Vec<(f64, f64)> = references
+        .iter()
+        .filter_map(|(a, b)| {
+            let change = shift_interval(b, a, 0.0)?.estimate;
+            Some((change, super::executions::shift_variance(a, b)))
+        })
+        .collect();
+    let reference = super::executions::reference_term(&moved);
+    let change = relative_to(x, references, settings)?;
+    Some(Change {
+        reference,
+        ..change
+    })
+}
+
+/// [`relative`] before the references' own movement is known.
+fn relative_to<'a>(
+    x: (&'a [f64], &'a [f64]),
+    references: &[(&'a [f64], &'a [f64])],
+    settings: Settings,
+) -> Option<Change> {
     // Side 0 is A, side 1 is B.
     let side = |r: &(&'a [f64], &'a [f64]), which: usize| -> &'a [f64] {
         match which {
@@ -169,6 +218,8 @@ fn per_group(
         correction: Correction::PerGroup,
         upper_bounds: bounds,
         samples: None,
+        reference: 0.0,
+        execution: 0.0,
     })
 }
 

@@ -26,6 +26,8 @@
 //! [`crate::verdict`]: per lock over all its cells, and per cell with Holm's
 //! correction ([`Comparison::failures`]).
 
+#[cfg(test)]
+mod real_pairs;
 mod render;
 #[cfg(test)]
 mod tests;
@@ -90,6 +92,10 @@ pub struct Row {
     /// The spread of the compared runs within one execution
     /// ([`executions::within`]); `None` unless judged with 3 runs or more a side.
     pub within: Option<f64>,
+    /// A second measure of the runs of another row (the program's own number that
+    /// `app --metric` and the preload scenario read beside the wall time): shown,
+    /// but left out of the fail rule's families, which would count those runs twice.
+    pub second_measure: bool,
 }
 
 /// The comparison of two files.
@@ -271,6 +277,7 @@ pub fn compare(a: &RunFile, b: &RunFile, drift: &Drift) -> Comparison {
             evidence,
             against: against_what,
             within,
+            second_measure: cell.unit == "metric",
         });
     }
     let executions = between_executions(&mut rows, settings);
@@ -298,7 +305,8 @@ pub fn compare(a: &RunFile, b: &RunFile, drift: &Drift) -> Comparison {
 
 /// Widens every judged row's interval by the spread between executions, each lock's
 /// estimated from the other locks' cells judged by one Mann–Whitney comparison (see
-/// [`executions`]); the locks' ratios.
+/// [`executions`]), and by its references' own movement; records each row's term for
+/// the fail rule; the locks' ratios.
 fn between_executions(rows: &mut [Row], settings: Settings) -> Vec<(String, Option<f64>)> {
     let shifts: Vec<(&str, Shift)> = rows
         .iter()
@@ -309,14 +317,23 @@ fn between_executions(rows: &mut [Row], settings: Settings) -> Vec<(String, Opti
         .collect();
     let ratios = executions::ratios_by_lock(&shifts);
     for row in rows.iter_mut() {
-        let ratio = ratios.iter().find(|(lock, _)| *lock == row.cell[2]);
-        let (Some((_, Some(ratio))), Some(within), Some(evidence)) =
-            (ratio, row.within, row.evidence.as_mut())
-        else {
+        let ratio = ratios
+            .iter()
+            .find(|(lock, _)| *lock == row.cell[2])
+            .and_then(|(_, ratio)| *ratio);
+        let Some(evidence) = row.evidence.as_mut() else {
             continue;
         };
-        evidence.judgement = executions::widened(&evidence.judgement, within, *ratio, settings);
-        row.change = Change::Judged(evidence.judgement);
+        let sd = executions::term(
+            ratio.unwrap_or(0.0),
+            row.within.unwrap_or(0.0),
+            evidence.reference,
+        );
+        if sd > 0.0 {
+            evidence.execution = sd;
+            evidence.judgement = executions::widened(&evidence.judgement, sd, settings);
+            row.change = Change::Judged(evidence.judgement);
+        }
     }
     ratios
 }
@@ -356,10 +373,12 @@ impl Failures<'_> {
 }
 
 impl Comparison {
-    /// The judged rows with their evidence.
+    /// The judged rows with their evidence that the fail rule counts: every measure of
+    /// a set of runs once.
     fn judged(&self) -> impl Iterator<Item = (&Row, &drift::Change)> {
         self.rows
             .iter()
+            .filter(|row| !row.second_measure)
             .filter_map(|row| row.evidence.as_ref().map(|evidence| (row, evidence)))
     }
 

@@ -154,9 +154,10 @@ impl Comparison {
             &format!(
                 "if two executions of the suite differ as these files show: each interval \
                  widened by a spread between executions of {ratio} the cell's spread within \
-                 one (MAD), the least at which the other locks' cells' {:.0}% intervals so \
-                 widened leave out no change only as often as they state (see lockbench \
-                 compare --help){unestimated}",
+                 one (MAD, or inner range where two modes make it wider), and by the \
+                 disagreement of its references' own changes, the least at which the other \
+                 locks' cells' {:.0}% intervals so widened leave out no change only as often \
+                 as they state (see lockbench compare --help){unestimated}",
                 executions::TAIL * 100.0
             ),
         )
@@ -255,11 +256,17 @@ impl Comparison {
         if pooled.is_empty() {
             return String::new();
         }
-        let judged = self.rows.iter().filter(|r| r.evidence.is_some()).count();
+        let judged = self
+            .rows
+            .iter()
+            .filter(|r| r.evidence.is_some() && !r.second_measure)
+            .count();
         let mut out = format!(
             "each lock over its cells (B ÷ A as throughput: the shift common to its cells, with \
-             the stratified Mann–Whitney interval at {:.2}% a side, the family's {:.0}% split over {} locks \
-             and the single cells; a single cell alone needs p ≤ {:.5} among {judged}):\n",
+             the stratified Mann–Whitney interval widened by the spread between executions, at \
+             {:.2}% a side, the family's {:.0}% split over {} locks and the single cells; a single \
+             cell alone needs p ≤ {:.5} among {judged}, its interval so widened; second measures \
+             of the same runs (metric) left out):\n",
             many_cells::lock_error(pooled.len()) * 100.0,
             many_cells::FAMILY_ERROR * 100.0,
             pooled.len(),
