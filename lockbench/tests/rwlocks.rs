@@ -53,6 +53,93 @@ fn a_tiny_rw_mix_run_compares_default_rw_with_the_best_peer() {
     assert!(table.contains("needs at least 4 runs a side"), "{table}");
 }
 
+/// 99.99% reads, in either spelling (one fraction, so one row), reaches the cell
+/// exact (parts per million) and the table readable; free placement is the default
+/// and says so.
+#[test]
+fn rw_mix_takes_99_99_percent_reads_exactly() {
+    let json = scratch("rw-mix-fractions.json");
+    let out = measure(&[
+        "rw-mix",
+        "--rwlocks",
+        "std-rw",
+        "--threads",
+        "2",
+        "--reads",
+        "999.9,99.99%,99.999%,500",
+        "--ops",
+        "2000",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    for label in ["99.99% reads", "99.999% reads", "50% reads"] {
+        assert!(table.contains(label), "{label}: {table}");
+    }
+    assert!(table.contains("threads placed by the scheduler"), "{table}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("valid JSON");
+    let cells: Vec<(&str, u64, &str)> = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| {
+            (
+                cell["layout"].as_str().unwrap(),
+                cell["rw_mix"]["reads_per_million"].as_u64().unwrap(),
+                cell["rw_mix"]["placement"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("99.99% reads", 999_900, "free"),
+            ("99.999% reads", 999_990, "free"),
+            ("50% reads", 500_000, "free"),
+        ]
+    );
+}
+
+/// Spread placement reaches the cell, its layout, the table's title and its note.
+#[test]
+fn rw_mix_spread_records_its_placement() {
+    let json = scratch("rw-mix-spread.json");
+    let out = measure(&[
+        "rw-mix",
+        "--rwlocks",
+        "std-rw",
+        "--threads",
+        "3",
+        "--reads",
+        "99.99%",
+        "--placement",
+        "spread",
+        "--ops",
+        "2000",
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    assert!(
+        table.contains("threads spread: thread i pinned to CPU i mod N"),
+        "{table}"
+    );
+    assert!(table.contains("so every CPU ran readers"), "{table}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("valid JSON");
+    let cell = &report["cells"][0];
+    assert_eq!(cell["layout"], "99.99% reads, spread", "{cell}");
+    assert_eq!(cell["rw_mix"]["placement"], "spread", "{cell}");
+    assert_eq!(cell["rw_mix"]["reads_per_million"], 999_900, "{cell}");
+}
+
 #[test]
 fn a_tiny_rwsem_run_prints_its_tables() {
     let (json, csv) = (scratch("rwsem.json"), scratch("rwsem.csv"));

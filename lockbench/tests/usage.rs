@@ -123,6 +123,14 @@ fn rw_bad_values_are_usage_errors_that_say_why() {
         (&["rwsem", "--locks", "std"], "--rwlocks"),
         (&["rw-fair", "--locks", "std"], "--rwlocks"),
         (&["loop", "--rwlocks", "std-rw"], "--rwlocks applies to"),
+        (&["rw-mix", "--reads", "0"], "no reads at all"),
+        (&["rw-mix", "--reads", "0%"], "no reads at all"),
+        (&["rw-mix", "--reads", "1000.1"], "above every operation"),
+        (&["rw-mix", "--reads", "100.01%"], "above every operation"),
+        (&["rw-mix", "--reads", "ninety"], "not a read fraction"),
+        (&["rw-mix", "--reads", "99.99%%"], "not a read fraction"),
+        (&["rw-mix", "--reads", "999.9999"], "finer than"),
+        (&["rw-mix", "--placement", "everywhere"], "free, spread"),
     ];
     for (args, says) in cases {
         let out = lockbench(args);

@@ -11,12 +11,14 @@ mod decode;
 pub mod output;
 mod progress;
 mod repeated;
+mod rw_mix;
 pub mod summary;
 mod table;
 
 pub use conditions::{Conditions, Placement, NEAR_MAX_NS};
 pub use progress::Progress;
 pub use repeated::{Ended, Repeated};
+pub use rw_mix::{RwMix, ThreadPlacement};
 pub use table::{num, percent, si, wrap, Table, COLUMNS};
 
 use serde::{Deserialize, Serialize};
@@ -315,6 +317,9 @@ pub struct Cell {
     /// Reader-writer cells (rwsem, rw-fair) only: the roles and the load.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rw: Option<RwSetup>,
+    /// rw-mix cells only: the exact read fraction and the threads' placement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rw_mix: Option<RwMix>,
     /// `--stats` only, klocks' locks only: what the cell's lock counted, event name
     /// (`lock_slowpath`, `sleep`, `wake`, ...) to count, summed over the runs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -402,6 +407,7 @@ impl Cell {
             overcommit: None,
             mutex_load: None,
             rw: None,
+            rw_mix: None,
             stats: None,
             repeated: None,
             runs,

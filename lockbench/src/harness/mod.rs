@@ -6,6 +6,7 @@
 pub mod ping_pong;
 pub mod rounds;
 pub mod rw;
+pub mod spread;
 pub mod stats;
 pub mod versus;
 pub mod watch;
@@ -270,21 +271,56 @@ pub fn race_announced<T: Send>(
     started: impl FnOnce(),
     work: impl Fn(usize, &Stop) -> T + Sync,
 ) -> Race<T> {
+    let ready = |_: usize| Ok::<(), std::convert::Infallible>(());
+    match race_prepared(threads, limit, ready, started, work) {
+        Ok(race) => race,
+        Err(never) => match never {},
+    }
+}
+
+/// [`race_announced`], each worker first calling `prepare(id)` (pinning itself, say)
+/// before the start gate, off the clock. If any worker's `prepare` fails, no worker
+/// runs `work` and the first failure (by worker id) is returned.
+pub fn race_prepared<T: Send, E: Send>(
+    threads: usize,
+    limit: Duration,
+    prepare: impl Fn(usize) -> Result<(), E> + Sync,
+    started: impl FnOnce(),
+    work: impl Fn(usize, &Stop) -> T + Sync,
+) -> Result<Race<T>, E> {
     let (ready, gate, stop) = (Barrier::new(threads + 1), Gate::new(), Stop::new());
+    let unprepared = AtomicBool::new(false);
     let (done_tx, done_rx) = mpsc::channel::<()>();
     thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|id| {
-                let (done, ready, gate, stop, work) =
-                    (done_tx.clone(), &ready, &gate, &stop, &work);
+                let (done, ready, gate, stop, unprepared, prepare, work) = (
+                    done_tx.clone(),
+                    &ready,
+                    &gate,
+                    &stop,
+                    &unprepared,
+                    &prepare,
+                    &work,
+                );
                 scope.spawn(move || {
+                    let prepared = prepare(id);
+                    if prepared.is_err() {
+                        // Relaxed: the `ready` barrier orders this store before every
+                        // worker's load below.
+                        unprepared.store(true, Relaxed);
+                    }
                     ready.wait();
                     gate.wait();
-                    let result = work(id, stop);
+                    // Relaxed: ordered by the `ready` barrier (see above).
+                    let result = match unprepared.load(Relaxed) {
+                        false => Some(work(id, stop)),
+                        true => None,
+                    };
                     let finished = Instant::now();
                     // The receiver outlives the workers; a send cannot fail.
                     let _ = done.send(());
-                    (result, finished)
+                    (prepared.map(|()| result), finished)
                 })
             })
             .collect();
@@ -294,13 +330,19 @@ pub fn race_announced<T: Send>(
         started();
         gate.open();
         let stopped = await_workers(&done_rx, threads, start + limit, &stop);
-        let (results, finishes): (Vec<T>, Vec<Instant>) = workers.into_iter().map(join).unzip();
-        let last = finishes.into_iter().max().unwrap_or(start);
-        Race {
+        let mut results = Vec::with_capacity(threads);
+        let mut last = start;
+        for worker in workers {
+            let (result, finished) = join(worker);
+            // `None` only when another worker's `prepare` failed: its `Err` follows.
+            results.extend(result?);
+            last = last.max(finished);
+        }
+        Ok(Race {
             results,
             wall: last.saturating_duration_since(start),
             stopped: stopped.map(|at| at.saturating_duration_since(start)),
-        }
+        })
     })
 }
 

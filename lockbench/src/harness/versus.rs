@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::{race, Race};
+use super::spread::Spread;
+use super::{race, race_prepared, Error, Race};
 use crate::cells::{Cell, Run, Summary};
 use crate::verdict::{self, Judgement, Ledger, Settings};
 
@@ -13,11 +14,24 @@ use crate::verdict::{self, Judgement, Ledger, Settings};
 /// the last worker's end. The clock starts before the gate opens (a start time taken
 /// after it, by a thread that the workers can preempt, would miss their work).
 pub fn race_to_finish<T: Send>(threads: usize, work: impl Fn(usize) -> T + Sync) -> Race<T> {
-    // No stop: the workers do a fixed number of operations (a lock that hangs them
-    // hangs the run, as it would any program).
-    const NO_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
     race(threads, NO_LIMIT, |id, _| work(id))
 }
+
+/// [`race_to_finish`], each worker first pinned to its CPU of `spread` (before the
+/// gate, off the clock), or left where the scheduler puts it without one. A worker
+/// that cannot be pinned fails the race before any work.
+pub fn race_to_finish_on<T: Send>(
+    threads: usize,
+    spread: Option<&Spread>,
+    work: impl Fn(usize) -> T + Sync,
+) -> Result<Race<T>, Error> {
+    let prepare = |id| spread.map_or(Ok(()), |spread| spread.pin(id));
+    race_prepared(threads, NO_LIMIT, prepare, || {}, |id, _| work(id))
+}
+
+/// A race to finish has no stop: the workers do a fixed number of operations (a lock
+/// that hangs them hangs the run, as it would any program).
+const NO_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// A row label kept for the life of the program (cells hold `&'static str`s).
 pub fn leak(label: String) -> &'static str {

@@ -160,6 +160,7 @@ fn cell(
         overcommit: None,
         mutex_load: None,
         rw: None,
+        rw_mix: None,
         stats: None,
         repeated: None,
         runs,

@@ -281,6 +281,7 @@ mod tests {
                 window_ms: 1000.0,
             }),
             rw: None,
+            rw_mix: None,
             stats: None,
             repeated: None,
             runs: vec![Run {

@@ -319,6 +319,7 @@ mod tests {
                 outside_pauses: 0,
                 window_ms: 1000.0,
             }),
+            rw_mix: None,
             stats: None,
             repeated: None,
             runs: vec![Run {

@@ -1,42 +1,52 @@
 //! A read-mostly table: T threads, each operation a read with probability p or else a
 //! write, a short critical section and some work outside, as a configuration map or
 //! a routing table behind an rwlock. Wall time for a fixed number of operations per
-//! thread.
+//! thread. The read fraction is exact in parts per million ([`reads`]); the threads
+//! run where the scheduler puts them or spread over every CPU
+//! ([`crate::harness::spread`]), where a read lock that writes the lock's word moves
+//! its line between CPUs at every read.
+
+mod reads;
 
 use std::cell::UnsafeCell;
 
+use reads::ReadFraction;
 
-use crate::html_report::figures::{self, Chart, Kind, Panel, Threads};
-use crate::harness::stats::Counting;
 use crate::adaptive::{Adaptive, Drive};
+use crate::cells::{num, Cell, Progress, Run, RwMix, Table, ThreadPlacement};
 use crate::harness::rounds::{rounds, Plan};
-use crate::harness::versus::{leak, pauses, race_to_finish, Versus};
+use crate::harness::spread::{current_cpu, Spread};
+use crate::harness::stats::Counting;
+use crate::harness::versus::{leak, pauses, race_to_finish_on, Versus};
 use crate::harness::{Common, Error};
-use crate::cells::{num, Cell, Progress, Run, Table};
+use crate::html_report::figures::{self, Chart, Kind, Panel, Threads};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor, RW_ALTERNATIVES, RW_DEFAULT};
 
 /// A read-mostly table: T threads × operations that read with probability p, wall ms
 ///
 /// T threads each do --ops operations on one reader-writer lock, each a read with
-/// the probability --reads gives (per mille: 999, 990, 900 and 500 by default) or
-/// else a write, as a configuration map or a routing table does: a short critical
-/// section (--cs-pauses; a writer sets both halves of a pair, a reader reads
-/// both), then some work outside (--outside-pauses). Wall time from the start
-/// gate to the last thread's end; the locks of a row run interleaved, --runs
-/// times. Verified: the pair must equal the writes done and no reader may have
-/// seen its halves differ. Table: wall ms per rwlock and, with default-rw among
-/// them, its ratio to the best of std-rw, parking_lot-rw, pthread-rw and
-/// pthread-rw-writer. Threads 2,8,32.
+/// the probability --reads gives (99.9%, 99%, 90% and 50% by default) or else a
+/// write, as a configuration map or a routing table does: a short critical section
+/// (--cs-pauses; a writer sets both halves of a pair, a reader reads both), then
+/// some work outside (--outside-pauses). The threads run where the scheduler puts
+/// them, or with --placement spread thread i pinned to the i-th CPU the process may
+/// use, modulo their number, so that every CPU runs readers. Wall time from the
+/// start gate to the last thread's end; the locks of a row run interleaved, --runs
+/// times. Verified: the pair must equal the writes done, no reader may have seen its
+/// halves differ, and a spread thread must have run on its CPU. Table: wall ms per
+/// rwlock and, with default-rw among them, its ratio to the best of std-rw,
+/// parking_lot-rw, pthread-rw and pthread-rw-writer. Threads 2,8,32.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Thread counts, comma-separated [default: 2,8,32]
     #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Vec<u32>,
 
-    /// Read fractions in per mille, comma-separated (999 = 99.9% reads) [default:
-    /// 999,990,900,500]
-    #[arg(long, value_delimiter = ',', value_name = "PERMILLE,...", value_parser = clap::value_parser!(u32).range(0..=1000))]
-    pub reads: Vec<u32>,
+    /// Read fractions, comma-separated: per mille, decimals allowed (999 = 99.9%
+    /// reads, 999.9 = 99.99%), or percent with its sign (99.99%); above 0, at most
+    /// 1000 per mille, exact to a millionth [default: 999,990,900,500]
+    #[arg(long, value_delimiter = ',', value_name = "PERMILLE|PERCENT%,...", value_parser = ReadFraction::parse)]
+    pub reads: Vec<ReadFraction>,
 
     /// Operations per thread [default: 100000]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -49,6 +59,12 @@ pub struct Args {
     /// `pause` instructions between two operations of a thread [default: 20]
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub outside_pauses: Option<u32>,
+
+    /// Where the threads run: free (where the scheduler puts them) or spread (thread
+    /// i pinned to the i-th CPU this process may use, modulo their number: every CPU
+    /// runs readers) [default: free]
+    #[arg(long, value_enum, hide_possible_values = true)]
+    pub placement: Option<ThreadPlacement>,
 }
 
 /// What to run.
@@ -56,10 +72,11 @@ pub struct Args {
 pub struct Config {
     locks: Vec<RwLockName>,
     threads: Vec<usize>,
-    reads: Vec<u32>,
+    reads: Vec<ReadFraction>,
     ops: u64,
     cs_pauses: u32,
     outside_pauses: u32,
+    placement: ThreadPlacement,
     runs: u32,
     stats: bool,
     adaptive: Adaptive,
@@ -69,27 +86,44 @@ pub struct Config {
 const PEERS: [RwLockName; 4] = RW_ALTERNATIVES;
 /// The default rwlock, compared with the peers.
 const OURS: RwLockName = RW_DEFAULT;
+/// The read fractions run without --reads. Not 99.99%: about as long a row as 99.9%'s,
+/// it would add a tenth to the default run (rw-mix-2026-11-25); ask for it by name.
+const DEFAULT_READS: [ReadFraction; 4] = [
+    ReadFraction::per_mille(999),
+    ReadFraction::per_mille(990),
+    ReadFraction::per_mille(900),
+    ReadFraction::per_mille(500),
+];
 
 impl Config {
     /// From the command line.
     pub fn new(args: &Args, common: &Common) -> Self {
-        let or = |given: &[u32], default: &[u32]| {
+        fn or<T: Clone>(given: &[T], default: &[T]) -> Vec<T> {
             if given.is_empty() {
                 default.to_vec()
             } else {
                 given.to_vec()
             }
-        };
+        }
         Self {
             locks: common.rwlocks(),
             threads: or(&args.threads, &[2, 8, 32])
                 .into_iter()
                 .map(|n| n as usize)
                 .collect(),
-            reads: or(&args.reads, &[999, 990, 900, 500]),
+            // Once each: `999.9` and `99.99%` are one fraction, and one row.
+            reads: or(&args.reads, &DEFAULT_READS)
+                .into_iter()
+                .fold(Vec::new(), |mut once, reads| {
+                    if !once.contains(&reads) {
+                        once.push(reads);
+                    }
+                    once
+                }),
             ops: args.ops.unwrap_or(100_000),
             cs_pauses: args.cs_pauses.unwrap_or(5),
             outside_pauses: args.outside_pauses.unwrap_or(20),
+            placement: args.placement.unwrap_or_default(),
             runs: common.runs,
             stats: common.stats,
             adaptive: common.adaptive.clone(),
@@ -115,7 +149,7 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
                 drives: Drive::best_peer(&config.locks, &OURS, &PEERS)
                     .into_iter()
                     .collect(),
-                row: format!("rw-mix, {threads} threads, {reads}‰ reads"),
+                row: format!("rw-mix, {threads} threads, {}", layout(reads, config.placement)),
                 lower_is_better: true,
             };
             let measured = rounds(config.locks.len(), &plan, |at, run| {
@@ -128,15 +162,23 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
                 .map(Some)
             })?;
             for (lock, runs) in config.locks.iter().zip(measured.results) {
-                progress.start(format!("rw-mix {} {threads}×{reads}‰", lock.name()));
+                progress.start(format!(
+                    "rw-mix {} {threads}×{}%",
+                    lock.name(),
+                    reads.percent()
+                ));
                 let mut cell = Cell::of_runs(
                     "rw-mix",
                     lock.name(),
                     threads,
-                    Some(reads_label(reads)),
+                    Some(leak(layout(reads, config.placement))),
                     "ms",
                     runs,
                 );
+                cell.rw_mix = Some(RwMix {
+                    reads_per_million: reads.per_million(),
+                    placement: config.placement,
+                });
                 counting.attach(&mut cell);
                 cell.repeated = measured.repeated.clone();
                 cells.push(cell);
@@ -147,9 +189,13 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
     Ok(cells)
 }
 
-/// "p% reads".
-fn reads_label(permille: u32) -> &'static str {
-    leak(format!("{}% reads", f64::from(permille) / 10.0))
+/// A cell's layout: `99.99% reads`, as before placements; `99.99% reads, spread` with
+/// the threads spread, so that no report or comparison takes one for the other.
+fn layout(reads: ReadFraction, placement: ThreadPlacement) -> String {
+    match placement {
+        ThreadPlacement::Free => reads.label(),
+        ThreadPlacement::Spread => format!("{}, {}", reads.label(), placement.name()),
+    }
 }
 
 /// The table: a writer sets both halves, a reader must see them equal.
@@ -166,7 +212,7 @@ unsafe impl<L: BenchRwLock> Sync for Shared<L> {}
 struct Measure<'a> {
     config: &'a Config,
     threads: usize,
-    reads: u32,
+    reads: ReadFraction,
     run: u32,
 }
 
@@ -185,7 +231,11 @@ impl RwLockVisitor for Measure<'_> {
             pair: UnsafeCell::new((0, 0)),
         };
         let table = &shared;
-        let race = race_to_finish(threads, |seed| {
+        let spread = match config.placement {
+            ThreadPlacement::Free => None,
+            ThreadPlacement::Spread => Some(Spread::allowed()?),
+        };
+        let race = race_to_finish_on(threads, spread.as_ref(), |seed| {
             let mut rng =
                 0x2545_F491_4F6C_DD1D_u64 ^ (seed as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let (mut writes, mut torn) = (0, 0);
@@ -193,7 +243,7 @@ impl RwLockVisitor for Measure<'_> {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                if (rng % 1000) < u64::from(reads) {
+                if reads.reads(rng) {
                     table.lock.read(|| {
                         // SAFETY: under the read lock: no writer meanwhile.
                         let a = unsafe { (*table.pair.get()).0 };
@@ -214,17 +264,39 @@ impl RwLockVisitor for Measure<'_> {
                 }
                 pauses(config.outside_pauses);
             }
-            (writes, torn)
-        });
+            // A spread thread's CPU, sampled once its work is done: the pinning held.
+            let ran_on = spread.as_ref().map(|_| current_cpu());
+            (writes, torn, ran_on)
+        })?;
         let wall = race.wall;
-        let writes: u64 = race.results.iter().map(|&(writes, _)| writes).sum();
-        let torn: u64 = race.results.iter().map(|&(_, torn)| torn).sum();
+        let writes: u64 = race.results.iter().map(|&(writes, ..)| writes).sum();
+        let torn: u64 = race.results.iter().map(|&(_, torn, _)| torn).sum();
         let (a, b) = *shared.pair.get_mut();
+        let cell = || {
+            format!(
+                "rw-mix: {}, {threads} threads, {}, run {run}",
+                L::NAME,
+                layout(reads, config.placement)
+            )
+        };
         if a != writes || b != writes || torn != 0 {
             return Err(Error::Verification(format!(
-                "rw-mix: {}, {threads} threads, {reads}‰ reads, run {run}: {writes} writes made the pair ({a}, {b}), and {torn} reads saw it torn",
-                L::NAME
+                "{}: {writes} writes made the pair ({a}, {b}), and {torn} reads saw it torn",
+                cell()
             )));
+        }
+        if let Some(spread) = &spread {
+            let astray = race.results.iter().enumerate().find_map(|(id, &(.., ran_on))| {
+                let cpu = spread.cpu_of(id);
+                (ran_on != Some(Some(cpu))).then_some((id, cpu, ran_on.flatten()))
+            });
+            if let Some((id, cpu, ran_on)) = astray {
+                return Err(Error::Verification(format!(
+                    "{}: thread {id}, pinned to cpu{cpu}, ended its work on {}",
+                    cell(),
+                    ran_on.map_or_else(|| "a CPU the kernel did not tell".to_owned(), |on| format!("cpu{on}"))
+                )));
+            }
         }
         Ok(Run::timed(
             wall.as_secs_f64() * 1e3,
@@ -249,17 +321,21 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut table = Table::new(
         format!(
-            "rw-mix: T threads × {} operations each, each a read with the given probability or else a write; {} pauses inside, {} outside; wall ms, median [min–max] of {} runs (the locks of a row interleaved, in rotating order)",
-            config.ops, config.cs_pauses, config.outside_pauses, config.runs
+            "rw-mix: T threads × {} operations each, each a read with the given probability or else a write; {} pauses inside, {} outside; threads {}; wall ms, median [min–max] of {} runs (the locks of a row interleaved, in rotating order)",
+            config.ops,
+            config.cs_pauses,
+            config.outside_pauses,
+            placement_title(config.placement),
+            config.runs
         ),
         &headers,
     );
     for &reads in &config.reads {
-        let label = format!("{}% reads", f64::from(reads) / 10.0);
+        let (label, layout) = (reads.label(), layout(reads, config.placement));
         for &threads in &config.threads {
             let row: Vec<&Cell> = cells
                 .iter()
-                .filter(|c| c.threads == threads && c.layout == Some(label.as_str()))
+                .filter(|c| c.threads == threads && c.layout == Some(layout.as_str()))
                 .collect();
             let mut line = vec![label.clone(), threads.to_string()];
             line.extend(config.locks.iter().map(|lock| {
@@ -276,7 +352,33 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     for note in versus.as_ref().map(Versus::notes).unwrap_or_default() {
         table.note(note);
     }
+    if config.placement == ThreadPlacement::Spread {
+        table.note(spread_note());
+    }
     vec![table]
+}
+
+/// How the title names the threads' placement.
+fn placement_title(placement: ThreadPlacement) -> &'static str {
+    match placement {
+        ThreadPlacement::Free => "placed by the scheduler",
+        ThreadPlacement::Spread => "spread: thread i pinned to CPU i mod N",
+    }
+}
+
+/// The CPUs a spread run used, for the table's note.
+fn spread_note() -> String {
+    match Spread::allowed() {
+        Ok(spread) => {
+            let cpus: Vec<String> = spread.cpus().iter().map(|cpu| format!("cpu{cpu}")).collect();
+            format!(
+                "spread: thread i ran pinned to the i-th of this process's {} CPUs ({}), modulo their number, so every CPU ran readers",
+                cpus.len(),
+                cpus.join(", ")
+            )
+        }
+        Err(err) => format!("spread: thread i ran pinned to the i-th CPU this process may use, modulo their number ({err})"),
+    }
 }
 
 /// A chart per read fraction.
@@ -299,6 +401,17 @@ scenario! {
 mod tests {
     use super::*;
 
+    fn common() -> Common {
+        Common {
+            locks: None,
+            rwlocks: None,
+            runs: 1,
+            seed_scale: false,
+            stats: false,
+            adaptive: crate::adaptive::Adaptive::new(crate::adaptive::Budget::Off),
+        }
+    }
+
     /// A tiny cell runs and verifies for the default rwlock and a peer, with writes
     /// (half the operations); also in debug builds, where arithmetic overflow panics.
     #[test]
@@ -307,25 +420,39 @@ mod tests {
             ops: Some(300),
             ..Default::default()
         };
-        let common = Common {
-            locks: None,
-            rwlocks: None,
-            runs: 1,
-            seed_scale: false,
-            stats: false,
-            adaptive: crate::adaptive::Adaptive::new(crate::adaptive::Budget::Off),
-        };
-        let config = Config::new(&args, &common);
+        let config = Config::new(&args, &common());
         for lock in [OURS, RwLockName::Std] {
             let measure = Measure {
                 config: &config,
                 threads: 3,
-                reads: 500,
+                reads: ReadFraction::per_mille(500),
                 run: 1,
             };
             let run = lock.visit(measure).expect("verified");
             assert_eq!(run.operations, 900, "{}", lock.name());
             assert!(run.wall_ns > 0, "{}", lock.name());
         }
+    }
+
+    /// Spread, each thread runs pinned to its CPU: the run's verification samples
+    /// the CPU each thread ended on, and a thread on another CPU fails it. More
+    /// threads than CPUs, so that some share one.
+    #[test]
+    fn spread_threads_run_on_their_cpus() {
+        let args = Args {
+            ops: Some(2_000),
+            placement: Some(ThreadPlacement::Spread),
+            ..Default::default()
+        };
+        let config = Config::new(&args, &common());
+        let threads = Spread::allowed().expect("the affinity mask").cpus().len() + 1;
+        let measure = Measure {
+            config: &config,
+            threads,
+            reads: ReadFraction::parse("99.99%").expect("a fraction"),
+            run: 1,
+        };
+        let run = OURS.visit(measure).expect("verified, every thread on its CPU");
+        assert_eq!(run.operations, threads as u64 * 2_000);
     }
 }
