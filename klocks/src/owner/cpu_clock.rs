@@ -37,7 +37,7 @@ pub(super) fn clock_of(tid: u32) -> libc::clockid_t {
 }
 
 /// The CPU time thread clock `clock` has accumulated, in ns.
-fn cpu_ns(clock: libc::clockid_t) -> io::Result<u64> {
+pub(super) fn cpu_ns(clock: libc::clockid_t) -> io::Result<u64> {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -122,7 +122,9 @@ std::thread_local! {
 
 /// Makes the calling thread observable by [`Watch`]: with `PerfSwitch`, opens and
 /// maps its perf ring the first time (a `perf_event_open` and an `mmap`), nothing
-/// for the others. Later calls are a thread-local check. Called by a lock owner
+/// for the others. Later calls are a thread-local check, and with `PerfSwitch` a
+/// look now and then at what being watched costs the thread (a thread that switches
+/// too often moves to its CPU clock: `perf/price.rs`). Called by a lock owner
 /// that found waiters, *after* its release: `perf_event_open` can sleep for
 /// milliseconds (6–13 ms measured on the development VM, under `strace -T`), and an
 /// owner that did so while holding the lock stalled every waiter with it (`rw-mix`
@@ -138,6 +140,10 @@ pub fn watch_current() {
     // `SpinFutexMutex` at load 1).
     if !WATCHED.with(Cell::get) {
         watch_current_first();
+    } else {
+        // A thread-local increment, and now and then a look at what being watched
+        // costs this thread (`perf/price.rs`).
+        perf::price::review_now_and_then();
     }
 }
 

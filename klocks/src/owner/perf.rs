@@ -67,6 +67,12 @@
 //! A waiter that sees its key gone knows the thread has exited (its destructor runs
 //! on its way out), so it answers "not running" from then on.
 //!
+//! **The price.** A registered thread pays at every context switch it makes, watched
+//! or not (about 1.4 µs a switch on the development VM, twice a yield ping-pong's
+//! switch: `docs/results/owner-probe.txt`). `price.rs` keeps that below about 3% of
+//! its CPU time: a thread that switches more often than once per 50 µs of CPU moves
+//! its slot to the clock (below), where waiters watch it through its CPU clock.
+//!
 //! **Fork.** The kernel does not copy perf mappings into a child (`VM_DONTCOPY`), so a
 //! child that read a parent thread's slot would fault. The child's `pthread_atfork`
 //! handler (see `owner.rs`) empties the table and forgets the forking thread's
@@ -85,11 +91,14 @@ use super::fork_child::at_fork_child;
 use super::tid::current_tid;
 use crate::config::resolved::Resolved;
 
+pub(super) mod price;
 mod ring;
 pub(super) use ring::check;
 use ring::{
     layout, map_ring, newest_switch, open_event, settled_layout, unmap_ring, RingLayout, Seen,
 };
+
+use super::cpu_clock::ClockWatch;
 
 /// Slots in the registry: threads that can be watched at once (fewer when tids
 /// collide). 16 KiB of keys and 128 KiB of slots, zero pages until touched.
@@ -111,6 +120,9 @@ const FREE: u32 = 0;
 /// The `tid` half of a key: a slot being set up or torn down (never a real tid,
 /// which is below 2^22).
 const BUSY: u32 = u32::MAX;
+/// A flag of the `tid` half of a key: the thread, alive, has no ring any more and is
+/// watched through its CPU clock (`price.rs`). Real tids are below 2^22.
+const CLOCK: u32 = 1 << 30;
 
 /// One registered thread's ring, as waiters see it.
 #[derive(Debug)]
@@ -150,6 +162,11 @@ fn tid_of(key: u64) -> u32 {
     key as u32
 }
 
+/// Whether a key names a thread watched through its CPU clock.
+fn is_clock(key: u64) -> bool {
+    tid_of(key) != BUSY && tid_of(key) & CLOCK != 0
+}
+
 fn generation_of(key: u64) -> u32 {
     (key >> 32) as u32
 }
@@ -172,7 +189,7 @@ fn find(tid: u32) -> Option<Found> {
         // Relaxed: only a hint; `read_switch` validates the key again with SeqCst
         // before it touches the ring.
         let key = REGISTRY.keys[slot].load(Relaxed);
-        (tid_of(key) == tid).then_some(Found { slot, key })
+        (tid_of(key) == tid || tid_of(key) == tid | CLOCK).then_some(Found { slot, key })
     })
 }
 
@@ -205,10 +222,13 @@ enum Own {
     Refused,
     /// Registered in this slot.
     Slot(usize),
+    /// Moved to the clock: this slot holds its key with [`CLOCK`], no ring.
+    Clock(usize),
     /// `watch_current` is registering the thread: a signal handler that interrupts
     /// it and meets contention leaves the thread unobservable for its own lock call.
     /// A second registration of one thread would take a second slot, which the
-    /// thread's exit would never retire.
+    /// thread's exit would never retire. Also set while the thread moves its slot to
+    /// the clock, for the same reason.
     Registering,
 }
 
@@ -223,8 +243,10 @@ struct RetireAtExit;
 
 impl Drop for RetireAtExit {
     fn drop(&mut self) {
-        if let Ok(Own::Slot(slot)) = OWN.try_with(|own| own.replace(Own::Refused)) {
-            retire(slot);
+        match OWN.try_with(|own| own.replace(Own::Refused)) {
+            Ok(Own::Slot(slot)) => retire(slot, FREE),
+            Ok(Own::Clock(slot)) => free_clock_slot(slot),
+            _ => {}
         }
     }
 }
@@ -358,8 +380,10 @@ fn claim(tid: u32) -> Option<(usize, u32)> {
     })
 }
 
-/// Takes the calling thread's ring out of the registry, waits for readers, unmaps it.
-fn retire(slot: usize) {
+/// Takes the calling thread's ring out of the registry, waits for readers, unmaps it,
+/// and leaves `then` in the key's `tid` half: [`FREE`] when the thread exits, its
+/// tid with [`CLOCK`] when it moves to the clock.
+fn retire(slot: usize, then: u32) {
     let entry = &REGISTRY.slots[slot];
     // Relaxed: our own key, last written by this thread.
     let generation = generation_of(REGISTRY.keys[slot].load(Relaxed));
@@ -381,9 +405,20 @@ fn retire(slot: usize) {
     // SAFETY: the fd `register` stored; nobody else owns it.
     drop(unsafe { OwnedFd::from_raw_fd(fd) });
     // [T3] Release: pairs with the Acquire in `claim`.
-    REGISTRY.keys[slot].store(pack(generation, FREE), Release);
+    REGISTRY.keys[slot].store(pack(generation, then), Release);
     // Only now: the fd is closed and the ring unmapped.
     give_back();
+}
+
+/// Frees the slot of a thread watched through its clock, when it exits.
+fn free_clock_slot(slot: usize) {
+    // Relaxed: our own key, last written by this thread.
+    let generation = generation_of(REGISTRY.keys[slot].load(Relaxed));
+    // Release: pairs with the Acquire in `claim` (no ring to order: the slot's was
+    // unmapped when it moved to the clock). A waiter that reads this key knows the
+    // thread exited; one that read the clock key first learns it from the clock
+    // (EINVAL).
+    REGISTRY.keys[slot].store(pack(generation, FREE), Release);
 }
 
 /// In a fork child: forgets every registration inherited from the parent. Only
@@ -415,13 +450,15 @@ extern "C" fn forget_parent_threads() {
     let _ = OWN.try_with(|own| own.set(Own::Untried));
 }
 
-/// A waiter's view of one thread's ring.
+/// A waiter's view of one thread's ring, or of its CPU clock once it moved there.
 #[derive(Debug)]
 pub(super) struct PerfWatch {
     tid: u32,
     found: Option<Found>,
     /// The thread retired its slot: it has exited.
     gone: bool,
+    /// The thread is watched through its CPU clock (`price.rs`).
+    clock: Option<ClockWatch>,
 }
 
 impl PerfWatch {
@@ -430,10 +467,14 @@ impl PerfWatch {
             tid,
             found: find(tid),
             gone: false,
+            clock: None,
         }
     }
 
     pub(super) fn owner_running(&mut self) -> Option<bool> {
+        if let Some(clock) = &mut self.clock {
+            return clock.owner_running();
+        }
         if self.gone {
             return Some(false);
         }
@@ -443,15 +484,29 @@ impl PerfWatch {
             Some(found) => found,
             None => *self.found.insert(find(self.tid)?),
         };
+        if is_clock(found.key) {
+            return self.watch_clock();
+        }
         match read_switch(found, &layout) {
             Some(Seen::Running) => Some(true),
             Some(Seen::NotRunning) => Some(false),
             Some(Seen::Unknown) => None,
-            None => {
-                self.gone = true;
-                Some(false)
-            }
+            // The ring is gone: the thread exited, or moved to the clock. A look
+            // while it moves finds neither and reads "not running" for the rest of
+            // this watch: at worst one waiter sleeps instead of spinning.
+            None => match find(self.tid) {
+                Some(found) if is_clock(found.key) => self.watch_clock(),
+                _ => {
+                    self.gone = true;
+                    Some(false)
+                }
+            },
         }
+    }
+
+    /// From now on, answers from the thread's CPU clock.
+    fn watch_clock(&mut self) -> Option<bool> {
+        self.clock.insert(ClockWatch::new(self.tid)).owner_running()
     }
 }
 

@@ -212,6 +212,25 @@ pub(super) unsafe fn unmap_ring(ring: *mut u8, layout: &RingLayout) {
     unsafe { libc::munmap(ring.cast(), layout.map_len()) };
 }
 
+/// Switch records the kernel has written into a ring since it was mapped: one per
+/// switch in and one per switch out (the ring keeps only the last 512; this counts
+/// them all).
+///
+/// # Safety
+/// `ring` is a live mapping made by [`map_ring`] with `layout`, for the whole call.
+pub(super) unsafe fn records_written(ring: *const u8, layout: &RingLayout) -> u64 {
+    // SAFETY: as in `newest_switch`.
+    let data_head = unsafe { &*ring.add(DATA_HEAD_OFFSET).cast::<AtomicU64>() };
+    // Relaxed: a count; no record is read.
+    let head = data_head.load(Relaxed);
+    // Backward, the head starts at 0 and moves down by each record's size.
+    let bytes = match layout.direction {
+        Direction::Backward => head.wrapping_neg(),
+        Direction::Forward => head,
+    };
+    bytes / SWITCH_RECORD_BYTES
+}
+
 /// What a ring says about its thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Seen {
