@@ -241,8 +241,17 @@ mod tests {
 
     #[test]
     fn student_t_matches_its_tables() {
-        // 97.5% quantiles (1, 2, 3, 8, 30 degrees of freedom) and 99.95% at 8.
-        for (df, t) in [(1, 12.706), (2, 4.303), (3, 3.182), (8, 2.306), (30, 2.042)] {
+        // 97.5% quantiles (1, 2, 3, 5, 7, 8, 30 degrees of freedom) and 99.95% at 8.
+        let table = [
+            (1, 12.706),
+            (2, 4.303),
+            (3, 3.182),
+            (5, 2.571),
+            (7, 2.365),
+            (8, 2.306),
+            (30, 2.042),
+        ];
+        for (df, t) in table {
             assert!((student_t_tail(t, df) - 0.025).abs() < 2e-5, "{df}");
             assert!((student_t_quantile(0.975, df) - t).abs() < 2e-3, "{df}");
         }
