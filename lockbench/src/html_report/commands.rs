@@ -173,7 +173,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         let judged = comparison
             .rows
             .iter()
-            .filter(|r| r.evidence.is_some())
+            .filter(|r| r.evidence.is_some() && !r.second_measure)
             .count();
         eprintln!(
             "lockbench: {} cell(s) slower by more than {pct}% on their own (Holm over {judged} \

@@ -159,6 +159,59 @@ pub(super) fn normal_cdf(z: f64) -> f64 {
     }
 }
 
+/// P(T > `t`) for Student's t with `df` degrees of freedom (1 or more), in closed
+/// form for an integer `df` (Abramowitz & Stegun 26.7.3 and 26.7.4): with θ =
+/// atan(|t| ÷ √df), P(|T| ≤ |t|) is (2/π)(θ + sin θ (cos θ + 2/3 cos³ θ + … +
+/// (2·4···(df − 3)) ÷ (1·3···(df − 2)) cos^(df − 2) θ)) for an odd `df` (2θ/π at 1)
+/// and sin θ (1 + 1/2 cos² θ + … + (1·3···(df − 3)) ÷ (2·4···(df − 2)) cos^(df − 2) θ)
+/// for an even one.
+pub(super) fn student_t_tail(t: f64, df: usize) -> f64 {
+    let df = df.max(1);
+    let theta = (t.abs() / (df as f64).sqrt()).atan();
+    let (sin, cos) = theta.sin_cos();
+    let inside = match df % 2 {
+        1 => {
+            let mut sum = 0.0;
+            if df > 1 {
+                let mut term = cos;
+                sum = term;
+                for k in 1..=(df - 3) / 2 {
+                    term *= cos * cos * (2 * k) as f64 / (2 * k + 1) as f64;
+                    sum += term;
+                }
+            }
+            2.0 / std::f64::consts::PI * (theta + sin * sum)
+        }
+        _ => {
+            let (mut term, mut sum) = (1.0, 1.0);
+            for k in 1..=(df - 2) / 2 {
+                term *= cos * cos * (2 * k - 1) as f64 / (2 * k) as f64;
+                sum += term;
+            }
+            sin * sum
+        }
+    };
+    let tail = (1.0 - inside) / 2.0;
+    match t >= 0.0 {
+        true => tail,
+        false => 1.0 - tail,
+    }
+}
+
+/// The t with P(T ≤ t) = `p` (½ or more) for Student's t with `df` degrees of
+/// freedom, by bisection on [`student_t_tail`].
+pub(super) fn student_t_quantile(p: f64, df: usize) -> f64 {
+    let (mut low, mut high) = (0.0, 1e7);
+    for _ in 0..100 {
+        let mid = (low + high) / 2.0;
+        match student_t_tail(mid, df) > 1.0 - p {
+            true => low = mid,
+            false => high = mid,
+        }
+    }
+    (low + high) / 2.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +237,26 @@ mod tests {
         assert!((exact - (1.0 - 8.0 / 252.0)).abs() < 1e-9, "{exact}");
         assert_eq!(runs_needed(0.95), 4);
         assert_eq!(runs_needed(0.90), 3);
+    }
+
+    #[test]
+    fn student_t_matches_its_tables() {
+        // 97.5% quantiles (1, 2, 3, 5, 7, 8, 30 degrees of freedom) and 99.95% at 8.
+        let table = [
+            (1, 12.706),
+            (2, 4.303),
+            (3, 3.182),
+            (5, 2.571),
+            (7, 2.365),
+            (8, 2.306),
+            (30, 2.042),
+        ];
+        for (df, t) in table {
+            assert!((student_t_tail(t, df) - 0.025).abs() < 2e-5, "{df}");
+            assert!((student_t_quantile(0.975, df) - t).abs() < 2e-3, "{df}");
+        }
+        assert!((student_t_quantile(0.9995, 8) - 5.041).abs() < 2e-3);
+        assert!((student_t_tail(-2.306, 8) - 0.975).abs() < 2e-5);
     }
 
     #[test]

@@ -107,9 +107,24 @@
 //!   one-sided error at which the cell's upper bound, widened by its execution term at
 //!   that error (the normal quantile times the term, in quadrature, as the verdicts
 //!   widen), lies below the limit: the exact Mann–Whitney p-value where the term is
-//!   0. With 5 runs a side it can never pass Holm beyond 6 cells; rows that adaptive
-//!   repetition ran to 6 runs pass it among up to 23 cells, 8 runs among 321, if the
-//!   cell's execution term leaves room.
+//!   0. The ranks stop at 1 ÷ C(m + n, m): 1/252 at 5 runs a side, which Holm never
+//!   reaches beyond 6 cells. So where the widened bound lies below the limit even at
+//!   that error, the p-value below it is the normal model's, the model the execution
+//!   term already is, extended to the runs: their part of the bound is the
+//!   Hodges–Lehmann shift's standard error from the runs' robust spread times
+//!   Student's t quantile of m + n − 2 degrees of freedom, never nearer the estimate
+//!   than the exact bound at 1 ÷ C(m + n, m) ([`drift::Change::p_below`]). Only for
+//!   cells judged per round against references, which removed the machine's own
+//!   change: a cell judged directly keeps the exact floor (the third A/A pair's c2c,
+//!   alone in its group, ran 4.4× slower in every run of B, its vCPUs placed apart,
+//!   and would fail; so would any cell under `--absolute` that a drift of the machine
+//!   moved). Without
+//!   it, klocks::Mutex handicapped (the fourth A/A pair's A against the same build
+//!   handicapped) passed the rule: its uncontended cell ran 1.31× slower in every run,
+//!   18 standard deviations of its runs' and execution terms beyond the limit, but
+//!   with 5 runs a side its p-value was 1/252, and over its 16 cells its pooled
+//!   change was 0.92×
+//!   [0.78–1.02], diluted by the overcommit cells the handicap does not touch.
 //!
 //! Both families count every set of runs once: the preload scenario and `app
 //! --metric` read two measures of the same runs (the wall time and the program's
