@@ -1,9 +1,10 @@
-//! compare on the committed real runs: three A/A pairs (two executions of one build
+//! compare on the committed real runs: four A/A pairs (two executions of one build
 //! each) and a run with klocks::Mutex handicapped, with the spread between executions
 //! that they hold.
 
 use super::*;
 use crate::html_report::RunFile;
+use crate::locks::DEFAULT;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -120,7 +121,7 @@ fn a_real_loss_in_single_thread_cells_is_still_called() {
         let row = comparison
             .rows
             .iter()
-            .find(|r| r.cell[0] == scenario && r.cell[2] == "default" && r.cell[3] == "1")
+            .find(|r| r.cell[0] == scenario && r.cell[2] == DEFAULT.name() && r.cell[3] == "1")
             .unwrap_or_else(|| panic!("no {scenario} row"));
         match row.change {
             Change::Judged(j) => assert_eq!(j.verdict, Verdict::Slower, "{scenario}: {j}"),
@@ -182,7 +183,7 @@ fn the_handicapped_run_still_fails_and_names_its_slowed_cells() {
             .map(|(pooled, _)| pooled.lock.as_str())
             .chain(failures.cells.iter().map(|row| row.cell[2].as_str()));
         assert!(
-            failing.clone().all(|lock| lock == "default"),
+            failing.clone().all(|lock| lock == DEFAULT.name()),
             "{:?}",
             failed(&failures)
         );
@@ -216,7 +217,7 @@ fn a_loss_in_a_cell_of_five_runs_a_side_fails_on_its_own() {
     let row = comparison
         .rows
         .iter()
-        .find(|r| r.cell[0] == "uncontended" && r.cell[2] == "default")
+        .find(|r| r.cell[0] == "uncontended" && r.cell[2] == DEFAULT.name())
         .expect("the uncontended row");
     let evidence = row.evidence.as_ref().expect("judged");
     let seen = format!(
@@ -237,5 +238,5 @@ fn a_loss_in_a_cell_of_five_runs_a_side_fails_on_its_own() {
         .iter()
         .map(|(pooled, _)| pooled.lock.as_str())
         .chain(failures.cells.iter().map(|r| r.cell[2].as_str()));
-    assert!(failing.clone().all(|lock| lock == "default"), "{seen}");
+    assert!(failing.clone().all(|lock| lock == DEFAULT.name()), "{seen}");
 }
