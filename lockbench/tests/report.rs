@@ -443,6 +443,50 @@ fn the_page_is_self_contained_and_names_its_machine_and_command() {
     assert!(html.contains("<h3>c2c</h3>"));
 }
 
+/// The page opens with the run's summary, as the run printed it last: a line per
+/// scenario in which klocks::Mutex ran beside a peer, with its verdict counts, the
+/// geometric mean and the lowest cell. Made from the cells, so a file from before
+/// runs stored their verdicts shows it too.
+#[test]
+fn the_page_opens_with_the_summary_of_every_scenario() {
+    let dir = scratch("report-summary");
+    let file = fixture("default-run.json");
+    let out = lockbench(&[
+        "report",
+        file.to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let summary = html
+        .find("summary: klocks::Mutex and klocks::RwLock against the fastest")
+        .expect("the page shows the summary");
+    let first_chart = html.find("<svg").expect("the page draws charts");
+    assert!(summary < first_chart, "the summary comes before the charts");
+    for header in ["faster/≈/slower", "geometric mean", "lowest", "fairness"] {
+        assert!(
+            html.contains(&format!("<th>{header}</th>")),
+            "no column {header}"
+        );
+    }
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let scenarios: std::collections::BTreeSet<&str> = run["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|cell| cell["lock"] == "default" && cell["scenario"] != "preload")
+        .filter_map(|cell| cell["scenario"].as_str())
+        .collect();
+    assert!(scenarios.len() >= 3, "{scenarios:?}");
+    for scenario in scenarios {
+        assert!(
+            html.contains(&format!("<tr><td>{scenario}</td><td>klocks::Mutex</td>")),
+            "no summary line for {scenario}"
+        );
+    }
+}
+
 #[test]
 fn a_file_that_is_not_a_result_is_refused() {
     let out = lockbench(&[

@@ -82,6 +82,12 @@ impl Table {
         self.headers.len()
     }
 
+    /// The title, the headers, the rows and the notes, for a page that lays the table
+    /// out itself (the HTML report).
+    pub fn parts(&self) -> (&str, &[String], &[Vec<String>], &[String]) {
+        (&self.title, &self.headers, &self.rows, &self.notes)
+    }
+
     /// The first clause of the title (up to its first `:`), to name the table.
     pub fn name(&self) -> &str {
         self.title.split(':').next().unwrap_or(&self.title)

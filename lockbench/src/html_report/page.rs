@@ -149,8 +149,14 @@ fn charts_div(html: &mut String, figures: &[Figure], prefix: &str) {
 }
 
 /// The run's verdicts (klocks::Mutex and klocks::RwLock against the fastest peer of
-/// each cell), as its summary printed them; nothing for a file without them.
+/// each cell): the summary the run printed last, a line per scenario, made again from
+/// the file's cells (so a file written before runs stored their verdicts has it too);
+/// then every cell, as the run judged it. Nothing where neither of ours ran beside a
+/// peer.
 fn verdicts(html: &mut String, file: &RunFile) {
+    if let Some(summary) = crate::cells::summary::table(&file.cells) {
+        summary_table(html, &summary);
+    }
     if file.verdicts.is_empty() {
         return;
     }
@@ -179,6 +185,31 @@ fn verdicts(html: &mut String, file: &RunFile) {
         "</table>\n<p>{}</p>",
         escape(&tally.note(settings)).replace('\n', "<br>")
     );
+}
+
+/// The run's summary table (`cells::summary::table`), with its title and notes.
+fn summary_table(html: &mut String, table: &crate::cells::Table) {
+    let (title, headers, rows, notes) = table.parts();
+    let _ = write!(
+        html,
+        "<h3>{}</h3>\n<table class=\"summary\">\n<tr>",
+        escape(title)
+    );
+    for header in headers {
+        let _ = write!(html, "<th>{}</th>", escape(header));
+    }
+    html.push_str("</tr>\n");
+    for row in rows {
+        html.push_str("<tr>");
+        for entry in row {
+            let _ = write!(html, "<td>{}</td>", escape(entry));
+        }
+        html.push_str("</tr>\n");
+    }
+    html.push_str("</table>\n");
+    for note in notes {
+        let _ = writeln!(html, "<p>{}</p>", escape(note).replace('\n', "<br>"));
+    }
 }
 
 /// An SVG document as an element of an HTML page (which needs no namespace).
