@@ -35,8 +35,13 @@ fn scratch(name: &str) -> PathBuf {
 
 /// The report of the fixture, written once per test into its own directory.
 fn report(name: &str) -> PathBuf {
+    report_of(name, "report.json")
+}
+
+/// The report of fixture `file`, written into its own directory for test `name`.
+fn report_of(name: &str, file: &str) -> PathBuf {
     let dir = scratch(name);
-    let fixture = fixture("report.json");
+    let fixture = fixture(file);
     let out = lockbench(&[
         "report",
         fixture.to_str().unwrap(),
@@ -449,15 +454,8 @@ fn the_page_is_self_contained_and_names_its_machine_and_command() {
 /// runs stored their verdicts shows it too.
 #[test]
 fn the_page_opens_with_the_summary_of_every_scenario() {
-    let dir = scratch("report-summary");
+    let dir = report_of("report-summary", "default-run.json");
     let file = fixture("default-run.json");
-    let out = lockbench(&[
-        "report",
-        file.to_str().unwrap(),
-        "-o",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     let summary = html
         .find("summary: klocks::Mutex and klocks::RwLock against the fastest")
