@@ -197,9 +197,9 @@ int klocks_mutex_unlock(klocks_mutex_t *m);
 
 /* ----------------------------------------------------------------- rwlock --- */
 
-/* The most read locks a klocks_rwlock_t holds at once (2^24 - 1): one more is
+/* The most read locks a klocks_rwlock_t holds at once (2^23 - 1): one more is
  * refused with EAGAIN, as pthread's rwlocks refuse theirs past their maximum. */
-#define KLOCKS_RWLOCK_MAX_READERS 16777215
+#define KLOCKS_RWLOCK_MAX_READERS 8388607
 
 /* klocks_rwlock_t is klocks' default reader-writer lock: reads and writes take one
  * compare-and-swap uncontended; writers barge as KLOCKS_DEFAULT mutexes do, sleeping

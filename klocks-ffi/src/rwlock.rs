@@ -20,7 +20,7 @@
 //! panic, which [`guarded`](crate::guarded) turns into `EINVAL`. The header's holder
 //! field is unused.
 //!
-//! A read lock past `RawRwLock`'s `MAX_READERS` (2²⁴ − 1 readers at once) is
+//! A read lock past `RawRwLock`'s `MAX_READERS` (2²³ − 1 readers at once) is
 //! `EAGAIN`, as pthread's: the read entries are `RawRwLock`'s `_within_max` ones,
 //! which refuse that reader where `lock_shared` would panic.
 

@@ -455,6 +455,13 @@ macro_rules! for_each_rwlock {
                 known_as: "klocks::RwLock",
                 lends_roles: true,
             };
+            DefaultUnbiased => $crate::RawRwLockUnbiased {
+                name: "default-rw-unbiased",
+                about: "the default rwlock without reader bias, the before of the bias: every reader writes the lock's word",
+                use_when: "measuring what the reader bias brings",
+                avoid_when: "production (read-mostly data bounces the word's cache line between CPUs)",
+                lends_roles: true,
+            };
             RwSemAlways => $crate::RwSem<$crate::reader_spin::Always> {
                 name: "rwsem-always",
                 about: "rwsem, seed 001's \"before\": readers spin on a writer owner unconditionally",

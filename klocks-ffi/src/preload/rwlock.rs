@@ -33,7 +33,7 @@
 //! # Too many readers
 //!
 //! A read lock past the most readers the lock counts is `EAGAIN`, as glibc's. The
-//! default rwlock counts 2²⁴ − 1 readers (`RawRwLock`'s `MAX_READERS`), and its read
+//! default rwlock counts 2²³ − 1 readers (`RawRwLock`'s `MAX_READERS`), and its read
 //! entries here are the `_within_max` ones, which refuse that reader where
 //! `lock_shared` would panic (aborting the process); the rwsem counts 2⁵⁶, more read
 //! locks than a process can take.

@@ -1,7 +1,7 @@
 /* Too many readers of a pthread rwlock: EAGAIN, as POSIX and glibc answer, from
  * every read entry. Run by tests/preload.rs under LD_PRELOAD=libklocks.so with
  * KLOCKS_RWLOCK=default-rw, whose rwlock counts MAX_READERS (an environment
- * variable: 16777215) readers at once.
+ * variable: 8388607) readers at once.
  *
  * One thread takes read locks with pthread_rwlock_tryrdlock (the fastest entry) until
  * the rwlock refuses, which must be EAGAIN after exactly MAX_READERS; then rdlock,

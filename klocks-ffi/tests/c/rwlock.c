@@ -187,7 +187,7 @@ static void static_initializer(void) {
 /* ---- too many readers ---- */
 
 /* One thread takes read locks until the rwlock refuses: EAGAIN after exactly
- * KLOCKS_RWLOCK_MAX_READERS (tries, the fastest entry: 16.7M of them take well under
+ * KLOCKS_RWLOCK_MAX_READERS (tries, the fastest entry: 8.4M of them take well under
  * a second), then from every read entry, and the rwlock is as it was (one release
  * lets one reader in again, and as many releases as readers free it). */
 static void too_many_readers(void) {

@@ -1,6 +1,7 @@
-//! Reader-writer locks: the default rwlock, the rwsem (seed 001) and the wait queue
-//! the rwsem sleeps in.
+//! Reader-writer locks: the default rwlock, its table of visible readers (the reader
+//! bias, BRAVO), the rwsem (seed 001) and the wait queue the rwsem sleeps in.
 
+mod bravo;
 pub mod raw_rwlock;
 pub mod rwsem;
 mod wait_queue;

@@ -83,18 +83,30 @@
 //! never slept, or not for [`TURNS_LAPSE_US`](crate::turn::TURNS_LAPSE_US), takes no
 //! turns (the [`turn`](crate::turn) module doc says why).
 //!
+//! **Reader bias** (`raw_rwlock/bias.rs`, after BRAVO). While `BIAS` is set, readers
+//! do not write the word: each publishes itself in a global table of visible readers
+//! (`rwlock/bravo.rs`: a row per lane of threads, a column per lock), and read-mostly
+//! data stops bouncing the word's cache line between CPUs. A writer takes `WRITER`
+//! as above, then revokes the bias (clears `BIAS`, waits for the readers of its
+//! lock's column of the table: one slot per lane) before its drain, and the bias
+//! stays off for nine times what the revocation took; a reader that takes the word
+//! after that turns it on again. Upgradable holders, downgraded writers and readers
+//! that find their slot taken use the word. [`RawRwLockUnbiased`] is this lock
+//! without the bias, the before of it.
+//!
 //! The writing thread's id is kept beside the word, for the owner probe and to catch
 //! misuse, and so are the time of the last reader event (the first sleep, or the
-//! turn) and the count of sleeping writers.
+//! turn), the count of sleeping writers (16 bits) and the bias's inhibit clock (16
+//! bits): 16 bytes in all.
 //!
 //! # The word
 //!
 //! ```text
-//!     31          7       6        5        4        3         2         1        0
-//! +-------------+--------+--------+--------+---------+---------+---------+--------+
-//! |   readers   | UPGRA- | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER |
-//! |             | DABLE  |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        |
-//! +-------------+--------+--------+--------+---------+---------+---------+--------+
+//!     31        8     7      6        5        4        3         2         1        0
+//! +-----------+------+--------+--------+--------+---------+---------+---------+--------+
+//! |  readers  | BIAS | UPGRA- | READER | DRAIN_ | READERS_| WRITERS_| WRITER_ | WRITER |
+//! |           |      | DABLE  |  TURN  | SLEEPS | WAITING | WAITING | SPINNING|        |
+//! +-----------+------+--------+--------+--------+---------+---------+---------+--------+
 //! ```
 //!
 //! The count sits above the flags so that a read unlock can be one `fetch_sub`
@@ -199,7 +211,9 @@
 //! # Misuse
 //!
 //! Releasing a write lock the thread does not hold panics and leaves the lock as it
-//! was. Releasing a read lock when no reader holds the lock panics after it restored
+//! was. A read unlock releases the calling thread's table slot for the lock if it has
+//! one (a slot names its lock and its thread exactly), else the word's count.
+//! Releasing a read lock when no reader holds the lock panics after it restored
 //! the count its `fetch_sub` wrapped: meanwhile other threads saw more than
 //! [`MAX_READERS`] readers, which no acquisition can make, so they know it for the
 //! transient it is and wait for the undo, however long the misusing thread is kept
@@ -217,12 +231,15 @@ use crate::catalog::RwLockKind;
 use crate::owner;
 use crate::park;
 use crate::role::Role;
+use crate::rwlock::bravo;
 use crate::spin_on_owner::{spin_on_owner, Look, Pauses, Spun};
 use crate::stats::{self, Event, Lock};
-use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
+use crate::sync::{cpu_relax_times, AtomicU16, AtomicU32, Ordering::*};
 use crate::turn::Turn;
 use crate::wait::{count_skipped_wake, now_us, Patience};
 use std::cell::Cell;
+
+pub use bias::RawRwLockUnbiased;
 
 /// Whose counters the `stats` feature bumps.
 const STATS: Lock = Lock::RwLock(RwLockKind::Default);
@@ -244,8 +261,11 @@ const DRAIN_SLEEPS: u32 = 1 << 4;
 const READER_TURN: u32 = 1 << 5;
 /// The `WRITER` holder holds it upgradable: readers enter beside it, writers do not.
 const UPGRADABLE: u32 = 1 << 6;
-/// One reader: the count is the word's top 25 bits.
-const READER: u32 = 1 << 7;
+/// Reader bias: readers enter through the table of visible readers, not the word
+/// ([`bias`]). Set only while no writer holds `WRITER`.
+const BIAS: u32 = 1 << 7;
+/// One reader: the count is the word's top 24 bits.
+const READER: u32 = 1 << 8;
 /// The count of readers inside.
 const READERS_MASK: u32 = (u32::MAX / READER) * READER;
 /// Marks the writer's id of a write lock a signal handler borrowed from its own
@@ -338,7 +358,11 @@ pub struct RawRwLock {
     readers_since: AtomicU32,
     /// How many writers sleep in `sleep_as_writer`: a hint that decides whether a
     /// write unlock wakes a writer early.
-    writers_asleep: AtomicU32,
+    writers_asleep: AtomicU16,
+    /// Until when the reader bias stays off after a revocation, on a 16-bit µs clock
+    /// (0: no inhibit; `NEVER_BIASED`: a lock without the bias); see
+    /// `raw_rwlock/bias.rs`.
+    inhibit_until: AtomicU16,
 }
 
 fn readers(val: u32) -> u32 {
@@ -395,25 +419,33 @@ fn writers_waiting_after(val: u32, slept: bool) -> u32 {
 }
 
 impl RawRwLock {
-    /// An unlocked lock.
+    /// An unlocked lock (zero bytes), with its reader bias.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
+        Self::with_bias(true)
+    }
+
+    /// An unlocked lock, with its reader bias or without ([`RawRwLockUnbiased`]).
+    #[cfg(not(loom))]
+    pub(super) const fn with_bias(biased: bool) -> Self {
         Self {
             word: AtomicU32::new(0),
             writer: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
-            writers_asleep: AtomicU32::new(0),
+            writers_asleep: AtomicU16::new(0),
+            inhibit_until: AtomicU16::new(if biased { 0 } else { bias::NEVER_BIASED }),
         }
     }
 
-    /// An unlocked lock.
+    /// An unlocked lock, with its reader bias.
     #[cfg(loom)]
     pub fn new() -> Self {
         Self {
             word: AtomicU32::new(0),
             writer: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
-            writers_asleep: AtomicU32::new(0),
+            writers_asleep: AtomicU16::new(0),
+            inhibit_until: AtomicU16::new(0),
         }
     }
 
@@ -426,21 +458,39 @@ impl RawRwLock {
     /// Takes a read lock.
     #[inline]
     pub fn lock_shared(&self) {
+        if self.try_enter_biased() {
+            return;
+        }
         if !self.try_enter_reader() {
             self.lock_shared_slow(Patience::Forever);
         }
+        self.enable_bias_if_due();
     }
 
     /// Takes a read lock if no writer holds the lock.
     #[inline]
     pub fn try_lock_shared(&self) -> bool {
-        self.try_enter_reader()
+        if self.try_enter_biased() {
+            return true;
+        }
+        let entered = self.try_enter_reader();
+        if entered {
+            self.enable_bias_if_due();
+        }
+        entered
     }
 
     /// Takes a read lock unless `deadline` passes first; whether it did.
     #[cfg(not(loom))]
     pub fn try_lock_shared_until(&self, deadline: std::time::Instant) -> bool {
-        self.try_enter_reader() || self.lock_shared_slow(Patience::Until(deadline))
+        if self.try_enter_biased() {
+            return true;
+        }
+        let entered = self.try_enter_reader() || self.lock_shared_slow(Patience::Until(deadline));
+        if entered {
+            self.enable_bias_if_due();
+        }
+        entered
     }
 
     /// Releases a read lock.
@@ -449,6 +499,10 @@ impl RawRwLock {
     /// If no reader holds the lock (the word is restored before the panic).
     #[inline]
     pub fn unlock_shared(&self) {
+        // A biased reader releases its slot and never touches the lock.
+        if bravo::leave(self.address()) {
+            return;
+        }
         // One fetch_sub, as std's and parking_lot's: a cmpxchg that guessed the sole
         // reader failed whenever another reader was inside, and a load before the
         // cmpxchg took the line twice per unlock; with readers on both CPUs the
@@ -484,12 +538,16 @@ impl RawRwLock {
     #[inline]
     pub fn lock_exclusive(&self) {
         if !self.try_lock_exclusive_free() {
-            self.lock_exclusive_slow(owner::current_tid(), Take::Exclusive, Patience::Forever);
+            let me = owner::current_tid();
+            if !self.take_from_biased(me, Take::Exclusive) {
+                self.lock_exclusive_slow(me, Take::Exclusive, Patience::Forever);
+            }
         }
     }
 
     /// `lock_exclusive`'s fast path alone: `(0,0,0,0,0) -> (0,1,0,0,0)`, taking the
-    /// write lock only from a free word with no waiter of any kind. Unlike
+    /// write lock only from a free word with no waiter of any kind (nor the reader
+    /// bias, whose revocation may wait for readers). Unlike
     /// [`try_lock_exclusive`](Self::try_lock_exclusive) it never takes `WRITER` past
     /// sleeping writers, so a caller that waits in `lock_exclusive` after a `false`
     /// keeps the writers' turns (pthread's `wrlock` route, in klocks-ffi).
@@ -521,11 +579,17 @@ impl RawRwLock {
                 .word
                 .compare_exchange(val, val | WRITER, Acquire, Relaxed)
                 .is_ok();
-        if took {
-            // Relaxed: as in `lock_exclusive`.
-            self.writer.store(me, Relaxed);
+        if !took {
+            return false;
         }
-        took
+        // Relaxed: as in `lock_exclusive`.
+        self.writer.store(me, Relaxed);
+        if val & BIAS != 0 && !self.try_revoke_bias() {
+            // Readers hold it through the table.
+            self.release_write(me, 0);
+            return false;
+        }
+        true
     }
 
     /// Takes the write lock unless `deadline` passes first; whether it did.
@@ -573,6 +637,7 @@ impl Default for RawRwLock {
     }
 }
 
+pub(super) mod bias;
 #[cfg(not(loom))]
 mod lock_api_traits;
 pub(crate) mod read;
@@ -583,6 +648,9 @@ mod write;
 
 #[cfg(all(test, not(loom)))]
 mod tests;
+
+#[cfg(all(test, not(loom)))]
+mod bias_tests;
 
 #[cfg(all(test, feature = "stats", not(loom)))]
 mod stats_tests;

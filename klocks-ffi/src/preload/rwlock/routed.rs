@@ -6,7 +6,7 @@ use std::ffi::c_int;
 use std::sync::atomic::Ordering::Acquire;
 
 use klocks_core::owner::current_tid;
-use klocks_core::{RawRwLock, ReaderSpin, RwSem};
+use klocks_core::{RawRwLock, RawRwLockUnbiased, ReaderSpin, RwSem};
 use libc::pthread_rwlock_t;
 
 use super::entries::{rdlock_from, tryrdlock_from, trywrlock_from, unlock_from, wrlock_from};
@@ -47,6 +47,24 @@ impl Routed for RawRwLock {
         // caller's write hold (`WRITER` alone, its id as the writer's); where the
         // general entry's snapshot would say the same, in every case it handles.
         self.try_unlock_either()
+    }
+}
+
+/// The default rwlock without its reader bias: the same paths (it is a `RawRwLock`).
+impl Routed for RawRwLockUnbiased {
+    #[inline(always)]
+    fn read_uncontended(&self) -> bool {
+        RawRwLock::read_uncontended(self)
+    }
+
+    #[inline(always)]
+    fn write_uncontended(&self) -> bool {
+        RawRwLock::write_uncontended(self)
+    }
+
+    #[inline(always)]
+    fn unlock_uncontended(&self) -> bool {
+        RawRwLock::unlock_uncontended(self)
     }
 }
 

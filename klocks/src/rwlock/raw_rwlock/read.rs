@@ -191,9 +191,14 @@ pub struct TooManyReaders;
 /// callers with an error to return: the C API's `klocks_rwlock_t` and the preload's
 /// `pthread_rwlock_t` answer `EAGAIN` with them. Each takes the lock as its
 /// counterpart does (`try_lock_shared`, `lock_shared`, `try_lock_shared_until`), with
-/// the same transitions and orderings.
+/// the same transitions and orderings, but always by the word, never through the
+/// reader bias's table ([`bias`](super::bias)), and never turns the bias on: a reader
+/// in the table is in no count, so [`MAX_READERS`](RawRwLock::MAX_READERS) is exact
+/// only for readers that all count in the word. The C API and the preload therefore
+/// run this lock without its reader bias (a lock that Rust readers biased still
+/// works with them: their unlock finds its slot or the word).
 impl RawRwLock {
-    /// The most readers at once (2²⁴ − 1, half of what the count holds): one more is
+    /// The most readers at once (2²³ − 1, half of what the count holds): one more is
     /// [`TooManyReaders`].
     pub const MAX_READERS: u32 = MAX_READERS;
 

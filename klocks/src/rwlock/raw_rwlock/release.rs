@@ -40,10 +40,17 @@ impl RawRwLock {
     /// - `WRITER` alone (no reader inside, not upgradable) with the caller's id as the
     ///   writer: its write hold, released as [`unlock_exclusive`](Self::unlock_exclusive)
     ///   releases it;
+    /// - a read hold through the table of visible readers (the reader bias): this
+    ///   thread's slot names the lock, which tells it at once;
     /// - anything else (a free lock, a writer draining the readers inside, an
     ///   upgradable holder, a write lock a signal handler borrowed): `false`.
     #[inline]
     pub fn try_unlock_either(&self) -> bool {
+        // A thread that holds a slot for the lock holds it for reading (a writer's
+        // revocation waited for every slot of the lock).
+        if bravo::leave(self.address()) {
+            return true;
+        }
         // Relaxed: picks which release; the release's own RMW (the fetch_sub of
         // `unlock_shared`, the cmpxchg of `unlock_exclusive`) is the Release that
         // pairs with the next acquisition's Acquire.

@@ -9,7 +9,7 @@ impl RawRwLock {
     pub fn is_locked(&self) -> bool {
         // Relaxed: a snapshot for the caller.
         let val = self.word.load(Relaxed);
-        val & WRITER != 0 || readers(val) != 0
+        val & WRITER != 0 || readers(val) != 0 || (val & BIAS != 0 && self.has_biased_readers())
     }
 
     /// Whether a writer holds the lock (not while it still waits for readers to
@@ -17,7 +17,8 @@ impl RawRwLock {
     pub fn is_locked_exclusive(&self) -> bool {
         // Relaxed: a snapshot for the caller.
         let val = self.word.load(Relaxed);
-        val & (WRITER | UPGRADABLE) == WRITER && readers(val) == 0
+        // A writer that revokes the bias waits for the table's readers: look at them.
+        val & (WRITER | UPGRADABLE) == WRITER && readers(val) == 0 && !self.has_biased_readers()
     }
 
     /// The thread that holds the write lock, if one does. Exact for "is it me?" (only
@@ -38,6 +39,9 @@ impl RawRwLock {
     /// # Safety
     /// No other thread uses the lock during the call.
     pub unsafe fn forget_waiters(&self) {
+        // SAFETY: the caller's promise. Readers in the table become word readers:
+        // the forking thread's too, whose unlock then finds the word.
+        unsafe { self.forget_biased_readers() };
         // Relaxed (all): the caller excludes every other thread.
         let val = self.word.load(Relaxed);
         // A writer in its section has no reader inside: with readers, `WRITER` is a
@@ -68,6 +72,7 @@ impl std::fmt::Debug for RawRwLock {
             .field("writers_waiting", &(val & WRITERS_WAITING != 0))
             .field("readers_waiting", &(val & READERS_WAITING != 0))
             .field("reader_turn", &(val & READER_TURN != 0))
+            .field("reader_bias", &(val & BIAS != 0))
             .finish()
     }
 }

@@ -20,7 +20,7 @@ impl RawRwLock {
         {
             // Relaxed: as in `lock_exclusive`.
             self.writer.store(me, Relaxed);
-        } else {
+        } else if !self.take_from_biased(me, Take::Upgradable) {
             self.lock_exclusive_slow(me, Take::Upgradable, Patience::Forever);
         }
     }
@@ -56,10 +56,10 @@ impl RawRwLock {
         // decides, and its Release pairs with the Acquire of the next writer's
         // acquisition.
         let val = self.word.load(Relaxed);
-        let released = val & !(READERS_MASK | WRITER | UPGRADABLE) == 0
+        let released = val & !(READERS_MASK | WRITER | UPGRADABLE | BIAS) == 0
             && self
                 .word
-                .compare_exchange(val, val & READERS_MASK, Release, Relaxed)
+                .compare_exchange(val, val & (READERS_MASK | BIAS), Release, Relaxed)
                 .is_ok();
         if released {
             crate::fault::after_release();
@@ -90,6 +90,10 @@ impl RawRwLock {
     pub fn try_upgrade(&self) -> bool {
         if !self.check_upgradable() {
             return true;
+        }
+        // Readers in the table: as a `try_lock_exclusive` that finds them, fail.
+        if !self.try_revoke_bias() {
+            return false;
         }
         // Relaxed: picks the transition; the cmpxchg decides.
         let mut val = self.word.load(Relaxed);

@@ -98,7 +98,10 @@ impl RawRwLock {
     /// the lock (a timed one gives up at its deadline, leaving its thread's `WRITER`).
     #[cold]
     pub(super) fn borrow_drain(&self, me: u32, patience: Patience) -> bool {
-        if !self.wait_until_no_reader(patience) {
+        // The interrupted drain may be revoking the bias: the table's readers too.
+        if !bravo::wait_for_readers(self.address(), patience)
+            || !self.wait_until_no_reader(patience)
+        {
             return false;
         }
         // Relaxed: "is it me?" for this thread alone, as in `lock_exclusive`.
@@ -201,7 +204,7 @@ impl RawRwLock {
     /// `drain_readers`, with the role recorded; a timed writer that gives up restores
     /// the record to `outer` before it releases `WRITER`.
     pub(super) fn drain_as_drainer(&self, patience: Patience, outer: usize) -> bool {
-        if self.wait_until_no_reader(patience) {
+        if self.revoke_bias(patience) && self.wait_until_no_reader(patience) {
             return true;
         }
         // No longer this thread's WRITER from the release on.

@@ -1,0 +1,423 @@
+//! BRAVO's table of visible readers (Dice and Kogan, "BRAVO: Biased Locking for
+//! Reader-Writer Locks", USENIX ATC 2019): a reader of a lock whose reader bias is on
+//! takes the lock by writing a slot of one global table instead of the lock's word,
+//! so readers on different CPUs share no cache line; a writer revokes the bias and
+//! waits for the readers the table shows for its lock. The lock side (the bias flag,
+//! when it is revoked and turned on again) is
+//! [`RawRwLock`'s](super::raw_rwlock::RawRwLock); this file is the table, and names
+//! no lock.
+//!
+//! # The table: lanes × columns
+//!
+//! The paper hashes (lock, thread) over the whole table, so a writer must scan all of
+//! it: 4096 slots, 512 cache lines, for every revocation, and the inhibit (nine times
+//! the revocation) kept the bias off most of the time. Here the table is a matrix of
+//! [`LANES`] rows by [`COLUMNS`] slots of 8 bytes: a thread's lane is its id modulo
+//! `LANES`, a lock's column a hash of its address modulo `COLUMNS`, and a reader's
+//! slot the crossing of the two:
+//!
+//! ```text
+//!                      column = hash(lock) mod COLUMNS
+//!                                   |
+//!          +----+----+----+----+----v----+----+----+ ... +----+
+//! lane 0   |    |    |    |    |         |    |    |     |    |   one row: COLUMNS
+//! lane 1   |    |    |    |    |  slot   |    |    |     |    |   slots (512 B),
+//!  ...     |    |    |    |    |    .    |    |    |     |    |   written only by
+//! lane 63  |    |    |    |    |    .    |    |    |     |    |   its lane's threads
+//!          +----+----+----+----+---------+----+----+ ... +----+
+//!   index = (id mod LANES) × COLUMNS + column
+//!
+//!     63          48 47                         2   1      0
+//! +-------------+------------------------------+---+--------------+
+//! | id / LANES  |        lock address          | 0 | PUBLISHING   |      a slot
+//! +-------------+------------------------------+---+--------------+
+//! ```
+//!
+//! - **Readers of different lanes share no line**: a row is 512 bytes, aligned to
+//!   128 (two lines, the adjacent-line prefetch), and only the threads of its lane
+//!   write it (a revoking writer withdraws a publishing slot, the one exception).
+//! - **A revocation reads one column**: `LANES` slots, each on its own line (rows are
+//!   512 bytes apart), whose loads do not depend on one another and so overlap: 64
+//!   lines, against the whole table's 512 read one after the other.
+//! - **Sizes.** 64 lanes × 64 columns = 4096 slots, 32 KiB (the paper's table size).
+//!   64 lanes: threads created together get consecutive kernel ids, so up to 64 of
+//!   them land in 64 different lanes and never share a slot; and `id / 64` fits the
+//!   16-bit tag for every id the kernel gives (`pid_max` ≤ 2²²). 64 columns: two locks
+//!   read at once by one thread share a slot with probability 1/64 (the second then
+//!   takes its word); fewer lanes would shorten the scan but put threads created
+//!   together in one lane (a collision per 32 with 32 lanes), more would lengthen it.
+//!
+//! The slot's index and its value give back the lock and the thread *exactly* (the
+//! index's row the low bits of the id, the tag its high bits; the value the lock): a
+//! thread knows a slot for its own without a record beside it, which a read unlock
+//! (it must know whether it holds the lock by a slot or by the word) and a signal
+//! handler need. Hence the limits: lock addresses below 2⁴⁸ (every address a Linux
+//! process gets unless it asks `mmap` for more) and ids below 2²² (= 2¹⁶ × `LANES`,
+//! the kernel's largest `pid_max`); a lock or thread outside them never takes the
+//! table, always the word. Two threads of one lane reading one lock, or one thread
+//! reading two locks of one column, find the slot taken: the second takes the word.
+//!
+//! # States of a slot
+//!
+//! ```text
+//! empty -> publishing       the reader's cmpxchg (0 -> value | PUBLISHING)
+//! publishing -> held        the reader's cmpxchg, having seen the bias on after a fence
+//! publishing -> empty       the reader backs out (bias off), or a writer withdraws it
+//! held -> empty             the read unlock (a Release store)
+//! ```
+//!
+//! Only the thread named in a slot writes it, except for a writer's withdrawal of a
+//! *publishing* slot; so a reader's cmpxchg to `held` fails exactly when a writer
+//! withdrew it, and the reader takes the word instead. A writer therefore never waits
+//! for a reader that has not entered: not for one preempted between its two
+//! cmpxchgs, not for one interrupted there by a signal handler that then waits for
+//! the writer (below), and not for a thread that is gone in a fork child.
+//!
+//! # The store-load pairing
+//!
+//! ```text
+//! reader                              writer (holding WRITER)
+//! [S] slot = lock | PUBLISHING        [S] word &= !BIAS
+//!     fence(SeqCst)                       fence(SeqCst)
+//! [L] word & BIAS ?                   [L] slot == lock ?   (its column's LANES slots)
+//! ```
+//!
+//! The two SeqCst fences are ordered one way or the other: if the reader's fence is
+//! first, the writer's scan sees the slot (and waits, or withdraws it); if the
+//! writer's is first, the reader sees the bias off and backs out. A reader that saw
+//! the bias on and whose slot the writer missed cannot exist: the slot of (lock,
+//! thread) is in the lock's column, whichever the thread. (Loom models SeqCst
+//! fences, not SeqCst accesses, hence fences; on x86 the reader's is an `mfence`
+//! after a locked cmpxchg, which costs little.)
+//!
+//! # Signals and fork
+//!
+//! A handler on a thread whose slot for the lock is taken (the thread holds the lock
+//! through it, or is between its two cmpxchgs) finds the slot occupied and takes the
+//! word. If a writer revokes meanwhile, it withdraws a publishing slot instead of
+//! waiting for it, so the handler never waits for its own thread; a held slot is a
+//! read lock the thread holds, and a handler that read-locks it again while a writer
+//! waits deadlocks, as every recursive read lock behind a waiting writer does.
+//!
+//! A fork child has a copy of the table. A slot of a thread that is not in the child
+//! is either publishing (withdrawn by the first writer, as any) or held: a read lock
+//! that no thread in the child will release, as the word's count of a reader that
+//! held it at the fork. The forking thread keeps its id (a thread-local, copied, not
+//! the child's new kernel id), so it finds its own slots and releases them as in the
+//! parent. [`RawRwLock::forget_waiters`](super::raw_rwlock::RawRwLock::forget_waiters)
+//! turns the held slots of its lock into word readers.
+//!
+//! The id is the kernel thread id when the thread first publishes; a thread that
+//! exits holding a read lock (a leaked guard) leaves its slot held, as it would leave
+//! the word's count, and a later thread given the same kernel id would find the slot
+//! its own.
+
+use crate::sync::{cpu_relax_times, AtomicU64, Ordering::*};
+use crate::wait::Patience;
+use std::cell::Cell;
+
+#[cfg(loom)]
+use loom::sync::atomic::fence;
+#[cfg(not(loom))]
+use std::sync::atomic::fence;
+
+/// log₂ of the number of lanes (1 under loom, to keep the models small: model
+/// threads have ids 1, 2, ..., so the first two have lanes of their own).
+#[cfg(not(loom))]
+const LANE_BITS: u32 = 6;
+#[cfg(loom)]
+const LANE_BITS: u32 = 1;
+
+/// log₂ of the number of columns (1 under loom).
+#[cfg(not(loom))]
+const COLUMN_BITS: u32 = 6;
+#[cfg(loom)]
+const COLUMN_BITS: u32 = 1;
+
+/// The table's rows: a thread's lane is its id modulo `LANES`.
+pub const LANES: usize = 1 << LANE_BITS;
+/// The slots of a row: a lock's column is a hash of its address modulo `COLUMNS`.
+pub const COLUMNS: usize = 1 << COLUMN_BITS;
+/// The number of slots in the table.
+const SLOTS: usize = LANES * COLUMNS;
+
+/// The low bit of a slot's value: published, the bias not yet seen on.
+const PUBLISHING: u64 = 1;
+/// Where the thread's tag (its id / `LANES`) starts.
+const TAG_SHIFT: u32 = 48;
+/// The lock's address in a slot's value.
+const LOCK_MASK: u64 = ((1 << TAG_SHIFT) - 1) & !3;
+/// Threads with an id at or above this take the word: their tag would not fit.
+const MAX_ID: u32 = 1 << (64 - TAG_SHIFT + LANE_BITS);
+
+#[cfg(not(loom))]
+#[repr(C, align(128))]
+struct Table([AtomicU64; SLOTS]);
+
+#[cfg(not(loom))]
+static TABLE: Table = Table([const { AtomicU64::new(0) }; SLOTS]);
+
+#[cfg(loom)]
+struct Table([AtomicU64; SLOTS]);
+
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref TABLE: Table = Table(std::array::from_fn(|_| AtomicU64::new(0)));
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// This thread's id in the table, 0 until it first publishes (no destructor:
+    /// readable during thread exit too).
+    static ID: Cell<u32> = const { Cell::new(0) };
+    /// How many slots this thread may hold: only a thread with some looks at its
+    /// slot in a read unlock. A signal handler's changes are undone before it returns,
+    /// so an update of the interrupted code that misses one loses nothing.
+    static HOLDS: Cell<u32> = const { Cell::new(0) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static ID: Cell<u32> = Cell::new(0);
+    static HOLDS: Cell<u32> = Cell::new(0);
+}
+
+/// This thread's id: its kernel thread id when it first asked (kept in a fork child).
+fn id() -> u32 {
+    ID.with(|id| match id.get() {
+        0 => {
+            let fresh = crate::owner::current_tid();
+            id.set(fresh);
+            fresh
+        }
+        known => known,
+    })
+}
+
+/// Whether `lock` (an address) and this thread's `id` fit in a slot.
+fn fits(lock: usize, id: u32) -> bool {
+    (lock as u64) & !LOCK_MASK == 0 && id < MAX_ID
+}
+
+/// The lock's column (Fibonacci hashing of the address: its top bits).
+#[cfg(not(loom))]
+fn column_of(lock: u64) -> usize {
+    ((lock >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - COLUMN_BITS)) as usize
+}
+
+/// Under loom, column 0: a column that followed the lock's address, which differs
+/// from one execution to the next, would make the explorations differ.
+#[cfg(loom)]
+fn column_of(_: u64) -> usize {
+    0
+}
+
+/// The slot of `(lock, id)` and the value that says "held".
+fn slot_of(lock: usize, id: u32) -> (&'static AtomicU64, u64) {
+    let lock = lock as u64;
+    let lane = id as usize & (LANES - 1);
+    let held = (u64::from(id >> LANE_BITS) << TAG_SHIFT) | lock;
+    (&TABLE.0[lane * COLUMNS + column_of(lock)], held)
+}
+
+/// The slots of `lock`'s column, one per lane: every slot a reader of `lock` can hold.
+fn column(lock: u64) -> impl Iterator<Item = &'static AtomicU64> {
+    let column = column_of(lock);
+    (0..LANES).map(move |lane| &TABLE.0[lane * COLUMNS + column])
+}
+
+fn add_holds(delta: i32) {
+    HOLDS.with(|h| h.set(h.get().wrapping_add_signed(delta)));
+}
+
+/// A reader enters `lock` through the table: publishes itself in its slot, and
+/// enters if `bias_on()` (an Acquire load of the lock's word, which then orders the
+/// last write section before this read section) is true after the fence. Whether it
+/// holds the lock; `false` leaves nothing behind (the slot taken, the bias off, or a
+/// writer's withdrawal): the caller takes the word.
+#[inline]
+pub(crate) fn try_enter(lock: usize, bias_on: impl FnOnce() -> bool) -> bool {
+    let id = id();
+    if !fits(lock, id) {
+        return false;
+    }
+    let (slot, held) = slot_of(lock, id);
+    let publishing = held | PUBLISHING;
+    // Relaxed: the fence below orders it before the bias check; it publishes no data
+    // (a writer's section waits for the unlock's Release store instead).
+    if slot
+        .compare_exchange(0, publishing, Relaxed, Relaxed)
+        .is_err()
+    {
+        return false;
+    }
+    // SeqCst: pairs with the writer's fence in `RawRwLock::revoke_bias`, between its
+    // clearing of the bias and its scan (module doc: the store-load pairing).
+    fence(SeqCst);
+    if bias_on() {
+        // Relaxed: the entry's Acquire was `bias_on`'s load; this only tells a
+        // revoking writer to wait rather than withdraw, and fails if it withdrew.
+        if slot
+            .compare_exchange(publishing, held, Relaxed, Relaxed)
+            .is_ok()
+        {
+            add_holds(1);
+            return true;
+        }
+        return false;
+    }
+    // Relaxed: backing out of a slot that no writer waits for (it withdraws
+    // publishing slots); fails if a writer withdrew it first.
+    let _ = slot.compare_exchange(publishing, 0, Relaxed, Relaxed);
+    false
+}
+
+/// A read unlock through the table: whether this thread held `lock` by its slot
+/// (now released; the lock is not touched). `false`: the caller releases the word.
+#[inline]
+pub(crate) fn leave(lock: usize) -> bool {
+    if HOLDS.with(Cell::get) == 0 {
+        return false;
+    }
+    leave_held(lock)
+}
+
+#[inline(never)]
+fn leave_held(lock: usize) -> bool {
+    let id = id();
+    if !fits(lock, id) {
+        return false;
+    }
+    let (slot, held) = slot_of(lock, id);
+    // Relaxed: only this thread writes a slot that names it as held.
+    if slot.load(Relaxed) != held {
+        return false;
+    }
+    // Release: pairs with the Acquire load of a revoking writer's scan, which then
+    // orders this read section before its write section. The last access: the lock
+    // may be freed as soon as a writer sees it.
+    slot.store(0, Release);
+    add_holds(-1);
+    true
+}
+
+/// What a revoking writer finds in a slot of its lock's column.
+enum Found {
+    /// Not a reader of the lock (empty, or another lock's), or a publication it
+    /// withdrew.
+    Nobody,
+    /// A reader of the lock inside.
+    Reader,
+}
+
+/// A revoking writer's look at `slot` for `lock`: withdraws a publication, reports a
+/// held slot.
+fn look(slot: &AtomicU64, lock: u64) -> Found {
+    loop {
+        // Acquire: pairs with the Release store of the read unlock.
+        let val = slot.load(Acquire);
+        if val & LOCK_MASK != lock {
+            return Found::Nobody;
+        }
+        if val & PUBLISHING == 0 {
+            return Found::Reader;
+        }
+        // Relaxed: that reader has not entered; its commit fails and it takes the
+        // word, behind this writer.
+        if slot.compare_exchange(val, 0, Relaxed, Relaxed).is_ok() {
+            return Found::Nobody;
+        }
+    }
+}
+
+/// Holding the lock's `WRITER` with its bias just cleared (and a SeqCst fence after):
+/// withdraws every slot still publishing for `lock`, and waits until none holds it.
+/// `false` if `patience` ran out first (readers still hold it). Reads `lock`'s column
+/// only: `LANES` slots.
+pub(crate) fn wait_for_readers(lock: usize, patience: Patience) -> bool {
+    let lock = lock as u64;
+    for slot in column(lock) {
+        let mut looks = 0u32;
+        while let Found::Reader = look(slot, lock) {
+            if patience.expired() {
+                return false;
+            }
+            looks += 1;
+            // A reader inside is one read section away, unless it is not running:
+            // then give it the CPU.
+            if looks < 64 {
+                cpu_relax_times(16);
+            } else {
+                crate::sync::yield_now();
+            }
+        }
+    }
+    true
+}
+
+/// Whether any thread holds `lock` through the table, withdrawing the slots that
+/// only publish for it (the caller holds `WRITER` and cleared the bias, as for
+/// [`wait_for_readers`]).
+pub(crate) fn any_holder(lock: usize) -> bool {
+    let lock = lock as u64;
+    column(lock).any(|slot| matches!(look(slot, lock), Found::Reader))
+}
+
+/// A snapshot for `is_locked`: whether a slot holds `lock`.
+pub(crate) fn held_by_any(lock: usize) -> bool {
+    let lock = lock as u64;
+    // Relaxed: a snapshot.
+    column(lock).any(|slot| {
+        let val = slot.load(Relaxed);
+        val & LOCK_MASK == lock && val & PUBLISHING == 0
+    })
+}
+
+/// For a fork child's `forget_waiters`: empties every slot of `lock`, and returns
+/// how many held it (the caller adds them to the word's count).
+///
+/// # Safety
+/// No other thread uses the lock during the call.
+pub(crate) unsafe fn take_holders(lock: usize) -> u32 {
+    let lock = lock as u64;
+    let mut held = 0;
+    for slot in column(lock) {
+        // Relaxed: the caller excludes every other thread that could use the lock.
+        let val = slot.load(Relaxed);
+        if val & LOCK_MASK == lock
+            && slot.compare_exchange(val, 0, Relaxed, Relaxed).is_ok()
+            && val & PUBLISHING == 0
+        {
+            held += 1;
+        }
+    }
+    held
+}
+
+/// For tests and models: publishes this thread for `lock` and stops there, as a
+/// thread interrupted between its two cmpxchgs; whether the slot was free.
+#[cfg(test)]
+pub(crate) fn publish_only(lock: usize) -> bool {
+    let (slot, held) = slot_of(lock, id());
+    // Relaxed: as in `try_enter`.
+    slot.compare_exchange(0, held | PUBLISHING, Relaxed, Relaxed)
+        .is_ok()
+}
+
+/// For tests and models: the rest of `publish_only`'s interrupted entry, backing out;
+/// whether the slot was still publishing (no writer withdrew it).
+#[cfg(test)]
+pub(crate) fn back_out_only(lock: usize) -> bool {
+    let (slot, held) = slot_of(lock, id());
+    // Relaxed: as in `try_enter`.
+    slot.compare_exchange(held | PUBLISHING, 0, Relaxed, Relaxed)
+        .is_ok()
+}
+
+/// For tests: the lane and column of this thread's slot for `lock`.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn lane_and_column(lock: usize) -> (usize, usize) {
+    let (slot, _) = slot_of(lock, id());
+    let index = (std::ptr::from_ref(slot) as usize - std::ptr::from_ref(&TABLE.0[0]) as usize)
+        / std::mem::size_of::<AtomicU64>();
+    (index / COLUMNS, index % COLUMNS)
+}

@@ -1,0 +1,343 @@
+//! The reader bias ([`bias`](super::bias), [`bravo`](crate::rwlock::bravo)): biased
+//! readers against revoking writers, the inhibit, the table's lanes and columns,
+//! misuse, signals and fork.
+
+use super::*;
+use crate::rwlock::bravo;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A fresh lock with the bias on: a reader through the word turns it on.
+fn biased_lock() -> RawRwLock {
+    let lock = RawRwLock::new();
+    lock.lock_shared();
+    lock.unlock_shared();
+    assert!(
+        lock.word.load(Relaxed) & BIAS != 0,
+        "a reader turned the bias on"
+    );
+    lock
+}
+
+/// This thread's revocations, and the inhibit they granted in all (µs).
+fn revocations() -> (u64, u64) {
+    bias::REVOCATIONS.with(Cell::get)
+}
+
+/// A biased reader leaves the word as it was; a writer revokes the bias, waits for
+/// it, and the bias stays off until a reader finds the inhibit over.
+#[test]
+fn a_biased_reader_leaves_the_word_alone_and_a_writer_revokes() {
+    let lock = biased_lock();
+    lock.lock_shared();
+    assert_eq!(lock.word.load(Relaxed), BIAS, "no count in the word");
+    assert!(lock.is_locked());
+    assert!(!lock.is_locked_exclusive());
+    assert!(
+        !lock.try_lock_exclusive(),
+        "a reader holds it through the table"
+    );
+    assert_eq!(
+        lock.word.load(Relaxed),
+        BIAS,
+        "the failed try put the bias back"
+    );
+    lock.unlock_shared();
+    assert!(!lock.is_locked());
+    let before = revocations().0;
+    lock.lock_exclusive();
+    assert_eq!(revocations().0, before + 1);
+    assert_eq!(lock.word.load(Relaxed), WRITER, "the bias revoked");
+    lock.downgrade();
+    assert_eq!(
+        readers(lock.word.load(Relaxed)),
+        1,
+        "a downgraded writer reads by the word"
+    );
+    lock.unlock_shared();
+}
+
+/// Readers at 8× the CPUs (16 at least) publish while writers revoke: every reader
+/// checks that the two fields the writers write together are equal.
+#[test]
+fn biased_readers_never_see_a_write_half_done() {
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let shared = Arc::new((RawRwLock::new(), AtomicU64::new(0), AtomicU64::new(0)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let torn = Arc::new(AtomicU64::new(0));
+    let readers: Vec<_> = (0..(8 * cpus).max(16))
+        .map(|_| {
+            let (shared, stop, torn) = (shared.clone(), stop.clone(), torn.clone());
+            std::thread::spawn(move || {
+                let mut sections = 0u64;
+                while !stop.load(Relaxed) || sections < 1000 {
+                    shared.0.lock_shared();
+                    // Relaxed: the lock under test orders these with the writes.
+                    let first = shared.1.load(Relaxed);
+                    std::hint::spin_loop();
+                    let second = shared.2.load(Relaxed);
+                    shared.0.unlock_shared();
+                    if first != second {
+                        torn.fetch_add(1, Relaxed);
+                    }
+                    sections += 1;
+                }
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                let mut writes = 0;
+                while start.elapsed() < Duration::from_millis(1000) || writes < 50 {
+                    shared.0.lock_exclusive();
+                    let next = shared.1.load(Relaxed) + 1;
+                    shared.1.store(next, Relaxed);
+                    for _ in 0..20 {
+                        std::hint::spin_loop();
+                    }
+                    shared.2.store(next, Relaxed);
+                    shared.0.unlock_exclusive();
+                    writes += 1;
+                    // Readers in between, and time for the inhibit to pass.
+                    std::thread::yield_now();
+                }
+                (writes, revocations().0)
+            })
+        })
+        .collect();
+    let (writes, revoked) = writers
+        .into_iter()
+        .map(|w| w.join().unwrap())
+        .fold((0, 0), |(w, r), (dw, dr)| (w + dw, r + dr));
+    stop.store(true, Relaxed);
+    readers.into_iter().for_each(|r| r.join().unwrap());
+    assert_eq!(torn.load(Relaxed), 0, "a reader saw a write half done");
+    assert_eq!(shared.1.load(Relaxed), writes);
+    assert!(revoked > 0, "the readers never took the bias");
+    assert!(!shared.0.is_locked());
+}
+
+/// A write-heavy mix keeps the bias off: a revocation inhibits it for at least a
+/// microsecond, so one thread that writes and reads in turn (a round is a fraction of
+/// a microsecond) revokes it in few of its rounds, where every round would revoke
+/// without the inhibit (each read turns the bias on again). Counted, not timed: the
+/// bound holds however slowly the thread runs, but for the rounds right after a
+/// preemption, a few per scheduler tick.
+#[test]
+fn a_write_heavy_mix_keeps_the_bias_off() {
+    let lock = RawRwLock::new();
+    let before = revocations().0;
+    let rounds = 200_000;
+    for _ in 0..rounds {
+        lock.lock_exclusive();
+        lock.unlock_exclusive();
+        lock.lock_shared();
+        lock.unlock_shared();
+    }
+    let revoked = revocations().0 - before;
+    assert!(revoked > 0, "the reads never turned the bias on");
+    assert!(
+        revoked < rounds / 4,
+        "{revoked} revocations in {rounds} writes"
+    );
+}
+
+/// The lock without the bias never turns it on, so its writers never revoke.
+#[test]
+fn the_unbiased_lock_never_takes_the_bias() {
+    let lock = RawRwLockUnbiased::new();
+    let before = revocations().0;
+    for _ in 0..1000 {
+        lock.lock_shared();
+        assert_eq!(readers(lock.word.load(Relaxed)), 1, "a word reader");
+        lock.unlock_shared();
+        lock.lock_exclusive();
+        lock.unlock_exclusive();
+    }
+    assert_eq!(lock.word.load(Relaxed), 0);
+    assert_eq!(revocations().0, before);
+}
+
+/// A thread's slot is in its lane (its id modulo `LANES`) and its lock's column, and
+/// readers of one lock share a slot only when their ids share a lane: threads created
+/// together (consecutive kernel ids, unless other tests' threads come between) all
+/// read one lock through the table at once, and those that share a lane take the
+/// word, exactly one reader in the word per lane shared.
+#[test]
+fn readers_of_different_lanes_share_no_slot() {
+    let lock = Arc::new(biased_lock());
+    let threads = 16;
+    let barrier = Arc::new(std::sync::Barrier::new(threads));
+    let spots: Vec<_> = (0..threads)
+        .map(|_| {
+            let (lock, barrier) = (lock.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let id = crate::owner::current_tid() as usize;
+                lock.lock_shared();
+                let spot = bravo::lane_and_column(lock.address());
+                // Every thread holds its read lock at once.
+                barrier.wait();
+                let in_word = readers(lock.word.load(Relaxed));
+                barrier.wait();
+                lock.unlock_shared();
+                (id, spot, in_word)
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let column = spots[0].1 .1;
+    let mut lanes: Vec<usize> = spots.iter().map(|&(_, (lane, _), _)| lane).collect();
+    lanes.sort_unstable();
+    lanes.dedup();
+    for &(id, (lane, col), in_word) in &spots {
+        assert_eq!(lane, id % bravo::LANES, "thread {id}'s lane");
+        assert_eq!(col, column, "one lock, one column");
+        assert_eq!(
+            in_word as usize,
+            threads - lanes.len(),
+            "readers in the word, one per lane shared: {spots:?}"
+        );
+    }
+    assert!(!lock.is_locked());
+    assert_eq!(lock.word.load(Relaxed), BIAS);
+}
+
+/// A read unlock by a thread that holds no read lock panics, though another thread
+/// holds one through the table; the holder's unlock then finds its slot.
+#[test]
+fn an_unheld_read_unlock_panics_beside_a_biased_reader() {
+    let lock = Arc::new(biased_lock());
+    let (held, release) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let holder = {
+        let (lock, held, release) = (lock.clone(), held.clone(), release.clone());
+        std::thread::spawn(move || {
+            lock.lock_shared();
+            held.store(true, SeqCst);
+            while !release.load(SeqCst) {
+                std::thread::yield_now();
+            }
+            lock.unlock_shared();
+        })
+    };
+    while !held.load(SeqCst) {
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        lock.word.load(Relaxed),
+        BIAS,
+        "the holder reads through the table"
+    );
+    let err = std::panic::catch_unwind(|| lock.unlock_shared()).expect_err("no panic");
+    let msg = err.downcast_ref::<String>().unwrap();
+    assert!(msg.contains("not read-locked"), "{msg}");
+    release.store(true, SeqCst);
+    holder.join().unwrap();
+    assert!(!lock.is_locked());
+    assert_eq!(lock.word.load(Relaxed), BIAS);
+}
+
+/// A timed writer that gives up while a reader holds the lock through the table puts
+/// the bias back (its reader is still inside) and leaves the lock to it.
+#[test]
+fn a_timed_writer_that_gives_up_puts_the_bias_back() {
+    let lock = Arc::new(biased_lock());
+    lock.lock_shared();
+    let other = lock.clone();
+    let took = std::thread::spawn(move || {
+        other.try_lock_exclusive_until(Instant::now() + Duration::from_millis(20))
+    })
+    .join()
+    .unwrap();
+    assert!(!took);
+    assert_eq!(lock.word.load(Relaxed), BIAS);
+    lock.unlock_shared();
+    assert!(lock.try_lock_exclusive());
+    lock.unlock_exclusive();
+}
+
+/// A fork child's `forget_waiters` turns the table's readers of the lock into word
+/// readers (the forking thread's own too, which it then releases by the word), and a
+/// publication that never finished (a thread gone) into nothing.
+#[test]
+fn forget_waiters_turns_table_readers_into_word_readers() {
+    let lock = Arc::new(biased_lock());
+    lock.lock_shared();
+    let other = lock.clone();
+    std::thread::spawn(move || {
+        assert!(bravo::publish_only(other.address()));
+    })
+    .join()
+    .unwrap();
+    // SAFETY: no other thread uses the lock.
+    unsafe { lock.forget_waiters() };
+    assert_eq!(lock.word.load(Relaxed), READER, "one reader, the bias off");
+    assert!(!bravo::held_by_any(lock.address()));
+    lock.unlock_shared();
+    assert_eq!(lock.word.load(Relaxed), 0);
+}
+
+/// A thread that has published itself for a biased lock but not yet looked at the
+/// bias is interrupted by a signal handler that read-locks the same lock while a
+/// writer revokes the bias. The writer withdraws the publication instead of waiting
+/// for it, so the handler, which found its thread's slot taken and waits for the
+/// writer on the word, gets the lock: it never waits for its own thread.
+#[test]
+fn a_handler_on_a_publishing_thread_does_not_wait_for_it() {
+    static LOCK: std::sync::OnceLock<RawRwLock> = std::sync::OnceLock::new();
+    static GOT: AtomicU64 = AtomicU64::new(0);
+    extern "C" fn handler(_: libc::c_int) {
+        let lock = LOCK.get().unwrap();
+        if lock_api::RawRwLockTimed::try_lock_shared_for(lock, Duration::from_secs(5)) {
+            lock.unlock_shared();
+            GOT.store(1, SeqCst);
+        } else {
+            GOT.store(2, SeqCst);
+        }
+    }
+    let lock: &'static RawRwLock = LOCK.get_or_init(biased_lock);
+    // SAFETY: installs a handler for SIGUSR2 on a zeroed sigaction whose fields are
+    // set before the call; the handler only takes and releases the lock.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler as extern "C" fn(libc::c_int) as usize;
+        assert_eq!(
+            libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()),
+            0
+        );
+    }
+    // This thread is "interrupted" between its publication and its look at the bias.
+    assert!(bravo::publish_only(lock.address()));
+    let writer = std::thread::spawn(move || {
+        lock.lock_exclusive();
+        std::thread::sleep(Duration::from_millis(20));
+        lock.unlock_exclusive();
+    });
+    // The writer holds WRITER (and, broken, waits for this thread's slot).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lock.word.load(Relaxed) & WRITER == 0 && !writer.is_finished() {
+        assert!(Instant::now() < deadline, "the writer never came");
+        std::thread::yield_now();
+    }
+    // SAFETY: raises a signal on this thread, whose handler is installed above.
+    assert_eq!(unsafe { libc::raise(libc::SIGUSR2) }, 0);
+    let got = GOT.load(SeqCst);
+    assert!(
+        !bravo::back_out_only(lock.address()),
+        "the writer withdrew the publication"
+    );
+    writer.join().unwrap();
+    assert_eq!(
+        got, 1,
+        "the handler waited for its own thread's publication"
+    );
+    assert!(!lock.is_locked());
+}
