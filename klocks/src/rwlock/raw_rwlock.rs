@@ -563,6 +563,7 @@ impl RawRwLock {
             // Relaxed: read by others as a hint (the probe), and by this thread alone
             // for "is it me?". (The slow path stores it itself.)
             self.writer.store(me, Relaxed);
+            self.note_write();
         }
         took
     }
@@ -584,7 +585,8 @@ impl RawRwLock {
         }
         // Relaxed: as in `lock_exclusive`.
         self.writer.store(me, Relaxed);
-        if val & BIAS != 0 && !self.try_revoke_bias() {
+        // (`try_revoke_bias` marks an inhibit that runs as written.)
+        if !self.try_revoke_bias() {
             // Readers hold it through the table.
             self.release_write(me, 0);
             return false;
@@ -604,6 +606,7 @@ impl RawRwLock {
         {
             // Relaxed: as in `lock_exclusive`.
             self.writer.store(me, Relaxed);
+            self.note_write();
             return true;
         }
         self.lock_exclusive_slow(me, Take::Exclusive, Patience::Until(deadline))

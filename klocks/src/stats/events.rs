@@ -103,6 +103,12 @@ events! {
         "default-rw: a writer that took the write bit waited for the readers inside to leave.";
     Timeout => "timeout",
         "A timed acquisition (try_lock_for/until) gave up at its deadline.";
+    BiasOn => "bias_on",
+        "default-rw: a reader that took the word turned the reader bias on (no writer, and the inhibit of the last revocation over).";
+    BiasedRead => "biased_read",
+        "default-rw: a reader took the lock through the table of visible readers (the reader bias on), not the word.";
+    BiasRevoke => "bias_revoke",
+        "default-rw: a writer revoked the reader bias: read its lock's column of the table of visible readers and waited for the readers there.";
 }
 
 /// A lock type whose events are counted: a [`MutexKind`] or an [`RwLockKind`] of the

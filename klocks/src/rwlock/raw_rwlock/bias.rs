@@ -25,12 +25,22 @@
 //! holder leaves the bias as it is (readers enter beside it in any case); its
 //! upgrade revokes it.
 //!
-//! The inhibit is a 16-bit clock of microseconds in the lock's last two bytes
-//! (`writers_asleep` is a 16-bit count beside it): it wraps every 65 ms, so a lock
-//! whose readers all stay away for over half of that after a revocation may find it
-//! inhibited once more, for at most as long (its readers take the word meanwhile).
-//! One value, [`NEVER_BIASED`], marks a lock made without the bias
-//! ([`RawRwLock::new_unbiased`]): no reader turns it on, so no writer revokes it.
+//! The inhibit is the lock's last two bytes (`writers_asleep` is a 16-bit count
+//! beside it): a 15-bit clock of 1024 ticks (the TSC's on x86-64, about a third of a
+//! microsecond at 3 GHz; nanoseconds elsewhere) and [`WRITTEN`] above it. The paper
+//! turns the bias on again as soon as the inhibit passes; measured here (rw-mix, 50%
+//! reads) that made a write-heavy lock turn it on for one or two reads at a time and
+//! revoke it again at the next write, every 3 µs, each cycle costing about a
+//! microsecond where the revocation it was timed by took a fifth of it (the rest: the
+//! readers' publications and the lines they move, the extra cmpxchgs on the word). So
+//! a write during the inhibit marks it [`WRITTEN`], and a reader that finds a
+//! written inhibit over starts it again instead of turning the bias on: the bias
+//! comes back only after an inhibit without writes, which a read-mostly lock gives at
+//! once and a write-heavy one never. The clock wraps every 11 ms (33 ms without a
+//! TSC), so a lock whose readers all stay away for over half of that after a
+//! revocation may find it inhibited once more, for at most as long (its readers take
+//! the word meanwhile). One value, [`NEVER_BIASED`], marks a lock made without the
+//! bias ([`RawRwLockUnbiased`]): no reader turns it on, so no writer revokes it.
 
 use super::*;
 use crate::rwlock::bravo;
@@ -47,17 +57,35 @@ pub const INHIBIT_FACTOR: u32 = 9;
 /// `inhibit_until` of a lock without reader bias: never passes.
 pub(super) const NEVER_BIASED: u16 = u16::MAX;
 
-/// The inhibit clock: microseconds, wrapping at 2¹⁶.
-#[cfg(not(loom))]
-fn inhibit_clock() -> u16 {
-    now_us() as u16
+/// `inhibit_until`: a writer took the lock during the inhibit, which then starts
+/// again when it passes.
+const WRITTEN: u16 = 1 << 15;
+
+/// `inhibit_until`: the clock's bits.
+const CLOCK_MASK: u16 = WRITTEN - 1;
+
+/// A clock unit is 2¹⁰ ticks.
+#[cfg_attr(loom, allow(dead_code))]
+const TICK_SHIFT: u32 = 10;
+
+/// What the last revocation of any lock took, in ticks: the length of an inhibit
+/// started again by a reader (a column's read costs about the same for every lock).
+/// A hint, not part of any lock's state: a std atomic under loom too.
+#[cfg_attr(loom, allow(dead_code))]
+static LAST_REVOCATION_TICKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The clock a revocation is timed with, and the inhibit's: the time-stamp counter
+/// on x86-64 (a revocation takes a few hundred nanoseconds, which a microsecond
+/// clock would call 0 or 1, and the readers look at the clock while an inhibit
+/// runs, where `clock_gettime` cost 25 ns), else nanoseconds.
+#[cfg(all(not(loom), target_arch = "x86_64"))]
+fn ticks() -> u64 {
+    // SAFETY: `rdtsc` exists on every x86-64 CPU and has no preconditions.
+    unsafe { core::arch::x86_64::_rdtsc() }
 }
 
-/// The clock a revocation is timed with: nanoseconds (a revocation takes well under
-/// a microsecond when no reader is inside, which a microsecond clock would call 0
-/// or 1, an inhibit of 0 or 9 µs).
-#[cfg(not(loom))]
-fn now_ns() -> u64 {
+#[cfg(all(not(loom), not(target_arch = "x86_64")))]
+fn ticks() -> u64 {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -69,8 +97,35 @@ fn now_ns() -> u64 {
 
 /// Time is not modelled under loom.
 #[cfg(loom)]
-fn now_ns() -> u64 {
+fn ticks() -> u64 {
     0
+}
+
+/// The inhibit clock: 15 bits of units of 2¹⁰ ticks.
+#[cfg(not(loom))]
+fn inhibit_clock() -> u16 {
+    (ticks() >> TICK_SHIFT) as u16 & CLOCK_MASK
+}
+
+/// The inhibit's end, `len` units from `now` on the inhibit clock: never 0 ("no
+/// inhibit") nor `CLOCK_MASK` (which `WRITTEN` would make `NEVER_BIASED`); those
+/// become one or two units later.
+#[cfg(not(loom))]
+fn inhibit_end(now: u16, len: u64) -> u16 {
+    match now.wrapping_add(len.min(u64::from(CLOCK_MASK / 4)) as u16) & CLOCK_MASK {
+        0 | CLOCK_MASK => 1,
+        end => end,
+    }
+}
+
+/// The inhibit's length for a revocation that took `took` ticks: `INHIBIT_FACTOR`
+/// times it, in clock units rounded up, and one more, as the clock's current unit may
+/// be nearly over; at most a quarter of the clock's wrap.
+#[cfg(not(loom))]
+fn inhibit_len(took: u64) -> u64 {
+    took.saturating_mul(u64::from(INHIBIT_FACTOR))
+        .div_ceil(1 << TICK_SHIFT)
+        + 1
 }
 
 #[cfg(loom)]
@@ -83,8 +138,8 @@ std::thread_local! {
 
 #[cfg(all(test, not(loom)))]
 std::thread_local! {
-    /// Revocations this thread made, and the inhibit they granted in all (µs).
-    pub(crate) static REVOCATIONS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// Revocations this thread made.
+    pub(crate) static REVOCATIONS: Cell<u64> = const { Cell::new(0) };
 }
 
 impl RawRwLock {
@@ -94,11 +149,15 @@ impl RawRwLock {
     pub(super) fn try_enter_biased(&self) -> bool {
         // Relaxed: a hint that picks the path; the entry's Acquire is the load after
         // the fence.
-        self.word.load(Relaxed) & BIAS != 0
+        let entered = self.word.load(Relaxed) & BIAS != 0
             // Acquire: the value was written by an RMW in the release sequence of
             // the last write unlock (every change of the word is an RMW), whose
             // section this read then follows.
-            && bravo::try_enter(self.address(), || self.word.load(Acquire) & BIAS != 0)
+            && bravo::try_enter(self.address(), || self.word.load(Acquire) & BIAS != 0);
+        if entered {
+            stats::count(STATS, Event::BiasedRead);
+        }
+        entered
     }
 
     /// A reader that entered through the word turns the bias on if no writer holds
@@ -110,14 +169,20 @@ impl RawRwLock {
         if val & (BIAS | WRITER | WRITERS_WAITING) == 0 && self.inhibit_passed() {
             // Relaxed: the flag publishes nothing (readers that see it synchronize
             // with the last write unlock through the release sequence, above).
-            let _ = self
+            if self
                 .word
-                .compare_exchange(val, val | BIAS, Relaxed, Relaxed);
+                .compare_exchange(val, val | BIAS, Relaxed, Relaxed)
+                .is_ok()
+            {
+                stats::count(STATS, Event::BiasOn);
+            }
         }
     }
 
+    /// Whether the inhibit of the last revocation passed with no write during it.
+    /// A reader that finds it passed after writes starts it again.
     fn inhibit_passed(&self) -> bool {
-        // Relaxed: a hint; a stale value moves one re-enable by one revocation.
+        // Relaxed: a hint; a stale value moves one re-enable by one inhibit.
         let until = self.inhibit_until.load(Relaxed);
         if until == 0 {
             return true;
@@ -127,7 +192,22 @@ impl RawRwLock {
         }
         #[cfg(not(loom))]
         {
-            until.wrapping_sub(inhibit_clock()) as i16 <= 0
+            let now = inhibit_clock();
+            // The 15-bit difference, as a signed one: passed when not positive.
+            let ahead = (until & CLOCK_MASK).wrapping_sub(now) & CLOCK_MASK;
+            if ahead != 0 && ahead < WRITTEN / 2 {
+                return false;
+            }
+            if until & WRITTEN == 0 {
+                return true;
+            }
+            // Relaxed: a hint, as the load.
+            let took = LAST_REVOCATION_TICKS.load(Relaxed);
+            // Relaxed: a hint; a writer's mark lost to this store moves one re-enable
+            // by one inhibit.
+            self.inhibit_until
+                .store(inhibit_end(now, inhibit_len(took)), Relaxed);
+            false
         }
         #[cfg(loom)]
         {
@@ -136,26 +216,41 @@ impl RawRwLock {
         }
     }
 
+    /// A writer took the lock without revoking the bias (it was off): if an inhibit
+    /// runs, it is marked [`WRITTEN`] (once: later writers find the mark and store
+    /// nothing). Holding `WRITER`, so the lock's line is this CPU's.
+    #[inline]
+    pub(super) fn note_write(&self) {
+        // Relaxed: a hint for the readers' re-enable.
+        let until = self.inhibit_until.load(Relaxed);
+        if until != 0 && until & WRITTEN == 0 {
+            // Relaxed: as above.
+            self.inhibit_until.store(until | WRITTEN, Relaxed);
+        }
+    }
+
     /// Holding `WRITER` for an exclusive lock (the drain's start): clears `BIAS` and
     /// waits for the readers the table shows for this lock, then inhibits the bias.
     /// `false` if `patience` ran out first: the bias is set again (its readers are
     /// still inside; the next writer revokes it), and the caller releases `WRITER`.
     pub(super) fn revoke_bias(&self, patience: Patience) -> bool {
+        let start = ticks();
         // Relaxed: the fence below orders it before the scan.
         if self.word.fetch_and(!BIAS, Relaxed) & BIAS == 0 {
+            self.note_write();
             return true;
         }
         // SeqCst: pairs with the reader's fence between its publication and its
         // look at BIAS (`bravo` module doc).
         fence(SeqCst);
-        let start = now_ns();
+        stats::count(STATS, Event::BiasRevoke);
         if !bravo::wait_for_readers(self.address(), patience) {
             // Relaxed: readers that see it enter beside the ones still inside,
             // which the next writer's revocation waits for.
             self.word.fetch_or(BIAS, Relaxed);
             return false;
         }
-        self.inhibit(now_ns().saturating_sub(start));
+        self.inhibit(ticks().saturating_sub(start));
         true
     }
 
@@ -165,10 +260,12 @@ impl RawRwLock {
     pub(super) fn try_revoke_bias(&self) -> bool {
         // Relaxed: as in `revoke_bias`.
         if self.word.fetch_and(!BIAS, Relaxed) & BIAS == 0 {
+            self.note_write();
             return true;
         }
         // SeqCst: as in `revoke_bias`.
         fence(SeqCst);
+        stats::count(STATS, Event::BiasRevoke);
         if bravo::any_holder(self.address()) {
             // Relaxed: as in `revoke_bias`.
             self.word.fetch_or(BIAS, Relaxed);
@@ -178,33 +275,22 @@ impl RawRwLock {
         true
     }
 
-    /// The bias stays off for at least `INHIBIT_FACTOR` × `took_ns`: rounded up to
-    /// microseconds, and one more, as the clock's current microsecond may be nearly
-    /// over; at most 16 ms (a quarter of the clock's wrap).
+    /// The bias stays off for at least `INHIBIT_FACTOR` × `took` ticks
+    /// ([`inhibit_len`]), and after that until an inhibit passes without a write.
     #[cfg(not(loom))]
-    fn inhibit(&self, took_ns: u64) {
-        let us = took_ns
-            .saturating_mul(u64::from(INHIBIT_FACTOR))
-            .div_ceil(1000)
-            .min(0x4000) as u32
-            + 1;
-        let until = match inhibit_clock().wrapping_add(us as u16) {
-            // 0 means "no inhibit" and NEVER_BIASED "never": one or two µs later.
-            0 | NEVER_BIASED => 1,
-            until => until,
-        };
+    fn inhibit(&self, took: u64) {
+        // Relaxed: a hint for the readers that start an inhibit again.
+        LAST_REVOCATION_TICKS.store(took, Relaxed);
         // Relaxed: a hint for the readers' re-enable.
-        self.inhibit_until.store(until, Relaxed);
+        self.inhibit_until
+            .store(inhibit_end(inhibit_clock(), inhibit_len(took)), Relaxed);
         #[cfg(test)]
-        REVOCATIONS.with(|r| {
-            let (n, total) = r.get();
-            r.set((n + 1, total + u64::from(us)));
-        });
+        REVOCATIONS.with(|r| r.set(r.get() + 1));
     }
 
     /// Under loom (time is not modelled): the inhibit is on, whatever it lasts.
     #[cfg(loom)]
-    fn inhibit(&self, _took_ns: u64) {
+    fn inhibit(&self, _took: u64) {
         // Relaxed: a hint for the readers' re-enable.
         self.inhibit_until.store(1, Relaxed);
     }
