@@ -354,12 +354,14 @@ pub(crate) fn wait_for_readers(lock: usize, patience: Patience) -> bool {
     true
 }
 
-/// Whether any thread holds `lock` through the table, withdrawing the slots that
-/// only publish for it (the caller holds `WRITER` and cleared the bias, as for
-/// [`wait_for_readers`]).
+/// Whether any thread holds `lock` through the table, withdrawing every slot that
+/// only publishes for it (the caller holds `WRITER` and cleared the bias, as for
+/// [`wait_for_readers`]): one read of the column, which waits for nobody.
 pub(crate) fn any_holder(lock: usize) -> bool {
     let lock = lock as u64;
-    column(lock).any(|slot| matches!(look(slot, lock), Found::Reader))
+    column(lock).fold(false, |any, slot| {
+        matches!(look(slot, lock), Found::Reader) || any
+    })
 }
 
 /// A snapshot for `is_locked`: whether a slot holds `lock`.

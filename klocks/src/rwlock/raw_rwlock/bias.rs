@@ -11,9 +11,11 @@
 //! read unlock:  slot held -> empty (the word untouched)
 //! re-enable:    a word reader, after its entry: (r,0,0,..) -> BIAS set, if no writer
 //!               holds or waits and the inhibit passed                  cmpxchg
-//! revoke:       holding WRITER (exclusive): word &= !BIAS; fence; wait for the
-//!               LANES slots of this lock's column; inhibit_until = now + 9 × (time
-//!               it took)
+//! revoke:       holding WRITER (exclusive): word &= !BIAS; fence; read the LANES
+//!               slots of this lock's column, withdrawing publications; wait for
+//!               the held ones; inhibit_until = now + 9 × (the clear and the read)
+//! write:        a writer that finds the bias off marks a running inhibit WRITTEN;
+//!               a reader that finds a WRITTEN inhibit over starts it again
 //! ```
 //!
 //! `BIAS` is set only while no writer holds `WRITER`, and cleared only by a holder of
@@ -230,7 +232,8 @@ impl RawRwLock {
     }
 
     /// Holding `WRITER` for an exclusive lock (the drain's start): clears `BIAS` and
-    /// waits for the readers the table shows for this lock, then inhibits the bias.
+    /// waits for the readers the table shows for this lock, then inhibits the bias
+    /// for [`INHIBIT_FACTOR`] times what clearing it and reading the column took.
     /// `false` if `patience` ran out first: the bias is set again (its readers are
     /// still inside; the next writer revokes it), and the caller releases `WRITER`.
     pub(super) fn revoke_bias(&self, patience: Patience) -> bool {
@@ -244,13 +247,19 @@ impl RawRwLock {
         // look at BIAS (`bravo` module doc).
         fence(SeqCst);
         stats::count(STATS, Event::BiasRevoke);
-        if !bravo::wait_for_readers(self.address(), patience) {
+        // The revocation's cost is this read of the column: the wait for the readers
+        // it found inside is the drain every writer makes, word or table, and a
+        // reader preempted in its section would otherwise inhibit the bias for
+        // milliseconds.
+        let inside = bravo::any_holder(self.address());
+        let took = ticks().saturating_sub(start);
+        if inside && !bravo::wait_for_readers(self.address(), patience) {
             // Relaxed: readers that see it enter beside the ones still inside,
             // which the next writer's revocation waits for.
             self.word.fetch_or(BIAS, Relaxed);
             return false;
         }
-        self.inhibit(ticks().saturating_sub(start));
+        self.inhibit(took);
         true
     }
 
@@ -258,6 +267,7 @@ impl RawRwLock {
     /// `WRITER`: whether no reader holds the lock through the table. If one does, the
     /// bias is set again and the caller fails.
     pub(super) fn try_revoke_bias(&self) -> bool {
+        let start = ticks();
         // Relaxed: as in `revoke_bias`.
         if self.word.fetch_and(!BIAS, Relaxed) & BIAS == 0 {
             self.note_write();
@@ -271,7 +281,7 @@ impl RawRwLock {
             self.word.fetch_or(BIAS, Relaxed);
             return false;
         }
-        self.inhibit(0);
+        self.inhibit(ticks().saturating_sub(start));
         true
     }
 
