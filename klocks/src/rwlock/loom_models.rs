@@ -54,7 +54,7 @@ impl<P: ReaderSpin> crate::testing::TestRwLock for RwSem<P> {
     }
 }
 
-fn builder(preemptions: usize) -> loom::model::Builder {
+pub(super) fn builder(preemptions: usize) -> loom::model::Builder {
     let mut model = loom::model::Builder::new();
     if model.preemption_bound.is_none() {
         model.preemption_bound = Some(preemptions);

@@ -7,4 +7,6 @@ pub mod rwsem;
 mod wait_queue;
 
 #[cfg(all(loom, test))]
+mod loom_bias_models;
+#[cfg(all(loom, test))]
 mod loom_models;

@@ -89,8 +89,8 @@
 //! data stops bouncing the word's cache line between CPUs. A writer takes `WRITER`
 //! as above, then revokes the bias (clears `BIAS`, waits for the readers of its
 //! lock's column of the table: one slot per lane) before its drain, and the bias
-//! stays off for nine times what the revocation took; a reader that takes the word
-//! after that turns it on again. Upgradable holders, downgraded writers and readers
+//! stays off for nine times what the revocation took, and until an inhibit passes
+//! without a write; a reader that takes the word after that turns it on again. Upgradable holders, downgraded writers and readers
 //! that find their slot taken use the word. [`RawRwLockUnbiased`] is this lock
 //! without the bias, the before of it.
 //!
@@ -359,9 +359,9 @@ pub struct RawRwLock {
     /// How many writers sleep in `sleep_as_writer`: a hint that decides whether a
     /// write unlock wakes a writer early.
     writers_asleep: AtomicU16,
-    /// Until when the reader bias stays off after a revocation, on a 16-bit µs clock
-    /// (0: no inhibit; `NEVER_BIASED`: a lock without the bias); see
-    /// `raw_rwlock/bias.rs`.
+    /// Until when the reader bias stays off after a revocation, on a 15-bit clock,
+    /// and whether a writer came meanwhile (0: no inhibit; `NEVER_BIASED`: a lock
+    /// without the bias); see `raw_rwlock/bias.rs`.
     inhibit_until: AtomicU16,
 }
 

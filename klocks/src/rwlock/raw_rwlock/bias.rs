@@ -64,6 +64,7 @@ pub(super) const NEVER_BIASED: u16 = u16::MAX;
 const WRITTEN: u16 = 1 << 15;
 
 /// `inhibit_until`: the clock's bits.
+#[cfg_attr(loom, allow(dead_code))]
 const CLOCK_MASK: u16 = WRITTEN - 1;
 
 /// A clock unit is 2¹⁰ ticks.

@@ -1,0 +1,169 @@
+//! Exhaustive checks of the default rwlock's reader bias ([`bravo`](super::bravo),
+//! `raw_rwlock/bias.rs`) under the C11 memory model: `RUSTFLAGS="--cfg loom" cargo
+//! test -p klocks --release --lib rwlock::loom`. Under loom the table is 2 lanes × 2
+//! columns and every lock is in column 0; model threads have ids 1, 2, ..., in the
+//! order they first ask, so the first two have lanes of their own. A loom
+//! `UnsafeCell` fails any execution in which a write section is not ordered with a
+//! read section.
+
+use super::bravo;
+use super::raw_rwlock::RawRwLock;
+use crate::sync::{spawn, Arc, UnsafeCell};
+
+/// A lock whose reader bias a reader turned on (its entry through the word).
+fn biased_lock() -> Arc<RawRwLock> {
+    let lock = Arc::new(RawRwLock::new());
+    lock.lock_shared();
+    lock.unlock_shared();
+    assert!(format!("{lock:?}").contains("reader_bias: true"));
+    lock
+}
+
+fn address(lock: &RawRwLock) -> usize {
+    std::ptr::from_ref(lock) as usize
+}
+
+/// A biased reader publishes itself while a writer revokes the bias: the writer sees
+/// it (and waits, or withdraws its publication), or the reader sees the bias off and
+/// takes the word; the cell catches a read section that overlaps the write. (Without
+/// the two SeqCst fences this model fails.)
+#[test]
+fn biased_reader_against_a_revoking_writer() {
+    super::loom_models::builder(2).check(|| {
+        let lock = biased_lock();
+        let cell = Arc::new(UnsafeCell::new(0u32));
+        let reader = {
+            let (lock, cell) = (lock.clone(), cell.clone());
+            spawn(move || {
+                lock.lock_shared();
+                // SAFETY (here and below): loom checks every access to the cell
+                // against the others; the lock under test must order them.
+                cell.with(|v| unsafe { *v });
+                lock.unlock_shared();
+            })
+        };
+        lock.lock_exclusive();
+        cell.with_mut(|v| unsafe { *v += 1 });
+        lock.unlock_exclusive();
+        reader.join().unwrap();
+        assert!(!lock.is_locked());
+    });
+}
+
+/// A writer's data is seen by a reader that enters through the table after it: the
+/// reader reads twice (the first entry may turn the bias on again), and each read is
+/// ordered after the write or before it, never racing with it.
+#[test]
+fn a_biased_reader_sees_the_last_write() {
+    super::loom_models::builder(1).check(|| {
+        let lock = biased_lock();
+        let cell = Arc::new(UnsafeCell::new(0u32));
+        let writer = {
+            let (lock, cell) = (lock.clone(), cell.clone());
+            spawn(move || {
+                lock.lock_exclusive();
+                // SAFETY (here and below): as above.
+                cell.with_mut(|v| unsafe { *v = 1 });
+                lock.unlock_exclusive();
+            })
+        };
+        let mut seen = 0;
+        for _ in 0..2 {
+            lock.lock_shared();
+            let now = cell.with(|v| unsafe { *v });
+            lock.unlock_shared();
+            assert!(now >= seen);
+            seen = now;
+        }
+        writer.join().unwrap();
+        assert!(!lock.is_locked());
+    });
+}
+
+/// A reader that published itself and stops there (a thread interrupted between its
+/// two cmpxchgs by a signal handler that waits for the writer, or gone in a fork
+/// child) while a writer revokes the bias: the writer withdraws the publication
+/// instead of waiting for it (a wait would never end, which loom reports as a
+/// deadlock: the reader goes on only after the writer is done). The reader's
+/// back-out then fails exactly when the writer withdrew it, which a writer does only
+/// after it revoked the bias; and the slot ends empty either way.
+#[test]
+fn a_revoking_writer_withdraws_a_publishing_slot() {
+    super::loom_models::builder(2).check(|| {
+        let lock = biased_lock();
+        let writer = {
+            let lock = lock.clone();
+            spawn(move || {
+                lock.lock_exclusive();
+                lock.unlock_exclusive();
+            })
+        };
+        assert!(bravo::publish_only(address(&lock)), "this thread's slot was free");
+        writer.join().unwrap();
+        let backed_out = bravo::back_out_only(address(&lock));
+        let debug = format!("{lock:?}");
+        assert!(backed_out || debug.contains("reader_bias: false"), "{debug}");
+        assert!(!bravo::held_by_any(address(&lock)));
+        assert!(bravo::publish_only(address(&lock)), "the slot is empty again");
+        assert!(bravo::back_out_only(address(&lock)));
+        assert!(!lock.is_locked());
+    });
+}
+
+/// With the inhibit on (time is not modelled: a switch says it has not passed), a
+/// revoked bias stays off: readers after the revocation take the word, and leave it
+/// off; the sections are still ordered.
+#[test]
+fn an_inhibited_bias_stays_off() {
+    crate::testing::with_switch(
+        &super::raw_rwlock::bias::INHIBITED_IN_MODELS,
+        true,
+        || {
+            super::loom_models::builder(1).check(|| {
+                let lock = biased_lock();
+                let reader = {
+                    let lock = lock.clone();
+                    spawn(move || {
+                        for _ in 0..2 {
+                            lock.lock_shared();
+                            lock.unlock_shared();
+                        }
+                    })
+                };
+                lock.lock_exclusive();
+                lock.unlock_exclusive();
+                reader.join().unwrap();
+                assert!(format!("{lock:?}").contains("reader_bias: false"));
+                assert!(!lock.is_locked());
+            });
+        },
+    );
+}
+
+/// A fork child's `forget_waiters`: a thread that held a read lock through the table
+/// (and is gone, as in the child) becomes a reader of the word, so that writers wait
+/// for it as for any reader left behind, and the forking thread's own read lock
+/// through the table becomes a word reader that its unlock releases.
+#[test]
+fn forget_waiters_turns_table_readers_into_word_readers() {
+    super::loom_models::builder(1).check(|| {
+        let lock = biased_lock();
+        lock.lock_shared();
+        let gone = {
+            let lock = lock.clone();
+            // Takes the lock through its own lane's slot and never releases it.
+            spawn(move || lock.lock_shared())
+        };
+        gone.join().unwrap();
+        assert!(bravo::held_by_any(address(&lock)));
+        // SAFETY: no other thread uses the lock any more.
+        unsafe { lock.forget_waiters() };
+        assert!(!bravo::held_by_any(address(&lock)));
+        let debug = format!("{lock:?}");
+        assert!(debug.contains("readers: 2"), "{debug}");
+        assert!(debug.contains("reader_bias: false"), "{debug}");
+        lock.unlock_shared();
+        assert!(!lock.try_lock_exclusive(), "the gone thread's read lock stays");
+        assert!(format!("{lock:?}").contains("readers: 1"));
+    });
+}
