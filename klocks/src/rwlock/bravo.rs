@@ -359,9 +359,12 @@ pub(crate) fn wait_for_readers(lock: usize, patience: Patience) -> bool {
 /// [`wait_for_readers`]): one read of the column, which waits for nobody.
 pub(crate) fn any_holder(lock: usize) -> bool {
     let lock = lock as u64;
-    column(lock).fold(false, |any, slot| {
-        matches!(look(slot, lock), Found::Reader) || any
-    })
+    // Every slot, not the first reader's: each publication is withdrawn.
+    let mut inside = false;
+    for slot in column(lock) {
+        inside |= matches!(look(slot, lock), Found::Reader);
+    }
+    inside
 }
 
 /// A snapshot for `is_locked`: whether a slot holds `lock`.

@@ -98,13 +98,22 @@ fn a_revoking_writer_withdraws_a_publishing_slot() {
                 lock.unlock_exclusive();
             })
         };
-        assert!(bravo::publish_only(address(&lock)), "this thread's slot was free");
+        assert!(
+            bravo::publish_only(address(&lock)),
+            "this thread's slot was free"
+        );
         writer.join().unwrap();
         let backed_out = bravo::back_out_only(address(&lock));
         let debug = format!("{lock:?}");
-        assert!(backed_out || debug.contains("reader_bias: false"), "{debug}");
+        assert!(
+            backed_out || debug.contains("reader_bias: false"),
+            "{debug}"
+        );
         assert!(!bravo::held_by_any(address(&lock)));
-        assert!(bravo::publish_only(address(&lock)), "the slot is empty again");
+        assert!(
+            bravo::publish_only(address(&lock)),
+            "the slot is empty again"
+        );
         assert!(bravo::back_out_only(address(&lock)));
         assert!(!lock.is_locked());
     });
@@ -115,29 +124,25 @@ fn a_revoking_writer_withdraws_a_publishing_slot() {
 /// off; the sections are still ordered.
 #[test]
 fn an_inhibited_bias_stays_off() {
-    crate::testing::with_switch(
-        &super::raw_rwlock::bias::INHIBITED_IN_MODELS,
-        true,
-        || {
-            super::loom_models::builder(1).check(|| {
-                let lock = biased_lock();
-                let reader = {
-                    let lock = lock.clone();
-                    spawn(move || {
-                        for _ in 0..2 {
-                            lock.lock_shared();
-                            lock.unlock_shared();
-                        }
-                    })
-                };
-                lock.lock_exclusive();
-                lock.unlock_exclusive();
-                reader.join().unwrap();
-                assert!(format!("{lock:?}").contains("reader_bias: false"));
-                assert!(!lock.is_locked());
-            });
-        },
-    );
+    crate::testing::with_switch(&super::raw_rwlock::bias::INHIBITED_IN_MODELS, true, || {
+        super::loom_models::builder(1).check(|| {
+            let lock = biased_lock();
+            let reader = {
+                let lock = lock.clone();
+                spawn(move || {
+                    for _ in 0..2 {
+                        lock.lock_shared();
+                        lock.unlock_shared();
+                    }
+                })
+            };
+            lock.lock_exclusive();
+            lock.unlock_exclusive();
+            reader.join().unwrap();
+            assert!(format!("{lock:?}").contains("reader_bias: false"));
+            assert!(!lock.is_locked());
+        });
+    });
 }
 
 /// A fork child's `forget_waiters`: a thread that held a read lock through the table
@@ -163,7 +168,10 @@ fn forget_waiters_turns_table_readers_into_word_readers() {
         assert!(debug.contains("readers: 2"), "{debug}");
         assert!(debug.contains("reader_bias: false"), "{debug}");
         lock.unlock_shared();
-        assert!(!lock.try_lock_exclusive(), "the gone thread's read lock stays");
+        assert!(
+            !lock.try_lock_exclusive(),
+            "the gone thread's read lock stays"
+        );
         assert!(format!("{lock:?}").contains("readers: 1"));
     });
 }
