@@ -579,7 +579,11 @@ mod tests {
             let lock = <L as lock_api::RawMutex>::INIT;
             assert!(!lock.held_by_current_thread(), "{name}");
             assert!(lock.try_lock_quick(me), "{name}: free, yet not taken");
-            assert_eq!(lock.held_by_current_thread(), self.0.tracks_owner(), "{name}");
+            assert_eq!(
+                lock.held_by_current_thread(),
+                self.0.tracks_owner(),
+                "{name}"
+            );
             assert!(!lock.try_lock_quick(me), "{name}: taken twice");
             // SAFETY: taken just above, by this thread.
             assert!(unsafe { lock.try_unlock_quick(me) }, "{name}");
@@ -591,7 +595,10 @@ mod tests {
             if self.0.tracks_owner() {
                 // SAFETY: not held: the word names nobody, which the owner's release
                 // reports without touching it.
-                assert!(!unsafe { lock.unlock_for_owner() }, "{name}: released twice");
+                assert!(
+                    !unsafe { lock.unlock_for_owner() },
+                    "{name}: released twice"
+                );
             }
         }
     }
