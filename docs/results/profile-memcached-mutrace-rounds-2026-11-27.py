@@ -137,6 +137,21 @@ def main():
                 kc.append(kn[lid]["cont"] / kn[lid]["locked"])
         print(f"  {lid:<10} mutrace hold {statistics.median(mh):4.0f} ns, contended {statistics.median(mc) * 100:4.2f}% | "
               f"klocks hold {statistics.median(kh):4.0f} ns, contended {statistics.median(kc) * 100:4.2f}%")
+    print("\nsummed over the rounds (each tool's counts of a lock added up over its 22 runs), the top 5:")
+    sums = {name: {} for name in ["mutrace contended", "mutrace contended ms", "klocks new wait µs", "klocks new waits"]}
+    for mt, kk in runs:
+        for r in mt:
+            for name, key in [("mutrace contended", "cont"), ("mutrace contended ms", "cont_ms")]:
+                sums[name][r["id"]] = sums[name].get(r["id"], 0) + r[key]
+        for r in kk["new"]:
+            for name, key in [("klocks new wait µs", "wait_us"), ("klocks new waits", "cont")]:
+                sums[name][r["id"]] = sums[name].get(r["id"], 0) + r[key]
+    tops = {name: sorted(c, key=lambda l: -c[l])[:7] for name, c in sums.items()}
+    for name, c in sums.items():
+        print(f"  {name:<22} " + ", ".join(f"{l} {c[l]:.0f}" for l in tops[name]))
+    for name in ["klocks new wait µs", "klocks new waits"]:
+        inside = [l for l in tops["mutrace contended"][:5] if l in tops[name][:5]]
+        print(f"  of mutrace's summed top 5, {len(inside)} in the summed top 5 of {name}")
     if cpus:
         print(f"\nmemcached CPU time (utime + stime at the end of the load), {len(cpus)} rounds:")
         for m in cpus[0]:

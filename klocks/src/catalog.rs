@@ -152,7 +152,9 @@ macro_rules! family {
                 avoid_when: $avoid_when:literal,
                 $(known_as: $known_as:literal,)?
                 lends_roles: $lends_roles:literal,
-                $($field:ident: $value:literal,)*
+                // `tt`, not `literal`: a fragment captured as a literal reaches
+                // `catalog_item!` opaque, and its `true` arm would never match.
+                $($field:ident: $value:tt,)*
             };
         )*
     ) => {
@@ -271,6 +273,17 @@ macro_rules! catalog_item {
         unsafe fn unlock_for_owner(&self) -> bool {
             // SAFETY: the caller's contract is this method's.
             unsafe { Self::unlock_for_owner(self) }
+        }
+
+        #[inline(always)]
+        fn try_lock_quick(&self, me: u32) -> bool {
+            Self::try_lock_quick(self, me)
+        }
+
+        #[inline(always)]
+        unsafe fn try_unlock_quick(&self, me: u32) -> bool {
+            // SAFETY: the caller's contract is this method's.
+            unsafe { Self::try_unlock_quick(self, me) }
         }
     };
     ($field:ident: $value:literal) => {};
@@ -395,6 +408,32 @@ for_each_mutex!(family! {
         /// other thread releases the same hold.
         unsafe fn unlock_for_owner(&self) -> bool {
             // SAFETY: held, and this release is the caller's (contract above).
+            unsafe { self.unlock() };
+            true
+        }
+
+        /// Takes the lock if one atomic step on a free lock takes it, for the
+        /// thread whose [`owner::current_tid`](crate::owner::current_tid) is `me`
+        /// (read once by the caller): the interposer's fast path, which must stay
+        /// small enough to need no stack frame. `false` leaves the decision to
+        /// `lock` or `try_lock` (a lock that is held, has waiters, or whose word
+        /// holds anything else).
+        #[inline(always)]
+        fn try_lock_quick(&self, me: u32) -> bool {
+            let _ = me;
+            self.try_lock()
+        }
+
+        /// Releases the lock in one atomic step if its word holds nothing but the
+        /// hold of `me`; `false`, the lock untouched, leaves the release to `unlock`.
+        /// The interposer's fast path, as [`try_lock_quick`](Self::try_lock_quick).
+        ///
+        /// # Safety
+        /// The thread whose id is `me`, the caller, holds the lock.
+        #[inline(always)]
+        unsafe fn try_unlock_quick(&self, me: u32) -> bool {
+            let _ = me;
+            // SAFETY: held by the caller (contract above).
             unsafe { self.unlock() };
             true
         }
@@ -532,6 +571,49 @@ mod tests {
         }
         for &kind in RwLockKind::ALL {
             kind.visit(RwNamesItself(kind));
+        }
+    }
+
+    /// Checks, through the trait as generic code calls it, that `L`'s owner methods
+    /// and one-step fast paths are the lock's own where its word names its holder.
+    struct AnswersAsItsWord(MutexKind);
+
+    impl MutexVisitor for AnswersAsItsWord {
+        type Output = ();
+        fn visit<L: CatalogMutex>(self) {
+            let name = self.0.name();
+            let me = crate::owner::current_tid();
+            let lock = <L as lock_api::RawMutex>::INIT;
+            assert!(!lock.held_by_current_thread(), "{name}");
+            assert!(lock.try_lock_quick(me), "{name}: free, yet not taken");
+            assert_eq!(
+                lock.held_by_current_thread(),
+                self.0.tracks_owner(),
+                "{name}"
+            );
+            assert!(!lock.try_lock_quick(me), "{name}: taken twice");
+            // SAFETY: taken just above, by this thread.
+            assert!(unsafe { lock.try_unlock_quick(me) }, "{name}");
+            assert!(!lock_api::RawMutex::is_locked(&lock), "{name}");
+            lock_api::RawMutex::lock(&lock);
+            // SAFETY: locked just above; this thread gives its release to the call.
+            assert!(unsafe { lock.unlock_for_owner() }, "{name}");
+            assert!(!lock.held_by_current_thread(), "{name}");
+            if self.0.tracks_owner() {
+                // SAFETY: not held: the word names nobody, which the owner's release
+                // reports without touching it.
+                assert!(
+                    !unsafe { lock.unlock_for_owner() },
+                    "{name}: released twice"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn generic_code_gets_each_locks_own_owner_methods() {
+        for &kind in MutexKind::ALL {
+            kind.visit(AnswersAsItsWord(kind));
         }
     }
 

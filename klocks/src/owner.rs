@@ -98,7 +98,7 @@ mod native;
 #[cfg(not(loom))]
 mod tid;
 #[cfg(not(loom))]
-pub use tid::current_tid;
+pub use tid::{current_tid, current_tid_inline};
 
 #[cfg(not(loom))]
 mod fork_child;

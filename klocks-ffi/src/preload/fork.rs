@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Once;
 
-use klocks_core::owner::current_tid;
+use klocks_core::owner::{current_tid, current_tid_inline};
 use klocks_core::stamp::{make_current, Repair};
 
 use super::time::Deadline;
@@ -48,6 +48,14 @@ std::thread_local! {
 #[inline(always)]
 pub(super) fn this_thread() -> u64 {
     u64::from(current_tid())
+}
+
+/// [`this_thread`] if it is one load (`None` before the constructor's calibration,
+/// or if glibc's tid field was not found): for the routes' fast paths, which take the
+/// general entry on `None` and so stay leaf functions without a stack frame.
+#[inline(always)]
+pub(super) fn this_thread_inline() -> Option<u32> {
+    current_tid_inline()
 }
 
 /// The stamp of an rwlock glibc owns: a magic value, as `klocks::stamp::REPAIRING`

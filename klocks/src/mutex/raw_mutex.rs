@@ -300,6 +300,30 @@ impl RawMutex {
         self.take_free(me) || self.try_acquire(me, false)
     }
 
+    /// Takes a free word with nobody waiting, for the thread whose
+    /// [`owner::current_tid`] is `me`: the fast path of `lock` and `try_lock`, for a
+    /// caller that read its id already (the interposer's).
+    #[inline(always)]
+    pub fn try_lock_quick(&self, me: u32) -> bool {
+        self.take_free(me)
+    }
+
+    /// Releases the mutex held by `me` (its [`owner::current_tid`]) if nothing else is
+    /// in the word: `unlock`'s fast path for a caller that read its id already; `false`,
+    /// the word untouched, leaves the release to `unlock`.
+    ///
+    /// # Safety
+    /// The calling thread, whose id is `me`, holds the mutex.
+    #[inline(always)]
+    pub unsafe fn try_unlock_quick(&self, me: u32) -> bool {
+        // (me,0,0,0) -> (0,0,0,0). Release: as in `unlock`.
+        let released = self.word.compare_exchange(me, 0, Release, Relaxed).is_ok();
+        if released {
+            crate::fault::after_release();
+        }
+        released
+    }
+
     /// The fast path of `lock` and `try_lock`: takes a free word with nobody waiting.
     #[inline(always)]
     fn take_free(&self, me: u32) -> bool {

@@ -196,19 +196,42 @@ impl SpinFutexMutex {
     #[inline]
     pub fn lock(&self) {
         let me = owner::current_tid();
+        if !self.try_lock_quick(me) {
+            self.lock_slow(me);
+        }
+    }
+
+    /// Takes the mutex for the thread whose [`owner::current_tid`] is `me` if nobody
+    /// holds it or waits: the fast path of `lock`, for a caller that read its id
+    /// already (the interposer's).
+    #[inline(always)]
+    pub fn try_lock_quick(&self, me: u32) -> bool {
         // Relaxed: only picks the transition to try; the cmpxchg decides.
         let val = self.word.load(Relaxed);
         // (0,s,0) -> (me,s,0): a spinner's flag alone does not send us down the slow
         // path (an owner that re-takes the lock while someone spins is the common case).
         // Acquire: pairs with the Release in `unlock`.
-        if val & (OWNER_MASK | WAITERS) != 0
-            || self
+        val & (OWNER_MASK | WAITERS) == 0
+            && self
                 .word
                 .compare_exchange(val, val | me, Acquire, Relaxed)
-                .is_err()
-        {
-            self.lock_slow(me);
+                .is_ok()
+    }
+
+    /// Releases the mutex held by `me` (its [`owner::current_tid`]) if nothing else is
+    /// in the word: `unlock`'s fast path for a caller that read its id already;
+    /// `false`, the word untouched, leaves the release to `unlock`.
+    ///
+    /// # Safety
+    /// The calling thread, whose id is `me`, holds the mutex.
+    #[inline(always)]
+    pub unsafe fn try_unlock_quick(&self, me: u32) -> bool {
+        // (me,0,0) -> (0,0,0). Release: as in `unlock`.
+        let released = self.word.compare_exchange(me, 0, Release, Relaxed).is_ok();
+        if released {
+            crate::fault::after_release();
         }
+        released
     }
 
     /// Takes the mutex if nobody holds it (even if others wait: barging).

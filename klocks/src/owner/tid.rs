@@ -34,6 +34,25 @@ pub fn current_tid() -> u32 {
     super::glibc_tid::read().unwrap_or_else(fallback)
 }
 
+/// The calling thread's kernel thread id if it can be read without a call: from
+/// glibc's thread descriptor once calibrated (`None` before that, or if not found).
+/// For a fast path that must stay a leaf (no stack frame), and that takes its general
+/// path on `None`.
+#[cfg(all(feature = "glibc-tid", target_os = "linux", target_env = "gnu"))]
+#[inline(always)]
+pub fn current_tid_inline() -> Option<u32> {
+    super::glibc_tid::read()
+}
+
+/// The calling thread's kernel thread id: always, from the thread-local cache (inline
+/// in an executable; in a shared library a thread-local is a `__tls_get_addr` call,
+/// which the `glibc-tid` feature avoids).
+#[cfg(not(all(feature = "glibc-tid", target_os = "linux", target_env = "gnu")))]
+#[inline(always)]
+pub fn current_tid_inline() -> Option<u32> {
+    Some(cached_tid())
+}
+
 #[inline(always)]
 fn cached_tid() -> u32 {
     TID.with(|tid| match tid.get() {

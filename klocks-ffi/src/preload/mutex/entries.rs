@@ -10,11 +10,12 @@ use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::Relaxed};
 
+use klocks_core::catalog::CatalogMutex;
 use libc::{
     clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, CLOCK_REALTIME, EBUSY, EINVAL,
 };
 
-use super::super::fork::{self, this_thread, Patience};
+use super::super::fork::{self, this_thread, this_thread_inline, Patience};
 use super::super::profile::{self, with_caller, Role};
 use super::super::time::Deadline;
 use super::super::{config, glibc};
@@ -186,31 +187,54 @@ pub(in crate::preload) unsafe extern "C" fn lock_from(
 /// # Safety
 /// POSIX's contract for `pthread_mutex_lock`; `L` is the lock type of the
 /// process's kind.
-pub(in crate::preload) unsafe extern "C" fn lock_as<L: lock_api::RawMutex>(
+pub(in crate::preload) unsafe extern "C" fn lock_as<L: CatalogMutex>(
     m: *mut pthread_mutex_t,
 ) -> c_int {
-    // SAFETY: caller's contract, for both. The site is the profile's, which is off
-    // on this route.
-    unsafe { take_plain::<L>(m).unwrap_or_else(|| lock_from(m, 0)) }
+    // SAFETY: caller's contract, for both.
+    match unsafe { take_plain::<L>(m) } {
+        true => 0,
+        false => unsafe { lock_general(m) },
+    }
 }
 
-/// The fast path of the routes of lock and trylock: the lock's own `try_lock` on a
-/// [`plain`] mutex (for `default`, one cmpxchg); `None` if it is not plain or the
-/// lock is not free.
+/// The general entry of `pthread_mutex_lock` for the routes: out of line, so that
+/// [`lock_as`] jumps to it and keeps no stack frame of its own. The site is the
+/// profile's, which is off on these routes.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_lock`.
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn lock_general(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
+    unsafe { lock_from(m, 0) }
+}
+
+/// The fast path of the routes of lock and trylock: the lock's one-step take
+/// ([`CatalogMutex::try_lock_quick`]; for `default`, one cmpxchg) on a [`plain`]
+/// mutex, with the caller's id read once; `false` if it is not plain, the id is not
+/// one load yet, or the step does not take the lock (the general entry decides).
+/// Nothing here calls out, so the routes stay leaf functions.
 ///
 /// # Safety
 /// As for [`target`]; `L` is the lock type of the process's kind.
 #[inline(always)]
-unsafe fn take_plain<L: lock_api::RawMutex>(m: *mut pthread_mutex_t) -> Option<c_int> {
+unsafe fn take_plain<L: CatalogMutex>(m: *mut pthread_mutex_t) -> bool {
     if m.is_null() {
-        return None;
+        return false;
     }
     // SAFETY: as in `target`.
     let mutex = unsafe { &*m.cast::<Mutex>() };
+    if !mutex.is_plain() {
+        return false;
+    }
+    let Some(me) = this_thread_inline() else {
+        return false;
+    };
     // SAFETY (the cast): a plain mutex's body holds a lock of the process's kind, an
     // `L` (caller's contract).
-    let taken = mutex.is_plain() && unsafe { &*mutex.body().cast::<L>() }.try_lock();
-    taken.then(|| mutex.acquired(this_thread()))
+    let lock = unsafe { &*mutex.body().cast::<L>() };
+    lock.try_lock_quick(me) && mutex.acquired(u64::from(me)) == 0
 }
 
 /// `pthread_mutex_lock`, unprofiled.
@@ -266,11 +290,26 @@ pub(in crate::preload) unsafe extern "C" fn trylock_from(
 ///
 /// # Safety
 /// As for [`lock_as`].
-pub(in crate::preload) unsafe extern "C" fn trylock_as<L: lock_api::RawMutex>(
+pub(in crate::preload) unsafe extern "C" fn trylock_as<L: CatalogMutex>(
     m: *mut pthread_mutex_t,
 ) -> c_int {
     // SAFETY: as in `lock_as`.
-    unsafe { take_plain::<L>(m).unwrap_or_else(|| trylock_from(m, 0)) }
+    match unsafe { take_plain::<L>(m) } {
+        true => 0,
+        false => unsafe { trylock_general(m) },
+    }
+}
+
+/// The general entry of `pthread_mutex_trylock` for the routes, out of line as
+/// [`lock_general`].
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_trylock`.
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn trylock_general(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
+    unsafe { trylock_from(m, 0) }
 }
 
 /// `pthread_mutex_trylock`, unprofiled.
@@ -413,28 +452,62 @@ pub(in crate::preload) unsafe extern "C" fn unlock_from(m: *mut pthread_mutex_t)
 
 /// `pthread_mutex_unlock` on the route of a process that runs the lock type `L`
 /// without a profile (see `route`): a [`plain`] mutex that the caller holds (its
-/// owner field says so, for every kind) goes to the lock's own `unlock`; anything
-/// else to the general [`unlock_from`].
+/// owner field says so, for every kind) is released by the lock's one-step release
+/// ([`CatalogMutex::try_unlock_quick`]) or else its own `unlock`; anything else goes
+/// to the general [`unlock_from`]. The id is read once, and nothing on the fast path
+/// calls out, so this stays a leaf function.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_unlock`; `L` is the lock type of the
 /// process's kind.
-pub(in crate::preload) unsafe extern "C" fn unlock_as<L: lock_api::RawMutex>(
+pub(in crate::preload) unsafe extern "C" fn unlock_as<L: CatalogMutex>(
     m: *mut pthread_mutex_t,
 ) -> c_int {
     if !m.is_null() {
         // SAFETY: as in `target`.
         let mutex = unsafe { &*m.cast::<Mutex>() };
-        // Relaxed: "is it me?" (module doc).
-        if mutex.is_plain() && mutex.owner.load(Relaxed) == this_thread() {
-            // Relaxed: cleared before the unlock's Release (module doc).
-            mutex.owner.store(0, Relaxed);
-            // SAFETY: a plain mutex's body holds an `L` (caller's contract), which
-            // the caller holds: its owner field is its own id.
-            unsafe { (*mutex.body().cast::<L>()).unlock() };
-            return 0;
+        if let (true, Some(me)) = (mutex.is_plain(), this_thread_inline()) {
+            // Relaxed: "is it me?" (module doc).
+            if mutex.owner.load(Relaxed) == u64::from(me) {
+                // Relaxed: cleared before the unlock's Release (module doc).
+                mutex.owner.store(0, Relaxed);
+                // SAFETY (the cast): a plain mutex's body holds an `L` (caller's
+                // contract).
+                let lock = unsafe { &*mutex.body().cast::<L>() };
+                // SAFETY: the caller holds it: its owner field is its own id.
+                return match unsafe { lock.try_unlock_quick(me) } {
+                    true => 0,
+                    // SAFETY: as above.
+                    false => unsafe { unlock_held(lock) },
+                };
+            }
         }
     }
+    // SAFETY: caller's contract.
+    unsafe { unlock_general(m) }
+}
+
+/// The release of a held plain mutex whose word holds more than the hold (waiters,
+/// a spinner's flag): the lock's own `unlock`, out of line as [`lock_general`].
+///
+/// # Safety
+/// The calling thread holds `lock`.
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn unlock_held<L: CatalogMutex>(lock: &L) -> c_int {
+    // SAFETY: held by the caller (contract above).
+    unsafe { lock.unlock() };
+    0
+}
+
+/// The general entry of `pthread_mutex_unlock` for the routes, out of line as
+/// [`lock_general`].
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_unlock`.
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn unlock_general(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     unsafe { unlock_from(m) }
 }
