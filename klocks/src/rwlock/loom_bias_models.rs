@@ -175,3 +175,72 @@ fn forget_waiters_turns_table_readers_into_word_readers() {
         assert!(format!("{lock:?}").contains("readers: 1"));
     });
 }
+
+/// The word's protocol with the bias free to turn on: a reader and a writer, twice
+/// each, on a lock made with its bias. The reader's first entry (through the word)
+/// may turn the bias on, so its second may go through the table while the writer
+/// revokes, drains, sleeps or hands the reader its turn.
+#[test]
+fn a_reader_and_a_writer_twice_with_the_bias() {
+    crate::testing::explore_rw::<RawRwLock>(1, 1, 2);
+}
+
+/// An upgradable holder beside a reader in the table: the holder takes `WRITER`
+/// from the biased word and leaves the bias on (readers may enter beside it), so
+/// its upgrade must revoke the bias and wait for the table's reader before it
+/// writes; `try_upgrade` first, which fails rather than wait while a published
+/// reader is inside.
+#[test]
+fn an_upgrade_waits_for_a_table_reader() {
+    super::loom_models::builder(1).check(|| {
+        let lock = biased_lock();
+        let cell = Arc::new(UnsafeCell::new(0u32));
+        let reader = {
+            let (lock, cell) = (lock.clone(), cell.clone());
+            spawn(move || {
+                lock.lock_shared();
+                // SAFETY (here and below): as above.
+                cell.with(|v| unsafe { *v });
+                lock.unlock_shared();
+            })
+        };
+        lock.lock_upgradable();
+        let seen = cell.with(|v| unsafe { *v });
+        if !lock.try_upgrade() {
+            lock.upgrade();
+        }
+        cell.with_mut(|v| unsafe { *v = seen + 1 });
+        lock.unlock_exclusive();
+        reader.join().unwrap();
+        assert!(!lock.is_locked());
+        assert!(!bravo::held_by_any(address(&lock)));
+    });
+}
+
+/// A writer that revoked the bias downgrades to a read lock while a reader comes:
+/// the reader reads beside the downgraded holder (through the word: the bias is
+/// off until a reader turns it on again) and never beside the write.
+#[test]
+fn a_downgrade_after_a_revocation() {
+    super::loom_models::builder(1).check(|| {
+        let lock = biased_lock();
+        let cell = Arc::new(UnsafeCell::new(0u32));
+        let reader = {
+            let (lock, cell) = (lock.clone(), cell.clone());
+            spawn(move || {
+                lock.lock_shared();
+                // SAFETY (here and below): as above.
+                cell.with(|v| unsafe { *v });
+                lock.unlock_shared();
+            })
+        };
+        lock.lock_exclusive();
+        cell.with_mut(|v| unsafe { *v = 1 });
+        lock.downgrade();
+        assert_eq!(cell.with(|v| unsafe { *v }), 1);
+        lock.unlock_shared();
+        reader.join().unwrap();
+        assert!(!lock.is_locked());
+        assert!(!bravo::held_by_any(address(&lock)));
+    });
+}

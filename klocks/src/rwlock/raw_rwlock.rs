@@ -361,8 +361,11 @@ pub struct RawRwLock {
     writers_asleep: AtomicU16,
     /// Until when the reader bias stays off after a revocation, on a 15-bit clock,
     /// and whether a writer came meanwhile (0: no inhibit; `NEVER_BIASED`: a lock
-    /// without the bias); see `raw_rwlock/bias.rs`.
-    inhibit_until: AtomicU16,
+    /// without the bias); see `raw_rwlock/bias.rs`. A policy hint that no lock's
+    /// safety rests on (the word's `BIAS` and the table decide), so a std atomic
+    /// under loom too: modelled, its loads would multiply every model's
+    /// interleavings, and an unbiased lock could not skip the bias's paths for free.
+    inhibit_until: std::sync::atomic::AtomicU16,
 }
 
 fn readers(val: u32) -> u32 {
@@ -433,19 +436,33 @@ impl RawRwLock {
             writer: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
             writers_asleep: AtomicU16::new(0),
-            inhibit_until: AtomicU16::new(if biased { 0 } else { bias::NEVER_BIASED }),
+            inhibit_until: std::sync::atomic::AtomicU16::new(if biased {
+                0
+            } else {
+                bias::NEVER_BIASED
+            }),
         }
     }
 
     /// An unlocked lock, with its reader bias.
     #[cfg(loom)]
     pub fn new() -> Self {
+        Self::with_bias(true)
+    }
+
+    /// An unlocked lock, with its reader bias or without ([`RawRwLockUnbiased`]).
+    #[cfg(loom)]
+    pub(super) fn with_bias(biased: bool) -> Self {
         Self {
             word: AtomicU32::new(0),
             writer: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
             writers_asleep: AtomicU16::new(0),
-            inhibit_until: AtomicU16::new(0),
+            inhibit_until: std::sync::atomic::AtomicU16::new(if biased {
+                0
+            } else {
+                bias::NEVER_BIASED
+            }),
         }
     }
 

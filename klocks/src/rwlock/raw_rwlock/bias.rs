@@ -158,13 +158,24 @@ std::thread_local! {
 }
 
 impl RawRwLock {
+    /// Whether the lock was made without the bias ([`RawRwLockUnbiased`]): its
+    /// readers and writers skip every step of the bias, which then costs them one
+    /// load from the lock's own line.
+    #[inline]
+    fn never_biased(&self) -> bool {
+        // Relaxed: set at construction and never changed (a writer's mark finds
+        // `WRITTEN` set in it, `inhibit` runs only after a revocation).
+        self.inhibit_until.load(Relaxed) == NEVER_BIASED
+    }
+
     /// A reader's entry while the bias is on; whether it holds the lock (else it
     /// takes the word).
     #[inline]
     pub(super) fn try_enter_biased(&self) -> bool {
         // Relaxed: a hint that picks the path; the entry's Acquire is the load after
         // the fence.
-        let entered = self.word.load(Relaxed) & BIAS != 0
+        let entered = !self.never_biased()
+            && self.word.load(Relaxed) & BIAS != 0
             // Acquire: the value was written by an RMW in the release sequence of
             // the last write unlock (every change of the word is an RMW), whose
             // section this read then follows.
@@ -179,6 +190,9 @@ impl RawRwLock {
     /// the lock or sleeps for it and the inhibit of the last revocation passed.
     #[inline]
     pub(super) fn enable_bias_if_due(&self) {
+        if self.never_biased() {
+            return;
+        }
         // Relaxed: picks the path; the cmpxchg decides.
         let val = self.word.load(Relaxed);
         if val & (BIAS | WRITER | WRITERS_WAITING) == 0 && self.inhibit_passed() {
@@ -261,6 +275,9 @@ impl RawRwLock {
     /// `false` if `patience` ran out first: the bias is set again (its readers are
     /// still inside; the next writer revokes it), and the caller releases `WRITER`.
     pub(super) fn revoke_bias(&self, patience: Patience) -> bool {
+        if self.never_biased() {
+            return true;
+        }
         // Relaxed: exact, as no reader sets BIAS while a writer holds WRITER; the
         // common case of a write-heavy lock, which must not pay for the clock.
         if self.word.load(Relaxed) & BIAS == 0 {
@@ -294,6 +311,9 @@ impl RawRwLock {
     /// `WRITER`: whether no reader holds the lock through the table. If one does, the
     /// bias is set again and the caller fails.
     pub(super) fn try_revoke_bias(&self) -> bool {
+        if self.never_biased() {
+            return true;
+        }
         // Relaxed: as in `revoke_bias`.
         if self.word.load(Relaxed) & BIAS == 0 {
             self.note_write();
@@ -339,6 +359,9 @@ impl RawRwLock {
     /// bias in its drain. Whether it took `WRITER`.
     #[inline]
     pub(super) fn take_from_biased(&self, me: u32, take: Take) -> bool {
+        if self.never_biased() {
+            return false;
+        }
         // Acquire: pairs with the Release of the unlocks, as the fast path's.
         if self
             .word
@@ -385,6 +408,12 @@ impl RawRwLockUnbiased {
     /// An unlocked lock without reader bias.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
+        Self(RawRwLock::with_bias(false))
+    }
+
+    /// An unlocked lock without reader bias.
+    #[cfg(loom)]
+    pub fn new() -> Self {
         Self(RawRwLock::with_bias(false))
     }
 }
