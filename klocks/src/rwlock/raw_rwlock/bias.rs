@@ -418,7 +418,6 @@ impl RawRwLockUnbiased {
     }
 }
 
-#[cfg(not(loom))]
 impl Default for RawRwLockUnbiased {
     fn default() -> Self {
         Self::new()
