@@ -162,9 +162,10 @@ pub use mutex::raw_mutex::RawMutex;
 pub use mutex::spin_futex_mutex::SpinFutexMutex;
 pub use padded::Padded;
 pub use rwlock::raw_rwlock::read::TooManyReaders;
-pub use rwlock::raw_rwlock::{RawRwLock, RawRwLockUnbiased};
+pub use rwlock::raw_rwlock::RawRwLock;
 pub use rwlock::rwsem::reader_spin::{self, ReaderSpin};
 pub use rwlock::rwsem::RwSem;
+pub use rwlock::unbiased::RawRwLockUnbiased;
 // Every spinlock type, and the queue's slot limit (the list is `spin/mod.rs`).
 pub use spin::*;
 

@@ -55,6 +55,27 @@ impl Patience {
             Patience::Until(at) => std::time::Instant::now() >= at,
         }
     }
+
+    /// Sleeps `at_most`, or until the deadline if it comes first: the wait of a
+    /// thread that has no word to sleep on (a writer waiting for the readers of the
+    /// reader bias's table, whose unlocks wake nobody).
+    #[cfg(not(loom))]
+    pub(crate) fn nap(self, at_most: std::time::Duration) {
+        let nap = match self {
+            Patience::Forever => at_most,
+            Patience::Until(at) => {
+                at_most.min(at.saturating_duration_since(std::time::Instant::now()))
+            }
+        };
+        // nanosleep: async-signal-safe, as a handler's write lock may nap here.
+        std::thread::sleep(nap);
+    }
+
+    /// Under loom (time is not modelled): lets another thread run.
+    #[cfg(loom)]
+    pub(crate) fn nap(self, _at_most: std::time::Duration) {
+        crate::sync::yield_now();
+    }
 }
 
 /// Counts an unlock of this thread that leaves sleepers to a spinner; whether this

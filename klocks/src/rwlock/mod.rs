@@ -4,6 +4,7 @@
 mod bravo;
 pub mod raw_rwlock;
 pub mod rwsem;
+pub mod unbiased;
 mod wait_queue;
 
 #[cfg(all(loom, test))]

@@ -91,7 +91,7 @@
 //! lock's column of the table: one slot per lane) before its drain, and the bias
 //! stays off for nine times what the revocation took, and until an inhibit passes
 //! without a write; a reader that takes the word after that turns it on again. Upgradable holders, downgraded writers and readers
-//! that find their slot taken use the word. [`RawRwLockUnbiased`] is this lock
+//! that find their slot taken use the word. [`RawRwLockUnbiased`](crate::RawRwLockUnbiased) is this lock
 //! without the bias, the before of it.
 //!
 //! The writing thread's id is kept beside the word, for the owner probe and to catch
@@ -239,8 +239,6 @@ use crate::turn::Turn;
 use crate::wait::{count_skipped_wake, now_us, Patience};
 use std::cell::Cell;
 
-pub use bias::RawRwLockUnbiased;
-
 /// Whose counters the `stats` feature bumps.
 const STATS: Lock = Lock::RwLock(RwLockKind::Default);
 
@@ -268,6 +266,8 @@ const BIAS: u32 = 1 << 7;
 const READER: u32 = 1 << 8;
 /// The count of readers inside.
 const READERS_MASK: u32 = (u32::MAX / READER) * READER;
+/// `inhibit_until` of a lock without reader bias: never passes (`raw_rwlock/bias.rs`).
+const NEVER_BIASED: u16 = u16::MAX;
 /// Marks the writer's id of a write lock a signal handler borrowed from its own
 /// thread's drain (thread ids fit in 22 bits).
 const BORROWED: u32 = 1 << 31;
@@ -428,7 +428,7 @@ impl RawRwLock {
         Self::with_bias(true)
     }
 
-    /// An unlocked lock, with its reader bias or without ([`RawRwLockUnbiased`]).
+    /// An unlocked lock, with its reader bias or without ([`RawRwLockUnbiased`](crate::RawRwLockUnbiased)).
     #[cfg(not(loom))]
     pub(super) const fn with_bias(biased: bool) -> Self {
         Self {
@@ -436,11 +436,7 @@ impl RawRwLock {
             writer: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
             writers_asleep: AtomicU16::new(0),
-            inhibit_until: std::sync::atomic::AtomicU16::new(if biased {
-                0
-            } else {
-                bias::NEVER_BIASED
-            }),
+            inhibit_until: std::sync::atomic::AtomicU16::new(if biased { 0 } else { NEVER_BIASED }),
         }
     }
 
@@ -450,7 +446,7 @@ impl RawRwLock {
         Self::with_bias(true)
     }
 
-    /// An unlocked lock, with its reader bias or without ([`RawRwLockUnbiased`]).
+    /// An unlocked lock, with its reader bias or without ([`RawRwLockUnbiased`](crate::RawRwLockUnbiased)).
     #[cfg(loom)]
     pub(super) fn with_bias(biased: bool) -> Self {
         Self {
@@ -458,11 +454,7 @@ impl RawRwLock {
             writer: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
             writers_asleep: AtomicU16::new(0),
-            inhibit_until: std::sync::atomic::AtomicU16::new(if biased {
-                0
-            } else {
-                bias::NEVER_BIASED
-            }),
+            inhibit_until: std::sync::atomic::AtomicU16::new(if biased { 0 } else { NEVER_BIASED }),
         }
     }
 

@@ -42,7 +42,7 @@
 //! TSC), so a lock whose readers all stay away for over half of that after a
 //! revocation may find it inhibited once more, for at most as long (its readers take
 //! the word meanwhile). One value, [`NEVER_BIASED`], marks a lock made without the
-//! bias ([`RawRwLockUnbiased`]): no reader turns it on, so no writer revokes it.
+//! bias ([`RawRwLockUnbiased`](crate::RawRwLockUnbiased)): no reader turns it on, so no writer revokes it.
 
 use super::*;
 use crate::rwlock::bravo;
@@ -55,9 +55,6 @@ use std::sync::atomic::fence;
 // Used by the native clock only (time is not modelled under loom).
 #[cfg_attr(loom, allow(dead_code))]
 pub const INHIBIT_FACTOR: u32 = 9;
-
-/// `inhibit_until` of a lock without reader bias: never passes.
-pub(super) const NEVER_BIASED: u16 = u16::MAX;
 
 /// `inhibit_until`: a writer took the lock during the inhibit, which then starts
 /// again when it passes.
@@ -158,7 +155,7 @@ std::thread_local! {
 }
 
 impl RawRwLock {
-    /// Whether the lock was made without the bias ([`RawRwLockUnbiased`]): its
+    /// Whether the lock was made without the bias ([`RawRwLockUnbiased`](crate::RawRwLockUnbiased)): its
     /// readers and writers skip every step of the bias, which then costs them one
     /// load from the lock's own line.
     #[inline]
@@ -394,45 +391,5 @@ impl RawRwLock {
         // Relaxed: the caller excludes every other thread.
         self.word.fetch_add(held * READER, Relaxed);
         self.word.fetch_and(!BIAS, Relaxed);
-    }
-}
-
-/// [`RawRwLock`] without reader bias: every reader writes the word, as before the
-/// bias. Its own type, so that the catalog lists it beside the default rwlock (the
-/// before of the bias, measured in the same runs); it is a `RawRwLock` whose
-/// `inhibit_until` never passes, and derefs to it for everything else.
-#[repr(transparent)]
-pub struct RawRwLockUnbiased(RawRwLock);
-
-impl RawRwLockUnbiased {
-    /// An unlocked lock without reader bias.
-    #[cfg(not(loom))]
-    pub const fn new() -> Self {
-        Self(RawRwLock::with_bias(false))
-    }
-
-    /// An unlocked lock without reader bias.
-    #[cfg(loom)]
-    pub fn new() -> Self {
-        Self(RawRwLock::with_bias(false))
-    }
-}
-
-impl Default for RawRwLockUnbiased {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl std::ops::Deref for RawRwLockUnbiased {
-    type Target = RawRwLock;
-    fn deref(&self) -> &RawRwLock {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for RawRwLockUnbiased {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
     }
 }

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::rwlock::bravo;
+use crate::RawRwLockUnbiased;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -340,4 +341,54 @@ fn a_handler_on_a_publishing_thread_does_not_wait_for_it() {
         "the handler waited for its own thread's publication"
     );
     assert!(!lock.is_locked());
+}
+
+/// A writer that waits for a reader who stays inside through the table (300 ms, as a
+/// read section doing I/O) naps instead of spinning or yielding all along: it uses
+/// far less CPU than the wait lasts, and still gets the lock soon after the unlock.
+/// (With the writer yielding throughout, it used most of the 300 ms of CPU.)
+#[test]
+fn a_writer_waiting_for_a_long_table_reader_naps() {
+    let lock = Arc::new(biased_lock());
+    let inside = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (lock, inside) = (lock.clone(), inside.clone());
+        std::thread::spawn(move || {
+            lock.lock_shared();
+            assert!(lock.has_biased_readers(), "the reader is in the table");
+            inside.store(true, Relaxed);
+            std::thread::sleep(Duration::from_millis(300));
+            lock.unlock_shared();
+            Instant::now()
+        })
+    };
+    while !inside.load(Relaxed) {
+        std::thread::yield_now();
+    }
+    let cpu_before = thread_cpu_time();
+    lock.lock_exclusive();
+    let got_it = Instant::now();
+    let cpu = thread_cpu_time() - cpu_before;
+    lock.unlock_exclusive();
+    let released = reader.join().unwrap();
+    assert!(
+        cpu < Duration::from_millis(60),
+        "the writer burned {cpu:?} of CPU waiting 300 ms for one reader"
+    );
+    let late = got_it.saturating_duration_since(released);
+    assert!(
+        late < Duration::from_millis(100),
+        "the writer got the lock {late:?} after the reader left"
+    );
+}
+
+/// The calling thread's CPU time.
+fn thread_cpu_time() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes the thread's CPU time into `now`; the clock always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
