@@ -23,6 +23,21 @@ fn address(lock: &RawRwLock) -> usize {
     std::ptr::from_ref(lock) as usize
 }
 
+/// A thread that read-locks `lock` once and reads `cell` inside.
+fn spawn_reader(
+    lock: &Arc<RawRwLock>,
+    cell: &Arc<UnsafeCell<u32>>,
+) -> loom::thread::JoinHandle<()> {
+    let (lock, cell) = (lock.clone(), cell.clone());
+    spawn(move || {
+        lock.lock_shared();
+        // SAFETY (here and in the models): loom checks every access to the cell
+        // against the others; the lock under test must order them.
+        cell.with(|v| unsafe { *v });
+        lock.unlock_shared();
+    })
+}
+
 /// A biased reader publishes itself while a writer revokes the bias: the writer sees
 /// it (and waits, or withdraws its publication), or the reader sees the bias off and
 /// takes the word; the cell catches a read section that overlaps the write. (Without
@@ -32,17 +47,9 @@ fn biased_reader_against_a_revoking_writer() {
     super::loom_models::builder(2).check(|| {
         let lock = biased_lock();
         let cell = Arc::new(UnsafeCell::new(0u32));
-        let reader = {
-            let (lock, cell) = (lock.clone(), cell.clone());
-            spawn(move || {
-                lock.lock_shared();
-                // SAFETY (here and below): loom checks every access to the cell
-                // against the others; the lock under test must order them.
-                cell.with(|v| unsafe { *v });
-                lock.unlock_shared();
-            })
-        };
+        let reader = spawn_reader(&lock, &cell);
         lock.lock_exclusive();
+        // SAFETY: as in `spawn_reader`.
         cell.with_mut(|v| unsafe { *v += 1 });
         lock.unlock_exclusive();
         reader.join().unwrap();
@@ -62,7 +69,7 @@ fn a_biased_reader_sees_the_last_write() {
             let (lock, cell) = (lock.clone(), cell.clone());
             spawn(move || {
                 lock.lock_exclusive();
-                // SAFETY (here and below): as above.
+                // SAFETY (here and below): as in `spawn_reader`.
                 cell.with_mut(|v| unsafe { *v = 1 });
                 lock.unlock_exclusive();
             })
@@ -195,16 +202,9 @@ fn an_upgrade_waits_for_a_table_reader() {
     super::loom_models::builder(1).check(|| {
         let lock = biased_lock();
         let cell = Arc::new(UnsafeCell::new(0u32));
-        let reader = {
-            let (lock, cell) = (lock.clone(), cell.clone());
-            spawn(move || {
-                lock.lock_shared();
-                // SAFETY (here and below): as above.
-                cell.with(|v| unsafe { *v });
-                lock.unlock_shared();
-            })
-        };
+        let reader = spawn_reader(&lock, &cell);
         lock.lock_upgradable();
+        // SAFETY (here and below): as in `spawn_reader`.
         let seen = cell.with(|v| unsafe { *v });
         if !lock.try_upgrade() {
             lock.upgrade();
@@ -225,16 +225,9 @@ fn a_downgrade_after_a_revocation() {
     super::loom_models::builder(1).check(|| {
         let lock = biased_lock();
         let cell = Arc::new(UnsafeCell::new(0u32));
-        let reader = {
-            let (lock, cell) = (lock.clone(), cell.clone());
-            spawn(move || {
-                lock.lock_shared();
-                // SAFETY (here and below): as above.
-                cell.with(|v| unsafe { *v });
-                lock.unlock_shared();
-            })
-        };
+        let reader = spawn_reader(&lock, &cell);
         lock.lock_exclusive();
+        // SAFETY (here and below): as in `spawn_reader`.
         cell.with_mut(|v| unsafe { *v = 1 });
         lock.downgrade();
         assert_eq!(cell.with(|v| unsafe { *v }), 1);

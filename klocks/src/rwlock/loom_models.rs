@@ -18,41 +18,30 @@ use crate::testing::{explore_rw, BustedRwLock};
 
 // The shared reader-writer client's view of each lock.
 
-impl crate::testing::TestRwLock for RawRwLock {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn read(&self) {
-        self.lock_shared();
-    }
-    fn read_done(&self) {
-        self.unlock_shared();
-    }
-    fn write(&self) {
-        self.lock_exclusive();
-    }
-    fn write_done(&self) {
-        self.unlock_exclusive();
-    }
+/// The client's view of the default rwlock, with its bias and without.
+macro_rules! test_rwlock {
+    ($($lock:ty),*) => {$(
+        impl crate::testing::TestRwLock for $lock {
+            fn new_unlocked() -> Self {
+                Self::new()
+            }
+            fn read(&self) {
+                self.lock_shared();
+            }
+            fn read_done(&self) {
+                self.unlock_shared();
+            }
+            fn write(&self) {
+                self.lock_exclusive();
+            }
+            fn write_done(&self) {
+                self.unlock_exclusive();
+            }
+        }
+    )*};
 }
 
-impl crate::testing::TestRwLock for crate::RawRwLockUnbiased {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn read(&self) {
-        self.lock_shared();
-    }
-    fn read_done(&self) {
-        self.unlock_shared();
-    }
-    fn write(&self) {
-        self.lock_exclusive();
-    }
-    fn write_done(&self) {
-        self.unlock_exclusive();
-    }
-}
+test_rwlock!(RawRwLock, crate::RawRwLockUnbiased);
 
 impl<P: ReaderSpin> crate::testing::TestRwLock for RwSem<P> {
     fn new_unlocked() -> Self {

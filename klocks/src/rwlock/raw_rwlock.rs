@@ -651,7 +651,7 @@ impl Default for RawRwLock {
 
 pub(super) mod bias;
 #[cfg(not(loom))]
-mod lock_api_traits;
+pub(super) mod lock_api_traits;
 pub(crate) mod read;
 mod release;
 mod state;

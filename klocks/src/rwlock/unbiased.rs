@@ -47,52 +47,7 @@ impl std::fmt::Debug for RawRwLockUnbiased {
     }
 }
 
-// Not under loom, as `RawRwLock`'s (`raw_rwlock/lock_api_traits.rs`).
-// SAFETY: the same lock as `RawRwLock`'s impl (it derefs to one), whose reader bias
-// never turns on.
+// Not under loom, as `RawRwLock`'s (`raw_rwlock/lock_api_traits.rs`). The same lock
+// (it derefs to one), whose reader bias never turns on.
 #[cfg(not(loom))]
-unsafe impl lock_api::RawRwLock for RawRwLockUnbiased {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type GuardMarker = lock_api::GuardNoSend;
-
-    #[inline]
-    fn lock_shared(&self) {
-        RawRwLock::lock_shared(self);
-    }
-
-    #[inline]
-    fn try_lock_shared(&self) -> bool {
-        RawRwLock::try_lock_shared(self)
-    }
-
-    #[inline]
-    unsafe fn unlock_shared(&self) {
-        RawRwLock::unlock_shared(self);
-    }
-
-    #[inline]
-    fn lock_exclusive(&self) {
-        RawRwLock::lock_exclusive(self);
-    }
-
-    #[inline]
-    fn try_lock_exclusive(&self) -> bool {
-        RawRwLock::try_lock_exclusive(self)
-    }
-
-    #[inline]
-    unsafe fn unlock_exclusive(&self) {
-        RawRwLock::unlock_exclusive(self);
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        RawRwLock::is_locked(self)
-    }
-
-    #[inline]
-    fn is_locked_exclusive(&self) -> bool {
-        RawRwLock::is_locked_exclusive(self)
-    }
-}
+super::raw_rwlock::lock_api_traits::impl_lock_api_raw_rwlock!(RawRwLockUnbiased);

@@ -272,6 +272,19 @@ impl RawRwLock {
     /// `false` if `patience` ran out first: the bias is set again (its readers are
     /// still inside; the next writer revokes it), and the caller releases `WRITER`.
     pub(super) fn revoke_bias(&self, patience: Patience) -> bool {
+        self.revoke(Some(patience))
+    }
+
+    /// A revocation that must not wait (`try_lock_exclusive`, `try_upgrade`), holding
+    /// `WRITER`: whether no reader holds the lock through the table. If one does, the
+    /// bias is set again and the caller fails.
+    pub(super) fn try_revoke_bias(&self) -> bool {
+        self.revoke(None)
+    }
+
+    /// `revoke_bias`, waiting for the readers found inside with `wait`, or (`None`)
+    /// failing at once if there are any.
+    fn revoke(&self, wait: Option<Patience>) -> bool {
         if self.never_biased() {
             return true;
         }
@@ -294,40 +307,14 @@ impl RawRwLock {
         // milliseconds.
         let inside = bravo::any_holder(self.address());
         let took = ticks().saturating_sub(start);
-        if inside && !bravo::wait_for_readers(self.address(), patience) {
+        if inside && !wait.is_some_and(|patience| bravo::wait_for_readers(self.address(), patience))
+        {
             // Relaxed: readers that see it enter beside the ones still inside,
             // which the next writer's revocation waits for.
             self.word.fetch_or(BIAS, Relaxed);
             return false;
         }
         self.inhibit(took);
-        true
-    }
-
-    /// A revocation that must not wait (`try_lock_exclusive`, `try_upgrade`), holding
-    /// `WRITER`: whether no reader holds the lock through the table. If one does, the
-    /// bias is set again and the caller fails.
-    pub(super) fn try_revoke_bias(&self) -> bool {
-        if self.never_biased() {
-            return true;
-        }
-        // Relaxed: as in `revoke_bias`.
-        if self.word.load(Relaxed) & BIAS == 0 {
-            self.note_write();
-            return true;
-        }
-        let start = ticks();
-        // Relaxed: as in `revoke_bias`.
-        self.word.fetch_and(!BIAS, Relaxed);
-        // SeqCst: as in `revoke_bias`.
-        fence(SeqCst);
-        stats::count(STATS, Event::BiasRevoke);
-        if bravo::any_holder(self.address()) {
-            // Relaxed: as in `revoke_bias`.
-            self.word.fetch_or(BIAS, Relaxed);
-            return false;
-        }
-        self.inhibit(ticks().saturating_sub(start));
         true
     }
 

@@ -5,56 +5,67 @@
 
 use super::*;
 
-// SAFETY: a writer enters only from a word with no writer and no reader (the fast
-// path's 0, or a cmpxchg that sets `WRITER` on a word without it, then the drain until
-// no reader is inside), and readers only while no writer holds `WRITER`
-// (`try_enter_reader`); writers and readers leave by clearing exactly what they
-// entered with. Write guards are not `Send`: the unlock checks the writer's id.
-unsafe impl lock_api::RawRwLock for RawRwLock {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type GuardMarker = lock_api::GuardNoSend;
+/// `lock_api::RawRwLock` on `$lock`: [`RawRwLock`], or a lock that derefs to one
+/// (`RawRwLockUnbiased`); each method is `RawRwLock`'s inherent one.
+macro_rules! impl_lock_api_raw_rwlock {
+    ($lock:ty) => {
+        // SAFETY: a writer enters only from a word with no writer and no reader
+        // (the fast path's 0, or a cmpxchg that sets `WRITER` on a word without it,
+        // then the drain until no reader is inside, word or table), and readers only
+        // while no writer holds `WRITER` (`try_enter_reader`, or the table while
+        // `BIAS` is set, which a writer clears and waits out before its section);
+        // each leaves by clearing exactly what it entered with. Write guards are
+        // not `Send`: the unlock checks the writer's id.
+        unsafe impl lock_api::RawRwLock for $lock {
+            #[allow(clippy::declare_interior_mutable_const)]
+            const INIT: Self = <$lock>::new();
+            type GuardMarker = lock_api::GuardNoSend;
 
-    #[inline]
-    fn lock_shared(&self) {
-        RawRwLock::lock_shared(self);
-    }
+            #[inline]
+            fn lock_shared(&self) {
+                $crate::rwlock::raw_rwlock::RawRwLock::lock_shared(self);
+            }
 
-    #[inline]
-    fn try_lock_shared(&self) -> bool {
-        RawRwLock::try_lock_shared(self)
-    }
+            #[inline]
+            fn try_lock_shared(&self) -> bool {
+                $crate::rwlock::raw_rwlock::RawRwLock::try_lock_shared(self)
+            }
 
-    #[inline]
-    unsafe fn unlock_shared(&self) {
-        RawRwLock::unlock_shared(self);
-    }
+            #[inline]
+            unsafe fn unlock_shared(&self) {
+                $crate::rwlock::raw_rwlock::RawRwLock::unlock_shared(self);
+            }
 
-    #[inline]
-    fn lock_exclusive(&self) {
-        RawRwLock::lock_exclusive(self);
-    }
+            #[inline]
+            fn lock_exclusive(&self) {
+                $crate::rwlock::raw_rwlock::RawRwLock::lock_exclusive(self);
+            }
 
-    #[inline]
-    fn try_lock_exclusive(&self) -> bool {
-        RawRwLock::try_lock_exclusive(self)
-    }
+            #[inline]
+            fn try_lock_exclusive(&self) -> bool {
+                $crate::rwlock::raw_rwlock::RawRwLock::try_lock_exclusive(self)
+            }
 
-    #[inline]
-    unsafe fn unlock_exclusive(&self) {
-        RawRwLock::unlock_exclusive(self);
-    }
+            #[inline]
+            unsafe fn unlock_exclusive(&self) {
+                $crate::rwlock::raw_rwlock::RawRwLock::unlock_exclusive(self);
+            }
 
-    #[inline]
-    fn is_locked(&self) -> bool {
-        RawRwLock::is_locked(self)
-    }
+            #[inline]
+            fn is_locked(&self) -> bool {
+                $crate::rwlock::raw_rwlock::RawRwLock::is_locked(self)
+            }
 
-    #[inline]
-    fn is_locked_exclusive(&self) -> bool {
-        RawRwLock::is_locked_exclusive(self)
-    }
+            #[inline]
+            fn is_locked_exclusive(&self) -> bool {
+                $crate::rwlock::raw_rwlock::RawRwLock::is_locked_exclusive(self)
+            }
+        }
+    };
 }
+pub(in crate::rwlock) use impl_lock_api_raw_rwlock;
+
+impl_lock_api_raw_rwlock!(RawRwLock);
 
 // SAFETY: the write lock becomes a read lock in one cmpxchg, with no window in which
 // another writer could enter.
