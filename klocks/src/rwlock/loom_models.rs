@@ -16,12 +16,11 @@ use super::rwsem::{reader_spin, ReaderSpin, RwSem};
 use crate::sync::{spawn, yield_now, Arc};
 use crate::testing::{explore_rw, BustedRwLock};
 
-// The shared reader-writer client's view of each lock.
-
-/// The client's view of the default rwlock, with its bias and without.
+/// The shared reader-writer client's view of each lock: its own lock and unlock
+/// methods.
 macro_rules! test_rwlock {
-    ($($lock:ty),*) => {$(
-        impl crate::testing::TestRwLock for $lock {
+    ($([$($generics:tt)*] $lock:ty),*) => {$(
+        impl<$($generics)*> crate::testing::TestRwLock for $lock {
             fn new_unlocked() -> Self {
                 Self::new()
             }
@@ -41,25 +40,7 @@ macro_rules! test_rwlock {
     )*};
 }
 
-test_rwlock!(RawRwLock, crate::RawRwLockUnbiased);
-
-impl<P: ReaderSpin> crate::testing::TestRwLock for RwSem<P> {
-    fn new_unlocked() -> Self {
-        Self::new()
-    }
-    fn read(&self) {
-        self.lock_shared();
-    }
-    fn read_done(&self) {
-        self.unlock_shared();
-    }
-    fn write(&self) {
-        self.lock_exclusive();
-    }
-    fn write_done(&self) {
-        self.unlock_exclusive();
-    }
-}
+test_rwlock!([] RawRwLock, [] crate::RawRwLockUnbiased, [P: ReaderSpin] RwSem<P>);
 
 pub(super) fn builder(preemptions: usize) -> loom::model::Builder {
     let mut model = loom::model::Builder::new();
