@@ -95,16 +95,36 @@ fn ticks() -> u64 {
     now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
-/// A reader looks at the inhibit clock once in this many of its checks (the others
-/// answer "not passed").
+/// A reader through the word looks at the bias (the word again, and the inhibit
+/// clock) once in this many of its entries.
 #[cfg(not(loom))]
-const CLOCK_LOOK_EVERY: u8 = 16;
+pub(super) const LOOK_EVERY: u8 = 16;
 
 #[cfg(not(loom))]
 std::thread_local! {
-    /// This thread's checks of an inhibit left before it looks at the clock (no
+    /// This thread's entries through the word left before it looks at the bias (no
     /// destructor: readable during thread exit too).
-    static CLOCK_LOOKS: Cell<u8> = const { Cell::new(0) };
+    static LOOKS_LEFT: Cell<u8> = const { Cell::new(0) };
+}
+
+/// Whether this entry through the word looks at the bias: once in [`LOOK_EVERY`]
+/// of the thread's. A look reads the lock's line again after the entry's cmpxchg,
+/// when under contention another CPU has often taken it meanwhile, and the clock
+/// costs a tenth of a read section (`rdtsc`, 9 ns here); the bias comes back at most
+/// `LOOK_EVERY` entries of a thread later.
+#[cfg(not(loom))]
+fn look_due() -> bool {
+    LOOKS_LEFT.with(|left| {
+        let now = left.get();
+        left.set(now.checked_sub(1).unwrap_or(LOOK_EVERY - 1));
+        now == 0
+    })
+}
+
+/// Under loom, every entry looks (the models need the bias to come back).
+#[cfg(loom)]
+fn look_due() -> bool {
+    true
 }
 
 /// Time is not modelled under loom.
@@ -187,7 +207,7 @@ impl RawRwLock {
     /// the lock or sleeps for it and the inhibit of the last revocation passed.
     #[inline]
     pub(super) fn enable_bias_if_due(&self) {
-        if self.never_biased() {
+        if !look_due() || self.never_biased() {
             return;
         }
         // Relaxed: picks the path; the cmpxchg decides.
@@ -213,22 +233,8 @@ impl RawRwLock {
         if until == 0 {
             return true;
         }
-        if until == NEVER_BIASED {
-            return false;
-        }
         #[cfg(not(loom))]
         {
-            // The clock costs a tenth of a read section (`rdtsc`, 9 ns here): a
-            // thread looks at it once in CLOCK_LOOK_EVERY of its looks, which delays
-            // the bias's return by as many word reads of the thread at most.
-            let look = CLOCK_LOOKS.with(|looks| {
-                let left = looks.get();
-                looks.set(left.checked_sub(1).unwrap_or(CLOCK_LOOK_EVERY - 1));
-                left == 0
-            });
-            if !look {
-                return false;
-            }
             let now = inhibit_clock();
             // The 15-bit difference, as a signed one: passed when not positive.
             let ahead = (until & CLOCK_MASK).wrapping_sub(now) & CLOCK_MASK;

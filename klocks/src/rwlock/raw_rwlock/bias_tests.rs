@@ -9,16 +9,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A fresh lock with the bias on: a reader through the word turns it on.
+/// A fresh lock with the bias on: a reader through the word that looks at the bias
+/// turns it on (one of this thread's next `LOOK_EVERY` entries).
 fn biased_lock() -> RawRwLock {
     let lock = RawRwLock::new();
-    lock.lock_shared();
-    lock.unlock_shared();
-    assert!(
-        lock.word.load(Relaxed) & BIAS != 0,
-        "a reader turned the bias on"
-    );
-    lock
+    for _ in 0..bias::LOOK_EVERY {
+        lock.lock_shared();
+        lock.unlock_shared();
+        if lock.word.load(Relaxed) & BIAS != 0 {
+            return lock;
+        }
+    }
+    panic!("no reader turned the bias on in {} entries", bias::LOOK_EVERY);
 }
 
 /// This thread's revocations.
