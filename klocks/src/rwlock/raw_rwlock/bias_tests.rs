@@ -20,7 +20,10 @@ fn biased_lock() -> RawRwLock {
             return lock;
         }
     }
-    panic!("no reader turned the bias on in {} entries", bias::LOOK_EVERY);
+    panic!(
+        "no reader turned the bias on in {} entries",
+        bias::LOOK_EVERY
+    );
 }
 
 /// This thread's revocations.
