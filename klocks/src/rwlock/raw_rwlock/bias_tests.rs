@@ -361,12 +361,14 @@ fn a_writer_waiting_for_a_long_table_reader_naps() {
         std::thread::spawn(move || {
             lock.lock_shared();
             assert!(lock.has_biased_readers(), "the reader is in the table");
+            // Relaxed: a go-ahead for the writer; the lock orders what it guards.
             inside.store(true, Relaxed);
             std::thread::sleep(Duration::from_millis(300));
             lock.unlock_shared();
             Instant::now()
         })
     };
+    // Relaxed: as the store above.
     while !inside.load(Relaxed) {
         std::thread::yield_now();
     }
