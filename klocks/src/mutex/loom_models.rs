@@ -54,6 +54,18 @@ fn raw_mutex_two_threads_twice_whose_turns_are_over() {
     });
 }
 
+/// As above, with the claim of a waiter on its CPU on: a spinner that the owner
+/// outran claims at once, before it ever sleeps, so it may take the reserved lock
+/// without `WAITERS` while the other thread sleeps or spins.
+#[test]
+fn raw_mutex_two_threads_twice_claiming_on_their_cpus() {
+    crate::testing::with_switch(
+        &super::raw_mutex::handoff::RUNNING_CLAIMS_IN_MODELS,
+        true,
+        || explore::<RawMutex>(2, 2),
+    );
+}
+
 /// A spinner or claimant and a sleeper at once: the unlock that skips its wake for
 /// the spinner, the handoff unlock that wakes the claimant alone, and the sleeper
 /// that must still be woken after it.
@@ -121,6 +133,18 @@ fn raw_mutex_owner_then_two_waiters_without_claims() {
     crate::testing::with_switch(
         &super::raw_mutex::handoff::CLAIMS_IN_MODELS,
         false,
+        owner_then_two_waiters::<RawMutex>,
+    );
+}
+
+/// As above, with the claim of a waiter on its CPU on: the claimant that never slept
+/// takes the reserved lock with the sleeper's `WAITERS` kept, and the sleeper must
+/// still be woken.
+#[test]
+fn raw_mutex_owner_then_two_waiters_claiming_on_their_cpus() {
+    crate::testing::with_switch(
+        &super::raw_mutex::handoff::RUNNING_CLAIMS_IN_MODELS,
+        true,
         owner_then_two_waiters::<RawMutex>,
     );
 }
@@ -237,4 +261,18 @@ fn raw_mutex_released_by_another_thread_without_claims() {
         // SAFETY: as above.
         released_by_another_thread::<RawMutex>(|lock| unsafe { lock.unlock_for_owner() });
     });
+}
+
+/// As above, with the claim of a waiter on its CPU on: the release for the owner may
+/// meet a claimant that never slept.
+#[test]
+fn raw_mutex_released_by_another_thread_claiming_on_its_cpu() {
+    crate::testing::with_switch(
+        &super::raw_mutex::handoff::RUNNING_CLAIMS_IN_MODELS,
+        true,
+        || {
+            // SAFETY: as above.
+            released_by_another_thread::<RawMutex>(|lock| unsafe { lock.unlock_for_owner() });
+        },
+    );
 }

@@ -32,6 +32,19 @@
 //!   throughput between them (parking_lot forces a fair unlock every 0.5 ms on
 //!   average for the same reason); a waiter's wait is bounded by the queue of
 //!   sleepers before it times the claim interval, not by luck.
+//!
+//!   A waiter that is *on its CPU* claims too: one whose spins the owner has
+//!   outrun (its spin budget ran out with the owner running and the lock taken)
+//!   for [`FAIR_WAIT_US`], counted from the first such spin, claims when its next
+//!   spin ends the same way, if the last claim on the mutex is
+//!   [`RUNNING_INTERVAL_US`] old. It takes the reserved lock at its next look, so
+//!   its claim costs one handoff between CPUs, not an idle lock while a woken
+//!   claimant waits to be scheduled, and may come more often. With more threads
+//!   than CPUs this is what spreads the lock over the threads the scheduler runs:
+//!   a thread that comes back to its CPU after a yield or a preemption has mostly
+//!   waited that long already, and gets the lock from the thread on the other CPU
+//!   instead of spinning its budget away, yielding and sleeping while that thread
+//!   keeps it for its whole slice (`docs/results/running-claims-2026-11-27.txt`).
 //! - **Turns** ([`turn`](crate::turn), after u-SCL's lock slices, EuroSys 2020). A
 //!   thread that sleeps on a `RawMutex` begins a turn when it wakes; once the turn is
 //!   [`TURN_US`](crate::turn::TURN_US) old, the next time the thread finds a mutex
@@ -79,8 +92,8 @@
 //! stop spin:       (*,1,*,*) -> (*,0,*,*)                     fetch_and
 //! sleep:           (o,s,*,h) -> (o,s,1,h), futex_wait(SLEEPER) o != 0 or h = 1
 //!                  (also at once, before any spin, when the thread's turn is over)
-//! claim:           (o,s,1,0) -> (o,s,1,1)                     cmpxchg, o != 0
-//! claimant takes:  (0,s,1,1) -> (me,s,1,0)                    cmpxchg
+//! claim:           (o,s,w,0) -> (o,s,w|slept,1)               cmpxchg, o != 0
+//! claimant takes:  (0,s,w,1) -> (me,s,w|slept,0)              cmpxchg
 //! unlock:          (me,s,0,0) -> (0,0,0,0)                    cmpxchg
 //! unlock, wake:    (me,0,1,0) -> (0,0,0,0), futex_wake(SLEEPER)
 //! unlock, spin:    (me,1,1,0) -> (0,1,1,0); every FAIR_SKIPS-th futex_wake(SLEEPER)
@@ -88,8 +101,9 @@
 //! ```
 //!
 //! `slept`: a thread that has slept in this acquisition takes the lock with `WAITERS`
-//! set (Drepper's rule): it cannot know whether others still sleep. A claimant has
-//! slept, so it always does.
+//! set (Drepper's rule): it cannot know whether others still sleep. A claimant after
+//! a sleep always does; a claimant on its CPU does if it slept before its claim or
+//! while it awaited the handoff.
 //!
 //! Every unlock is one releasing cmpxchg that decides the wake-up too, and touches
 //! nothing of the mutex after it but the word's address (for `futex_wake`): the next
@@ -108,7 +122,8 @@
 //! cleared the other's). That is harmless: while the flag stands, its last setter
 //! still spins, because the take or stop that ends a spin clears the flag. A
 //! handoff unlock keeps `WAITERS` and wakes the claimant, which takes the lock with
-//! `WAITERS` and so inherits the duty. A claimant sleeps only on a held word with
+//! `WAITERS` kept, and set if it has slept, so it inherits the duty as any barging
+//! thread does. A claimant sleeps only on a held word with
 //! `HANDOFF`, which only its own take clears, so the unlock that frees that word is
 //! the one that wakes it. A timed waiter that gives up after sleeping may have eaten
 //! a wake: it leaves `WAITERS` set on a held or reserved word (or takes a free one),
@@ -180,11 +195,19 @@ const SLEEPER: u32 = 1;
 /// The futex class of the thread that claimed a handoff.
 const CLAIMANT: u32 = 2;
 
-/// A thread that has slept and still waits this long claims a handoff (µs).
+/// A waiter that has waited this long claims a handoff (µs), counted from its first
+/// sleep, or, on its CPU, from the first spin the owner outran.
 // Used by the native clock only (time is not modelled under loom).
 #[cfg_attr(loom, allow(dead_code))]
 pub const FAIR_WAIT_US: u32 = 1_000;
-/// The least time between two handoff claims on one mutex (µs).
+/// The least time between a claim on one mutex by a waiter on its CPU and the
+/// mutex's last claim (µs): more often, the handoffs between CPUs cost the lock's
+/// throughput more than they spread it (`docs/results/running-claims-2026-11-27.txt`).
+// Used by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
+pub const RUNNING_INTERVAL_US: u32 = 250;
+/// The least time between two handoff claims on one mutex (µs), for a waiter that
+/// claims after a sleep.
 // Used by the native clock only (time is not modelled under loom).
 #[cfg_attr(loom, allow(dead_code))]
 pub const FAIR_INTERVAL_US: u32 = 1_000;

@@ -93,6 +93,8 @@ events! {
         "rwsem: a waker told a queued waiter to try again instead of granting it the lock (per waiter).";
     HandoffClaim => "handoff_claim",
         "A waiter that waited too long reserved the lock's next release for itself (default's claim, the rwsem's HANDOFF).";
+    RunningClaim => "running_claim",
+        "default: a waiter still on its CPU, whose spins the owner had outrun for 1 ms, reserved the lock's next release for itself.";
     Handoff => "handoff",
         "default: an unlock released the lock reserved for its claimant and woke it.";
     TurnOver => "turn_over",

@@ -1,8 +1,10 @@
-//! `RawMutex`'s contended lock: try, spin on the owner as the one spinner, yield a
-//! few times, claim a handoff once the wait is long, sleep; a thread whose turn is
-//! over ([`Turn`]) sleeps at once (transitions `barge`, `start spin`,
-//! `spin again`, `spinner takes`, `stop spin`, `sleep` of the module doc).
+//! `RawMutex`'s contended lock: try, spin on the owner as the one spinner, claim a
+//! handoff once the wait is long (at once if still on its CPU, else after a sleep),
+//! yield a few times, sleep; a thread whose turn is over ([`Turn`]) sleeps at once
+//! (transitions `barge`, `start spin`, `spin again`, `spinner takes`, `stop spin`,
+//! `sleep` of the module doc).
 
+use super::handoff::Claim;
 use super::*;
 
 impl RawMutex {
@@ -16,6 +18,9 @@ impl RawMutex {
         }
         stats::count(STATS, Event::LockSlowpath);
         let mut slept_since = None;
+        // When a spin of ours first ended with the owner still running and the lock
+        // still taken: the start of a wait that only a handoff ends for certain.
+        let mut kept_out_since = None;
         let mut yields = 0;
         // Relaxed: picks the path; `sleep` reads the word again.
         if owner_of(self.word.load(Relaxed)) != 0 && Turn::Mutex.is_over() {
@@ -41,25 +46,30 @@ impl RawMutex {
                 }
                 return took;
             }
+            if spun == Spin::OwnerKeptRunning {
+                let since = *kept_out_since.get_or_insert_with(now_us);
+                if let Some(took) =
+                    self.claim_and_await(me, Claim::Running { since }, patience, &mut slept_since)
+                {
+                    if took {
+                        return true;
+                    }
+                    continue;
+                }
+            }
             if spun == Spin::OwnerKeptRunning && yields < YIELDS_BEFORE_SLEEP {
                 yields += 1;
                 stats::count(STATS, Event::Yield);
                 crate::sync::yield_now();
                 continue;
             }
-            if let (Patience::Forever, Some(since)) = (patience, slept_since) {
-                // A signal handler that claims keeps the claim of the code it
-                // interrupted.
-                let outer = Role::Claimant.lock();
-                if self.claim(since, outer) {
-                    stats::count(STATS, Event::HandoffClaim);
-                    let took = self.await_handoff(me);
-                    Role::Claimant.restore(outer);
+            if let Some(since) = slept_since {
+                if let Some(took) =
+                    self.claim_and_await(me, Claim::Slept { since }, patience, &mut slept_since)
+                {
                     if took {
                         return true;
                     }
-                    // A signal handler on this thread took the lock and the claim, or
-                    // another thread's did (module doc, "Signals").
                     continue;
                 }
             }
@@ -68,6 +78,36 @@ impl RawMutex {
             Turn::Mutex.begin();
             yields = 0;
         }
+    }
+
+    /// Claim a handoff if `claim` is due and we wait without a deadline, and if we
+    /// claimed, wait for the lock to be handed to us. `None`: no claim; `Some(took)`
+    /// otherwise, `false` if a signal handler on this thread took the lock and the
+    /// claim, or another thread's did (module doc, "Signals"). A claimant that slept
+    /// is marked in `slept_since`: it may have eaten a sleeper's wake.
+    fn claim_and_await(
+        &self,
+        me: u32,
+        claim: Claim,
+        patience: Patience,
+        slept_since: &mut Option<u32>,
+    ) -> Option<bool> {
+        if !matches!(patience, Patience::Forever) {
+            return None;
+        }
+        // A signal handler that claims keeps the claim of the code it interrupted.
+        let outer = Role::Claimant.lock();
+        if !self.claim(claim, outer) {
+            return None;
+        }
+        stats::count(STATS, claim.event());
+        let mut slept = slept_since.is_some();
+        let took = self.await_handoff(me, &mut slept);
+        Role::Claimant.restore(outer);
+        if slept {
+            slept_since.get_or_insert_with(now_us);
+        }
+        Some(took)
     }
 
     /// Barge: `(0,s,w,0) -> (me,s,w|slept,0)` while the lock is free and not reserved

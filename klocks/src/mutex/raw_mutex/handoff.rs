@@ -1,8 +1,10 @@
-//! `RawMutex`'s timed handoff: a waiter that slept and still waits after
-//! [`FAIR_WAIT_US`] claims the lock (`claim`), the next unlock reserves it and wakes
-//! the claimant alone, and the claimant takes it (`claimant takes`); claims on one
-//! mutex are [`FAIR_INTERVAL_US`] apart. The module doc of `raw_mutex` explains why,
-//! and how a signal handler on the claimant's thread is served ("Signals").
+//! `RawMutex`'s timed handoff: a waiter that still waits after [`FAIR_WAIT_US`]
+//! claims the lock (`claim`), the next unlock reserves it and wakes the claimant
+//! alone, and the claimant takes it (`claimant takes`). A waiter counts that time
+//! from its first sleep, and then claims at most once per [`FAIR_INTERVAL_US`] of the
+//! mutex; or, while it is on a CPU, from its first spin that the owner outran, and
+//! then claims at once ([`Claim`]). The module doc of `raw_mutex` explains why, and how
+//! a signal handler on the claimant's thread is served ("Signals").
 
 use super::*;
 
@@ -14,6 +16,41 @@ std::thread_local! {
     /// pre-empts. A std thread-local: loom runs a model's threads on the thread that
     /// called `check`.
     pub(crate) static CLAIMS_IN_MODELS: Cell<bool> = const { Cell::new(true) };
+    /// Whether a waiter on its CPU whose spin the owner outran claims under loom, at
+    /// once. Off by default, so that the other models keep exploring the yields and
+    /// sleeps that such a claim pre-empts; the models that turn it on explore the
+    /// claimant that never slept.
+    pub(crate) static RUNNING_CLAIMS_IN_MODELS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Which waiter claims a handoff, and since when it has waited (µs).
+#[derive(Clone, Copy)]
+// `since` is read by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
+pub(super) enum Claim {
+    /// A waiter that slept at `since` and, woken, still finds the lock taken. The
+    /// reserved lock waits for it to be scheduled, so these claims are spaced.
+    Slept { since: u32 },
+    /// A waiter on its CPU whose spins the owner has outrun since `since` (its spin
+    /// budget ran out with the owner running and the lock taken). It takes a
+    /// reserved lock at its next look, so its claim need not wait for the interval.
+    Running { since: u32 },
+}
+
+impl Claim {
+    /// Whether the claimant has slept (it may have eaten a sleeper's wake, and takes
+    /// the lock with `WAITERS`).
+    fn slept(self) -> bool {
+        matches!(self, Claim::Slept { .. })
+    }
+
+    /// The event the `stats` feature counts for the claim.
+    pub(super) fn event(self) -> Event {
+        match self {
+            Claim::Slept { .. } => Event::HandoffClaim,
+            Claim::Running { .. } => Event::RunningClaim,
+        }
+    }
 }
 
 impl RawMutex {
@@ -27,12 +64,11 @@ impl RawMutex {
         stats::woke(STATS, park::wake_one_of_at(&self.word, CLAIMANT));
     }
 
-    /// A waiter that slept at `since` (µs) and still waits: claim a handoff,
-    /// `(o,s,1,0) -> (o,s,1,1)`, if it has waited [`FAIR_WAIT_US`] and the last claim
-    /// on this mutex is [`FAIR_INTERVAL_US`] old. Whether it claimed; if it did not,
-    /// the thread's claim record is `outer` again.
-    pub(super) fn claim(&self, since: u32, outer: usize) -> bool {
-        if !claim_is_due(since, &self.claimed_at) {
+    /// A waiter that still waits: claim a handoff, `(o,s,w,0) -> (o,s,w|slept,1)`, if
+    /// `claim` is due ([`claim_is_due`]). Whether it claimed; if it did not, the
+    /// thread's claim record is `outer` again.
+    pub(super) fn claim(&self, claim: Claim, outer: usize) -> bool {
+        if !claim_is_due(claim, &self.claimed_at) {
             return false;
         }
         // Relaxed: picks the transition; the claim protects no data (the take is the
@@ -45,11 +81,9 @@ impl RawMutex {
             // Recorded before the word says so: a signal handler that sees HANDOFF on
             // this thread must know the claim is its thread's.
             Role::Claimant.enter(self.address());
-            // Relaxed: as above. WAITERS: a claimant has slept, and takes with it.
-            match self
-                .word
-                .compare_exchange(val, val | HANDOFF | WAITERS, Relaxed, Relaxed)
-            {
+            // Relaxed: as above. WAITERS if the claimant has slept: it takes with it.
+            let new = val | HANDOFF | waiters_after(val, claim.slept());
+            match self.word.compare_exchange(val, new, Relaxed, Relaxed) {
                 Ok(_) => {
                     // Relaxed: a rate limit, read by later claimants as a hint.
                     self.claimed_at.store(now_us(), Relaxed);
@@ -64,13 +98,14 @@ impl RawMutex {
     }
 
     /// The claimant waits for the unlock that reserves the lock for it, then takes
-    /// it: `(0,s,1,1) -> (me,s,1,0)`. Spins while the owner runs, sleeps as the
+    /// it: `(0,s,w,1) -> (me,s,w|slept,0)`. Spins while the owner runs, sleeps as the
     /// `CLAIMANT` otherwise (and as a `SLEEPER`: should another thread's handler
-    /// consume the claim, the wakes that pass the sleepers' duty on reach us). `false`
-    /// if the claim was consumed (then the lock is not ours): by a signal handler on
-    /// this thread, or by one on another thread that interrupted a claim in the making
+    /// consume the claim, the wakes that pass the sleepers' duty on reach us; so a
+    /// sleep here sets `slept`, for this take and the caller's next). `false` if the
+    /// claim was consumed (then the lock is not ours): by a signal handler on this
+    /// thread, or by one on another thread that interrupted a claim in the making
     /// (module doc, "Signals"). The caller restores the thread's claim record.
-    pub(super) fn await_handoff(&self, me: u32) -> bool {
+    pub(super) fn await_handoff(&self, me: u32, slept: &mut bool) -> bool {
         let mut watch = OwnerWatch::new();
         let budget = BUDGET.spins();
         let mut spent = 0;
@@ -88,7 +123,12 @@ impl RawMutex {
                 // Acquire: pairs with the Release of the handoff unlock.
                 if self
                     .word
-                    .compare_exchange(val, (val & !HANDOFF) | WAITERS | me, Acquire, Relaxed)
+                    .compare_exchange(
+                        val,
+                        (val & !HANDOFF) | waiters_after(val, *slept) | me,
+                        Acquire,
+                        Relaxed,
+                    )
                     .is_ok()
                 {
                     return true;
@@ -106,6 +146,7 @@ impl RawMutex {
             }
             stats::count(STATS, Event::Sleep);
             park::wait_as(&self.word, val, CLAIMANT | SLEEPER, None);
+            *slept = true;
         }
     }
 
@@ -119,20 +160,28 @@ impl RawMutex {
     }
 }
 
-/// Whether a waiter that slept at `since` may claim a handoff now, given the time of
-/// the mutex's last claim. Under loom any waiter that slept may (time is not modelled),
-/// so the models reach the handoff.
-fn claim_is_due(since: u32, claimed_at: &AtomicU32) -> bool {
+/// Whether `claim` may be made now: its waiter has waited [`FAIR_WAIT_US`], and the
+/// mutex's last claim is [`FAIR_INTERVAL_US`] old (a waiter that slept) or
+/// [`RUNNING_INTERVAL_US`] old (a waiter on its CPU). Under loom a claim is due as
+/// its model's switch says (time is not modelled), so the models reach the handoff.
+fn claim_is_due(claim: Claim, claimed_at: &AtomicU32) -> bool {
     #[cfg(not(loom))]
     {
+        let (since, interval) = match claim {
+            Claim::Slept { since } => (since, FAIR_INTERVAL_US),
+            Claim::Running { since } => (since, RUNNING_INTERVAL_US),
+        };
         let now = now_us();
         // Relaxed: a hint; a stale value only moves one claim by one interval.
         let last = claimed_at.load(Relaxed);
-        now.wrapping_sub(since) >= FAIR_WAIT_US && now.wrapping_sub(last) >= FAIR_INTERVAL_US
+        now.wrapping_sub(since) >= FAIR_WAIT_US && now.wrapping_sub(last) >= interval
     }
     #[cfg(loom)]
     {
-        let _ = (since, claimed_at);
-        CLAIMS_IN_MODELS.with(Cell::get)
+        let _ = claimed_at;
+        match claim {
+            Claim::Slept { .. } => CLAIMS_IN_MODELS.with(Cell::get),
+            Claim::Running { .. } => RUNNING_CLAIMS_IN_MODELS.with(Cell::get),
+        }
     }
 }

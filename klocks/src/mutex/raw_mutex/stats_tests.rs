@@ -104,6 +104,49 @@ fn stats_a_starving_sleeper_claims_once_and_is_handed_the_lock_once() {
         .nothing_else();
 }
 
+/// A waiter that the owner keeps outrunning (a tight loop that re-takes the lock at
+/// once and never leaves its CPU) claims a handoff while it runs, once it has been
+/// outrun for `FAIR_WAIT_US`, and the owner's next unlock hands it the lock. Without
+/// the running claim the waiter's only claim is the one after a sleep: this fails.
+/// The waiter's acquisitions are bounded too, with the slack a loaded test machine
+/// needs: the test asserts that the mechanism fires, not a timing.
+#[test]
+fn stats_a_waiter_the_owner_outruns_claims_on_its_cpu() {
+    let lock: &'static RawMutex = Box::leak(Box::new(RawMutex::new()));
+    let done: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
+    let owner = Contender::spawn(move || {
+        while done.load(Relaxed) == 0 {
+            lock.lock();
+            cpu_relax_times(4);
+            lock.unlock();
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (longest, waited) = counted(|| {
+        let mut longest = Duration::ZERO;
+        let start = crate::stats::this_thread();
+        while (&crate::stats::this_thread() - &start).get(STATS, RunningClaim) == 0 {
+            assert!(Instant::now() < deadline, "no running claim in 10 s");
+            let asked = Instant::now();
+            lock.lock();
+            longest = longest.max(asked.elapsed());
+            lock.unlock();
+        }
+        longest
+    });
+    done.store(1, Relaxed);
+    let ((), owned) = owner.join();
+    assert!(longest < Duration::from_secs(1), "waited {longest:?}");
+    // Either thread may claim while the other holds the lock; every claim is served.
+    let claims =
+        |c: &crate::stats::Snapshot| c.get(STATS, RunningClaim) + c.get(STATS, HandoffClaim);
+    assert_eq!(
+        owned.get(STATS, Handoff) + waited.get(STATS, Handoff),
+        claims(&owned) + claims(&waited),
+        "{owned:?} {waited:?}"
+    );
+}
+
 /// A timed lock behind a held lock gives up once, at its deadline.
 #[test]
 fn stats_a_timed_lock_counts_its_timeout() {
