@@ -151,6 +151,16 @@ enum Access {
     Write,
 }
 
+/// Makes the calling thread's turn on `RawMutex` over ([`crate::turn`]), so that its
+/// next lock of a held `RawMutex` sleeps at once. Otherwise, with the spin budget and
+/// owner probe the matrix sets, a waiter that spins its budget out twice claims a
+/// handoff on its CPU and sleeps as the claimant (a role with its own test in
+/// `mutex::raw_mutex`), never as a plain sleeper. The other mutexes take no turns.
+fn end_the_mutex_turn() {
+    crate::turn::Turn::Mutex.begin();
+    std::thread::sleep(Duration::from_micros(2 * u64::from(crate::turn::TURN_US)));
+}
+
 /// A mutex's cases: its spinner (if it has one) and a sleeper.
 fn mutex_cases<L: lock_api::RawMutex + std::fmt::Debug + Sync + 'static>(
     kind: &str,
@@ -173,6 +183,9 @@ fn mutex_cases<L: lock_api::RawMutex + std::fmt::Debug + Sync + 'static>(
             // SAFETY: the main thread took it in `hold`.
             release: Box::new(move || unsafe { lock.unlock() }),
             wait: Arc::new(move || {
+                if state == 'S' {
+                    end_the_mutex_turn();
+                }
                 lock.lock();
                 // SAFETY: taken just above.
                 unsafe { lock.unlock() };
