@@ -1,10 +1,11 @@
 //! `RawMutex`'s timed handoff: a waiter that still waits after [`FAIR_WAIT_US`]
 //! claims the lock (`claim`), the next unlock reserves it and wakes the claimant
 //! alone, and the claimant takes it (`claimant takes`). A waiter counts that time
-//! from its first sleep, and then claims at most once per [`FAIR_INTERVAL_US`] of the
-//! mutex; or, while it is on a CPU, from its first spin that the owner outran, and
-//! then claims at once ([`Claim`]). The module doc of `raw_mutex` explains why, and how
-//! a signal handler on the claimant's thread is served ("Signals").
+//! from its first sleep, and claims if the mutex's last claim is [`FAIR_INTERVAL_US`]
+//! old; or, while it is on a CPU, from its first spin that the owner outran, and
+//! claims if the last claim is [`RUNNING_INTERVAL_US`] old ([`Claim`]). The module
+//! doc of `raw_mutex` explains why, and how a signal handler on the claimant's thread
+//! is served ("Signals").
 
 use super::*;
 
@@ -33,7 +34,7 @@ pub(super) enum Claim {
     Slept { since: u32 },
     /// A waiter on its CPU whose spins the owner has outrun since `since` (its spin
     /// budget ran out with the owner running and the lock taken). It takes a
-    /// reserved lock at its next look, so its claim need not wait for the interval.
+    /// reserved lock at its next look, so its claims may come closer together.
     Running { since: u32 },
 }
 
