@@ -199,6 +199,59 @@ fn raw_mutex_handoff_to_a_starving_sleeper() {
     });
 }
 
+/// A signal handler that lands on a thread between its claim record and its claiming
+/// cmpxchg takes the reservation of any claim it then finds (`raw_mutex` module doc,
+/// "Signals"): here a thread records a claim and locks, as such a handler does, while
+/// a waiter on its CPU claims at once and sleeps as the claimant. Once the "handler"
+/// takes the reserved lock, the claimant is a plain sleeper that a sleepers' wake may
+/// reach: it must take the lock with `WAITERS` then, or the owner, asleep behind it
+/// in its second lock (which finds the lock's owner off its CPU), is never woken. (A claimant that forgot its sleep in
+/// `await_handoff` passed every other model.)
+#[test]
+fn raw_mutex_claim_taken_by_a_handler_on_another_thread() {
+    use crate::role::Role;
+    crate::testing::with_switch(
+        &super::raw_mutex::handoff::RUNNING_CLAIMS_IN_MODELS,
+        true,
+        || {
+            let mut model = loom::model::Builder::new();
+            if model.preemption_bound.is_none() {
+                model.preemption_bound = Some(2);
+            }
+            model.check(|| {
+                let lock = crate::sync::Arc::new(RawMutex::new());
+                lock.lock();
+                let claimant = {
+                    let lock = lock.clone();
+                    crate::sync::spawn(move || {
+                        lock.lock();
+                        lock.unlock();
+                    })
+                };
+                let handler = {
+                    let lock = lock.clone();
+                    crate::sync::spawn(move || {
+                        let outer = Role::Claimant.enter(lock.address());
+                        lock.lock();
+                        lock.unlock();
+                        Role::Claimant.restore(outer);
+                    })
+                };
+                crate::sync::yield_now();
+                lock.unlock();
+                crate::sync::yield_now();
+                // The owner's next lock finds its owner off its CPU: it sleeps as a
+                // plain sleeper instead of claiming on its CPU.
+                crate::owner::set_model_answer(Some(false));
+                lock.lock();
+                lock.unlock();
+                claimant.join().unwrap();
+                handler.join().unwrap();
+            });
+        },
+    );
+}
+
 /// A mutex used as a binary semaphore: the main thread takes it, and a second thread
 /// releases it for the main thread (`unlock_for_owner`) after yielding, so that the
 /// release may meet the first thread as spinner, sleeper or claimant; then both

@@ -156,7 +156,8 @@ impl RawMutex {
         Role::Claimant.held_on(self.address())
     }
 
-    pub(super) fn address(&self) -> usize {
+    /// The mutex's address, as a thread's role records name it.
+    pub(in crate::mutex) fn address(&self) -> usize {
         std::ptr::from_ref(self) as usize
     }
 }
