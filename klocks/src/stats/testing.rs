@@ -54,6 +54,16 @@ pub(crate) fn one_waiter<L: lock_api::RawMutex + Sync + 'static>(
     who: Lock,
     waiting: impl Fn(&Contender<()>) -> bool,
 ) -> (Snapshot, Snapshot) {
+    one_prepared_waiter(lock, who, || (), waiting)
+}
+
+/// [`one_waiter`], with `prepare` run on the waiter's thread before it locks.
+pub(crate) fn one_prepared_waiter<L: lock_api::RawMutex + Sync + 'static>(
+    lock: &'static L,
+    who: Lock,
+    prepare: fn(),
+    waiting: impl Fn(&Contender<()>) -> bool,
+) -> (Snapshot, Snapshot) {
     // SAFETY, both unlocks: this thread took the lock just before.
     let ((), fast) = counted(|| {
         lock.lock();
@@ -62,6 +72,7 @@ pub(crate) fn one_waiter<L: lock_api::RawMutex + Sync + 'static>(
     expect(&fast, who).nothing_else();
     lock.lock();
     let waiter = Contender::spawn(move || {
+        prepare();
         lock.lock();
         // SAFETY: the waiter took the lock just before.
         unsafe { lock.unlock() };

@@ -24,6 +24,16 @@ std::thread_local! {
     pub(crate) static RUNNING_CLAIMS_IN_MODELS: Cell<bool> = const { Cell::new(false) };
 }
 
+#[cfg(all(test, not(loom)))]
+std::thread_local! {
+    /// Whether a waiter on its CPU may claim in klocks' unit tests. The tests of the
+    /// paths that end in a plain sleep turn it off in their waiter: on a loaded
+    /// machine a waiter's spins can outrun the test's polling owner for 1 ms, and its
+    /// claim then pre-empts the sleep the test waits for (the running claim has tests
+    /// of its own).
+    pub(crate) static RUNNING_CLAIMS_IN_TESTS: Cell<bool> = const { Cell::new(true) };
+}
+
 /// Which waiter claims a handoff, and since when it has waited (µs).
 #[derive(Clone, Copy)]
 // `since` is read by the native clock only (time is not modelled under loom).
@@ -173,6 +183,10 @@ fn claim_is_due(claim: Claim, claimed_at: &AtomicU32) -> bool {
             Claim::Slept { since } => (since, FAIR_INTERVAL_US),
             Claim::Running { since } => (since, RUNNING_INTERVAL_US),
         };
+        #[cfg(test)]
+        if matches!(claim, Claim::Running { .. }) && !RUNNING_CLAIMS_IN_TESTS.with(Cell::get) {
+            return false;
+        }
         let now = now_us();
         // Relaxed: a hint; a stale value only moves one claim by one interval.
         let last = claimed_at.load(Relaxed);
