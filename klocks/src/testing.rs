@@ -22,7 +22,7 @@ pub use busted::{BustedLock, BustedRwLock};
 #[cfg(all(test, not(loom)))]
 mod process;
 #[cfg(all(test, not(loom)))]
-pub(crate) use process::{alone, isolated, thread_state};
+pub(crate) use process::{alone, isolated, pin, thread_state, two_cpus};
 
 /// How hard to contend.
 #[derive(Clone, Copy, Debug)]

@@ -53,3 +53,27 @@ pub(crate) fn thread_state(tid: u32) -> Option<char> {
     // "tid (comm) S ...": the state follows the last ')'.
     stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }
+
+/// The first two CPUs this process may use.
+pub(crate) fn two_cpus() -> Option<[usize; 2]> {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } != 0 {
+        return None;
+    }
+    // SAFETY: every `cpu` is below CPU_SETSIZE, inside `set`.
+    let mut cpus = (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) });
+    Some([cpus.next()?, cpus.next()?])
+}
+
+/// Pins the calling thread to `cpu`.
+pub(crate) fn pin(cpu: usize) {
+    // SAFETY: an all-zero cpu_set_t is the empty set; `cpu` is below CPU_SETSIZE.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
+    let pinned = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+    assert_eq!(pinned, 0, "pinning to cpu{cpu}");
+}
