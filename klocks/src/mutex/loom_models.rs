@@ -80,13 +80,7 @@ fn raw_mutex_three_threads() {
 /// waiter is never woken is a deadlock. This reaches the unlock that finds both a
 /// spinner and a sleeper within one preemption.
 fn owner_then_two_waiters<L: crate::testing::TestLock>() {
-    let mut model = loom::model::Builder::new();
-    if model.preemption_bound.is_none() {
-        model.preemption_bound = Some(1);
-    }
-    // Waiters retry (a yield, a spin iteration) while the owner is descheduled.
-    model.max_branches = model.max_branches.max(100_000);
-    model.check(|| {
+    bounded(1).check(|| {
         let lock = crate::sync::Arc::new(L::new_unlocked());
         lock.acquire();
         let waiters: Vec<_> = (0..2)
@@ -167,12 +161,7 @@ fn raw_mutex_owner_then_two_waiters_whose_turns_are_over() {
 /// take it meanwhile.
 #[test]
 fn raw_mutex_handoff_to_a_starving_sleeper() {
-    let mut model = loom::model::Builder::new();
-    if model.preemption_bound.is_none() {
-        model.preemption_bound = Some(2);
-    }
-    model.max_branches = model.max_branches.max(100_000);
-    model.check(|| {
+    bounded(2).check(|| {
         let lock = crate::sync::Arc::new(RawMutex::new());
         let data = crate::sync::Arc::new(crate::sync::UnsafeCell::new(0u32));
         lock.lock();
@@ -205,8 +194,8 @@ fn raw_mutex_handoff_to_a_starving_sleeper() {
 /// a waiter on its CPU claims at once and sleeps as the claimant. Once the "handler"
 /// takes the reserved lock, the claimant is a plain sleeper that a sleepers' wake may
 /// reach: it must take the lock with `WAITERS` then, or the owner, asleep behind it
-/// in its second lock (which finds the lock's owner off its CPU), is never woken. (A claimant that forgot its sleep in
-/// `await_handoff` passed every other model.)
+/// in its second lock (which finds the lock's owner off its CPU), is never woken. (A
+/// claimant that forgot its sleep in `await_handoff` passed every other model.)
 #[test]
 fn raw_mutex_claim_taken_by_a_handler_on_another_thread() {
     use crate::role::Role;
@@ -214,11 +203,7 @@ fn raw_mutex_claim_taken_by_a_handler_on_another_thread() {
         &super::raw_mutex::handoff::RUNNING_CLAIMS_IN_MODELS,
         true,
         || {
-            let mut model = loom::model::Builder::new();
-            if model.preemption_bound.is_none() {
-                model.preemption_bound = Some(2);
-            }
-            model.check(|| {
+            bounded(2).check(|| {
                 let lock = crate::sync::Arc::new(RawMutex::new());
                 lock.lock();
                 let claimant = {
@@ -258,13 +243,7 @@ fn raw_mutex_claim_taken_by_a_handler_on_another_thread() {
 /// threads lock it to count. Every execution in which a waiter is never woken is a
 /// deadlock, and the count checks that the released lock still excludes.
 fn released_by_another_thread<L: crate::testing::TestLock>(unlock_for_owner: fn(&L) -> bool) {
-    let mut model = loom::model::Builder::new();
-    if model.preemption_bound.is_none() {
-        model.preemption_bound = Some(1);
-    }
-    // Waiters retry (a yield, a spin iteration) while the releaser is descheduled.
-    model.max_branches = model.max_branches.max(100_000);
-    model.check(move || {
+    bounded(1).check(move || {
         let lock = crate::sync::Arc::new(L::new_unlocked());
         let data = crate::sync::Arc::new(crate::sync::UnsafeCell::new(0u32));
         lock.acquire();
@@ -328,4 +307,16 @@ fn raw_mutex_released_by_another_thread_claiming_on_its_cpu() {
             released_by_another_thread::<RawMutex>(|lock| unsafe { lock.unlock_for_owner() });
         },
     );
+}
+
+/// A model of up to `preemptions` preemptions (unless `LOOM_MAX_PREEMPTIONS` says
+/// otherwise), with room for the branches of waiters that retry (a yield, a spin
+/// iteration) while the thread they wait for is descheduled.
+fn bounded(preemptions: usize) -> loom::model::Builder {
+    let mut model = loom::model::Builder::new();
+    if model.preemption_bound.is_none() {
+        model.preemption_bound = Some(preemptions);
+    }
+    model.max_branches = model.max_branches.max(100_000);
+    model
 }

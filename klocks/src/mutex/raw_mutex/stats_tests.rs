@@ -129,6 +129,7 @@ fn stats_a_waiter_the_owner_outruns_claims_on_its_cpu() {
     let done: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
     let owner = Contender::spawn(move || {
         crate::testing::pin(owner_cpu);
+        // Relaxed: a stop flag; the join below orders everything after it.
         while done.load(Relaxed) == 0 {
             lock.lock();
             cpu_relax_times(4);
@@ -149,6 +150,7 @@ fn stats_a_waiter_the_owner_outruns_claims_on_its_cpu() {
         }
         longest
     });
+    // Relaxed: as the owner's load.
     done.store(1, Relaxed);
     let ((), owned) = owner.join();
     assert!(longest < Duration::from_secs(1), "waited {longest:?}");
