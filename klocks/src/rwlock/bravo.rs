@@ -78,17 +78,28 @@
 //! ```text
 //! reader                              writer (holding WRITER)
 //! [S] slot = lock | PUBLISHING        [S] word &= !BIAS
-//!     fence(SeqCst)                       fence(SeqCst)
-//! [L] word & BIAS ?                   [L] slot == lock ?   (its column's LANES slots)
+//!     (a SeqCst cmpxchg)                  fence(SeqCst)
+//! [L] word & BIAS ?  (a SeqCst load)  [L] slot == lock ?   (its column's LANES slots)
 //! ```
 //!
-//! The two SeqCst fences are ordered one way or the other: if the reader's fence is
-//! first, the writer's scan sees the slot (and waits, or withdraws it); if the
-//! writer's is first, the reader sees the bias off and backs out. A reader that saw
-//! the bias on and whose slot the writer missed cannot exist: the slot of (lock,
-//! thread) is in the lock's column, whichever the thread. (Loom models SeqCst
-//! fences, not SeqCst accesses, hence fences; on x86 the reader's is an `mfence`
-//! after a locked cmpxchg, which costs little.)
+//! The reader's two accesses are SeqCst, the writer's are ordered by a SeqCst fence,
+//! and the single total order S of SeqCst operations (C++20 [atomics.order] ¶4,
+//! Rust's model) forbids a reader that saw the bias on and whose slot the writer
+//! missed: the writer's load missing the publication puts its fence before the
+//! publication in S (¶4.3), the reader's load missing the clear puts that load before
+//! the fence (¶4.2), and the publication precedes the load in S (same thread): a
+//! cycle. So either the writer's scan sees the slot (and waits, or withdraws it) or
+//! the reader sees the bias off and backs out; and the slot of (lock, thread) is in
+//! the lock's column, whichever the thread.
+//!
+//! The reader pays nothing for it on x86-64 (the cmpxchg is `lock cmpxchg`, a full
+//! barrier already, and a SeqCst load a plain `mov`) nor on AArch64 (`casal`, then
+//! `ldar`): the fence a reader once made between the two cost 7–10 ns of a 30 ns
+//! uncontended read lock and unlock here (`docs/results/rw-bias-reader-fence-2026-11-28.txt`).
+//! Loom checks the pairing with fences on both sides: it models SeqCst accesses as
+//! AcqRel (its README, "Unsupported features"), which would report this pairing
+//! broken, so the loom build adds the fence after the reader's cmpxchg, the form of
+//! the pairing it models exactly.
 //!
 //! # Signals and fork
 //!
@@ -118,8 +129,6 @@ use std::cell::Cell;
 
 #[cfg(loom)]
 use loom::sync::atomic::fence;
-#[cfg(not(loom))]
-use std::sync::atomic::fence;
 
 /// log₂ of the number of lanes (1 under loom, to keep the models small: model
 /// threads have ids 1, 2, ..., so the first two have lanes of their own).
@@ -230,8 +239,8 @@ fn add_holds(delta: i32) {
 }
 
 /// A reader enters `lock` through the table: publishes itself in its slot, and
-/// enters if `bias_on()` (an Acquire load of the lock's word, which then orders the
-/// last write section before this read section) is true after the fence. Whether it
+/// enters if `bias_on()` (a SeqCst load of the lock's word, which as an Acquire also
+/// orders the last write section before this read section) is true then. Whether it
 /// holds the lock; `false` leaves nothing behind (the slot taken, the bias off, or a
 /// writer's withdrawal): the caller takes the word.
 #[inline]
@@ -242,16 +251,19 @@ pub(crate) fn try_enter(lock: usize, bias_on: impl FnOnce() -> bool) -> bool {
     }
     let (slot, held) = slot_of(lock, id);
     let publishing = held | PUBLISHING;
-    // Relaxed: the fence below orders it before the bias check; it publishes no data
-    // (a writer's section waits for the unlock's Release store instead).
+    // SeqCst: with `bias_on`'s SeqCst load, pairs with the writer's fence in
+    // `RawRwLock::revoke_bias`, between its clearing of the bias and its scan (module
+    // doc: the store-load pairing). It publishes no data (a writer's section waits
+    // for the unlock's Release store instead). A failure changes nothing: Relaxed.
     if slot
-        .compare_exchange(0, publishing, Relaxed, Relaxed)
+        .compare_exchange(0, publishing, SeqCst, Relaxed)
         .is_err()
     {
         return false;
     }
-    // SeqCst: pairs with the writer's fence in `RawRwLock::revoke_bias`, between its
-    // clearing of the bias and its scan (module doc: the store-load pairing).
+    // Loom models the SeqCst accesses as AcqRel: the fence is the pairing's form it
+    // checks (module doc).
+    #[cfg(loom)]
     fence(SeqCst);
     if bias_on() {
         // Relaxed: the entry's Acquire was `bias_on`'s load; this only tells a
@@ -424,8 +436,8 @@ pub(crate) unsafe fn take_holders(lock: usize) -> u32 {
 #[cfg(test)]
 pub(crate) fn publish_only(lock: usize) -> bool {
     let (slot, held) = slot_of(lock, id());
-    // Relaxed: as in `try_enter`.
-    slot.compare_exchange(0, held | PUBLISHING, Relaxed, Relaxed)
+    // SeqCst: as in `try_enter`.
+    slot.compare_exchange(0, held | PUBLISHING, SeqCst, Relaxed)
         .is_ok()
 }
 

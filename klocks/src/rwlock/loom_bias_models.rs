@@ -41,7 +41,8 @@ fn spawn_reader(
 /// A biased reader publishes itself while a writer revokes the bias: the writer sees
 /// it (and waits, or withdraws its publication), or the reader sees the bias off and
 /// takes the word; the cell catches a read section that overlaps the write. (Without
-/// the two SeqCst fences this model fails.)
+/// either SeqCst fence this model fails: the writer's, or the reader's that the loom
+/// build adds after its SeqCst publication, `bravo` module doc.)
 #[test]
 fn biased_reader_against_a_revoking_writer() {
     super::loom_models::builder(2).check(|| {

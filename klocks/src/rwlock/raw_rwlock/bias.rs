@@ -193,10 +193,12 @@ impl RawRwLock {
         // the fence.
         let entered = !self.never_biased()
             && self.word.load(Relaxed) & BIAS != 0
-            // Acquire: the value was written by an RMW in the release sequence of
-            // the last write unlock (every change of the word is an RMW), whose
-            // section this read then follows.
-            && bravo::try_enter(self.address(), || self.word.load(Acquire) & BIAS != 0);
+            // SeqCst: the look at the bias after the publication, which pairs with
+            // the revoking writer's fence (`bravo` module doc: the store-load
+            // pairing). As an Acquire: the value was written by an RMW in the release
+            // sequence of the last write unlock (every change of the word is an
+            // RMW), whose section this read then follows.
+            && bravo::try_enter(self.address(), || self.word.load(SeqCst) & BIAS != 0);
         if entered {
             stats::count(STATS, Event::BiasedRead);
         }
@@ -303,8 +305,8 @@ impl RawRwLock {
         let start = ticks();
         // Relaxed: the fence below orders it before the scan.
         self.word.fetch_and(!BIAS, Relaxed);
-        // SeqCst: pairs with the reader's fence between its publication and its
-        // look at BIAS (`bravo` module doc).
+        // SeqCst: pairs with the reader's SeqCst publication and look at BIAS
+        // (`bravo` module doc: the store-load pairing).
         fence(SeqCst);
         stats::count(STATS, Event::BiasRevoke);
         // The revocation's cost is this read of the column: the wait for the readers
