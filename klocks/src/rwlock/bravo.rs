@@ -61,7 +61,8 @@
 //!
 //! ```text
 //! empty -> publishing       the reader's cmpxchg (0 -> value | PUBLISHING)
-//! publishing -> held        the reader's cmpxchg, having seen the bias on after a fence
+//! publishing -> held        the reader's cmpxchg, having seen the bias on (its SeqCst load
+//!                           after its SeqCst publication)
 //! publishing -> empty       the reader backs out (bias off), or a writer withdraws it
 //! held -> empty             the read unlock (a Release store)
 //! ```
@@ -92,10 +93,11 @@
 //! the reader sees the bias off and backs out; and the slot of (lock, thread) is in
 //! the lock's column, whichever the thread.
 //!
-//! The reader pays nothing for it on x86-64 (the cmpxchg is `lock cmpxchg`, a full
-//! barrier already, and a SeqCst load a plain `mov`) nor on AArch64 (`casal`, then
-//! `ldar`): the fence a reader once made between the two cost 7–10 ns of a 30 ns
-//! uncontended read lock and unlock here (`docs/results/rw-bias-reader-fence-2026-11-28.txt`).
+//! The reader pays nothing for it on x86-64 beyond the cmpxchg it makes anyway (a
+//! `lock cmpxchg` is a full barrier already, and a SeqCst load a plain `mov`): the
+//! fence a reader once made between the two cost 6 ns of a 28 ns uncontended read
+//! lock and unlock here (`docs/results/rw-bias-reader-fence-2026-11-28.txt`). (On
+//! AArch64 the pair is an acquire-release cmpxchg and an `ldar`; not measured.)
 //! Loom checks the pairing with fences on both sides: it models SeqCst accesses as
 //! AcqRel (its README, "Unsupported features"), which would report this pairing
 //! broken, so the loom build adds the fence after the reader's cmpxchg, the form of

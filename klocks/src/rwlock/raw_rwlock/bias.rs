@@ -7,7 +7,8 @@
 //! took, and the first reader that takes the word after that turns it on again.
 //!
 //! ```text
-//! biased read:  BIAS set: slot empty -> publishing; fence; BIAS still set -> held
+//! biased read:  BIAS set: slot empty -> publishing (SeqCst); BIAS still set (a SeqCst
+//!               load) -> held
 //! read unlock:  slot held -> empty (the word untouched)
 //! re-enable:    a word reader, after its entry: (r,0,0,..) -> BIAS set, if no writer
 //!               holds or waits and the inhibit passed                  cmpxchg
@@ -189,8 +190,8 @@ impl RawRwLock {
     /// takes the word).
     #[inline]
     pub(super) fn try_enter_biased(&self) -> bool {
-        // Relaxed: a hint that picks the path; the entry's Acquire is the load after
-        // the fence.
+        // Relaxed: a hint that picks the path; the entry's Acquire is the SeqCst load
+        // after the publication (in `bravo::try_enter`).
         let entered = !self.never_biased()
             && self.word.load(Relaxed) & BIAS != 0
             // SeqCst: the look at the bias after the publication, which pairs with
