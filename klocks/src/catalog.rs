@@ -490,7 +490,7 @@ macro_rules! for_each_rwlock {
                 name: "default-rw",
                 about: "klocks::RwLock, the one to pick: one-cmpxchg read and write paths, writers as klocks::Mutex, sleeping writers hold readers back, timed reader turns",
                 use_when: "data that is read and written",
-                avoid_when: "many more writers than CPUs that must each progress (writers barge; use `RwSem`); recursive reads",
+                avoid_when: "many more writers than CPUs that must each progress (writers barge; use `RwSem`); recursive reads; a write-heavy lock hammered with no work between its operations (its spinning then hands the lock between CPUs at nearly every write)",
                 known_as: "klocks::RwLock",
                 lends_roles: true,
             };
