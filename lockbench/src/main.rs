@@ -123,8 +123,8 @@ be written), 2 usage error.";
 /// Re-runs the kernel seeds' lock experiments on klocks (the Linux kernel's lock
 /// designs in userspace) next to std, parking_lot, glibc and spin.
 ///
-/// Without a subcommand, runs the default suite (about a minute and a half on a 2-CPU
-/// machine): c2c, uncontended, preload (the LD_PRELOAD interposer's pthread mutex
+/// Without a subcommand, runs the default suite (about a minute and a quarter on a
+/// 2-CPU machine): c2c, uncontended, preload (the LD_PRELOAD interposer's pthread mutex
 /// against glibc's, skipped with a line saying how to build libklocks.so when it is
 /// missing), loop (seeds 000 and 003), false-sharing (seed 002) and overcommit (seed
 /// 003), printing every table that fits in 120 columns, a summary of
@@ -273,11 +273,12 @@ enum Command {
     Torture(torture::Args),
 
     /// The default suite: c2c, uncontended, preload, loop, false-sharing, overcommit
-    /// (about a minute and a half)
+    /// (about a minute and a quarter)
     ///
     /// What lockbench runs without a subcommand: every scenario with its defaults,
-    /// except loop with a 1 s cap, false-sharing with 250 ms runs and overcommit on a
-    /// reduced grid (threads 4,16,64;
+    /// except loop with a 1 s cap on threads 1,2,4 and the locks its tables compare
+    /// (default, the seeds' pairs, std, parking_lot, pthread, pthread-adaptive),
+    /// false-sharing with 100 ms runs and overcommit on a reduced grid (threads 4,32;
     /// short cs; overcommit 1,2; 100 ms windows; 1 s drain cap; default, ticket,
     /// pvticket, pvqspinlock, std, parking_lot, pthread). Scaled by --seed-scale (then loop and
     /// overcommit run their full seed-scale grids), restricted by --locks, repeated

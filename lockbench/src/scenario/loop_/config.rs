@@ -68,8 +68,14 @@ pub(super) const CAP: Duration = Duration::from_secs(2);
 
 pub(super) const SEED_CAP: Duration = Duration::from_secs(60);
 
-/// The default suite's cap: the four FIFO spinlocks hit it at 3, 4 and 8 threads.
+/// The default suite's cap: the FIFO spinlocks hit it at 4 threads.
 pub(super) const SUITE_CAP: Duration = Duration::from_secs(1);
+
+/// The default suite's thread counts: one, as many as the CPUs of a 2-CPU machine,
+/// and twice that. More add runs of a minute or so and no verdict: the FIFO
+/// spinlocks hit the cap from 3 threads on (every seed row past 4 threads was
+/// "DNF" against "DNF" on 2 CPUs), and `lockbench loop` runs 8 by default.
+pub(super) const SUITE_THREADS: &[usize] = &[1, 2, 4];
 
 impl Config {
     /// From the command line.
@@ -93,14 +99,23 @@ impl Config {
         }
     }
 
-    /// The default suite's share: the defaults with a 1 s cap (the seed's sizes with
-    /// --seed-scale).
+    /// The default suite's share (the seed's sizes with --seed-scale): a 1 s cap,
+    /// [`SUITE_THREADS`], and the locks its tables show (the seeds' pairs,
+    /// `klocks::Mutex` and the alternatives) unless --locks names others.
     pub fn suite(common: &Common) -> Self {
+        if common.seed_scale {
+            return Self::new(&Args::default(), common);
+        }
         let args = Args {
-            cap_secs: (!common.seed_scale).then_some(SUITE_CAP),
+            cap_secs: Some(SUITE_CAP),
+            threads: SUITE_THREADS.to_vec(),
             ..Args::default()
         };
-        Self::new(&args, common)
+        let mut config = Self::new(&args, common);
+        if common.locks.is_none() {
+            config.locks = super::tables::shown_locks();
+        }
+        config
     }
 
     /// Cells this config measures.

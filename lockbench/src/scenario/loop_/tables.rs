@@ -41,6 +41,23 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     tables
 }
 
+/// The locks the comparison tables show: `klocks::Mutex`, each pair's two (the seeds'
+/// and the queued lock's pv fix) and the alternatives, in that order, once each.
+pub(super) fn shown_locks() -> Vec<LockName> {
+    let pairs = [SEED_000, SEED_003, PV_QSPINLOCK];
+    let mut locks = vec![DEFAULT];
+    for lock in pairs
+        .iter()
+        .flat_map(|pair| [pair.base, pair.patched])
+        .chain(ALTERNATIVES)
+    {
+        if !locks.contains(&lock) {
+            locks.push(lock);
+        }
+    }
+    locks
+}
+
 pub(super) fn find<'a>(cells: &'a [Cell], lock: &str, threads: usize) -> Option<&'a Cell> {
     cells
         .iter()
@@ -278,4 +295,22 @@ pub(super) fn footnotes(table: &mut Table, cells: &[Cell]) {
         table.note(SERIALIZED_NOTE);
     }
     watch::explain_marks(table, cells);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shown_locks_are_every_compared_lock_once() {
+        let locks = shown_locks();
+        assert_eq!(locks[0], DEFAULT);
+        for pair in [SEED_000, SEED_003, PV_QSPINLOCK] {
+            assert!(locks.contains(&pair.base) && locks.contains(&pair.patched));
+        }
+        assert!(ALTERNATIVES.iter().all(|lock| locks.contains(lock)));
+        for (i, lock) in locks.iter().enumerate() {
+            assert!(!locks[i + 1..].contains(lock), "{} listed twice", lock.name());
+        }
+    }
 }
