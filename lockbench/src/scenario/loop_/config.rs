@@ -99,25 +99,6 @@ impl Config {
         }
     }
 
-    /// The default suite's share (the seed's sizes with --seed-scale): a 1 s cap,
-    /// [`SUITE_THREADS`], and the locks its tables show (the seeds' pairs,
-    /// `klocks::Mutex` and the alternatives) unless --locks names others.
-    pub fn suite(common: &Common) -> Self {
-        if common.seed_scale {
-            return Self::new(&Args::default(), common);
-        }
-        let args = Args {
-            cap_secs: Some(SUITE_CAP),
-            threads: SUITE_THREADS.to_vec(),
-            ..Args::default()
-        };
-        let mut config = Self::new(&args, common);
-        if common.locks.is_none() {
-            config.locks = super::tables::shown_locks();
-        }
-        config
-    }
-
     /// Cells this config measures.
     pub fn cells(&self) -> u64 {
         (self.locks.len() * self.threads.len()) as u64

@@ -12,13 +12,14 @@ use crate::harness::rounds::{rounds, Plan};
 use crate::html_report::figures::{Chart, Kind, Panel, Threads};
 use crate::harness::stats::Counting;
 use crate::harness::watch::{CellWatch, Conditions};
-use crate::harness::{race, verify_count, Error, Guarded, Stop};
+use crate::harness::{race, verify_count, Common, Error, Guarded, Stop};
 use crate::locks::{BenchLock, LockName, LockVisitor, ALTERNATIVES, DEFAULT};
 use crate::cells::{Cell, HandoffCost, Progress, Run, Summary, Unfinished};
 
 mod config;
 mod tables;
 pub use config::{Args, Config};
+use config::{SUITE_CAP, SUITE_THREADS};
 use tables::{tables, PV_QSPINLOCK, SEED_000, SEED_003};
 
 /// Measures every (threads, lock) cell, thread counts outermost; within a row the
@@ -58,6 +59,27 @@ pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
         }
     }
     Ok(cells)
+}
+
+impl Config {
+    /// The default suite's share (the seed's sizes with --seed-scale): a 1 s cap,
+    /// [`SUITE_THREADS`], and the locks its tables show (the seeds' pairs,
+    /// `klocks::Mutex` and the alternatives) unless --locks names others.
+    pub fn suite(common: &Common) -> Self {
+        if common.seed_scale {
+            return Self::new(&Args::default(), common);
+        }
+        let args = Args {
+            cap_secs: Some(SUITE_CAP),
+            threads: SUITE_THREADS.to_vec(),
+            ..Args::default()
+        };
+        let mut config = Self::new(&args, common);
+        if common.locks.is_none() {
+            config.locks = tables::shown_locks();
+        }
+        config
+    }
 }
 
 /// The comparisons that drive a row's extra rounds: default against the best peer,
