@@ -154,9 +154,9 @@ impl Config {
         }
     }
 
-    /// The default suite's share: a reduced grid (threads 4,16,64; short cs; ratios 1
-    /// and 2; 100 ms windows; six locks; a 1 s drain cap), or the full grid with
-    /// --seed-scale.
+    /// The default suite's share: a reduced grid ([`SUITE_THREADS`]; short cs; ratios
+    /// 1 and 2; 100 ms windows; [`SUITE_LOCKS`]; a 1 s drain cap), or the full grid
+    /// with --seed-scale.
     pub fn suite(common: &Common) -> Self {
         if common.seed_scale {
             return Self::new(&Args::default(), common);
