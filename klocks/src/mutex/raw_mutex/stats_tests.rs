@@ -118,7 +118,9 @@ fn stats_a_starving_sleeper_claims_once_and_is_handed_the_lock_once() {
 /// run on two different CPUs: unpinned on a loaded machine, the scheduler may keep
 /// them on one, where the waiter only runs while the owner does not, sees it off its
 /// CPU and sleeps, and never claims (a CI run, with the other tests of this module
-/// beside it, went 30 s without a claim).
+/// beside it, went 30 s without a claim). Pinned, the other tests' threads still
+/// preempted the owner in another CI run (30 s without a claim again), so
+/// `scripts/test` runs these tests one at a time.
 #[test]
 fn stats_a_waiter_the_owner_outruns_claims_on_its_cpu() {
     let Some([owner_cpu, waiter_cpu]) = crate::testing::two_cpus() else {
