@@ -74,8 +74,8 @@ pub(super) const SUITE_CAP: Duration = Duration::from_secs(1);
 /// The default suite's thread counts: one, as many as the CPUs of a 2-CPU machine,
 /// and twice that. 3 and 8 threads would cost the suite more than half a minute (the
 /// 8-thread row alone took about 29 s with this lock list): the FIFO spinlocks hit
-/// the cap from 3 threads on, so their seed rows there were "DNF"
-/// against "DNF" on 2 CPUs, without a verdict; `lockbench loop` runs them by default.
+/// the cap from 3 threads on, so their seed rows there were "DNF" against "DNF" on 2
+/// CPUs, without a verdict; `lockbench loop` runs them by default.
 pub(super) const SUITE_THREADS: &[usize] = &[1, 2, 4];
 
 impl Config {
