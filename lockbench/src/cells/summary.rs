@@ -6,7 +6,8 @@
 use serde::Serialize;
 
 use super::{Cell, Table};
-use crate::harness::versus::against_best;
+use crate::harness::versus::{against_best, STARVED};
+use crate::harness::windowed::{against_fairest, fairness};
 use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
 use crate::rwlocks::{RwLockName, RW_ALTERNATIVES, RW_DEFAULT};
 use crate::verdict::{self, Judgement, Ledger, Settings};
@@ -26,6 +27,9 @@ pub struct Versus {
     pub judgement: Judgement,
     /// Our fairness (slowest thread ÷ mean) and the fairest peer's, where counted.
     pub fairness: Option<(f64, f64)>,
+    /// Ours against the fairest peer by the fairness of the runs (above 1: ours is
+    /// fairer), where both counted per thread.
+    pub fairness_judgement: Option<Judgement>,
     /// Our runs' and the best peer's log throughputs, for the geometric mean's
     /// interval.
     #[serde(skip)]
@@ -51,11 +55,6 @@ fn row_of(cell: &Cell) -> String {
         ));
     }
     parts.join(", ")
-}
-
-/// The median fairness over a cell's runs, where the scenario counts per thread.
-fn fairness(cell: &Cell) -> Option<f64> {
-    cell.median_of(super::Run::fairness)
 }
 
 /// Every cell of `default` and `default-rw` that ran beside a peer, with the peers of
@@ -109,14 +108,15 @@ pub fn versus(cells: &[Cell]) -> Vec<Versus> {
         else {
             continue;
         };
-        let fairest = in_row.iter().filter_map(|c| fairness(c)).reduce(f64::max);
+        let fairest = against_fairest(ours, &in_row);
         found.push(Versus {
             scenario: ours.scenario,
             lock: ours.lock,
             row,
             best_peer: best.lock,
             judgement,
-            fairness: fairness(ours).zip(fairest),
+            fairness: fairness(ours).zip(fairest.map(|(f, _, _)| f)),
+            fairness_judgement: fairest.and_then(|(_, _, judged)| judged),
             runs: (ours.log_throughputs(), best.log_throughputs()),
         });
     }
@@ -168,6 +168,7 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
     for (scenario, lock) in groups {
         let mut ledger = Ledger::default();
         let mut fairnesses = Vec::new();
+        let mut fair_verdicts = Ledger::default();
         let mut runs: Vec<(&[f64], &[f64])> = Vec::new();
         for v in versus
             .iter()
@@ -176,6 +177,9 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             ledger.add(v.row.clone(), v.judgement);
             all.add(v.row.clone(), v.judgement);
             fairnesses.extend(v.fairness);
+            if let Some(judgement) = v.fairness_judgement {
+                fair_verdicts.add(v.row.clone(), judgement);
+            }
             runs.push((&v.runs.0, &v.runs.1));
         }
         let mean = verdict::geometric_mean_interval(&runs, settings.confidence);
@@ -207,11 +211,25 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             verdict::geometric_mean(turns.iter().map(of))
                 .map_or("-".to_owned(), |f| format!("{f:.2}"))
         };
-        let fairness = match (turns.is_empty(), starved) {
+        let means = match (turns.is_empty(), starved) {
             (true, 0) => "-".to_owned(),
             (false, 0) => format!("{} / {}", fair(|f| f.0), fair(|f| f.1)),
             (true, n) => format!("- ({n} starved)"),
             (false, n) => format!("{} / {} ({n} starved)", fair(|f| f.0), fair(|f| f.1)),
+        };
+        let fair_tally = fair_verdicts.tally();
+        let fairness = match (fair_tally.judged(), fair_tally.too_few_runs) {
+            (0, 0) => means,
+            (_, too_few) => {
+                let mut counts = format!(
+                    "{}/{}/{}",
+                    fair_tally.faster, fair_tally.no_clear_difference, fair_tally.slower
+                );
+                if too_few > 0 {
+                    counts += &format!(" ({too_few} too few runs)");
+                }
+                format!("{counts}: {means}")
+            }
         };
         table.row(vec![
             scenario.to_owned(),
@@ -233,9 +251,11 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
         "faster/≈/slower: cells where ours is faster than the fastest peer, not clearly \
          different, slower\n  geometric mean: of the ratios, as throughput (above 1: ours is \
          faster), with a bootstrap interval\n  lowest: the cell with the lowest ratio, with \
-         its interval; those cells: {}\n  fairness: slowest thread ÷ mean, ours / the \
-         fairest peer's (geometric means),\n  over the cells where every thread of both got a \
-         turn; \"N starved\": cells where a thread of either got none",
+         its interval; those cells: {}\n  fairness: slowest thread ÷ mean against the \
+         fairest peer's, run by run: cells where ours is fairer/≈/less fair\n  (a starved \
+         thread counts as {STARVED}); then ours / the fairest peer's, geometric means over \
+         the cells where every\n  thread of both got a turn; \"N starved\": cells where a \
+         thread of either got none",
         match lowest.is_empty() {
             true => "-".to_owned(),
             false => lowest.join("; "),
@@ -364,7 +384,9 @@ mod tests {
             .lines()
             .find(|l| l.starts_with("mutex-load"))
             .expect("a mutex-load line");
-        assert!(line.ends_with("0.80 / 1.00 (1 starved)"), "{line}");
+        // Judged run by run: less fair at 2 threads (0.80 against 1.00), fairer at 4
+        // (0.50 against a starved thread's 0.01); the means leave the starved cell out.
+        assert!(line.ends_with("  1/0/1: 0.80 / 1.00 (1 starved)"), "{line}");
     }
 
     #[test]

@@ -2,10 +2,10 @@
 //! matrices, comparisons, per-cell detail and footnotes.
 
 use super::plan::{CellLock, Plan, TRUSTED_WINDOW};
-use crate::cells::{num, si, Cell, PerThread, Table, Unfinished};
-use crate::harness::versus::judge_cells;
+use crate::cells::{num, si, Cell, PerThread, Run, Table, Unfinished};
+use crate::harness::versus::{judge_cells, judge_fairness};
 use crate::harness::watch::{self, Conditions};
-use crate::verdict::{self, Ledger, Settings};
+use crate::verdict::{self, Judgement, Ledger, Settings};
 
 /// The median fairness ([`crate::cells::Run::fairness`]: the slowest thread ÷ the
 /// mean, per role with readers and writers) over a cell's runs.
@@ -109,6 +109,22 @@ pub fn fairest(cells: &[&Cell]) -> Option<(f64, &'static str)> {
         .iter()
         .filter_map(|cell| fairness(cell).map(|f| (f, cell.lock)))
         .max_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+/// `ours` against the fairest of `peers`: that peer's fairness and lock, and the
+/// verdict of the two cells' runs ([`judge_fairness`]), which a cell of ours that did
+/// not finish does not get; `None` when no peer has a fairness.
+pub fn against_fairest(
+    ours: &Cell,
+    peers: &[&Cell],
+) -> Option<(f64, &'static str, Option<Judgement>)> {
+    let (f, lock) = fairest(peers)?;
+    let judged = peers
+        .iter()
+        .find(|peer| peer.lock == lock)
+        .filter(|_| ours.unfinished.is_none())
+        .and_then(|peer| judge_fairness(ours, peer, Run::fairness));
+    Some((f, lock, judged))
 }
 
 /// One row per cell: `labels` (the cell's parameters, under `label_headers`; `None`

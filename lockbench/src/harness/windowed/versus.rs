@@ -4,10 +4,10 @@
 //! a bar is judged on (geometric means, the lowest row, the verdicts' counts, the
 //! unfair cells).
 
-use super::tables::{fairest, fairness, short, show_fairness};
-use crate::cells::{Cell, Run, Table};
-use crate::harness::versus::{against_best, judge_fairness, STARVED};
-use crate::verdict::{self, Judgement, Ledger, Settings};
+use super::tables::{against_fairest, fairness, short, show_fairness};
+use crate::cells::{Cell, Table};
+use crate::harness::versus::{against_best, STARVED};
+use crate::verdict::{self, Ledger, Settings};
 
 /// The fairness (slowest thread ÷ mean) below which a cell counts as unfair.
 const UNFAIR_BELOW: f64 = 0.5;
@@ -83,11 +83,9 @@ pub fn versus_peers(
                 .collect(),
         );
         let ours_fair = fairness(cell);
-        let fairest_peer = fairest(peers);
-        let fair_judged: Option<Judgement> = fairest_peer
-            .and_then(|(_, lock)| peers.iter().find(|peer| peer.lock == lock))
-            .filter(|_| cell.unfinished.is_none())
-            .and_then(|peer| judge_fairness(cell, peer, Run::fairness));
+        let against = against_fairest(cell, peers);
+        let fairest_peer = against.map(|(f, lock, _)| (f, lock));
+        let fair_judged = against.and_then(|(_, _, judged)| judged);
         if let Some(judgement) = fair_judged {
             fair_ledger.add(row.join(", "), judgement);
         }
