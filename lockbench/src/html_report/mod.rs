@@ -57,6 +57,10 @@ pub struct VerdictData {
     pub best_peer: String,
     /// Ours ÷ the best peer, as throughput.
     pub judgement: crate::verdict::Judgement,
+    /// Ours against the fairest peer, as fairness, where both counted per thread
+    /// (files from before lockbench judged fairness here have none).
+    #[serde(default)]
+    pub fairness_judgement: Option<crate::verdict::Judgement>,
 }
 
 /// The machine metadata of a file.

@@ -165,18 +165,23 @@ fn verdicts(html: &mut String, file: &RunFile) {
         html,
         "<h3>klocks::Mutex and klocks::RwLock against the fastest of std, parking_lot and \
          glibc in each cell</h3>\n<table>\n<tr><th>scenario</th><th>lock</th><th>cell</th>\
-         <th>best peer</th><th>ours ÷ best peer, as throughput ({:.0}% interval)</th></tr>\n",
+         <th>best peer</th><th>ours ÷ best peer, as throughput ({:.0}% interval)</th>\
+         <th>ours against the fairest peer, slowest thread ÷ mean</th></tr>\n",
         settings.confidence * 100.0
     );
     for v in &file.verdicts {
+        let fairness = v
+            .fairness_judgement
+            .map_or_else(|| "-".to_owned(), |j| j.worded("fairer", "less fair"));
         let _ = writeln!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&v.scenario),
             escape(verdict::label(&v.lock)),
             escape(&v.row),
             escape(&v.best_peer),
-            escape(&v.judgement.to_string())
+            escape(&v.judgement.to_string()),
+            escape(&fairness)
         );
     }
     let tally = Tally::of(file.verdicts.iter().map(|v| &v.judgement));
@@ -185,6 +190,11 @@ fn verdicts(html: &mut String, file: &RunFile) {
         "</table>\n<p>{}</p>",
         escape(&tally.note(settings)).replace('\n', "<br>")
     );
+    let fair = Tally::of(file.verdicts.iter().filter_map(|v| v.fairness_judgement.as_ref()));
+    if fair.judged() + fair.too_few_runs > 0 {
+        let note = fair.note_worded(settings, ("fairer", "less fair"));
+        let _ = writeln!(html, "<p>fairness {}</p>", escape(&note).replace('\n', "<br>"));
+    }
 }
 
 /// The run's summary table (`cells::summary::table`), with its title and notes.
@@ -338,6 +348,10 @@ mod tests {
             "verdicts": [{
                 "scenario": "loop", "lock": "default", "row": "threads 4",
                 "best_peer": "std", "judgement": judgement,
+            }, {
+                "scenario": "overcommit", "lock": "default", "row": "threads 32",
+                "best_peer": "std", "judgement": judgement,
+                "fairness_judgement": judgement,
             }],
         }))
         .expect("a file with verdicts loads");
@@ -345,7 +359,16 @@ mod tests {
         section(&mut html, &file, &[], "");
         let verdicts = html.find("<td>klocks::Mutex</td><td>threads 4</td><td>std</td>");
         let row = verdicts.unwrap_or_else(|| panic!("{html}"));
-        assert!(html[row..].contains("1.25× slower [1.16–1.33]"), "{html}");
+        assert!(html[row..].contains("1.25× slower [1.16–1.33]</td><td>-</td>"), "{html}");
+        // A verdict on fairness, where the file has one, in the fairness words.
+        assert!(
+            html.contains("1.25× slower [1.16–1.33]</td><td>1.25× less fair [1.16–1.33]</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("fairness verdicts: fairer/less fair"),
+            "{html}"
+        );
         assert!(
             row < html.find("<th>CPU</th>").expect("the machine"),
             "{html}"
