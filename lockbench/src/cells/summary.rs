@@ -217,19 +217,15 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             (true, n) => format!("- ({n} starved)"),
             (false, n) => format!("{} / {} ({n} starved)", fair(|f| f.0), fair(|f| f.1)),
         };
+        // Cells with too few runs for a verdict are counted in the throughput column
+        // already (the same runs).
         let fair_tally = fair_verdicts.tally();
-        let fairness = match (fair_tally.judged(), fair_tally.too_few_runs) {
-            (0, 0) => means,
-            (_, too_few) => {
-                let mut counts = format!(
-                    "{}/{}/{}",
-                    fair_tally.faster, fair_tally.no_clear_difference, fair_tally.slower
-                );
-                if too_few > 0 {
-                    counts += &format!(" ({too_few} too few runs)");
-                }
-                format!("{counts}: {means}")
-            }
+        let fairness = match fair_tally.judged() {
+            0 => means,
+            _ => format!(
+                "{}/{}/{}: {means}",
+                fair_tally.faster, fair_tally.no_clear_difference, fair_tally.slower
+            ),
         };
         table.row(vec![
             scenario.to_owned(),
@@ -387,6 +383,25 @@ mod tests {
         // Judged run by run: less fair at 2 threads (0.80 against 1.00), fairer at 4
         // (0.50 against a starved thread's 0.01); the means leave the starved cell out.
         assert!(line.ends_with("  1/0/1: 0.80 / 1.00 (1 starved)"), "{line}");
+    }
+
+    #[test]
+    fn fairness_without_runs_enough_for_a_verdict_shows_the_means_alone() {
+        let two_runs = |mut cell: Cell| {
+            cell.runs.truncate(2);
+            cell
+        };
+        let cells = [
+            two_runs(cell("default", 2, 100.0, &[40, 60])),
+            two_runs(cell("std", 2, 100.0, &[50, 50])),
+        ];
+        let text = table(&cells).expect("ours ran").to_string();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("mutex-load"))
+            .expect("a mutex-load line");
+        assert!(line.contains("(1 too few runs)"), "{line}");
+        assert!(line.ends_with("  0.80 / 1.00"), "{line}");
     }
 
     #[test]

@@ -190,10 +190,18 @@ fn verdicts(html: &mut String, file: &RunFile) {
         "</table>\n<p>{}</p>",
         escape(&tally.note(settings)).replace('\n', "<br>")
     );
-    let fair = Tally::of(file.verdicts.iter().filter_map(|v| v.fairness_judgement.as_ref()));
+    let fair = Tally::of(
+        file.verdicts
+            .iter()
+            .filter_map(|v| v.fairness_judgement.as_ref()),
+    );
     if fair.judged() + fair.too_few_runs > 0 {
         let note = fair.note_worded(settings, ("fairer", "less fair"));
-        let _ = writeln!(html, "<p>fairness {}</p>", escape(&note).replace('\n', "<br>"));
+        let _ = writeln!(
+            html,
+            "<p>fairness {}</p>",
+            escape(&note).replace('\n', "<br>")
+        );
     }
 }
 
@@ -359,7 +367,10 @@ mod tests {
         section(&mut html, &file, &[], "");
         let verdicts = html.find("<td>klocks::Mutex</td><td>threads 4</td><td>std</td>");
         let row = verdicts.unwrap_or_else(|| panic!("{html}"));
-        assert!(html[row..].contains("1.25× slower [1.16–1.33]</td><td>-</td>"), "{html}");
+        assert!(
+            html[row..].contains("1.25× slower [1.16–1.33]</td><td>-</td>"),
+            "{html}"
+        );
         // A verdict on fairness, where the file has one, in the fairness words.
         assert!(
             html.contains("1.25× slower [1.16–1.33]</td><td>1.25× less fair [1.16–1.33]</td>"),
