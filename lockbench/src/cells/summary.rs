@@ -312,6 +312,13 @@ mod tests {
         Cell::of_runs("mutex-load", lock, threads, None, "ops/s", runs)
     }
 
+    /// The summary's mutex-load line for `cells`.
+    fn mutex_load_line(cells: &[Cell]) -> String {
+        let text = table(cells).expect("ours ran").to_string();
+        let line = text.lines().find(|l| l.starts_with("mutex-load"));
+        line.expect("a mutex-load line").to_owned()
+    }
+
     #[test]
     fn each_of_ours_is_judged_against_the_fastest_peer_of_its_row() {
         let cells = [
@@ -375,11 +382,7 @@ mod tests {
             cell("default", 4, 100.0, &[25, 75, 50, 50]),
             cell("std", 4, 100.0, &[0, 100, 50, 50]),
         ];
-        let text = table(&cells).expect("ours ran").to_string();
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("mutex-load"))
-            .expect("a mutex-load line");
+        let line = mutex_load_line(&cells);
         // Judged run by run: less fair at 2 threads (0.80 against 1.00), fairer at 4
         // (0.50 against a starved thread's 0.01); the means leave the starved cell out.
         assert!(line.ends_with("  1/0/1: 0.80 / 1.00 (1 starved)"), "{line}");
@@ -395,11 +398,7 @@ mod tests {
             two_runs(cell("default", 2, 100.0, &[40, 60])),
             two_runs(cell("std", 2, 100.0, &[50, 50])),
         ];
-        let text = table(&cells).expect("ours ran").to_string();
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("mutex-load"))
-            .expect("a mutex-load line");
+        let line = mutex_load_line(&cells);
         assert!(line.contains("(1 too few runs)"), "{line}");
         assert!(line.ends_with("  0.80 / 1.00"), "{line}");
     }
