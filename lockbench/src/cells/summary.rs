@@ -10,7 +10,7 @@ use crate::harness::versus::{against_best, STARVED};
 use crate::harness::windowed::{against_fairest, fairness};
 use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
 use crate::rwlocks::{RwLockName, RW_ALTERNATIVES, RW_DEFAULT};
-use crate::verdict::{self, Judgement, Ledger, Settings};
+use crate::verdict::{self, Judgement, Ledger, Settings, Tally};
 
 /// One cell of ours against the best peer of its row.
 #[derive(Debug, Clone, Serialize)]
@@ -168,7 +168,7 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
     for (scenario, lock) in groups {
         let mut ledger = Ledger::default();
         let mut fairnesses = Vec::new();
-        let mut fair_verdicts = Ledger::default();
+        let mut fair_verdicts = Vec::new();
         let mut runs: Vec<(&[f64], &[f64])> = Vec::new();
         for v in versus
             .iter()
@@ -177,9 +177,7 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             ledger.add(v.row.clone(), v.judgement);
             all.add(v.row.clone(), v.judgement);
             fairnesses.extend(v.fairness);
-            if let Some(judgement) = v.fairness_judgement {
-                fair_verdicts.add(v.row.clone(), judgement);
-            }
+            fair_verdicts.extend(v.fairness_judgement);
             runs.push((&v.runs.0, &v.runs.1));
         }
         let mean = verdict::geometric_mean_interval(&runs, settings.confidence);
@@ -219,7 +217,7 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
         };
         // Cells with too few runs for a verdict are counted in the throughput column
         // already (the same runs).
-        let fair_tally = fair_verdicts.tally();
+        let fair_tally = Tally::of(&fair_verdicts);
         let fairness = match fair_tally.judged() {
             0 => means,
             _ => format!(
