@@ -9,7 +9,7 @@ use super::figures::{self, Colors, Figure};
 use super::RunFile;
 use crate::cells::Cell;
 use crate::cells::{num, si};
-use crate::verdict::{self, Settings, Tally};
+use crate::verdict::{self, Settings, Tally, FAIRNESS};
 
 /// What was written.
 #[derive(Debug)]
@@ -172,7 +172,7 @@ fn verdicts(html: &mut String, file: &RunFile) {
     for v in &file.verdicts {
         let fairness = v
             .fairness_judgement
-            .map_or_else(|| "-".to_owned(), |j| j.worded("fairer", "less fair"));
+            .map_or_else(|| "-".to_owned(), |j| j.worded(FAIRNESS.0, FAIRNESS.1));
         let _ = writeln!(
             html,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -196,7 +196,7 @@ fn verdicts(html: &mut String, file: &RunFile) {
             .filter_map(|v| v.fairness_judgement.as_ref()),
     );
     if fair.judged() + fair.too_few_runs > 0 {
-        let note = fair.note_worded(settings, ("fairer", "less fair"));
+        let note = fair.note_worded(settings, FAIRNESS);
         let _ = writeln!(
             html,
             "<p>fairness {}</p>",

@@ -405,6 +405,9 @@ pub type Words = (&'static str, &'static str);
 /// The verdicts' words for throughput.
 pub const SPEED: Words = ("faster", "slower");
 
+/// The verdicts' words for fairness (the slowest thread ÷ the mean).
+pub const FAIRNESS: Words = ("fairer", "less fair");
+
 /// How many verdicts of each kind a table holds, and what chance alone could have
 /// done to them.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]

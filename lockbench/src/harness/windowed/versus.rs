@@ -7,13 +7,10 @@
 use super::tables::{against_fairest, fairness, short, show_fairness};
 use crate::cells::{Cell, Table};
 use crate::harness::versus::{against_best, STARVED};
-use crate::verdict::{self, Ledger, Settings};
+use crate::verdict::{self, Ledger, Settings, FAIRNESS};
 
 /// The fairness (slowest thread ÷ mean) below which a cell counts as unfair.
 const UNFAIR_BELOW: f64 = 0.5;
-
-/// The words of a fairness verdict.
-const FAIRNESS: verdict::Words = ("fairer", "less fair");
 
 /// One row: its parameter columns, our cell and the peers' cells that ran.
 pub type VersusRow<'a> = (Vec<String>, &'a Cell, Vec<&'a Cell>);
