@@ -90,6 +90,10 @@ pub struct Run {
     /// From the stop flag to the last thread returning (overcommit only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drain: Option<Drain>,
+    /// From the clock's start to the last thread passing the start gate (windowed
+    /// scenarios only): that thread's operations are low by this share of the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_start_ms: Option<f64>,
     /// Reader-writer runs only: the readers' and the writers' shares.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rw: Option<RwRun>,
@@ -127,6 +131,7 @@ impl Run {
             finished: true,
             per_thread: None,
             drain: None,
+            last_start_ms: None,
             rw: None,
         }
     }

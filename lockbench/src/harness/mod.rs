@@ -15,11 +15,10 @@ pub mod windowed;
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::sync::atomic::{
-    AtomicBool,
+    AtomicBool, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
 };
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -221,24 +220,58 @@ impl Stop {
 /// of microseconds apart, enough for a short run to finish before the next thread
 /// starts). They yield while they spin so that, with more threads than CPUs, the
 /// thread that opens the gate and the other waiters still get to run.
-struct Gate(CachePadded<AtomicBool>);
+///
+/// The opener waits until every worker has arrived before it starts the clock and
+/// opens. Arrival is a count, not a blocking barrier: `std::sync::Barrier` lets its
+/// waiters out one at a time through its mutex, each needing a CPU in turn, and with
+/// 256 threads on 2 CPUs, the first ones already running the measured loop, half the
+/// workers passed the gate a quarter of a second after the clock started and some
+/// a whole second later; a window counted their absence as the lock's unfairness.
+struct Gate {
+    arrived: CachePadded<AtomicUsize>,
+    open: CachePadded<AtomicBool>,
+}
 
 impl Gate {
     fn new() -> Self {
-        Self(CachePadded::new(AtomicBool::new(false)))
+        Self {
+            arrived: CachePadded::new(AtomicUsize::new(0)),
+            open: CachePadded::new(AtomicBool::new(false)),
+        }
     }
 
-    fn wait(&self) {
+    /// Counts this worker in and waits for the gate to open.
+    fn arrive_and_wait(&self) {
+        // Release: pairs with the Acquire in `await_arrivals`, so that the opener,
+        // and through its Release in `open` every worker, sees what this worker did
+        // before arriving (its `prepare` outcome).
+        self.arrived.fetch_add(1, Release);
         // Acquire: pairs with the Release in `open`, so the worker's run happens after
         // everything the opener did first, reading the start time included.
-        while !self.0.load(Acquire) {
+        while !self.open.load(Acquire) {
             thread::yield_now();
         }
     }
 
+    /// Returns `true` once `workers` workers have arrived, `false` as soon as
+    /// `any_gone` says a worker ended without arriving (it panicked). It sleeps
+    /// between looks: the workers it waits for need the CPUs.
+    fn await_arrivals(&self, workers: usize, any_gone: impl Fn() -> bool) -> bool {
+        // Acquire: pairs with the Release of every worker's arrival (the count's
+        // read-modify-writes form one release sequence).
+        while self.arrived.load(Acquire) < workers {
+            if any_gone() {
+                return false;
+            }
+            thread::sleep(Duration::from_micros(50));
+        }
+        true
+    }
+
     fn open(&self) {
-        // Release: pairs with the Acquire in `wait`; the clock was read before this.
-        self.0.store(true, Release);
+        // Release: pairs with the Acquire in `arrive_and_wait`; the clock was read
+        // before this.
+        self.open.store(true, Release);
     }
 }
 
@@ -251,6 +284,10 @@ pub struct Race<T> {
     /// From opening the gate to requesting the stop; `None` if every worker returned
     /// before `limit`.
     pub stopped: Option<Duration>,
+    /// From opening the gate to the last worker passing it. With more threads than
+    /// CPUs a worker passes when the scheduler next runs it; its operations in a
+    /// window are low by the time it missed.
+    pub last_start: Duration,
 }
 
 /// Runs `threads` workers `work(id, stop)` from one start gate. The clock starts just
@@ -288,31 +325,24 @@ pub fn race_prepared<T: Send, E: Send>(
     started: impl FnOnce(),
     work: impl Fn(usize, &Stop) -> T + Sync,
 ) -> Result<Race<T>, E> {
-    let (ready, gate, stop) = (Barrier::new(threads + 1), Gate::new(), Stop::new());
+    let (gate, stop) = (Gate::new(), Stop::new());
     let unprepared = AtomicBool::new(false);
     let (done_tx, done_rx) = mpsc::channel::<()>();
     thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|id| {
-                let (done, ready, gate, stop, unprepared, prepare, work) = (
-                    done_tx.clone(),
-                    &ready,
-                    &gate,
-                    &stop,
-                    &unprepared,
-                    &prepare,
-                    &work,
-                );
+                let (done, gate, stop, unprepared, prepare, work) =
+                    (done_tx.clone(), &gate, &stop, &unprepared, &prepare, &work);
                 scope.spawn(move || {
                     let prepared = prepare(id);
                     if prepared.is_err() {
-                        // Relaxed: the `ready` barrier orders this store before every
-                        // worker's load below.
+                        // Relaxed: the gate's arrival count and opening order this store
+                        // before every worker's load below.
                         unprepared.store(true, Relaxed);
                     }
-                    ready.wait();
-                    gate.wait();
-                    // Relaxed: ordered by the `ready` barrier (see above).
+                    gate.arrive_and_wait();
+                    let passed = Instant::now();
+                    // Relaxed: ordered by the gate (see above).
                     let result = match unprepared.load(Relaxed) {
                         false => Some(work(id, stop)),
                         true => None,
@@ -320,28 +350,35 @@ pub fn race_prepared<T: Send, E: Send>(
                     let finished = Instant::now();
                     // The receiver outlives the workers; a send cannot fail.
                     let _ = done.send(());
-                    (prepared.map(|()| result), finished)
+                    (prepared.map(|()| result), passed, finished)
                 })
             })
             .collect();
         drop(done_tx);
-        ready.wait();
+        if !gate.await_arrivals(threads, || workers.iter().any(|w| w.is_finished())) {
+            // A worker panicked before the gate: release the others without work, so
+            // that joining them passes the panic on instead of waiting forever.
+            // Relaxed: ordered by the gate's opening, as a `prepare` failure is.
+            unprepared.store(true, Relaxed);
+        }
         let start = Instant::now();
         started();
         gate.open();
         let stopped = await_workers(&done_rx, threads, start + limit, &stop);
         let mut results = Vec::with_capacity(threads);
-        let mut last = start;
+        let (mut last, mut last_start) = (start, start);
         for worker in workers {
-            let (result, finished) = join(worker);
+            let (result, passed, finished) = join(worker);
             // `None` only when another worker's `prepare` failed: its `Err` follows.
             results.extend(result?);
             last = last.max(finished);
+            last_start = last_start.max(passed);
         }
         Ok(Race {
             results,
             wall: last.saturating_duration_since(start),
             stopped: stopped.map(|at| at.saturating_duration_since(start)),
+            last_start: last_start.saturating_duration_since(start),
         })
     })
 }
@@ -405,6 +442,16 @@ mod tests {
         assert!(race
             .stopped
             .is_some_and(|at| at >= Duration::from_millis(20)));
+    }
+
+    #[test]
+    #[should_panic(expected = "worker 1 cannot prepare")]
+    fn a_worker_that_panics_before_the_gate_fails_the_race_instead_of_hanging_it() {
+        let prepare = |id: usize| -> Result<(), ()> {
+            assert!(id != 1, "worker {id} cannot prepare");
+            Ok(())
+        };
+        let _ = race_prepared(3, Duration::from_secs(60), prepare, || {}, |_, _| ());
     }
 
     #[test]

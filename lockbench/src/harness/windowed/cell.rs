@@ -135,6 +135,7 @@ impl Measured {
             late: race.results.iter().map(Tallied::late).sum(),
             window_ns: nanos(window),
             drain_ns: nanos(race.wall.saturating_sub(window)),
+            last_start_ns: nanos(race.last_start),
             rw: None,
             stats: None,
         }

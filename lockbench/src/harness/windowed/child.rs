@@ -39,6 +39,9 @@ pub(super) struct Measured {
     pub(super) window_ns: u64,
     /// From raising the stop flag to the last thread returning.
     pub(super) drain_ns: u64,
+    /// From opening the gate to the last thread passing it.
+    #[serde(default)]
+    pub(super) last_start_ns: u64,
     /// A reader-writer lock's cell: the data's counters and the roles' counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) rw: Option<RwCounts>,

@@ -233,6 +233,7 @@ fn run_once<L: CellLock>(
             ms: measured.drain_ns as f64 / 1e6,
             operations: measured.late,
         }),
+        last_start_ms: Some(measured.last_start_ns as f64 / 1e6),
         rw,
     };
     Ok(Some((run, measured.stats)))

@@ -254,5 +254,74 @@ fn footnotes<L: CellLock>(table: &mut Table, cells: &[Cell], plan: &Plan<L>) {
             TRUSTED_WINDOW.as_secs()
         ));
     }
+    if let Some(note) = late_start_note(cells, plan.window) {
+        table.note(note);
+    }
     watch::explain_marks(table, cells);
+}
+
+/// A run's last thread may pass the start gate this share of the window late before
+/// a note says so.
+const LATE_START_SHARE: f64 = 0.05;
+
+/// The note for runs whose last thread passed the start gate more than
+/// [`LATE_START_SHARE`] of the window after the clock started: its share of the
+/// operations, and the run's fairness, are low by about that much.
+fn late_start_note(cells: &[Cell], window: std::time::Duration) -> Option<String> {
+    let bound_ms = window.as_secs_f64() * 1e3 * LATE_START_SHARE;
+    let starts = cells.iter().flat_map(|cell| &cell.runs);
+    let late: Vec<f64> = starts
+        .filter_map(|run| run.last_start_ms)
+        .filter(|&ms| ms > bound_ms)
+        .collect();
+    let latest = late.iter().copied().reduce(f64::max)?;
+    Some(format!(
+        "late start: in {} run(s) a thread passed the start gate more than {:.0}% of \
+         the window after the clock started (the latest {latest:.0} ms late; with more \
+         threads than CPUs a thread starts when the scheduler first runs it): that \
+         thread's operations, and the run's f, are low by up to that share",
+        late.len(),
+        LATE_START_SHARE * 100.0
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn cell_starting(last_starts_ms: &[f64]) -> Cell {
+        let runs = last_starts_ms
+            .iter()
+            .map(|&ms| Run {
+                last_start_ms: Some(ms),
+                ..Run::timed(1.0, Duration::from_secs(1), 1)
+            })
+            .collect();
+        Cell::of_runs("mutex-load", "default", 256, None, "ops/s", runs)
+    }
+
+    #[test]
+    fn runs_whose_last_thread_started_late_are_named_in_a_note() {
+        let window = Duration::from_secs(1);
+        let prompt = [cell_starting(&[2.0, 19.0, 50.0])];
+        assert_eq!(late_start_note(&prompt, window), None, "5% of 1 s is 50 ms");
+        let late = [cell_starting(&[2.0, 51.0]), cell_starting(&[900.0, 3.0])];
+        let note = late_start_note(&late, window).expect("two runs started late");
+        assert!(note.starts_with("late start: in 2 run(s)"), "{note}");
+        assert!(note.contains("the latest 900 ms late"), "{note}");
+    }
+
+    #[test]
+    fn runs_that_do_not_time_their_start_need_no_note() {
+        let untimed = Cell::of_runs(
+            "mutex-load",
+            "default",
+            2,
+            None,
+            "ops/s",
+            vec![Run::timed(1.0, Duration::from_secs(1), 1)],
+        );
+        assert_eq!(late_start_note(&[untimed], Duration::from_millis(1)), None);
+    }
 }

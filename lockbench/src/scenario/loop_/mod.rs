@@ -124,6 +124,7 @@ impl LockVisitor for Measure<'_> {
             finished: completed == target,
             per_thread: None,
             drain: None,
+            last_start_ms: None,
             rw: None,
         })
     }

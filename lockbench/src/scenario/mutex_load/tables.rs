@@ -293,6 +293,7 @@ mod tests {
                 finished: true,
                 per_thread: PerThread::of(per_thread),
                 drain: None,
+                last_start_ms: None,
                 rw: None,
             }],
         }

@@ -331,6 +331,7 @@ mod tests {
                 finished: true,
                 per_thread: None,
                 drain: None,
+                last_start_ms: None,
                 rw: Some(RwRun {
                     reads,
                     writes,

@@ -327,6 +327,7 @@ mod tests {
                 finished: true,
                 per_thread: PerThread::of(&[half, half]),
                 drain: None,
+                last_start_ms: None,
                 rw: Some(RwRun {
                     reads: half,
                     writes: half,
