@@ -223,10 +223,11 @@ impl Stop {
 ///
 /// The opener waits until every worker has arrived before it starts the clock and
 /// opens. Arrival is a count, not a blocking barrier: `std::sync::Barrier` lets its
-/// waiters out one at a time through its mutex, each needing a CPU in turn, and with
-/// 256 threads on 2 CPUs, the first ones already running the measured loop, half the
-/// workers passed the gate a quarter of a second after the clock started and some
-/// a whole second later; a window counted their absence as the lock's unfairness.
+/// waiters out one at a time through its mutex, each needing a CPU in turn. With 256
+/// threads on 2 CPUs, the first ones already running the measured loop, half the
+/// workers of one run passed the gate 270 ms after the clock started and the last a
+/// second after it, and a 1 s window counted their absence as the lock's unfairness
+/// (`docs/results/start-gate-2026-11-28.txt`).
 struct Gate {
     arrived: CachePadded<AtomicUsize>,
     open: CachePadded<AtomicBool>,
