@@ -28,7 +28,6 @@ use std::ffi::c_int;
 use std::mem::{align_of, size_of};
 use std::ptr;
 
-use klocks_core::owner::current_tid;
 use klocks_core::{RawRwLock, TooManyReaders};
 use libc::{timespec, CLOCK_REALTIME, EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
 
@@ -95,7 +94,7 @@ unsafe fn with_lock(r: *mut klocks_rwlock_t, op: impl FnOnce(&RawRwLock) -> c_in
 
 /// Whether the calling thread holds `lock`'s write lock (exact: module doc).
 fn writing(lock: &RawRwLock) -> bool {
-    lock.exclusive_owner() == Some(current_tid())
+    lock.write_locked_by_current_thread()
 }
 
 /// Initialises `*r` as an unlocked rwlock. See `include/klocks.h`.

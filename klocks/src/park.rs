@@ -52,18 +52,18 @@ mod futex {
 
     /// Sleeps while `*word == expected`, as a sleeper of class `bits`, until woken by
     /// a wake of a matching class, until `deadline` (absolute, `CLOCK_MONOTONIC`), or
-    /// spuriously.
+    /// spuriously. Whether it returned because the deadline passed.
     pub(crate) fn wait_bits(
         word: &AtomicU32,
         expected: u32,
         bits: u32,
         deadline: Option<&libc::timespec>,
-    ) {
+    ) -> bool {
         let deadline = deadline.map_or(std::ptr::null(), |t| t as *const libc::timespec);
         // SAFETY: as in `wait`; `deadline` is null or a timespec that outlives the call
         // (FUTEX_WAIT_BITSET takes an absolute time on CLOCK_MONOTONIC). The unused
         // fifth argument is null. Errors are spurious returns.
-        unsafe {
+        let ret = unsafe {
             libc::syscall(
                 libc::SYS_futex,
                 word.as_ptr(),
@@ -72,8 +72,10 @@ mod futex {
                 deadline,
                 std::ptr::null::<u32>(),
                 bits,
-            );
-        }
+            )
+        };
+        // SAFETY: errno is this thread's; read right after the call that set it.
+        ret == -1 && unsafe { *libc::__errno_location() } == libc::ETIMEDOUT
     }
 
     /// Wakes up to `count` sleepers of a class in `bits` on the word at `word`, which
@@ -181,19 +183,19 @@ mod futex {
         wait_bits(word, expected, u32::MAX, None);
     }
 
-    /// A sleeper of class `bits`; no timeout in a model.
+    /// A sleeper of class `bits`; no timeout in a model (it never times out).
     pub(crate) fn wait_bits(
         word: &AtomicU32,
         expected: u32,
         bits: u32,
         _deadline: Option<&libc::timespec>,
-    ) {
+    ) -> bool {
         let (table, wakeup) = &*TABLE;
         let mut t = table.lock().unwrap();
         // Relaxed: the table lock orders this read after any store that preceded a
         // wake which took the lock first, as the kernel's bucket lock does.
         if word.load(Relaxed) != expected {
-            return;
+            return false;
         }
         let id = t.next_id;
         t.next_id += 1;
@@ -208,7 +210,7 @@ mod futex {
             let me = t.sleepers.iter().position(|s| s.id == id).unwrap();
             if t.sleepers[me].woken {
                 t.sleepers.remove(me);
-                return;
+                return false;
             }
         }
     }
@@ -316,6 +318,18 @@ pub(crate) fn wait_as(word: &AtomicU32, expected: u32, bits: u32, deadline: Opti
     futex::wait_bits(word, expected, bits, deadline.as_ref().map(|d| &d.0));
 }
 
+/// [`wait_as`] until `deadline`; whether it returned because the deadline passed
+/// (not woken, not spurious). Under loom it never times out.
+#[inline]
+pub(crate) fn wait_as_until(
+    word: &AtomicU32,
+    expected: u32,
+    bits: u32,
+    deadline: Deadline,
+) -> bool {
+    futex::wait_bits(word, expected, bits, Some(&deadline.0))
+}
+
 /// Wakes the first thread sleeping on the word at `word` whose class intersects
 /// `bits`, if any; the word may be gone, as for [`wake_one_at`]. How many it woke.
 #[inline]
@@ -336,6 +350,25 @@ pub(crate) fn wake_all_of_at(word: *const AtomicU32, bits: u32) -> u32 {
 pub(crate) struct Deadline(libc::timespec);
 
 impl Deadline {
+    /// `after` from now on `CLOCK_MONOTONIC`: one clock read.
+    // Ticked sleeps (`crate::wait`) do not sleep under loom.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn after(after: std::time::Duration) -> Self {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: writes the current time into `now`; CLOCK_MONOTONIC always exists.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+        let nanos = now.tv_nsec as u64 + u64::from(after.subsec_nanos());
+        Self(libc::timespec {
+            tv_sec: now.tv_sec
+                + after.as_secs() as libc::time_t
+                + (nanos / 1_000_000_000) as libc::time_t,
+            tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
+        })
+    }
+
     /// The moment `at`: `now` on `CLOCK_MONOTONIC` plus what is left until `at`.
     // Deadlines come from timed waits, which loom models do not make.
     #[cfg_attr(loom, allow(dead_code))]

@@ -1,6 +1,7 @@
 //! What the sleeping locks share about waiting: how long a waiter waits
-//! ([`Patience`]), the microsecond clock their turns and handoff claims are timed by,
-//! and the count of wakes an unlock leaves to a spinner. Their turns are
+//! ([`Patience`]), the bounded sleep that keeps a wait from resting on a delegate
+//! ([`Patience::sleep`]), the microsecond clock their turns and handoff claims are
+//! timed by, and the count of wakes an unlock leaves to a spinner. Their turns are
 //! [`turn`](crate::turn)'s; their spin on the owner is
 //! [`spin_on_owner`](crate::spin_on_owner)'s.
 //!
@@ -12,7 +13,32 @@
 //! construction.
 
 use crate::park;
+use crate::sync::AtomicU32;
 use std::cell::Cell;
+
+/// The first bound of one sleep on a lock (µs): the liveness tick.
+///
+/// # Why every sleep is bounded
+///
+/// A sleeping lock's unlock may leave its sleepers' wake to a *delegate*: a spinner
+/// that will take the lock and pass the wake on, a claimant the lock is reserved for,
+/// a writer the unlock left `WRITERS_WAITING` for, the unlocker itself after its
+/// release. Each is a promise about another thread's future, and that thread may not
+/// keep it for as long as it likes: a signal handler on it may block (in `read(2)` on
+/// a pipe that a sleeper of this very lock would write to), it may `siglongjmp` out of
+/// the lock call, be stopped, or be preempted for good. So no sleeper sleeps on such a
+/// promise unbounded: each sleep ends after a tick at the latest, and a sleeper whose
+/// tick passed without a wake (`ticked`) looks at the lock again and takes what the
+/// delegate left: a free word, whatever spinner flag it shows, and a reservation
+/// older than its expiry. A wait whose sleeps keep ticking doubles its tick, up to
+/// [`MAX_TICK_US`], so a lock held for long costs its sleepers a wake per tick that
+/// halves its rate each time: a frozen delegate delays a waiter by at most about the
+/// time it had already waited, or `MAX_TICK_US`. The tick costs nothing where the
+/// lock moves: a sleeper woken in time never sees it.
+pub(crate) const TICK_US: u32 = 2_000;
+
+/// The longest tick (µs).
+pub(crate) const MAX_TICK_US: u32 = 128_000;
 
 /// Every this many unlocks of a thread that leave sleepers to a spinner, one wakes a
 /// sleeper anyway, so that sleepers rejoin the running threads and can claim.
@@ -23,6 +49,19 @@ const FAIR_SKIPS: u32 = 256;
 std::thread_local! {
     /// Unlocks of this thread that left sleepers to a spinner (mod `FAIR_SKIPS`).
     static SKIPPED_WAKES: Cell<u32> = const { Cell::new(0) };
+    /// This thread's current tick, as a shift of [`TICK_US`]: doubled by each sleep
+    /// that ticked, back to the first by one that was woken. Shared by nested waits
+    /// (a signal handler's): each only shortens or lengthens the other's next tick.
+    static TICK_SHIFT: Cell<u32> = const { Cell::new(0) };
+}
+#[cfg(loom)]
+std::thread_local! {
+    /// Whether a bounded sleep ticks under loom: then it does not sleep at all but
+    /// returns at once as if its tick had passed (time is not modelled), so that a
+    /// model whose delegate never acts explores the sleepers that take over from it.
+    /// Off by default: the other models explore the sleeps that wakes end. A std
+    /// thread-local: loom runs a model's threads on the thread that called `check`.
+    pub(crate) static TICKS_IN_MODELS: Cell<bool> = const { Cell::new(false) };
 }
 #[cfg(loom)]
 loom::thread_local! {
@@ -40,20 +79,53 @@ pub(crate) enum Patience {
 }
 
 impl Patience {
-    pub(crate) fn deadline(self) -> Option<park::Deadline> {
-        match self {
-            Patience::Forever => None,
-            #[cfg(not(loom))]
-            Patience::Until(at) => Some(park::Deadline::at(at)),
-        }
-    }
-
     pub(crate) fn expired(self) -> bool {
         match self {
             Patience::Forever => false,
             #[cfg(not(loom))]
             Patience::Until(at) => std::time::Instant::now() >= at,
         }
+    }
+
+    /// Sleeps on `word` while it holds `expected`, as a sleeper of class `bits`
+    /// ([`park::wait_as`]), until woken, until the deadline, or until the liveness
+    /// tick passes (the module doc, [`TICK_US`]). Whether the tick passed: the sleeper
+    /// was not woken, and a delegate it may have slept behind has had a tick to act.
+    #[cfg(not(loom))]
+    pub(crate) fn sleep(self, word: &AtomicU32, expected: u32, bits: u32) -> bool {
+        let shift = TICK_SHIFT.with(Cell::get);
+        let tick = std::time::Duration::from_micros(u64::from(TICK_US << shift));
+        let (deadline, by_tick) = match self {
+            Patience::Forever => (park::Deadline::after(tick), true),
+            Patience::Until(at) => {
+                let left = at.saturating_duration_since(std::time::Instant::now());
+                if left <= tick {
+                    (park::Deadline::at(at), false)
+                } else {
+                    (park::Deadline::after(tick), true)
+                }
+            }
+        };
+        let ticked = park::wait_as_until(word, expected, bits, deadline) && by_tick;
+        let next = if ticked {
+            (shift + 1).min((MAX_TICK_US / TICK_US).ilog2())
+        } else {
+            0
+        };
+        TICK_SHIFT.with(|s| s.set(next));
+        ticked
+    }
+
+    /// Under loom: a plain sleep, or, in the models that turn ticks on
+    /// ([`TICKS_IN_MODELS`]), no sleep and a passed tick.
+    #[cfg(loom)]
+    pub(crate) fn sleep(self, word: &AtomicU32, expected: u32, bits: u32) -> bool {
+        if TICKS_IN_MODELS.with(Cell::get) {
+            crate::sync::yield_now();
+            return true;
+        }
+        park::wait_as(word, expected, bits, None);
+        false
     }
 
     /// Sleeps `at_most`, or until the deadline if it comes first: the wait of a

@@ -206,6 +206,14 @@ pub const FAIR_WAIT_US: u32 = 1_000;
 // Used by the native clock only (time is not modelled under loom).
 #[cfg_attr(loom, allow(dead_code))]
 pub const RUNNING_INTERVAL_US: u32 = 250;
+/// How long a reservation for a handoff claimant lasts (µs), counted from the unlock
+/// that reserved the lock: after that a waiter whose sleep ticked (`crate::wait`) may
+/// take the reserved lock, so a claimant that cannot run (a signal handler on its
+/// thread blocks, it longjmped away, it is stopped) holds nobody up for longer. A
+/// claimant that runs takes it within a scheduling delay.
+// Used by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
+pub const RESERVATION_EXPIRY_US: u32 = 2_000;
 /// The least time between two handoff claims on one mutex (µs), for a waiter that
 /// claims after a sleep.
 // Used by the native clock only (time is not modelled under loom).
@@ -320,7 +328,7 @@ impl RawMutex {
     #[inline]
     pub fn try_lock(&self) -> bool {
         let me = owner::current_tid();
-        self.take_free(me) || self.try_acquire(me, false)
+        self.take_free(me) || self.try_acquire(me, false, false)
     }
 
     /// Takes a free word with nobody waiting, for the thread whose
@@ -433,7 +441,11 @@ impl RawMutex {
         let mut skip_wake = None;
         loop {
             let (new, wake) = if val & HANDOFF != 0 {
-                // Reserved for the claimant, which takes it with WAITERS kept.
+                // Reserved for the claimant, which takes it with WAITERS kept. The
+                // reservation's time, for its expiry: written while we still hold
+                // the lock (nothing of the mutex is touched after the release).
+                // Relaxed: a hint; waiters read it only after a liveness tick.
+                self.claimed_at.store(now_us(), Relaxed);
                 (val & !OWNER_MASK, Some(CLAIMANT))
             } else {
                 match val & (SPINNING | WAITERS) {

@@ -119,6 +119,7 @@ use crate::park;
 use crate::role::Role;
 use crate::stats::{self, Event, Lock};
 use crate::sync::{AtomicU32, Ordering::*};
+use crate::wait::Patience;
 
 /// Whose counters the `stats` feature bumps.
 const STATS: Lock = Lock::Mutex(MutexKind::SpinFutex);
@@ -237,7 +238,7 @@ impl SpinFutexMutex {
     /// Takes the mutex if nobody holds it (even if others wait: barging).
     #[inline]
     pub fn try_lock(&self) -> bool {
-        self.try_acquire(owner::current_tid(), false)
+        self.try_acquire(owner::current_tid(), false, false)
     }
 
     /// Releases the mutex, waking one sleeper if there may be any and nobody spins.
@@ -342,8 +343,10 @@ impl SpinFutexMutex {
         stats::count(STATS, Event::LockSlowpath);
         let mut slept = false;
         let mut yields = 0;
+        // Whether our last sleep ended by its liveness tick (`crate::wait`).
+        let mut ticked = false;
         loop {
-            if self.try_acquire(me, slept) || self.spin(me, slept) {
+            if self.try_acquire(me, slept, std::mem::take(&mut ticked)) || self.spin(me, slept) {
                 return;
             }
             if yields < YIELDS_BEFORE_SLEEP {
@@ -352,18 +355,22 @@ impl SpinFutexMutex {
                 crate::sync::yield_now();
                 continue;
             }
-            self.sleep();
+            ticked = self.sleep();
             slept = true;
             yields = 0;
         }
     }
 
-    /// Barge: `(0,s,w) -> (me,s,w|slept)` while nobody holds the lock.
-    fn try_acquire(&self, me: u32, slept: bool) -> bool {
+    /// Barge: `(0,s,w) -> (me,s,w|slept)` while nobody holds the lock. After a sleep
+    /// that `ticked` (no wake within the liveness tick, `crate::wait`) the spinner
+    /// the word names may not be spinning: the take drops its flag, `(0,1,w) ->
+    /// (me,0,w|slept)` (a spinner that still spins sets it again at its next look).
+    fn try_acquire(&self, me: u32, slept: bool, ticked: bool) -> bool {
         // Relaxed: picks the transition; the cmpxchg that acts on it is the Acquire.
         let mut val = self.word.load(Relaxed);
         while owner_of(val) == 0 {
-            let new = (val & SPINNING) | waiters_after(val, slept) | me;
+            let spinning = if ticked { 0 } else { val & SPINNING };
+            let new = spinning | waiters_after(val, slept) | me;
             // Acquire: pairs with the Release in `unlock`.
             match self.word.compare_exchange(val, new, Acquire, Relaxed) {
                 Ok(_) => return true,
@@ -374,12 +381,13 @@ impl SpinFutexMutex {
     }
 
     /// Sleep on a held lock: `(o,s,*) -> (o,s,1)`, then `futex_wait` on exactly that
-    /// value. Returns when woken, or at once if the lock came free or the word changed.
+    /// value. Returns when woken, at the liveness tick (then `true`), or at once if the
+    /// lock came free or the word changed.
     ///
     /// A signal handler whose thread is this mutex's spinner first clears the flag,
     /// `(o,1,*) -> (o,0,*)`: the unlock would otherwise leave the wake to the spinner,
     /// which cannot run until the handler returns.
-    fn sleep(&self) {
+    fn sleep(&self) -> bool {
         if Role::Spinner.held_on(self.address()) {
             // Relaxed: as every change of the flag; the unlock reads it through its
             // RMW on this same word.
@@ -401,9 +409,14 @@ impl SpinFutexMutex {
                 val |= WAITERS;
             }
             stats::count(STATS, Event::Sleep);
-            park::wait(&self.word, val);
-            return;
+            // Bounded: an unlock that found SPINNING left our wake to the spinner.
+            let ticked = Patience::Forever.sleep(&self.word, val, u32::MAX);
+            if ticked {
+                stats::count(STATS, Event::Tick);
+            }
+            return ticked;
         }
+        false
     }
 }
 

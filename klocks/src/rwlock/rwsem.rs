@@ -453,6 +453,13 @@ impl<P: ReaderSpin> RwSem<P> {
         (count & WRITER_LOCKED != 0 && owner & READER_OWNED == 0 && tid != 0).then_some(tid)
     }
 
+    /// Whether the calling thread holds the write lock (exact: see
+    /// [`exclusive_owner`](Self::exclusive_owner)). The same question as
+    /// [`RawRwLock::write_locked_by_current_thread`](crate::RawRwLock::write_locked_by_current_thread).
+    pub fn write_locked_by_current_thread(&self) -> bool {
+        self.exclusive_owner() == Some(crate::owner::current_tid())
+    }
+
     fn addr(&self) -> usize {
         self as *const Self as usize
     }

@@ -135,7 +135,7 @@ impl RwLock {
 
     /// Whether the caller holds the write lock.
     pub(super) fn writing(&self, policy: RwLockKind) -> bool {
-        with_sem!(self, policy, sem => sem.exclusive_owner() == Some(current_tid()))
+        with_sem!(self, policy, sem => sem.write_locked_by_current_thread())
     }
 }
 

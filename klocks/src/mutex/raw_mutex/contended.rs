@@ -22,16 +22,20 @@ impl RawMutex {
         // still taken: the start of a wait that only a handoff ends for certain.
         let mut kept_out_since = None;
         let mut yields = 0;
+        // Whether our last sleep ended by its liveness tick, not a wake: then a
+        // delegate may not be acting (`crate::wait`), and `try_acquire` takes what it
+        // left.
+        let mut ticked = false;
         // Relaxed: picks the path; `sleep` reads the word again.
         if owner_of(self.word.load(Relaxed)) != 0 && Turn::Mutex.is_over() {
             stats::count(STATS, Event::TurnOver);
-            self.sleep(patience);
+            ticked = self.sleep(patience);
             slept_since = Some(now_us());
             Turn::Mutex.begin();
         }
         loop {
             let slept = slept_since.is_some();
-            let spun = if self.try_acquire(me, slept) {
+            let spun = if self.try_acquire(me, slept, std::mem::take(&mut ticked)) {
                 Spin::Took
             } else {
                 self.spin(me, slept, patience)
@@ -73,7 +77,7 @@ impl RawMutex {
                     continue;
                 }
             }
-            self.sleep(patience);
+            ticked = self.sleep(patience);
             slept_since.get_or_insert_with(now_us);
             Turn::Mutex.begin();
             yields = 0;
@@ -96,7 +100,7 @@ impl RawMutex {
             return None;
         }
         // A signal handler that claims keeps the claim of the code it interrupted.
-        let outer = Role::Claimant.lock();
+        let outer = Role::Claimant.mark();
         if !self.claim(claim, outer) {
             return None;
         }
@@ -113,22 +117,37 @@ impl RawMutex {
     /// Barge: `(0,s,w,0) -> (me,s,w|slept,0)` while the lock is free and not reserved
     /// (or reserved for a claim this thread made: a signal handler that interrupted
     /// the claimant takes the lock and consumes the claim).
-    pub(super) fn try_acquire(&self, me: u32, slept: bool) -> bool {
+    ///
+    /// After a sleep that `ticked` (a liveness tick passed without a wake), the
+    /// delegates this lock's word names may not be acting (`crate::wait`): the take
+    /// drops a spinner's flag, `(0,1,w,0) -> (me,0,1,0)` (a spinner that still spins
+    /// sets it again at its next look), and breaks a reservation older than
+    /// [`RESERVATION_EXPIRY_US`], `(0,s,w,1) -> (me,s,1,0)`, whose claimant then finds
+    /// its claim consumed and waits again.
+    pub(super) fn try_acquire(&self, me: u32, slept: bool, ticked: bool) -> bool {
         // Relaxed: picks the transition; the cmpxchg that acts on it is the Acquire.
         let mut val = self.word.load(Relaxed);
         while owner_of(val) == 0 {
-            let mine = val & HANDOFF != 0 && self.claimed_by_this_thread();
-            if val & HANDOFF != 0 && !mine {
+            let reserved = val & HANDOFF != 0;
+            let mine = reserved && self.claimed_by_this_thread();
+            let broken = reserved && !mine && ticked && self.reservation_expired();
+            if reserved && !mine && !broken {
                 return false;
             }
-            let new = (val & SPINNING) | waiters_after(val, slept || mine) | me;
+            let spinning = if ticked { 0 } else { val & SPINNING };
+            // A broken reservation's claimant may sleep: it is a sleeper too, and
+            // WAITERS keeps its wake owed.
+            let new = spinning | waiters_after(val, slept || mine || broken) | me;
             // Acquire: pairs with the Release in `unlock`.
             match self.word.compare_exchange(val, new, Acquire, Relaxed) {
                 Ok(_) => {
                     if mine {
                         // Consumed: the interrupted claimant will see that it is not
                         // its claim any more.
-                        Role::Claimant.restore(0);
+                        Role::Claimant.forget(self.address());
+                    }
+                    if broken {
+                        stats::count(STATS, Event::ReservationBroken);
                     }
                     return true;
                 }
@@ -233,13 +252,14 @@ impl RawMutex {
     }
 
     /// Sleep on a held or reserved lock: `(o,s,*,h) -> (o,s,1,h)`, then sleep as a
-    /// `SLEEPER` on exactly that value. Returns when woken, at the deadline, or at
-    /// once if the lock came free or the word changed.
+    /// `SLEEPER` on exactly that value. Returns when woken, at the deadline, at the
+    /// liveness tick (then `true`: [`try_acquire`](Self::try_acquire) takes what a
+    /// delegate left), or at once if the lock came free or the word changed.
     ///
     /// A signal handler whose thread is this mutex's spinner first clears the flag,
     /// `(o,1,*,h) -> (o,0,*,h)`: the unlock would otherwise leave the wake to the
     /// spinner, which cannot run until the handler returns.
-    fn sleep(&self, patience: Patience) {
+    fn sleep(&self, patience: Patience) -> bool {
         if Role::Spinner.held_on(self.address()) {
             // Relaxed: as every change of the flag; the unlock reads it through its
             // RMW on this same word.
@@ -271,9 +291,13 @@ impl RawMutex {
                 SLEEPER
             };
             stats::count(STATS, Event::Sleep);
-            park::wait_as(&self.word, val, class, patience.deadline());
-            return;
+            let ticked = patience.sleep(&self.word, val, class);
+            if ticked {
+                stats::count(STATS, Event::Tick);
+            }
+            return ticked;
         }
+        false
     }
 
     /// A timed waiter whose deadline passed: take the lock if it is free, else leave
@@ -281,7 +305,7 @@ impl RawMutex {
     /// next sleeper). Whether it took the lock.
     pub(super) fn give_up(&self, me: u32, slept: bool) -> bool {
         loop {
-            if self.try_acquire(me, slept) {
+            if self.try_acquire(me, slept, false) {
                 return true;
             }
             if !slept {

@@ -8,6 +8,7 @@
 //! is served ("Signals").
 
 use super::*;
+use crate::role::Mark;
 
 #[cfg(loom)]
 std::thread_local! {
@@ -78,7 +79,7 @@ impl RawMutex {
     /// A waiter that still waits: claim a handoff, `(o,s,w,0) -> (o,s,w|slept,1)`, if
     /// `claim` is due ([`claim_is_due`]). Whether it claimed; if it did not, the
     /// thread's claim record is `outer` again.
-    pub(super) fn claim(&self, claim: Claim, outer: usize) -> bool {
+    pub(super) fn claim(&self, claim: Claim, outer: Mark) -> bool {
         if !claim_is_due(claim, &self.claimed_at) {
             return false;
         }
@@ -91,7 +92,7 @@ impl RawMutex {
             }
             // Recorded before the word says so: a signal handler that sees HANDOFF on
             // this thread must know the claim is its thread's.
-            Role::Claimant.enter(self.address());
+            let _ = Role::Claimant.enter(self.address());
             // Relaxed: as above. WAITERS if the claimant has slept: it takes with it.
             let new = val | HANDOFF | waiters_after(val, claim.slept());
             match self.word.compare_exchange(val, new, Relaxed, Relaxed) {
@@ -156,9 +157,25 @@ impl RawMutex {
                 continue;
             }
             stats::count(STATS, Event::Sleep);
-            park::wait_as(&self.word, val, CLAIMANT | SLEEPER, None);
+            // Bounded: the unlock that reserved the lock owes us the wake after its
+            // release, and its thread may be kept from making it (`crate::wait`).
+            let _ = Patience::Forever.sleep(&self.word, val, CLAIMANT | SLEEPER);
             *slept = true;
         }
+    }
+
+    /// Whether the reservation of a free, reserved lock has outlived
+    /// [`RESERVATION_EXPIRY_US`] (its time is in `claimed_at`, written by the unlock
+    /// that reserved it). Under loom, always: the models that tick
+    /// (`wait::TICKS_IN_MODELS`) are those of a claimant that never takes its lock.
+    pub(super) fn reservation_expired(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            // Relaxed: a hint; a stale value moves the expiry by at most one claim.
+            now_us().wrapping_sub(self.claimed_at.load(Relaxed)) >= RESERVATION_EXPIRY_US
+        }
+        #[cfg(loom)]
+        true
     }
 
     /// Whether this thread's recorded claim is on this mutex.

@@ -92,16 +92,23 @@ impl RawRwLock {
     /// `lock_shared_slow`'s wait, entering through `enter_reader_within_max`: `Err`
     /// when [`MAX_READERS`] readers are inside as it would enter.
     pub(super) fn wait_to_read(&self, patience: Patience) -> Result<bool, TooManyReaders> {
-        let me = owner::current_tid();
-        // Relaxed: only this thread stores its own id there. A signal handler whose
-        // thread drains the readers enters alongside (`reader_may_enter`).
-        let writer = self.writer.load(Relaxed);
-        if writer == me | BORROWED || (writer == me && !Role::Drainer.held_on(self.address())) {
+        // A signal handler whose thread drains the readers enters alongside
+        // (`reader_may_enter`); a holder of the write lock may not.
+        if self.write_locked_by_current_thread() {
+            let me = owner::current_tid();
             panic!("klocks: thread {me} read-locked a klocks::RwLock it holds for writing");
         }
         stats::count(STATS, Event::ReadSlowpath);
-        let may_enter = |val| self.reader_may_enter(val);
+        // Whether our last sleep ended by its liveness tick, not a wake
+        // (`crate::wait`): then `WRITERS_WAITING` on a lock no writer holds may stand
+        // for a writer that is not coming (the spinner, or one woken before the
+        // release, kept from running), and we enter past it. Entering a word
+        // without `WRITER` is always safe: a writer takes `WRITER` by cmpxchg and
+        // then drains the readers inside.
+        let mut ticked = false;
         loop {
+            let after_tick = std::mem::take(&mut ticked);
+            let may_enter = |val| self.reader_may_enter(val) || (after_tick && val & WRITER == 0);
             if self.enter_reader_within_max(may_enter)? {
                 return Ok(true);
             }
@@ -137,12 +144,10 @@ impl RawRwLock {
                 self.readers_since.store(now_us(), Relaxed);
             }
             stats::count(STATS, Event::Sleep);
-            park::wait_as(
-                &self.word,
-                val | READERS_WAITING,
-                READER_CLASS,
-                patience.deadline(),
-            );
+            ticked = patience.sleep(&self.word, val | READERS_WAITING, READER_CLASS);
+            if ticked {
+                stats::count(STATS, Event::Tick);
+            }
         }
     }
 

@@ -31,6 +31,19 @@ impl RawRwLock {
         (tid != 0 && val & (WRITER | UPGRADABLE) == WRITER).then_some(tid)
     }
 
+    /// Whether the calling thread holds the write lock (exact). A thread whose writer
+    /// has taken `WRITER` but still waits for the readers inside to leave does not
+    /// hold it: a signal handler on it may take a read lock beside the drain (the
+    /// role table in `crate::role`), so only a holder is refused (pthread's
+    /// `EDEADLK`).
+    pub fn write_locked_by_current_thread(&self) -> bool {
+        // Relaxed: only this thread stores its own id there (and clears it before it
+        // releases), so "is it me?" needs no ordering.
+        let writer = self.writer.load(Relaxed);
+        let me = owner::current_tid();
+        writer == me | BORROWED || (writer == me && !Role::Drainer.held_on(self.address()))
+    }
+
     /// Forgets every waiter, keeping the lock held as it is (readers, or a writer).
     /// For a fork child, whose copy of the lock names waiters that do not exist in it.
     /// A writer that still waits for readers to leave is a waiter too: `WRITER` with

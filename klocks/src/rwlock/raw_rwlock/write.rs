@@ -4,6 +4,7 @@
 //! drain.
 
 use super::*;
+use crate::role::Mark;
 
 impl RawRwLock {
     /// A writer that found the lock busy: take `WRITER` as the default mutex takes
@@ -36,12 +37,17 @@ impl RawRwLock {
     pub(super) fn take_write_lock(&self, me: u32, take: Take, patience: Patience) -> bool {
         let mut slept = false;
         let mut yields = 0;
+        // Whether our last sleep ended by its liveness tick, not a wake
+        // (`crate::wait`): then the writer spinner the word names may not be
+        // spinning, and our take drops its flag.
+        let mut ticked = false;
         loop {
-            if self.queue_behind_sleepers(patience) {
+            if let Some(tick) = self.queue_behind_sleepers(patience) {
                 slept = true;
+                ticked = tick;
                 continue;
             }
-            match self.try_take_writer(slept, take, patience) {
+            match self.try_take_writer_after(slept, std::mem::take(&mut ticked), take, patience) {
                 Some(true) => {
                     // Relaxed: as in `lock_exclusive`.
                     self.writer.store(me, Relaxed);
@@ -71,7 +77,7 @@ impl RawRwLock {
                 crate::sync::yield_now();
                 continue;
             }
-            self.sleep_as_writer(patience);
+            ticked = self.sleep_as_writer(patience);
             Turn::RwLockWriter.begin();
             slept = true;
         }
@@ -142,19 +148,20 @@ impl RawRwLock {
     /// A writer whose turn is over and that finds the lock write-held while writers
     /// sleep sleeps at once behind them, so that the lock goes round the sleepers'
     /// FIFO instead of staying with the writers the scheduler happens to run; whether
-    /// it slept (or tried to: the word may have changed).
-    pub(super) fn queue_behind_sleepers(&self, patience: Patience) -> bool {
+    /// it slept (or tried to: the word may have changed), and if so whether that sleep
+    /// ended at its liveness tick.
+    pub(super) fn queue_behind_sleepers(&self, patience: Patience) -> Option<bool> {
         // Relaxed: picks the path; `sleep_as_writer` reads the word again.
         let val = self.word.load(Relaxed);
         if val & (WRITER | WRITERS_WAITING) != WRITER | WRITERS_WAITING
             || !Turn::RwLockWriter.is_over()
         {
-            return false;
+            return None;
         }
         stats::count(STATS, Event::TurnOver);
-        self.sleep_as_writer(patience);
+        let ticked = self.sleep_as_writer(patience);
         Turn::RwLockWriter.begin();
-        true
+        Some(ticked)
     }
 
     /// Takes `WRITER` if no writer holds it: `Some(true)` if taken, `Some(false)` if a
@@ -165,13 +172,28 @@ impl RawRwLock {
         take: Take,
         patience: Patience,
     ) -> Option<bool> {
+        self.try_take_writer_after(slept, false, take, patience)
+    }
+
+    /// [`try_take_writer`](Self::try_take_writer) after a sleep that `ticked` or not:
+    /// after a tick the writer spinner the word names may not be spinning
+    /// (`crate::wait`), so the take drops its flag, `WRITER_SPINNING` (a spinner that
+    /// still spins finds the lock held and goes on as any waiter).
+    pub(super) fn try_take_writer_after(
+        &self,
+        slept: bool,
+        ticked: bool,
+        take: Take,
+        patience: Patience,
+    ) -> Option<bool> {
+        let stale = if ticked { WRITER_SPINNING } else { 0 };
         // Relaxed: picks the transition; the cmpxchg is the Acquire.
         let mut val = self.word.load(Relaxed);
         while val & WRITER == 0 {
             if val & READER_TURN != 0 && !patience.expired() && self.turn_is_on() {
                 return None;
             }
-            let new = (val & !(READER_TURN | WRITERS_WAITING))
+            let new = (val & !(READER_TURN | WRITERS_WAITING | stale))
                 | writers_waiting_after(val, slept)
                 | WRITER
                 | take.extra();
@@ -203,7 +225,7 @@ impl RawRwLock {
 
     /// `drain_readers`, with the role recorded; a timed writer that gives up restores
     /// the record to `outer` before it releases `WRITER`.
-    pub(super) fn drain_as_drainer(&self, patience: Patience, outer: usize) -> bool {
+    pub(super) fn drain_as_drainer(&self, patience: Patience, outer: Mark) -> bool {
         if self.revoke_bias(patience) && self.wait_until_no_reader(patience) {
             return true;
         }
@@ -258,12 +280,9 @@ impl RawRwLock {
                 continue;
             }
             stats::count(STATS, Event::Sleep);
-            park::wait_as(
-                &self.word,
-                val | DRAIN_SLEEPS,
-                DRAIN_CLASS,
-                patience.deadline(),
-            );
+            // Bounded: the last reader out owes us the wake, after its fetch_sub, and
+            // its thread may be kept from making it (`crate::wait`).
+            let _ = patience.sleep(&self.word, val | DRAIN_SLEEPS, DRAIN_CLASS);
         }
     }
 
@@ -308,8 +327,9 @@ impl RawRwLock {
     }
 
     /// Sleep while a writer holds the lock: `(r,1,*,*,*) -> (r,1,1,*,*)`, then
-    /// sleep as a `WRITER` on that value.
-    pub(super) fn sleep_as_writer(&self, patience: Patience) {
+    /// sleep as a `WRITER` on that value; whether the sleep ended at its liveness
+    /// tick (`crate::wait`: an unlock may have left our wake to a spinner).
+    pub(super) fn sleep_as_writer(&self, patience: Patience) -> bool {
         self.stop_own_thread_spinning();
         self.wake_owed_drainer();
         // Relaxed: the value to sleep on; the futex re-reads it atomically.
@@ -334,11 +354,15 @@ impl RawRwLock {
             stats::count(STATS, Event::Sleep);
             // Relaxed: a hint for the write unlocks (`wake_writer_early`).
             self.writers_asleep.fetch_add(1, Relaxed);
-            park::wait_as(&self.word, val, class, patience.deadline());
+            let ticked = patience.sleep(&self.word, val, class);
             // Relaxed: as above.
             self.writers_asleep.fetch_sub(1, Relaxed);
-            return;
+            if ticked {
+                stats::count(STATS, Event::Tick);
+            }
+            return ticked;
         }
+        false
     }
 
     /// A timed writer whose deadline passed before it took `WRITER`. It leaves only
