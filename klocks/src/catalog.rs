@@ -286,6 +286,11 @@ macro_rules! catalog_item {
             unsafe { Self::try_unlock_quick(self, me) }
         }
     };
+    (names_writer: true) => {
+        fn writer_is_current_thread(&self) -> bool {
+            self.exclusive_owner() == Some($crate::owner::current_tid())
+        }
+    };
     ($field:ident: $value:literal) => {};
 }
 
@@ -493,6 +498,7 @@ macro_rules! for_each_rwlock {
                 avoid_when: "many more writers than CPUs that must each progress (writers barge; use `RwSem`); recursive reads; a write-heavy lock hammered with no work between its operations (its spinning then hands the lock between CPUs at nearly every write)",
                 known_as: "klocks::RwLock",
                 lends_roles: true,
+                names_writer: true,
             };
             DefaultUnbiased => $crate::RawRwLockUnbiased {
                 name: "default-rw-unbiased",
@@ -500,6 +506,7 @@ macro_rules! for_each_rwlock {
                 use_when: "measuring what the reader bias brings",
                 avoid_when: "production (read-mostly data bounces the word's cache line between CPUs)",
                 lends_roles: true,
+                names_writer: true,
             };
             RwSemAlways => $crate::RwSem<$crate::reader_spin::Always> {
                 name: "rwsem-always",
@@ -528,7 +535,15 @@ macro_rules! for_each_rwlock {
 
 for_each_rwlock!(family! {
     /// A klocks reader-writer lock.
-    RwLockKind, CatalogRwLock: lock_api::RawRwLock, RwLockVisitor {}
+    RwLockKind, CatalogRwLock: lock_api::RawRwLock, RwLockVisitor {
+        /// Whether the lock names the calling thread as its writer: it holds the
+        /// write lock, or has taken the writer's place and waits for the readers
+        /// inside to leave, which holds every other thread out as a hold does
+        /// (`names_writer: true`); `false` for the locks whose words name nobody.
+        fn writer_is_current_thread(&self) -> bool {
+            false
+        }
+    }
 });
 
 #[cfg(all(test, not(loom)))]

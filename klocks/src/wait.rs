@@ -38,6 +38,8 @@ use std::cell::Cell;
 pub(crate) const TICK_US: u32 = 2_000;
 
 /// The longest tick (µs).
+// Used by the native clock only (time is not modelled under loom).
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const MAX_TICK_US: u32 = 128_000;
 
 /// Every this many unlocks of a thread that leave sleepers to a spinner, one wakes a

@@ -31,6 +31,13 @@ pub trait BenchRwLock: Send + Sync + 'static {
 
     /// Runs `critical` holding the lock exclusive.
     fn write<R>(&self, critical: impl FnOnce() -> R) -> R;
+
+    /// Whether the lock names the calling thread as its writer (holding, or draining
+    /// the readers): for `torture --freeze`, which freezes only threads that hold
+    /// nothing. `false` for locks that do not tell.
+    fn writer_is_current_thread(&self) -> bool {
+        false
+    }
 }
 
 /// Releases a raw lock's read side when dropped, so a panicking section unlocks.
@@ -86,6 +93,10 @@ impl<L: CatalogRwLock> BenchRwLock for Klocks<L> {
     #[inline]
     fn write<R>(&self, critical: impl FnOnce() -> R) -> R {
         write_raw(&self.0, critical)
+    }
+
+    fn writer_is_current_thread(&self) -> bool {
+        self.0.writer_is_current_thread()
     }
 }
 

@@ -320,3 +320,68 @@ fn bounded(preemptions: usize) -> loom::model::Builder {
     model.max_branches = model.max_branches.max(100_000);
     model
 }
+
+/// A claimant that never takes its reservation (its thread stopped in a handler, or
+/// gone by a `siglongjmp`): the waiter whose sleep ticks breaks the reservation and
+/// takes the lock (`crate::wait`, the liveness tick), in every interleaving with the
+/// unlock that reserved it.
+#[test]
+fn raw_mutex_frozen_claimant_is_passed_after_a_tick() {
+    use super::raw_mutex::handoff::Claim;
+    use crate::role::Role;
+    crate::testing::with_switch(&crate::wait::TICKS_IN_MODELS, true, || {
+        bounded(2).check(|| {
+            let lock = crate::sync::Arc::new(RawMutex::new());
+            lock.lock();
+            // The claim, made as a waiter that slept makes it; then its thread
+            // stops for good (the model thread returns without awaiting it).
+            let frozen = {
+                let lock = lock.clone();
+                crate::sync::spawn(move || {
+                    let outer = Role::Claimant.mark();
+                    assert!(lock.claim(Claim::Slept { since: 0 }, outer));
+                })
+            };
+            frozen.join().unwrap();
+            let waiter = {
+                let lock = lock.clone();
+                crate::sync::spawn(move || {
+                    lock.lock();
+                    lock.unlock();
+                })
+            };
+            lock.unlock();
+            waiter.join().unwrap();
+            assert!(!lock.is_locked());
+            assert!(lock.try_lock());
+        });
+    });
+}
+
+/// A spinner that never spins again (its flag set, its thread stopped): the waiter
+/// whose sleep ticks takes the free lock and drops the stale flag, so the word is
+/// clean after its unlock.
+#[test]
+fn spin_futex_mutex_frozen_spinner_is_passed_after_a_tick() {
+    crate::testing::with_switch(&crate::wait::TICKS_IN_MODELS, true, || {
+        bounded(2).check(|| {
+            let lock = crate::sync::Arc::new(SpinFutexMutex::new());
+            lock.lock();
+            let frozen = {
+                let lock = lock.clone();
+                crate::sync::spawn(move || lock.freeze_as_spinner())
+            };
+            let waiter = {
+                let lock = lock.clone();
+                crate::sync::spawn(move || {
+                    lock.lock();
+                    lock.unlock();
+                })
+            };
+            frozen.join().unwrap();
+            lock.unlock();
+            waiter.join().unwrap();
+            assert!(!lock.is_locked());
+        });
+    });
+}

@@ -360,3 +360,51 @@ mod default_rwlock {
         });
     }
 }
+
+/// A writer delegate that never comes (the writer spinner, or a writer woken before
+/// the release, its thread stopped): an unlock left `WRITERS_WAITING` and the
+/// spinner's flag on the free word for it. A reader whose sleep ticks enters past
+/// them (`crate::wait`, the liveness tick).
+#[test]
+fn frozen_writer_delegate_lets_a_ticked_reader_in() {
+    crate::testing::with_switch(&crate::wait::TICKS_IN_MODELS, true, || {
+        builder(1).check(|| {
+            let lock = Arc::new(RawRwLock::new());
+            lock.lock_exclusive();
+            lock.leave_for_a_frozen_writer();
+            let reader = {
+                let lock = lock.clone();
+                spawn(move || {
+                    lock.lock_shared();
+                    lock.unlock_shared();
+                })
+            };
+            lock.unlock_exclusive();
+            reader.join().unwrap();
+        });
+    });
+}
+
+/// As above, with a writer: one whose sleep ticks takes `WRITER` and drops the stale
+/// spinner's flag, so the lock is free and clean after its unlock.
+#[test]
+fn frozen_writer_delegate_is_passed_by_a_ticked_writer() {
+    crate::testing::with_switch(&crate::wait::TICKS_IN_MODELS, true, || {
+        builder(1).check(|| {
+            let lock = Arc::new(RawRwLock::new());
+            lock.lock_exclusive();
+            lock.leave_for_a_frozen_writer();
+            let writer = {
+                let lock = lock.clone();
+                spawn(move || {
+                    lock.lock_exclusive();
+                    lock.unlock_exclusive();
+                })
+            };
+            lock.unlock_exclusive();
+            writer.join().unwrap();
+            assert!(lock.try_lock_exclusive());
+            lock.unlock_exclusive();
+        });
+    });
+}

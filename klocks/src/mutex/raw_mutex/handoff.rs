@@ -39,7 +39,7 @@ std::thread_local! {
 #[derive(Clone, Copy)]
 // `since` is read by the native clock only (time is not modelled under loom).
 #[cfg_attr(loom, allow(dead_code))]
-pub(super) enum Claim {
+pub(in crate::mutex) enum Claim {
     /// A waiter that slept at `since` and, woken, still finds the lock taken. The
     /// reserved lock waits for it to be scheduled, so these claims are spaced.
     Slept { since: u32 },
@@ -79,7 +79,7 @@ impl RawMutex {
     /// A waiter that still waits: claim a handoff, `(o,s,w,0) -> (o,s,w|slept,1)`, if
     /// `claim` is due ([`claim_is_due`]). Whether it claimed; if it did not, the
     /// thread's claim record is `outer` again.
-    pub(super) fn claim(&self, claim: Claim, outer: Mark) -> bool {
+    pub(in crate::mutex) fn claim(&self, claim: Claim, outer: Mark) -> bool {
         if !claim_is_due(claim, &self.claimed_at) {
             return false;
         }

@@ -78,3 +78,15 @@ impl SpinFutexMutex {
         matches!(spun, Spun::Done { .. })
     }
 }
+
+#[cfg(loom)]
+impl SpinFutexMutex {
+    /// For the models of a delegate that never acts: becomes the spinner of a held
+    /// lock, `(o,0,w) -> (o,1,w)`, and stops there for good (the caller returns).
+    pub(crate) fn freeze_as_spinner(&self) {
+        // Relaxed: as in `spin_as_spinner`.
+        let _ = self.word.fetch_update(Relaxed, Relaxed, |val| {
+            (owner_of(val) != 0 && val & SPINNING == 0).then_some(val | SPINNING)
+        });
+    }
+}

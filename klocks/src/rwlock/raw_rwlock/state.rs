@@ -89,3 +89,15 @@ impl std::fmt::Debug for RawRwLock {
             .finish()
     }
 }
+
+#[cfg(loom)]
+impl RawRwLock {
+    /// For the models of a delegate that never acts: marks the held lock as a writer
+    /// spinner and a sleeping writer would, `WRITER_SPINNING | WRITERS_WAITING`,
+    /// whose threads then never run again.
+    pub(crate) fn leave_for_a_frozen_writer(&self) {
+        // Relaxed: as the waiters' own changes of these flags.
+        self.word
+            .fetch_or(WRITER_SPINNING | WRITERS_WAITING, Relaxed);
+    }
+}

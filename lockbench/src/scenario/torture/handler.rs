@@ -75,6 +75,81 @@ pub(super) fn install_signal_handler() {
     }
 }
 
+/// `--freeze`: stops a worker inside its lock call, not holding the lock, until
+/// [`thaw`]: a `SIGUSR1` handler that blocks in `read(2)` on a pipe, as a program's
+/// handler may block on a pipe one of the lock's other waiters will write. A worker
+/// in any other phase returns at once (declines). Installed once.
+pub(super) fn install_freeze_handler() {
+    extern "C" fn freeze(_: libc::c_int) {
+        if PHASE.with(std::cell::Cell::get) != Phase::Waiting {
+            return;
+        }
+        // SeqCst: pairs with the store that publishes the check for the lock.
+        let holds = HOLDS_WRITER.load(SeqCst);
+        // SAFETY: a leaked closure, never freed.
+        if !holds.is_null() && unsafe { (*holds)() } {
+            return;
+        }
+        FROZE.with(|f| f.set(true));
+        // SeqCst: the freezer waits for it before it holds the freeze.
+        FROZEN.store(true, SeqCst);
+        let fd = THAW_PIPE[0].load(SeqCst);
+        let mut byte = 0u8;
+        loop {
+            // SAFETY: reads one byte into a local; read is async-signal-safe.
+            let got = unsafe { libc::read(fd, std::ptr::from_mut(&mut byte).cast(), 1) };
+            // SAFETY: errno is this thread's, read right after the call.
+            if got == 1 || unsafe { *libc::__errno_location() } != libc::EINTR {
+                break;
+            }
+        }
+        FROZEN.store(false, SeqCst);
+    }
+    let mut fds = [0; 2];
+    // SAFETY: a pipe for the thaws; its ends live as long as the process.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    THAW_PIPE[0].store(fds[0], SeqCst);
+    THAW_PIPE[1].store(fds[1], SeqCst);
+    // SAFETY: the handler touches atomics, a thread-local without destructor and
+    // read(2). No SA_RESTART: a freeze that lands in a futex wait ends that wait.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = freeze as extern "C" fn(libc::c_int) as usize;
+        libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut());
+    }
+}
+
+/// For a reader-writer lock under `--freeze`: whether the lock names the calling
+/// thread as its writer (a writer that drains the readers holds the others out as a
+/// holder does, so it is not frozen); null for a mutex.
+pub(super) static HOLDS_WRITER: std::sync::atomic::AtomicPtr<Box<dyn Fn() -> bool + Send + Sync>> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Whether a worker is frozen in its lock call now (one at a time).
+pub(super) static FROZEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The read and write ends of the thaws' pipe.
+static THAW_PIPE: [std::sync::atomic::AtomicI32; 2] =
+    [const { std::sync::atomic::AtomicI32::new(-1) }; 2];
+
+/// Lets the frozen worker go on with its lock call.
+pub(super) fn thaw() {
+    let byte = 1u8;
+    // SAFETY: writes one byte from a local to the pipe made by the installer.
+    let wrote = unsafe {
+        libc::write(
+            THAW_PIPE[1].load(SeqCst),
+            std::ptr::from_ref(&byte).cast(),
+            1,
+        )
+    };
+    assert_eq!(wrote, 1, "thaw: {}", std::io::Error::last_os_error());
+}
+
+/// Whether this worker was frozen since it last asked: its wait is not counted.
+pub(super) fn was_frozen() -> bool {
+    FROZE.with(|f| f.replace(false))
+}
+
 static HANDLED: AtomicU64 = AtomicU64::new(0);
 /// `--signals same` handlers that found their own thread holding the lock.
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
@@ -82,7 +157,9 @@ static SKIPPED: AtomicU64 = AtomicU64::new(0);
 std::thread_local! {
     /// Whether this worker is a reader of a reader-writer lock.
     pub(super) static IS_READER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Where this worker is in its lock's cycle, for `--signals same`.
+    /// Whether this worker was frozen (`--freeze`) since it last asked.
+    static FROZE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Where this worker is in its lock's cycle, for `--signals same` and `--freeze`.
     static PHASE: std::cell::Cell<Phase> = const { std::cell::Cell::new(Phase::Outside) };
 }
 

@@ -25,6 +25,17 @@
 //!   signal handlers (`docs/misuse.md`); the hidden `busted-delegation` lock is its
 //!   negative control.
 //!
+//! With `--freeze`, the delegates: one waiting worker at a time is frozen inside its
+//! lock call (its `SIGUSR1` handler blocks in `read(2)`), in turn one seen running (a
+//! spinner, a claimant on its CPU) and one seen asleep, for one and a half times the
+//! starvation limit, while the others must go on getting the lock within it: a lock
+//! that leaves a wake, a reservation or a writer's place to a waiter that cannot act
+//! starves the others, and the run reports it. The frozen worker's own wait is not
+//! counted. By default it runs the klocks locks that lend their waiting roles; the
+//! FIFO locks are left out by design (a frozen waiter holds its place in line, as a
+//! preempted vCPU does in a ticket lock), and `busted-delegation` is its negative
+//! control.
+//!
 //! A lock fails the run on any violation, on lost updates (the counters against the
 //! acquisitions counted), or when one acquisition waited longer than
 //! `--starvation-ms`. The broken lock (`--locks busted`, `--rwlocks busted`) must fail
@@ -45,7 +56,8 @@ mod handler;
 use faults::{allowed_cpus, next, Faults};
 use guarded::{Guarded, Section};
 use handler::{
-    in_phases, install_signal_handler, quiet_relock_panics, HandlerTarget, IS_READER, TARGET,
+    in_phases, install_freeze_handler, install_signal_handler, quiet_relock_panics, was_frozen,
+    HandlerTarget, IS_READER, TARGET,
 };
 
 use crate::locks::{BenchLock, LockName, LockVisitor};
@@ -102,6 +114,12 @@ pub struct Args {
     /// handlers).
     #[arg(long, value_enum, default_value_t = Signals::Counted)]
     signals: Signals,
+    /// Freeze delegates: one waiting worker at a time is stopped inside its lock call
+    /// (its signal handler blocks) for 1.5 × --starvation-ms, and every other worker
+    /// must go on getting the lock within --starvation-ms [default locks: those that
+    /// lend their waiting roles].
+    #[arg(long, conflicts_with = "spinlocks")]
+    freeze: bool,
     /// Without --locks, torture the mutexes whose waiters never sleep (the pure
     /// spinlocks, klocks' and the peers') instead of the others; give --threads at
     /// most the CPUs.
@@ -130,6 +148,8 @@ struct Outcome {
     signals: u64,
     /// Threads still waiting when the run ended (a lost wake-up or a deadlock).
     hung: usize,
+    /// Workers frozen in their lock call (`--freeze`).
+    frozen: u64,
 }
 
 /// Runs the torture of one lock with `section` and returns its outcome.
@@ -150,7 +170,8 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
     let writes = Arc::new(AtomicU64::new(0));
     let acquisitions = Arc::new(AtomicU64::new(0));
     let max_wait_ns = Arc::new(AtomicU64::new(0));
-    let live: Arc<std::sync::Mutex<Vec<libc::pthread_t>>> = Arc::default();
+    // Each live worker's thread and kernel tid.
+    let live: Arc<std::sync::Mutex<Vec<(libc::pthread_t, i32)>>> = Arc::default();
     let slots: Vec<_> = (0..threads)
         .map(|slot| {
             let (guarded, faults, stop) =
@@ -184,7 +205,11 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
                     let worker = std::thread::spawn(move || {
                         // SAFETY: pthread_self has no preconditions.
                         let me = unsafe { libc::pthread_self() };
-                        live.lock().unwrap_or_else(|e| e.into_inner()).push(me);
+                        // SAFETY: gettid has no preconditions.
+                        let tid = unsafe { libc::gettid() };
+                        live.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((me, tid));
                         IS_READER.with(|r| r.set(!writer));
                         let (mut rng, mut last_shuffle) = (seed | 1, Instant::now());
                         let mut i = 0;
@@ -193,7 +218,10 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
                             let start = Instant::now();
                             section(&guarded, &faults, i, writer);
                             let waited = start.elapsed().as_nanos() as u64;
-                            max_wait_ns.fetch_max(waited, Relaxed);
+                            // A frozen worker's wait is the freeze, not the lock's.
+                            if !was_frozen() {
+                                max_wait_ns.fetch_max(waited, Relaxed);
+                            }
                             i += 1;
                         }
                         acquisitions.fetch_add(i, Relaxed);
@@ -202,7 +230,7 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
                         }
                         live.lock()
                             .unwrap_or_else(|e| e.into_inner())
-                            .retain(|t| *t != me);
+                            .retain(|t| t.0 != me);
                     });
                     let _ = worker.join();
                 }
@@ -231,7 +259,11 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
     let start = Instant::now();
     let mut rng = 0x1234_5678_9ABC_DEF1_u64;
     let mut next_stutter = start + Duration::from_millis(500);
-    while start.elapsed() < Duration::from_secs(secs) {
+    let mut freezes = Freezes::new(args, start);
+    while start.elapsed() < Duration::from_secs(secs) || freezes.holding() {
+        if args.freeze {
+            freezes.step(&live, &mut rng);
+        }
         if !args.no_stutter && Instant::now() >= next_stutter {
             faults.stutter.store(true, Relaxed);
             std::thread::sleep(Duration::from_millis(50));
@@ -241,7 +273,7 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
         if !args.no_signals {
             let live = live.lock().unwrap_or_else(|e| e.into_inner());
             if !live.is_empty() {
-                let target = live[next(&mut rng) as usize % live.len()];
+                let (target, _) = live[next(&mut rng) as usize % live.len()];
                 // SAFETY: a thread in `live` is alive: it removes itself, under this
                 // mutex, before it exits.
                 unsafe { libc::pthread_kill(target, libc::SIGURG) };
@@ -252,6 +284,10 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
     }
     stop.store(true, Relaxed);
     faults.stutter.store(false, Relaxed);
+    // A freeze that landed late, after its try gave up.
+    if handler::FROZEN.load(SeqCst) {
+        handler::thaw();
+    }
     // A worker that waits past the starvation limit after the stop never comes back:
     // report it instead of waiting for it for good.
     let deadline = Instant::now() + Duration::from_millis(args.starvation_ms) * 2;
@@ -272,6 +308,7 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
             max_wait: Duration::from_nanos(max_wait_ns.load(Relaxed)),
             signals: signals.load(Relaxed),
             hung,
+            frozen: freezes.made,
         };
     }
     for slot in slots {
@@ -289,6 +326,93 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
         max_wait: Duration::from_nanos(max_wait_ns.load(Relaxed)),
         signals: signals.load(Relaxed),
         hung: 0,
+        frozen: freezes.made,
+    }
+}
+
+/// The scheduler state of thread `tid` of this process ('R', 'S', ...), from `/proc`.
+fn thread_state(tid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
+/// `--freeze`'s schedule: at most one worker frozen at a time, each freeze held for
+/// 1.5 × the starvation limit, alternating between a worker seen running in its lock
+/// call and one seen asleep there.
+struct Freezes {
+    hold: Duration,
+    /// When the current freeze ends, if one is held.
+    until: Option<Instant>,
+    /// When the next freeze is tried.
+    next: Instant,
+    /// Freezes made.
+    made: u64,
+}
+
+impl Freezes {
+    fn new(args: &Args, start: Instant) -> Self {
+        Self {
+            hold: Duration::from_millis(args.starvation_ms * 3 / 2),
+            until: None,
+            next: start + Duration::from_millis(100),
+            made: 0,
+        }
+    }
+
+    /// Whether a freeze is held (the run goes on until it ends).
+    fn holding(&self) -> bool {
+        self.until.is_some()
+    }
+
+    /// Thaws a freeze whose time is up, or tries to freeze a waiting worker.
+    fn step(&mut self, live: &std::sync::Mutex<Vec<(libc::pthread_t, i32)>>, rng: &mut u64) {
+        let now = Instant::now();
+        if let Some(until) = self.until {
+            if now >= until {
+                handler::thaw();
+                self.until = None;
+                self.next = now + Duration::from_millis(50);
+            }
+            return;
+        }
+        if now < self.next {
+            return;
+        }
+        let want = if self.made.is_multiple_of(2) {
+            'R'
+        } else {
+            'S'
+        };
+        for _ in 0..64 {
+            let live = live.lock().unwrap_or_else(|e| e.into_inner());
+            if live.is_empty() {
+                break;
+            }
+            let (target, tid) = live[next(rng) as usize % live.len()];
+            if thread_state(tid) != Some(want) {
+                continue;
+            }
+            // SAFETY: a thread in `live` is alive: it removes itself, under this
+            // mutex (held here), before it exits.
+            unsafe { libc::pthread_kill(target, libc::SIGUSR1) };
+            drop(live);
+            let asked = Instant::now();
+            while !handler::FROZEN.load(SeqCst) && asked.elapsed() < Duration::from_millis(5) {
+                std::hint::spin_loop();
+            }
+            if handler::FROZEN.load(SeqCst) {
+                self.made += 1;
+                self.until = Some(Instant::now() + self.hold);
+                return;
+            }
+        }
+        // None froze (the signal landed outside a lock call): try again soon, or
+        // take the late freeze of one that froze after all.
+        if handler::FROZEN.load(SeqCst) {
+            self.made += 1;
+            self.until = Some(Instant::now() + self.hold);
+        }
+        self.next = Instant::now() + Duration::from_millis(5);
     }
 }
 
@@ -316,6 +440,13 @@ impl RwLockVisitor for RwSection {
     type Output = (&'static str, Section);
     fn visit<L: BenchRwLock>(self) -> Self::Output {
         let lock = Arc::new(L::new());
+        let holds: Box<dyn Fn() -> bool + Send + Sync> = {
+            let lock = Arc::clone(&lock);
+            Box::new(move || lock.writer_is_current_thread())
+        };
+        // SeqCst: published before this lock's run freezes anyone (leaked: a late
+        // handler may still read it).
+        handler::HOLDS_WRITER.store(Box::into_raw(Box::new(holds)), SeqCst);
         let section: Section = Arc::new(move |guarded: &Guarded, faults: &Faults, i, writer| {
             in_phases(|held| {
                 if writer {
@@ -342,7 +473,16 @@ impl RwLockVisitor for RwSection {
 /// signal handler on the waiter's own thread (`docs/misuse.md`) and know their
 /// owner, so that a handler that interrupts its thread's own section panics (and is
 /// counted) instead of deadlocking.
-fn default_locks(signals: Signals, spinlocks: bool) -> Vec<LockName> {
+fn default_locks(signals: Signals, spinlocks: bool, freeze: bool) -> Vec<LockName> {
+    // The FIFO queue locks are left out: a frozen waiter holds its place in line
+    // (module doc). Those that know their owner are the ones that are not queues.
+    if freeze {
+        return MutexKind::ALL
+            .iter()
+            .filter(|kind| kind.lends_roles() && kind.tracks_owner())
+            .map(|&kind| LockName::Klocks(kind))
+            .collect();
+    }
     match signals {
         Signals::Counted => LockName::defaults()
             .into_iter()
@@ -360,7 +500,14 @@ fn default_locks(signals: Signals, spinlocks: bool) -> Vec<LockName> {
 /// `--signals same` those that lend every waiting role to a signal handler on the
 /// waiter's own thread (`docs/misuse.md`; the handler interrupts only a thread
 /// outside the lock, so no relock needs catching).
-fn default_rwlocks(signals: Signals) -> Vec<RwLockName> {
+fn default_rwlocks(signals: Signals, freeze: bool) -> Vec<RwLockName> {
+    if freeze {
+        return RwLockKind::ALL
+            .iter()
+            .filter(|kind| kind.lends_roles())
+            .map(|&kind| RwLockName::Klocks(kind))
+            .collect();
+    }
     match signals {
         Signals::Counted => RwLockName::defaults(),
         Signals::Same => RwLockKind::ALL
@@ -373,10 +520,13 @@ fn default_rwlocks(signals: Signals) -> Vec<RwLockName> {
 
 /// Runs the torture of every chosen lock, prints the table; whether all passed.
 pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLockName>>) -> bool {
-    let locks = locks.unwrap_or_else(|| default_locks(args.signals, args.spinlocks));
-    let rwlocks = rwlocks.unwrap_or_else(|| default_rwlocks(args.signals));
+    let locks = locks.unwrap_or_else(|| default_locks(args.signals, args.spinlocks, args.freeze));
+    let rwlocks = rwlocks.unwrap_or_else(|| default_rwlocks(args.signals, args.freeze));
     let total = (locks.len() + rwlocks.len()).max(1) as u64;
     let secs = args.minutes.map_or(args.secs, |m| (m * 60 / total).max(1));
+    if args.freeze {
+        install_freeze_handler();
+    }
     if !args.no_signals {
         install_signal_handler();
         if args.signals == Signals::Same {
@@ -385,6 +535,8 @@ pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLock
     }
     let mut outcomes = Vec::new();
     for lock in locks {
+        // SeqCst: as in `RwSection`; a mutex's waiter holds nothing.
+        handler::HOLDS_WRITER.store(std::ptr::null_mut(), SeqCst);
         let (name, section) = lock.visit(MutexSection);
         outcomes.push(torture(name, section, false, args, secs));
     }
@@ -415,6 +567,12 @@ pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLock
         },
         args.starvation_ms
     );
+    if args.freeze {
+        println!(
+            "freeze: one waiting worker at a time stopped in its lock call for {} ms",
+            args.starvation_ms * 3 / 2
+        );
+    }
     println!(
         "{:<20} {:>7} {:>13} {:>10} {:>9} {:>12} {:>8}  verdict",
         "lock", "threads", "acquisitions", "violations", "lost", "max wait ms", "signals"
@@ -429,6 +587,8 @@ pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLock
             "FAIL: starvation"
         } else if o.acquisitions == 0 {
             "FAIL: no progress"
+        } else if args.freeze && o.frozen == 0 {
+            "FAIL: no worker was frozen in its lock call"
         } else {
             "ok"
         };
