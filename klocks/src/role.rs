@@ -179,6 +179,8 @@ impl Role {
 }
 
 #[cfg(all(test, not(loom)))]
+mod frozen;
+#[cfg(all(test, not(loom)))]
 mod matrix;
 
 #[cfg(all(test, not(loom)))]

@@ -159,6 +159,18 @@
 //! again: it sleeps as a `SLEEPER` too while it awaits the handoff, so the wakes that
 //! pass the sleepers' duty on still reach it. An unfair turn, never a lost one.
 //!
+//! # Delegates that never act
+//!
+//! The roles above rest on their threads' futures: a handler may block on the
+//! spinner's or the claimant's thread, the thread may `siglongjmp` out of its lock
+//! call, or be stopped. So no sleep here is unbounded (`crate::wait`, the liveness
+//! tick): a sleeper whose tick passed without a wake takes the free word with the
+//! spinner's flag dropped, `(0,1,w,0) -> (me,0,1,0)`, and breaks a reservation older
+//! than [`RESERVATION_EXPIRY_US`] (its time is `claimed_at`, written by the unlock
+//! that reserved it), `(0,s,w,1) -> (me,s,1,0)`; the claimant, if it ever runs again,
+//! finds its claim consumed and waits as any waiter. A claimant's own sleep is
+//! bounded too: the wake it is owed comes after the unlocker's release.
+//!
 //! # Misuse
 //!
 //! Unlocking a mutex the calling thread does not hold panics (the owner is in the

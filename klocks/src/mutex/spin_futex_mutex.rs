@@ -98,6 +98,13 @@
 //! ([`role`](crate::role)) before the flag is set, and such a handler clears the flag
 //! before it sleeps (the interrupted spinner sets it again at its next look).
 //!
+//! # A spinner that never acts
+//!
+//! A spinner whose thread is blocked in a handler, longjmped away or stopped keeps
+//! its flag, and unlocks keep leaving the wake to it. So every sleep is bounded by
+//! the liveness tick (`crate::wait`): a sleeper whose tick passed without a wake
+//! takes the free word with the flag dropped, `(0,1,w) -> (me,0,1)`.
+//!
 //! # Misuse
 //!
 //! Unlocking a mutex the calling thread does not hold panics (the owner is in the

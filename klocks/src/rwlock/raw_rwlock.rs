@@ -208,6 +208,17 @@
 //! writer finds `WRITER` free; a reader finds `WRITERS_WAITING` cleared, or kept for
 //! a writer that is running (woken early, or the spinner), or a reader turn.
 //!
+//! # Delegates that never act
+//!
+//! A writer spinner or an early-woken writer whose thread cannot run (a handler on it
+//! blocks, it longjmped away, it is stopped) would leave `WRITER_SPINNING` and
+//! `WRITERS_WAITING` on a free word for good. Every sleep is bounded by the liveness
+//! tick (`crate::wait`): a writer whose tick passed without a wake takes `WRITER`
+//! dropping the stale spinner's flag, and a reader enters a word without `WRITER`
+//! past `WRITERS_WAITING`. A writer that holds `WRITER` and drains the readers holds
+//! the others out as a holder does (the kernel rwsem's writer with its handoff bit,
+//! glibc's writer-preferring rwlock): it is not a delegate.
+//!
 //! # Misuse
 //!
 //! Releasing a write lock the thread does not hold panics and leaves the lock as it
