@@ -119,8 +119,6 @@ static CHOOSE_AT_LOAD: extern "C" fn() = {
         // The queued spinlocks' fork repair, registered here rather than at the
         // first contended lock, which may be inside an allocator.
         klocks_core::install_fork_repair();
-        // The fork generations of the C API's mutexes (and the interposer's).
-        fork::install();
         config::warm_up();
         profile::start();
         route::set();

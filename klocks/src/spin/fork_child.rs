@@ -81,13 +81,9 @@
 //! thread that proceeds past the entry has read with Acquire; the election is
 //! loom-checked (`spin::loom_models`).
 
-#[cfg(not(loom))]
-use std::sync::atomic::AtomicUsize as StdAtomicUsize;
-
 use crate::sync::{cpu_relax, AtomicU32, Ordering};
 
-/// How many nested slow paths (signal handlers on one thread) a thread records.
-pub const WAIT_DEPTH: usize = 4;
+pub use super::mcs::WAIT_DEPTH;
 
 /// How many stale addresses a fork child keeps.
 pub const STALE_CAPACITY: usize = super::mcs::MAX_SLOTS * WAIT_DEPTH;
@@ -95,24 +91,17 @@ pub const STALE_CAPACITY: usize = super::mcs::MAX_SLOTS * WAIT_DEPTH;
 /// The bit that marks an entry being repaired (lock words are 4-aligned).
 const REPAIRING: usize = 1;
 
-/// `WAITS[slot][depth]`: the address of the lock word whose slow path the thread
-/// holding `slot` is in, at that nesting depth; 0 for none. Written only by that
-/// thread; read by the fork child handler.
-#[cfg(not(loom))]
-static WAITS: [[StdAtomicUsize; WAIT_DEPTH]; super::mcs::MAX_SLOTS] =
-    [const { [const { StdAtomicUsize::new(0) }; WAIT_DEPTH] }; super::mcs::MAX_SLOTS];
+/// The locked byte of both queued spinlocks' words, which a repair keeps.
+const LOCKED_BYTE: u32 = 0xff;
 
-/// Records that the thread holding `slot` waits for `word` at `depth` (0 clears it).
-#[cfg(not(loom))]
-pub(super) fn record(slot: u16, depth: usize, word: usize) {
-    if word != 0 {
-        install();
-    }
-    // Relaxed: read only by a fork child, which sees memory as an instant of this
-    // thread's execution; the fence orders the record before the waiter bits (the
-    // word's RMWs that follow), so that no instant shows the bits without it.
-    WAITS[usize::from(slot)][depth].store(word, std::sync::atomic::Ordering::Relaxed);
-    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+/// A queued spinlock's slow path on `word`: after the repair of a word a fork left
+/// with waiters this process does not have, with the wait recorded for a fork child
+/// of this process (module doc).
+#[inline]
+pub(super) fn slow_path<R>(word: &AtomicU32, wait: impl FnOnce() -> R) -> R {
+    settle(word);
+    install();
+    super::mcs::with_wait_record(word, wait)
 }
 
 /// The stale list: lock words a fork child inherited with waiter state from threads
@@ -267,7 +256,7 @@ fn settle_slow(word: &AtomicU32) {
 pub(crate) fn repair(word: &AtomicU32) {
     // Relaxed: the election gives this thread the repair; the entry's Release store
     // publishes it; an unlock by the holder racing with it is an RMW too.
-    word.fetch_and(super::qspinlock::LOCKED_MASK, Ordering::Relaxed);
+    word.fetch_and(LOCKED_BYTE, Ordering::Relaxed);
 }
 
 /// Registers the child handler, once per process. Called by the first recorded
@@ -296,23 +285,8 @@ pub fn install() {}
 /// the stale list.
 #[cfg(not(loom))]
 extern "C" fn in_child() {
-    use std::sync::atomic::Ordering::Relaxed;
     STALE.compact();
-    let forker = super::mcs::own_slot();
-    let handed_out = super::mcs::slots_handed_out();
-    for (slot, records) in WAITS.iter().enumerate().take(handed_out) {
-        if Some(slot as u16) == forker {
-            continue;
-        }
-        for record in records {
-            // Relaxed: the child has one thread (see `STALE`'s `add`).
-            let word = record.load(Relaxed);
-            if word != 0 {
-                STALE.add(word);
-                record.store(0, Relaxed);
-            }
-        }
-    }
+    super::mcs::take_waits_of_others(super::mcs::own_slot(), |word| STALE.add(word));
 }
 
 #[cfg(all(test, not(loom)))]

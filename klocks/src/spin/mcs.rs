@@ -352,6 +352,47 @@ std::thread_local! {
     static OWN_SLOT: Cell<u32> = const { Cell::new(0) };
 }
 
+/// How many nested slow paths (signal handlers on one thread) a thread records.
+pub const WAIT_DEPTH: usize = 4;
+
+/// `WAITS[slot][depth]`: the address of the lock word whose slow path the thread
+/// holding `slot` is in, at that nesting depth; 0 for none. Written only by that
+/// thread; read by the fork child handler ([`fork_child`](super::fork_child)).
+#[cfg(not(loom))]
+static WAITS: [[std::sync::atomic::AtomicUsize; WAIT_DEPTH]; MAX_SLOTS] =
+    [const { [const { std::sync::atomic::AtomicUsize::new(0) }; WAIT_DEPTH] }; MAX_SLOTS];
+
+/// Records that the thread holding `slot` waits for `word` at `depth` (0 clears it).
+#[cfg(not(loom))]
+fn record(slot: u16, depth: usize, word: usize) {
+    // Relaxed: read only by a fork child, which sees memory as an instant of this
+    // thread's execution; the fence orders the record before the waiter bits (the
+    // word's RMWs that follow), so that no instant shows the bits without it.
+    WAITS[usize::from(slot)][depth].store(word, std::sync::atomic::Ordering::Relaxed);
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+}
+
+/// The waits recorded by the threads of slots ever handed out, but `except`'s, each
+/// passed to `take` and cleared (the fork child handler, alone in the child: those
+/// threads are gone).
+#[cfg(not(loom))]
+pub(crate) fn take_waits_of_others(except: Option<u16>, mut take: impl FnMut(usize)) {
+    use std::sync::atomic::Ordering::Relaxed;
+    for (slot, records) in WAITS.iter().enumerate().take(slots_handed_out()) {
+        if Some(slot as u16) == except {
+            continue;
+        }
+        for record in records {
+            // Relaxed: the child has one thread.
+            let word = record.load(Relaxed);
+            if word != 0 {
+                take(word);
+                record.store(0, Relaxed);
+            }
+        }
+    }
+}
+
 /// The calling thread's slot, if it has one (for the fork child handler).
 #[cfg(not(loom))]
 pub(crate) fn own_slot() -> Option<u16> {
@@ -361,7 +402,7 @@ pub(crate) fn own_slot() -> Option<u16> {
 
 /// How many slots were ever handed out: slots `0..` this hold every record.
 #[cfg(not(loom))]
-pub(crate) fn slots_handed_out() -> usize {
+fn slots_handed_out() -> usize {
     // Relaxed: read by the fork child handler alone in the child.
     table()
         .pool
@@ -373,13 +414,11 @@ pub(crate) fn slots_handed_out() -> usize {
 /// Runs `wait`, a lock's slow path on `word`, with the wait recorded for a fork
 /// child ([`fork_child`](super::fork_child)): the record names `word` before `wait`
 /// touches it and is cleared when `wait` returns (the thread holds the lock then).
-/// A thread without a slot, or nested deeper than
-/// [`WAIT_DEPTH`](super::fork_child::WAIT_DEPTH), records nothing.
+/// A thread without a slot, or nested deeper than [`WAIT_DEPTH`], records nothing.
 #[inline]
 pub(crate) fn with_wait_record<R>(word: &AtomicU32, wait: impl FnOnce() -> R) -> R {
     #[cfg(not(loom))]
     {
-        use super::fork_child::{record, WAIT_DEPTH};
         let place = THREAD_SLOT.try_with(|ts| {
             let slot = ts.claim()?;
             let depth = ts.waits.get();

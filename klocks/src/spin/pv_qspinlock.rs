@@ -254,8 +254,7 @@ impl PvQSpinLock {
     /// [`fork_child`](super::fork_child)).
     #[cold]
     fn lock_slow(&self) {
-        super::fork_child::settle(&self.word);
-        super::mcs::with_wait_record(&self.word, || self.lock_contended());
+        super::fork_child::slow_path(&self.word, || self.lock_contended());
     }
 
     fn lock_contended(&self) {

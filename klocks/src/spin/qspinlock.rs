@@ -369,8 +369,7 @@ impl<F: Flavor> RawQSpinLock<F> {
     /// with waiters this process does not have.
     #[cold]
     fn lock_slow(&self) {
-        super::fork_child::settle(&self.word);
-        super::mcs::with_wait_record(&self.word, || self.lock_contended());
+        super::fork_child::slow_path(&self.word, || self.lock_contended());
     }
 
     fn lock_contended(&self) {
