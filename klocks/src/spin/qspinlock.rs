@@ -321,7 +321,7 @@ impl<F: Flavor> RawQSpinLock<F> {
 
     /// Takes the lock if the word is entirely clear (no owner, no waiter; in a fork
     /// child, after the repair of waiters the child does not have, see
-    /// [`fork_child`](super::fork_child)).
+    /// `klocks/src/spin/fork_child.rs`).
     #[inline]
     pub fn try_lock(&self) -> bool {
         trylock(&self.word) || trylock_after_fork(&self.word)

@@ -19,6 +19,9 @@
 //! It runs while no other thread uses the mutex, so it needs no loom model: there is
 //! no concurrency to check.
 
+// Fork children are native processes: nothing of this under loom.
+#![cfg(not(loom))]
+
 use super::{owner_of, RawMutex, OWNER_MASK};
 use crate::owner;
 use crate::sync::Ordering::Relaxed;
@@ -53,5 +56,5 @@ impl RawMutex {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests;

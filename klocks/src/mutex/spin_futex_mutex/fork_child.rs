@@ -7,6 +7,9 @@
 //! It runs while no other thread uses the mutex: no loom model, there is no
 //! concurrency to check.
 
+// Fork children are native processes: nothing of this under loom.
+#![cfg(not(loom))]
+
 use super::{owner_of, SpinFutexMutex, OWNER_MASK};
 use crate::owner;
 use crate::sync::Ordering::Relaxed;
@@ -36,7 +39,7 @@ impl SpinFutexMutex {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
     use super::super::{SPINNING, WAITERS};
     use super::*;
