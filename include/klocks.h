@@ -41,6 +41,8 @@
  *     queue, a handoff reserved for a waiter); one the forking thread held is held
  *     by the child's continuation of it, which unlocks it; one another thread held
  *     stays held (lock waits forever, trylock returns EBUSY), as with pthread.
+ *     A klocks_rwlock_t likewise by its writer; one read-held at the fork stays
+ *     read-held. klocks_rwsem_t is not repaired after fork.
  *
  * If klocks itself detects misuse that these checks did not catch (for example two
  * threads racing to unlock one hold), it prints a message to stderr and the call

@@ -1,9 +1,9 @@
-/* klocks_mutex_t across fork(), every kind, run by tests/c_api.rs (glibc's
- * pthread_mutex_t is the control): a mutex that other threads wait on at the fork
- * (pending, queued, asleep, or, for KLOCKS_DEFAULT, a handoff reserved for a
- * sleeping claimant) is usable in the child when it was free or held by the forking
- * thread, and stays held when another thread held it (fork-park.h). Prints
- * "mutex-fork: ok" when every kind passes every state. */
+/* klocks_mutex_t across fork(), every kind, and klocks_rwlock_t's write lock, run
+ * by tests/c_api.rs (glibc's pthread_mutex_t is the control): a lock that other
+ * threads wait on at the fork (pending, queued, asleep, or, for KLOCKS_DEFAULT, a
+ * handoff reserved for a sleeping claimant) is usable in the child when it was free
+ * or held by the forking thread, and stays held when another thread held it
+ * (fork-park.h). Prints "mutex-fork: ok" when every lock passes every state. */
 #include "fork-park.h"
 #include "kinds.h"
 
@@ -15,6 +15,14 @@ static int m_unlock(void *m) { return klocks_mutex_unlock(m); }
 static int m_trylock(void *m) { return klocks_mutex_trylock(m); }
 /* The lock word: the first 4 bytes of the body, after the 8-byte header. */
 static uint32_t m_word(void *m) { return *(volatile uint32_t *)((char *)m + 8); }
+
+static klocks_rwlock_t rwlock;
+static int w_lock(void *r) { return klocks_rwlock_wrlock(r); }
+static int w_unlock(void *r) { return klocks_rwlock_unlock(r); }
+static int w_trylock(void *r) { return klocks_rwlock_trywrlock(r); }
+static void reset_rwlock(void) {
+    EXPECT(klocks_rwlock_init(&rwlock), 0);
+}
 
 static int g_lock(void *m) { return pthread_mutex_lock(m); }
 static int g_unlock(void *m) { return pthread_mutex_unlock(m); }
@@ -90,6 +98,8 @@ int main(void) {
             }
         }
     }
+    struct lock_ops rw = {"rwlock", &rwlock, w_lock, w_unlock, w_trylock, m_word, NULL};
+    failed += every_state(&rw, reset_rwlock);
     if (failed) {
         printf("mutex-fork: %d state(s) failed\n", failed);
         return 1;
