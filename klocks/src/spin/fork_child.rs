@@ -25,9 +25,10 @@
 //! cleared when the slow path has the lock. So at the instant of the fork, the
 //! records name every lock whose word may hold waiter state.
 //!
-//! The child handler (registered with `pthread_atfork`, the first time any thread
-//! records a wait; the interposer and the C API register it from their constructor)
-//! runs on the child's only thread. It copies the recorded addresses of every parent
+//! The child handler (registered with `pthread_atfork` by the process's first slow
+//! path, before it records its wait; the interposer and the C API register it from
+//! their library's constructor, as a slow path may run inside an allocator, which
+//! `pthread_atfork` may call) runs on the child's only thread. It copies the recorded addresses of every parent
 //! thread but the forking one into the **stale list** and clears their records.
 //! It does not touch the words: a lock at a recorded address may live in memory the
 //! child shares with the parent (`MAP_SHARED`), where only a lock the child actually
