@@ -36,7 +36,13 @@
  *   - Locks are not process-shared and not recursive; they are not async-signal-safe
  *     (do not take them in a signal handler that may interrupt their holder).
  *   - Thread identity is the kernel thread id (gettid). After fork() only the
- *     forking thread exists in the child; locks held by other threads stay held.
+ *     forking thread exists in the child. A klocks_mutex_t that was free in the
+ *     parent is free in the child, whatever waited on it (sleepers, a spinner, a
+ *     queue, a handoff reserved for a waiter); one the forking thread held is held
+ *     by the child's continuation of it, which unlocks it; one another thread held
+ *     stays held (lock waits forever, trylock returns EBUSY), as with pthread.
+ *     A klocks_rwlock_t likewise by its writer; one read-held at the fork stays
+ *     read-held. klocks_rwsem_t is not repaired after fork.
  *
  * If klocks itself detects misuse that these checks did not catch (for example two
  * threads racing to unlock one hold), it prints a message to stderr and the call

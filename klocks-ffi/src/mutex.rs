@@ -14,6 +14,30 @@
 //! thread's lock cannot be detected, and relocking deadlocks, as with pthread's
 //! default mutex.
 //!
+//! # Fork
+//!
+//! A fork child inherits each mutex as the parent's threads left it: a word may name
+//! sleepers, a spinner, a queue or a reservation for threads the child does not
+//! have. So every mutex keeps the fork generation it was last used in (the
+//! interposer's generations, `preload/fork.rs`) in the body's third word,
+//! [`STAMP_OFFSET`] (0 in a zero-filled mutex: generation 0; `init` writes the
+//! current one), and the holder's tid in the header for every kind (for the kinds
+//! that do not track their owner, the field serves only this). The first call on a
+//! mutex from an older generation repairs it while the child's other threads wait
+//! (`klocks::stamp::make_current`'s election), by who held it at the fork:
+//!
+//! | at the fork | in the child |
+//! |---|---|
+//! | free (with sleepers, a spinner, a queue, pending or a reservation, or none) | a new, free lock of the kind: every waiter trace is gone |
+//! | held by the forking thread | a new lock of the kind, held by the child's continuation of that thread (its tid there), which unlocks it as usual |
+//! | held by another thread | held for good, as glibc's: `lock` waits forever, `trylock` is `EBUSY`, `unlock` `EPERM` for the kinds that track their owner |
+//!
+//! The holder is stored after the lock is taken and cleared before it is released:
+//! a fork in between sees a lock held by a vanished thread as free, which is the
+//! more useful answer, never the reverse. A try (`trylock`, `unlock`, `destroy`)
+//! that finds another thread's repair in progress waits a few spins for it, then
+//! answers as for a busy lock (`EBUSY`, or `EPERM` from `unlock`).
+//!
 //! Why `Relaxed` is enough for the `owner` field: the only question ever asked of it
 //! is "is it me?", by the thread `me` itself. Only `me` writes `me` there, after
 //! acquiring, and `me` clears it before releasing. If `me` holds the lock, its own
@@ -26,7 +50,10 @@
 use std::ffi::c_int;
 use std::mem::{align_of, size_of};
 use std::ptr;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{
+    AtomicU32,
+    Ordering::{Acquire, Relaxed},
+};
 
 use klocks_core::catalog::MutexKind;
 use klocks_core::owner::current_tid;
@@ -34,7 +61,17 @@ use klocks_core::RawMutex;
 use libc::{timespec, CLOCK_REALTIME, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
 
 use crate::object::{Object, Tag};
+use crate::preload::fork::{self, Holder, Patience};
 use crate::time::Deadline;
+
+/// Where a mutex keeps its fork generation: the body's third 8-byte word (the lock,
+/// at most 8 bytes, is the first), zero in a zero-filled mutex (module doc, "Fork").
+const STAMP_OFFSET: usize = 16;
+const _: () = assert!(STAMP_OFFSET + 4 <= BODY_WORDS * 8);
+
+/// The holder field of a mutex held, at a fork, by a thread the child does not
+/// have: no thread's tid.
+const GONE: u32 = u32::MAX;
 
 /// `sizeof(klocks_mutex_t)`: 8 bytes of header and 24 for the lock: the largest (8
 /// bytes today: `SpinFutexMutex`) with room to grow without changing the ABI.
@@ -65,8 +102,10 @@ macro_rules! kinds {
             };
         )*
     ) => {
-        // Every kind fits in the body and needs no more than its alignment.
+        // Every kind fits in the body and needs no more than its alignment, and
+        // leaves the fork stamp's bytes alone.
         $($(const _: () = assert!($c_kind > 0 && klocks_mutex_t::fits::<$ty>());)?)*
+        $($(const _: () = assert!($c_kind > 0 && size_of::<$ty>() <= STAMP_OFFSET);)?)*
 
         /// Runs `$body` with the type alias `$ty` naming the lock type of `$kind`, a
         /// C kind: the one place that maps each kind to its type.
@@ -160,7 +199,85 @@ pub(crate) unsafe fn init_at(at: *mut u8, kind: MutexKind) {
 pub unsafe extern "C" fn klocks_mutex_init(m: *mut klocks_mutex_t, kind: c_int) -> c_int {
     // SAFETY: caller's contract; `init_at` writes a lock of the kind, which fits the
     // body (`assert_fits!`).
-    unsafe { klocks_mutex_t::init(m, kind, |body, kind| init_at(body, kind)) }
+    unsafe {
+        klocks_mutex_t::init(m, kind, |body, kind| {
+            init_at(body, kind);
+            // A mutex of this generation: nothing to repair. (Not shared yet: the
+            // caller's contract; `init` happens-before any other call on it.)
+            ptr::write(
+                body.add(STAMP_OFFSET).cast(),
+                AtomicU32::new(fork::generation()),
+            );
+        })
+    }
+}
+
+/// The mutex's fork stamp (module doc, "Fork").
+///
+/// # Safety
+/// `m` points to an initialised (or zero-filled) `klocks_mutex_t`.
+unsafe fn stamp<'a>(m: *const klocks_mutex_t) -> &'a AtomicU32 {
+    // SAFETY: the body is 8-aligned and 24 bytes; no kind's lock reaches
+    // `STAMP_OFFSET` (asserted in `kinds!`), and `init` wrote an atomic there (or
+    // the caller zero-filled it).
+    unsafe {
+        &*klocks_mutex_t::body(m)
+            .add(STAMP_OFFSET)
+            .cast::<AtomicU32>()
+    }
+}
+
+/// Repairs `*m` if it was last used before a fork (module doc, "Fork"); whether it
+/// is current (`false` once `patience` ran out first).
+///
+/// # Safety
+/// As for [`stamp`], with `kind` the mutex's kind.
+#[inline]
+unsafe fn current(m: *mut klocks_mutex_t, kind: MutexKind, patience: Patience) -> bool {
+    // SAFETY: the caller's contract.
+    let stamp = unsafe { stamp(m) };
+    // Acquire: pairs with the Release in `fork::repair`, which publishes the body.
+    stamp.load(Acquire) == fork::generation() || unsafe { repair(m, kind, patience) }
+}
+
+/// [`current`]'s repair, for the one thread that wins the stale mutex.
+///
+/// # Safety
+/// As for [`current`].
+#[cold]
+unsafe fn repair(m: *mut klocks_mutex_t, kind: MutexKind, patience: Patience) -> bool {
+    // SAFETY: the caller's contract.
+    let (stamp, holder) = unsafe { (stamp(m), klocks_mutex_t::holder(m)) };
+    fork::repair(
+        stamp,
+        patience,
+        // Relaxed: written in an older generation, before the fork this thread comes
+        // after (and ordered by the election's CAS since).
+        |stale| fork::holder_by_tid(stale, holder.load(Relaxed)),
+        // The kinds that track their owner keep the holder's tid in their word: only
+        // the continuation itself may re-take its lock. The others name nobody.
+        |thread| !kind.tracks_owner() || thread == u64::from(current_tid()),
+        |held| {
+            // SAFETY (each arm): the election gives this thread the body; a new lock
+            // of the kind drops every waiter trace of the parent's.
+            match held {
+                Holder::Nobody => {
+                    unsafe { init_at(klocks_mutex_t::body(m), kind) };
+                    // Relaxed (here and below): the election's Release publishes it.
+                    holder.store(0, Relaxed);
+                }
+                Holder::Continuation(tid) => {
+                    unsafe { init_at(klocks_mutex_t::body(m), kind) };
+                    with_lock!(m, kind, lock => lock.lock());
+                    holder.store(tid as u32, Relaxed);
+                }
+                // Held by a thread the child does not have: it stays held, by no tid
+                // a thread of the child could have (its waiters' traces are moot:
+                // nobody will release it).
+                Holder::Gone => holder.store(GONE, Relaxed),
+            }
+        },
+    )
 }
 
 /// Destroys an unlocked mutex; later calls on it return `EINVAL` until it is
@@ -171,7 +288,10 @@ pub unsafe extern "C" fn klocks_mutex_init(m: *mut klocks_mutex_t, kind: c_int) 
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_destroy(m: *mut klocks_mutex_t) -> c_int {
     // `kind` is the valid tag of `*m`.
-    let locked = |kind: MutexKind| with_lock!(m, kind, lock => lock.is_locked());
+    let locked = |kind: MutexKind| {
+        // SAFETY: `*m` is an initialised mutex of `kind`.
+        !unsafe { current(m, kind, Patience::Try) } || with_lock!(m, kind, lock => lock.is_locked())
+    };
     // SAFETY: caller's contract.
     unsafe { klocks_mutex_t::destroy(m, locked) }
 }
@@ -184,22 +304,19 @@ pub unsafe extern "C" fn klocks_mutex_destroy(m: *mut klocks_mutex_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_lock(m: *mut klocks_mutex_t) -> c_int {
     let op = |kind: MutexKind| {
-        if kind.tracks_owner() {
-            let me = current_tid();
-            // SAFETY: `*m` is an initialised mutex.
-            let owner = unsafe { klocks_mutex_t::holder(m) };
-            // Relaxed: "is it me?" (module doc).
-            if owner.load(Relaxed) == me {
-                return EDEADLK;
-            }
-            // `kind` is the valid tag of `*m`.
-            with_lock!(m, kind, lock => lock.lock());
-            // Relaxed: read only by ourselves (module doc).
-            owner.store(me, Relaxed);
-            return 0;
+        // SAFETY: `*m` is an initialised mutex of `kind`; a blocking call waits.
+        unsafe { current(m, kind, Patience::Forever) };
+        let me = current_tid();
+        // SAFETY: `*m` is an initialised mutex.
+        let owner = unsafe { klocks_mutex_t::holder(m) };
+        // Relaxed: "is it me?" (module doc).
+        if kind.tracks_owner() && owner.load(Relaxed) == me {
+            return EDEADLK;
         }
         // `kind` is the valid tag of `*m`.
         with_lock!(m, kind, lock => lock.lock());
+        // Relaxed: read only by ourselves, and by a fork child (module doc).
+        owner.store(me, Relaxed);
         0
     };
     // SAFETY: caller's contract.
@@ -214,15 +331,15 @@ pub unsafe extern "C" fn klocks_mutex_lock(m: *mut klocks_mutex_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_trylock(m: *mut klocks_mutex_t) -> c_int {
     let op = |kind: MutexKind| {
-        // `kind` is the valid tag of `*m`.
-        if !with_lock!(m, kind, lock => lock.try_lock()) {
+        // SAFETY: `*m` is an initialised mutex of `kind`. `kind` is its valid tag.
+        if !unsafe { current(m, kind, Patience::Try) }
+            || !with_lock!(m, kind, lock => lock.try_lock())
+        {
             return EBUSY;
         }
-        if kind.tracks_owner() {
-            // Relaxed: read only by ourselves (module doc).
-            // SAFETY: `*m` is an initialised mutex.
-            unsafe { klocks_mutex_t::holder(m) }.store(current_tid(), Relaxed);
-        }
+        // Relaxed: read only by ourselves, and by a fork child (module doc).
+        // SAFETY: `*m` is an initialised mutex.
+        unsafe { klocks_mutex_t::holder(m) }.store(current_tid(), Relaxed);
         0
     };
     // SAFETY: caller's contract.
@@ -252,6 +369,10 @@ pub unsafe extern "C" fn klocks_mutex_timedlock(
             Ok(deadline) => deadline,
             Err(error) => return error,
         };
+        // SAFETY: `*m` is an initialised mutex of `kind`.
+        if !unsafe { current(m, kind, Patience::Until(deadline)) } {
+            return ETIMEDOUT;
+        }
         let me = current_tid();
         // SAFETY: `*m` is an initialised mutex.
         let owner = unsafe { klocks_mutex_t::holder(m) };
@@ -268,8 +389,8 @@ pub unsafe extern "C" fn klocks_mutex_timedlock(
             // `kind` is the valid tag of `*m`.
             _ => deadline.poll(|| with_lock!(m, kind, lock => lock.try_lock())),
         };
-        if took == 0 && kind.tracks_owner() {
-            // Relaxed: read only by ourselves (module doc).
+        if took == 0 {
+            // Relaxed: read only by ourselves, and by a fork child (module doc).
             owner.store(me, Relaxed);
         }
         took
@@ -301,22 +422,28 @@ fn timed_default(lock: &RawMutex, deadline: &Deadline) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn klocks_mutex_unlock(m: *mut klocks_mutex_t) -> c_int {
     let op = |kind: MutexKind| {
+        // SAFETY: `*m` is an initialised mutex of `kind`. A mutex another thread is
+        // repairing, or that waits for the forking thread's continuation, is not
+        // the caller's to unlock.
+        if !unsafe { current(m, kind, Patience::Try) } {
+            return EPERM;
+        }
+        // SAFETY: `*m` is an initialised mutex.
+        let owner = unsafe { klocks_mutex_t::holder(m) };
         if kind.tracks_owner() {
-            // SAFETY: `*m` is an initialised mutex.
-            let owner = unsafe { klocks_mutex_t::holder(m) };
             // Relaxed: "is it me?" (module doc). Not me also covers "not locked".
             if owner.load(Relaxed) != current_tid() {
                 return EPERM;
             }
-            // Relaxed: cleared before the unlock's Release, so the next holder's
-            // store comes after ours in the field's modification order.
-            owner.store(0, Relaxed);
         } else if !with_lock!(m, kind, lock => lock.is_locked()) {
             // A snapshot: two threads racing to unlock one hold can both pass it;
             // the second then meets the lock's own panic, which `guarded` turns into
             // EINVAL.
             return EPERM;
         }
+        // Relaxed: cleared before the unlock's Release, so the next holder's store
+        // comes after ours in the field's modification order.
+        owner.store(0, Relaxed);
         // `kind` is the valid tag of `*m`.
         with_lock!(m, kind, lock => lock.unlock());
         0

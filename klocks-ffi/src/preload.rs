@@ -94,7 +94,7 @@
 
 mod cond;
 mod config;
-mod fork;
+pub(crate) mod fork;
 mod glibc;
 mod mutex;
 mod profile;
@@ -116,6 +116,9 @@ use crate::time::nap_for as nap;
 #[link_section = ".init_array"]
 static CHOOSE_AT_LOAD: extern "C" fn() = {
     extern "C" fn choose() {
+        // The queued spinlocks' fork repair, registered here rather than at the
+        // first contended lock, which may be inside an allocator.
+        klocks_core::install_fork_repair();
         config::warm_up();
         profile::start();
         route::set();

@@ -20,6 +20,19 @@
 //! panic, which [`guarded`](crate::guarded) turns into `EINVAL`. The header's holder
 //! field is unused.
 //!
+//! # Fork
+//!
+//! As `klocks_mutex_t` (`crate::mutex`, "Fork"): the body's third word,
+//! [`STAMP_OFFSET`], keeps the fork generation the rwlock was last used in, and the
+//! first call from a newer one repairs it while the child's other threads wait. The
+//! writer is named (`exclusive_owner`), readers are not: a lock free at the fork
+//! (whatever waited on it) is a new free lock; one the forking thread write-held is
+//! write-held by the child's continuation of it; one another thread write-held, or
+//! any read-held one, stays held, its waiters forgotten (`RawRwLock::forget_waiters`).
+//! A try (`tryrdlock`, `trywrlock`, `unlock`) that meets another thread's repair waits
+//! a few spins, then answers `EBUSY` (`unlock`: `EPERM`); a timed call waits until
+//! its deadline (`ETIMEDOUT`).
+//!
 //! A read lock past `RawRwLock`'s `MAX_READERS` (2²³ − 1 readers at once) is
 //! `EAGAIN`, as pthread's: the read entries are `RawRwLock`'s `_within_max` ones,
 //! which refuse that reader where `lock_shared` would panic.
@@ -27,12 +40,20 @@
 use std::ffi::c_int;
 use std::mem::{align_of, size_of};
 use std::ptr;
+use std::sync::atomic::{AtomicU32, Ordering::Acquire};
 
 use klocks_core::{RawRwLock, TooManyReaders};
 use libc::{timespec, CLOCK_REALTIME, EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
 
 use crate::object::{Object, Tag};
+use crate::preload::fork::{self, Holder, Patience};
 use crate::time::Deadline;
+
+/// Where an rwlock keeps its fork generation: the body's third 8-byte word, after
+/// the 16 bytes of `RawRwLock`; zero in a zero-filled rwlock (module doc, "Fork").
+const STAMP_OFFSET: usize = 16;
+const _: () = assert!(size_of::<RawRwLock>() <= STAMP_OFFSET);
+const _: () = assert!(STAMP_OFFSET + 4 <= BODY_WORDS * 8);
 
 /// `sizeof(klocks_rwlock_t)`: 8 bytes of header and 24 for the lock (`RawRwLock` is
 /// 16 today), with room to grow without changing the ABI.
@@ -86,10 +107,84 @@ unsafe fn lock_of<'a>(r: *const klocks_rwlock_t) -> &'a RawRwLock {
 /// # Safety
 /// `r` is null or points to a `klocks_rwlock_t`-sized object that is not moved or
 /// freed during the call.
-unsafe fn with_lock(r: *mut klocks_rwlock_t, op: impl FnOnce(&RawRwLock) -> c_int) -> c_int {
+/// The lock is first made current (module doc, "Fork"), waiting as `patience`
+/// allows; `busy` when it ran out.
+unsafe fn with_lock(
+    r: *mut klocks_rwlock_t,
+    patience: Patience,
+    busy: c_int,
+    op: impl FnOnce(&RawRwLock) -> c_int,
+) -> c_int {
     // SAFETY: caller's contract; `call` passes only a decoded tag, so the body holds
     // the lock.
-    unsafe { klocks_rwlock_t::call(r, |_: RwKind| op(lock_of(r))) }
+    unsafe {
+        klocks_rwlock_t::call(r, |_: RwKind| {
+            if !current(r, patience) {
+                return busy;
+            }
+            op(lock_of(r))
+        })
+    }
+}
+
+/// The rwlock's fork stamp (module doc, "Fork").
+///
+/// # Safety
+/// `r` points to an initialised (or zero-filled) `klocks_rwlock_t`.
+unsafe fn stamp<'a>(r: *const klocks_rwlock_t) -> &'a AtomicU32 {
+    // SAFETY: the body is 8-aligned and 24 bytes; the lock ends before
+    // `STAMP_OFFSET` (asserted above), and `init` wrote an atomic there (or the
+    // caller zero-filled it).
+    unsafe {
+        &*klocks_rwlock_t::body(r)
+            .add(STAMP_OFFSET)
+            .cast::<AtomicU32>()
+    }
+}
+
+/// Repairs `*r` if it was last used before a fork; whether it is current.
+///
+/// # Safety
+/// As for [`stamp`].
+#[inline]
+unsafe fn current(r: *mut klocks_rwlock_t, patience: Patience) -> bool {
+    // SAFETY: the caller's contract.
+    let stamp = unsafe { stamp(r) };
+    // Acquire: pairs with the Release in `fork::repair`, which publishes the body.
+    stamp.load(Acquire) == fork::generation() || unsafe { repair(r, patience) }
+}
+
+/// [`current`]'s repair, as the interposer's rwlocks do (`preload/rwlock/lock.rs`).
+///
+/// # Safety
+/// As for [`stamp`].
+#[cold]
+unsafe fn repair(r: *mut klocks_rwlock_t, patience: Patience) -> bool {
+    // SAFETY: the caller's contract.
+    let (stamp, lock) = unsafe { (stamp(r), lock_of(r)) };
+    fork::repair(
+        stamp,
+        patience,
+        |stale| match lock.exclusive_owner() {
+            Some(tid) => fork::holder_by_tid(stale, tid),
+            None if lock.is_locked() => Holder::Gone,
+            None => Holder::Nobody,
+        },
+        // The writer's id is its tid: only the continuation re-takes its lock.
+        |tid| tid == u64::from(current_tid()),
+        |held| match held {
+            // SAFETY (each arm): the election gives this thread the body.
+            Holder::Nobody => unsafe {
+                ptr::write(klocks_rwlock_t::body(r).cast(), RawRwLock::new())
+            },
+            Holder::Continuation(_) => {
+                unsafe { ptr::write(klocks_rwlock_t::body(r).cast(), RawRwLock::new()) };
+                lock.lock_exclusive();
+            }
+            // Read-held, or write-held by a thread the child does not have.
+            Holder::Gone => unsafe { lock.forget_waiters() },
+        },
+    )
 }
 
 /// Whether the calling thread holds `lock`'s write lock (exact: module doc).
@@ -107,7 +202,14 @@ pub unsafe extern "C" fn klocks_rwlock_init(r: *mut klocks_rwlock_t) -> c_int {
     let write = |body: *mut u8, _: RwKind| {
         // SAFETY: `init` passes the body, large and aligned enough (asserts above),
         // ours to write.
-        unsafe { ptr::write(body.cast(), RawRwLock::new()) }
+        unsafe {
+            ptr::write(body.cast(), RawRwLock::new());
+            // Of this generation: nothing to repair.
+            ptr::write(
+                body.add(STAMP_OFFSET).cast(),
+                AtomicU32::new(fork::generation()),
+            );
+        }
     };
     // SAFETY: caller's contract; `write` writes the lock of the only kind.
     unsafe { klocks_rwlock_t::init(r, RwKind::Default as c_int, write) }
@@ -156,7 +258,7 @@ pub unsafe extern "C" fn klocks_rwlock_rdlock(r: *mut klocks_rwlock_t) -> c_int 
         }
     };
     // SAFETY: caller's contract.
-    unsafe { with_lock(r, op) }
+    unsafe { with_lock(r, Patience::Forever, EBUSY, op) }
 }
 
 /// Takes a read lock if no writer holds the rwlock; `EBUSY` otherwise, `EAGAIN` if
@@ -169,7 +271,7 @@ pub unsafe extern "C" fn klocks_rwlock_tryrdlock(r: *mut klocks_rwlock_t) -> c_i
     // The writer's own try finds the writer bit and fails: no panic to prevent.
     let op = |lock: &RawRwLock| read_answer(lock.try_lock_shared_within_max(), EBUSY);
     // SAFETY: caller's contract.
-    unsafe { with_lock(r, op) }
+    unsafe { with_lock(r, Patience::Try, EBUSY, op) }
 }
 
 /// Takes the write lock; `EDEADLK` if the caller holds it already. See
@@ -187,7 +289,7 @@ pub unsafe extern "C" fn klocks_rwlock_wrlock(r: *mut klocks_rwlock_t) -> c_int 
         0
     };
     // SAFETY: caller's contract.
-    unsafe { with_lock(r, op) }
+    unsafe { with_lock(r, Patience::Forever, EBUSY, op) }
 }
 
 /// Takes the write lock if nobody holds the rwlock; `EBUSY` otherwise. See
@@ -199,7 +301,7 @@ pub unsafe extern "C" fn klocks_rwlock_wrlock(r: *mut klocks_rwlock_t) -> c_int 
 pub unsafe extern "C" fn klocks_rwlock_trywrlock(r: *mut klocks_rwlock_t) -> c_int {
     let op = |lock: &RawRwLock| if lock.try_lock_exclusive() { 0 } else { EBUSY };
     // SAFETY: caller's contract.
-    unsafe { with_lock(r, op) }
+    unsafe { with_lock(r, Patience::Try, EBUSY, op) }
 }
 
 /// A timed acquisition with pthread's answers: `EDEADLK` for the writer, then the
@@ -217,12 +319,13 @@ unsafe fn timed(
     try_now: impl Fn(&RawRwLock) -> Result<bool, TooManyReaders>,
     try_until: impl Fn(&RawRwLock, std::time::Instant) -> Result<bool, TooManyReaders>,
 ) -> c_int {
+    // SAFETY: `abstime` is null or readable (caller's contract).
+    let deadline = match unsafe { Deadline::new(CLOCK_REALTIME, abstime) } {
+        Ok(deadline) => deadline,
+        // An invalid object is EINVAL too.
+        Err(error) => return error,
+    };
     let op = |lock: &RawRwLock| {
-        // SAFETY: `abstime` is null or readable (caller's contract).
-        let deadline = match unsafe { Deadline::new(CLOCK_REALTIME, abstime) } {
-            Ok(deadline) => deadline,
-            Err(error) => return error,
-        };
         if writing(lock) {
             return EDEADLK;
         }
@@ -233,7 +336,7 @@ unsafe fn timed(
         }
     };
     // SAFETY: caller's contract.
-    unsafe { with_lock(r, op) }
+    unsafe { with_lock(r, Patience::Until(deadline), ETIMEDOUT, op) }
 }
 
 /// Takes a read lock unless the `CLOCK_REALTIME` time `*abstime` passes first
@@ -299,8 +402,9 @@ pub unsafe extern "C" fn klocks_rwlock_unlock(r: *mut klocks_rwlock_t) -> c_int 
         lock.unlock_shared();
         0
     };
-    // SAFETY: caller's contract.
-    unsafe { with_lock(r, op) }
+    // SAFETY: caller's contract. A lock another thread repairs, or that waits for
+    // the forking thread's continuation, is not the caller's to unlock.
+    unsafe { with_lock(r, Patience::Try, EPERM, op) }
 }
 
 #[cfg(test)]

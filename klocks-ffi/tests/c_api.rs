@@ -54,6 +54,19 @@ fn c_mutex() {
     assert!(out.contains("DEFAULT counter 32 threads"));
 }
 
+/// Every mutex kind, and the rwlock's write lock, across `fork()` with other threads
+/// waiting on it (pending, queued, asleep, and `KLOCKS_DEFAULT` reserved for a
+/// sleeping claimant): free, the child takes it; held by the forking thread, the
+/// child unlocks it; held by another thread, it stays held. glibc's mutex is the
+/// control, run first.
+#[test]
+fn c_mutex_fork_with_waiters() {
+    let out = compile_and_run("mutex-fork");
+    assert!(out.contains("glibc: free, 2 parked waiter(s)"));
+    assert!(out.contains("DEFAULT reserved: free, 1 parked waiter(s) (word 0xa0000000"));
+    assert!(out.contains("rwlock: held by the forking thread, 2 parked waiter(s)"));
+}
+
 /// The default rwlock: every errno answer, timed locks, the static initialiser
 /// raced at first use by readers and writers, `EAGAIN` past 2²³ − 1 readers.
 #[test]

@@ -449,3 +449,44 @@ fn an_unknown_spinlock_falls_back_to_glibc() {
          (KLOCKS_SPIN=help lists them); using glibc's spinlocks\n"
     );
 }
+
+/// `tests/c/spin-fork.c` under the preload with `env` (`KLOCKS_*` otherwise unset).
+fn spin_fork_program(env: &[(&str, &str)]) -> common::Run {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    let program = BINARY.get_or_init(|| common::compile("spin-fork", false));
+    let mut command = Command::new(program);
+    command.env("LD_PRELOAD", common::library());
+    for var in [
+        "KLOCKS_LOCK",
+        "KLOCKS_RWLOCK",
+        "KLOCKS_SPIN",
+        "KLOCKS_VERBOSE",
+        "KLOCKS_PROFILE",
+    ] {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().copied());
+    common::run(command)
+}
+
+/// A spinlock that other threads wait on (pending, queued, asleep) at `fork()`:
+/// free, the child takes it (lock and trylock); held by the forking thread, the
+/// child unlocks it; held by another thread, it stays held (trylock `EBUSY`). With
+/// each queued klocks spinlock, and glibc's as the control.
+#[test]
+fn spin_fork_with_waiters() {
+    for spin in ["pvqspinlock", "qspinlock", ""] {
+        let env: Vec<_> = (!spin.is_empty())
+            .then_some(("KLOCKS_SPIN", spin))
+            .into_iter()
+            .collect();
+        let run = spin_fork_program(&env);
+        assert!(
+            run.status.success(),
+            "KLOCKS_SPIN={spin:?}:\n{}{}",
+            run.stdout,
+            run.stderr
+        );
+        common::assert_ok("spin-fork", &run);
+    }
+}

@@ -673,3 +673,47 @@ fn a_lock_waited_for_often_is_listed_beside_the_longest_wait() {
     assert_eq!(locks[1]["waits_rank"], 1);
     assert_eq!(locks[1]["holds"][0]["contended"], 100);
 }
+
+/// `tests/c/profile-fork.c`'s slowest fork, in microseconds, under the preload with
+/// `env`.
+fn slowest_fork_us(env: &[(&str, &str)]) -> u64 {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    let program = BINARY.get_or_init(|| common::compile("profile-fork", false));
+    let mut command = Command::new(program);
+    command.env("LD_PRELOAD", common::library());
+    for var in [
+        "KLOCKS_LOCK",
+        "KLOCKS_RWLOCK",
+        "KLOCKS_SPIN",
+        "KLOCKS_PROFILE",
+    ] {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().copied());
+    let run = common::run(command);
+    common::assert_ok("profile-fork", &run);
+    run.stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("profile-fork: slowest fork "))
+        .and_then(|rest| rest.strip_suffix(" us"))
+        .and_then(|us| us.parse().ok())
+        .unwrap_or_else(|| panic!("no slowest fork in:\n{}", run.stdout))
+}
+
+/// A fork child resets only the profile entries its parent used: with the largest
+/// table (16,777,216 entries, 8 GiB of address space) a fork costs about what it
+/// costs without the profile, not a walk over every entry (which took over a second
+/// per fork). The bound is generous (a loaded 2-CPU machine); the control is the
+/// same program without the profile.
+#[test]
+fn a_fork_costs_the_entries_in_use_not_the_table() {
+    let without = slowest_fork_us(&[]);
+    let with = slowest_fork_us(&[
+        ("KLOCKS_PROFILE", "1"),
+        ("KLOCKS_PROFILE_LOCKS", "16777216"),
+    ]);
+    assert!(
+        with < 150_000,
+        "a fork with a 16M-entry profile table took {with} us (without the profile: {without} us)"
+    );
+}

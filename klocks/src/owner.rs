@@ -98,7 +98,7 @@ mod native;
 #[cfg(not(loom))]
 mod tid;
 #[cfg(not(loom))]
-pub use tid::{current_tid, current_tid_inline};
+pub use tid::{current_tid, current_tid_inline, forking_thread_in_parent};
 
 #[cfg(not(loom))]
 mod fork_child;

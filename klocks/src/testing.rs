@@ -24,6 +24,10 @@ mod process;
 #[cfg(all(test, not(loom)))]
 pub(crate) use process::{alone, isolated, pin, thread_state, two_cpus};
 
+// Fork children of a lock with waiters parked on it.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod fork;
+
 /// How hard to contend.
 #[derive(Clone, Copy, Debug)]
 pub struct Contention {

@@ -265,6 +265,9 @@ fn make_choice() -> Choice {
 /// owner fields (a thread), which only here may start a thread. Called from the library's constructor, where no lock
 /// is held and `malloc` is not in progress.
 pub(super) fn warm_up() {
+    // The fork generations of the C API's mutexes, whether or not the interposer
+    // serves pthread's locks (and its own, which `choice` installs otherwise).
+    super::fork::install();
     if choice() != GLIBC_ONLY {
         klocks_core::budget::SpinBudget::new().ns();
         klocks_core::owner::probe_kind();

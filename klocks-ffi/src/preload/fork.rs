@@ -3,7 +3,10 @@
 //! The process starts in generation 0; a fork child is one generation past its
 //! parent. Every interposed object records the generation it was last used in
 //! (zero-filled objects: 0). The first use of an object from an older generation
-//! repairs it ([`holder`] says how) while the other threads of the child wait.
+//! repairs it ([`holder`] says how) while the other threads of the child wait. The
+//! C API's `klocks_mutex_t` keeps a stamp of the same generations (`crate::mutex`),
+//! so the library's constructor installs the handlers whether or not it is
+//! preloaded.
 //!
 //! For that, each fork records which thread forked: its kernel tid before the fork
 //! and in the child (the same thread goes on, with a new tid). A lock whose recorded
@@ -66,13 +69,13 @@ const _: () = assert!(GLIBC_OWNED != klocks_core::stamp::REPAIRING);
 
 /// The current generation.
 #[inline]
-pub(super) fn generation() -> u32 {
+pub(crate) fn generation() -> u32 {
     // Relaxed: see `GENERATION`.
     GENERATION.load(Relaxed)
 }
 
 /// Registers the fork handlers (once per process).
-pub(super) fn install() {
+pub(crate) fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // klocks' cached tid registers its own fork handler on first use: do that
@@ -115,7 +118,7 @@ extern "C" fn in_child() {
 /// Who holds, in this generation, a lock that `recorded` (0: nobody) held when it
 /// was last used, in generation `stamp`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Holder {
+pub(crate) enum Holder {
     /// Nobody: repair it as a free lock.
     Nobody,
     /// The child's continuation of the forking thread, by the identity asked with
@@ -126,7 +129,7 @@ pub(super) enum Holder {
 }
 
 /// See [`Holder`]; `recorded` is a tid.
-pub(super) fn holder_by_tid(stamp: u32, recorded: u32) -> Holder {
+pub(crate) fn holder_by_tid(stamp: u32, recorded: u32) -> Holder {
     holder_in(stamp, generation(), recorded.into(), |g| {
         // Relaxed: see the stores in `in_child`.
         (
@@ -158,7 +161,7 @@ fn holder_in(stamp: u32, now: u32, recorded: u64, step: impl Fn(usize) -> (u64, 
 
 /// How long a call waits for a stale object to become current.
 #[derive(Clone, Copy)]
-pub(super) enum Patience {
+pub(crate) enum Patience {
     /// A blocking call (`lock`, `rdlock`): as long as it takes.
     Forever,
     /// A try (`trylock`, `tryrdlock`, and `unlock`/`destroy`, whose caller cannot be
@@ -178,7 +181,7 @@ pub(super) enum Patience {
 /// hands the object back untouched and waits, as `patience` allows; `fix` repairs it
 /// for the holder.
 #[cold]
-pub(super) fn repair(
+pub(crate) fn repair(
     stamp: &AtomicU32,
     patience: Patience,
     holder: impl Fn(u32) -> Holder,

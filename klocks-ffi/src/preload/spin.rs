@@ -51,9 +51,24 @@
 //! shared lock is the same for both): glibc's spinlock reads its own encoding and
 //! does not exclude a klocks one.
 //!
-//! A private spinlock held by another thread at `fork` stays held in the child, as
-//! glibc's does (no thread of the child will unlock it); the child's other spinlocks
-//! work, and the queue slots it needs come from a fork-safe pool.
+//! # Fork
+//!
+//! The word has no room for a fork stamp, so the child's repair is the queued
+//! spinlocks' own (`klocks/src/spin/fork_child.rs`): every parent thread inside a
+//! spinlock's slow path at the fork recorded the lock it waited for, and the child's
+//! first `lock` or `trylock` of such a lock clears the pending bit and queue tail
+//! those threads left (the library's constructor registers the child handler). What
+//! the child sees:
+//!
+//! | at the fork | in the child |
+//! |---|---|
+//! | free, with or without waiters (pending `0x100`, queued `0x10000`, ...) | free: `lock` and `trylock` take it |
+//! | held by the forking thread, with or without waiters | held by the child's continuation of that thread, which unlocks it |
+//! | held by another thread | held for good, as glibc's (no thread of the child will unlock it): `lock` spins forever (`pvqspinlock`: sleeps), `trylock` is `EBUSY` |
+//!
+//! The child's other spinlocks work, and the queue slots it needs come from a
+//! fork-safe pool. A process-shared spinlock has no queue: a fork leaves it as it
+//! was, held or free.
 //!
 //! # Misuse
 //!
@@ -228,7 +243,9 @@ pub unsafe extern "C" fn pthread_spin_trylock(lock: *mut pthread_spinlock_t) -> 
                 Err(word) if SharedFutexSpinLock::is_shared_word(word) => unsafe {
                     shared(lock).try_lock()
                 },
-                Err(_) => false,
+                // The lock's own try: in a fork child, it first repairs a word the
+                // parent's waiters left (see `klocks::spin::fork_child`).
+                Err(_) => spin.try_lock(),
             });
             if taken {
                 0

@@ -591,6 +591,7 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
 }
 
 mod contended;
+mod fork_child;
 pub(super) mod handoff;
 
 #[cfg(all(test, not(loom)))]

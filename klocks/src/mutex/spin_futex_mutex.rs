@@ -465,6 +465,9 @@ mod spinner;
 // Releasing the hold of another thread, and asking whether this thread holds it.
 mod for_owner;
 
+// A fork child's repair: forget the waiters, keep the holder.
+mod fork_child;
+
 #[cfg(all(test, not(loom)))]
 mod tests;
 

@@ -75,8 +75,27 @@ fn gettid() -> u32 {
     tid as u32
 }
 
+/// In a fork child: the forking thread's tid in the parent, as its cache held it
+/// (0 if the forking thread never asked the cache, or in the first process).
+static FORKED_FROM: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Runs in a fork child, on its only thread, before the child's own code: the tid
-/// changed.
+/// changed. The old one is kept: a lock word that names it names the child's
+/// continuation of the forking thread.
 extern "C" fn forget_tid_in_child() {
-    TID.with(|tid| tid.set(0));
+    TID.with(|tid| {
+        // Relaxed: written while the child has one thread; threads it creates later
+        // are ordered after it by `pthread_create`.
+        FORKED_FROM.store(tid.get(), std::sync::atomic::Ordering::Relaxed);
+        tid.set(0)
+    });
+}
+
+/// In a fork child, the tid that the forking thread had in the parent, if the
+/// forking thread had cached it (every thread that took a lock recording its owner
+/// has, unless the `glibc-tid` feature reads glibc's descriptor instead).
+pub fn forking_thread_in_parent() -> Option<u32> {
+    // Relaxed: see `forget_tid_in_child`.
+    let tid = FORKED_FROM.load(std::sync::atomic::Ordering::Relaxed);
+    (tid != 0).then_some(tid)
 }

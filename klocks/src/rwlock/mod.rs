@@ -11,3 +11,6 @@ mod wait_queue;
 mod loom_bias_models;
 #[cfg(all(loom, test))]
 mod loom_models;
+
+#[cfg(all(test, not(loom)))]
+mod fork_child_tests;

@@ -148,3 +148,42 @@ fn shared_futex_spin_sleep_and_wake() {
 fn shared_futex_spin_three_threads() {
     check::<SharedFutexSpinLock>(3, 1);
 }
+
+/// A fork child's repair of a stale word (`fork_child`): two threads reach the slow
+/// path of a word the stale list names; exactly one repairs it, and neither goes on
+/// before the repair, nor sees the word's old waiter bits after it (the entry's
+/// Release store of 0 and the Acquire load that reads it). A fork repair itself
+/// runs in a fork child's handler on one thread (building the list) and needs no
+/// model; this election is the only concurrent part.
+#[test]
+fn a_stale_word_is_repaired_once_before_anyone_goes_on() {
+    use super::fork_child::{repair, StaleList};
+    use super::qspinlock::LOCKED_MASK;
+    use crate::sync::{Arc, AtomicU32, Ordering::Relaxed};
+    use loom::sync::atomic::AtomicUsize;
+    const AT: usize = 0x1000;
+    loom::model(|| {
+        let list = Arc::new(StaleList::<2>::new());
+        // Free, with a phantom pending waiter and queue tail.
+        let word = Arc::new(AtomicU32::new(0x1_0100));
+        let repairs = Arc::new(AtomicUsize::new(0));
+        list.add(AT);
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (list, word, repairs) = (list.clone(), word.clone(), repairs.clone());
+                loom::thread::spawn(move || {
+                    list.settle(AT, || {
+                        repairs.fetch_add(1, Relaxed);
+                        repair(&word);
+                    });
+                    // Relaxed: only the entry's Acquire/Release orders this read
+                    // after the repair.
+                    assert_eq!(word.load(Relaxed) & !LOCKED_MASK, 0, "went on unrepaired");
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(repairs.load(Relaxed), 1);
+        assert!(!list.any());
+    });
+}

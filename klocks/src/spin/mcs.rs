@@ -286,6 +286,9 @@ pub(crate) fn decode_tail(code: u32) -> &'static McsNode {
 /// exits while queued (see `drop`).
 struct ThreadSlot {
     slot: Cell<Option<u16>>,
+    /// How many slow paths this thread is inside (signal handlers nest them): the
+    /// depth of its next wait record ([`with_wait_record`]).
+    waits: Cell<usize>,
     /// Set while this thread is queued, so a nested (signal-handler) acquisition on the
     /// same thread takes the slot-less path instead of reusing a node that is in a queue.
     in_use: Cell<bool>,
@@ -297,7 +300,11 @@ impl ThreadSlot {
     fn claim(&self) -> Option<u16> {
         if self.slot.get().is_none() {
             #[cfg(not(loom))]
-            self.slot.set(table().pool.take());
+            {
+                let slot = table().pool.take();
+                self.slot.set(slot);
+                OWN_SLOT.with(|own| own.set(slot.map_or(0, |slot| u32::from(slot) + 1)));
+            }
             #[cfg(loom)]
             match table().pool.try_lock() {
                 Ok(mut free) => self.slot.set(free.take()),
@@ -338,13 +345,113 @@ impl Drop for ThreadSlot {
 #[cfg(not(loom))]
 std::thread_local! {
     static THREAD_SLOT: ThreadSlot = const {
-        ThreadSlot { slot: Cell::new(None), in_use: Cell::new(false) }
+        ThreadSlot { slot: Cell::new(None), waits: Cell::new(0), in_use: Cell::new(false) }
     };
+    /// This thread's slot plus one (0: none), beside `THREAD_SLOT` for the fork child
+    /// handler: a thread-local without a destructor, which reading never registers.
+    static OWN_SLOT: Cell<u32> = const { Cell::new(0) };
+}
+
+/// How many nested slow paths (signal handlers on one thread) a thread records.
+pub const WAIT_DEPTH: usize = 4;
+
+/// `WAITS[slot][depth]`: the address of the lock word whose slow path the thread
+/// holding `slot` is in, at that nesting depth; 0 for none. Written only by that
+/// thread; read by the fork child handler ([`fork_child`](super::fork_child)).
+#[cfg(not(loom))]
+static WAITS: [[std::sync::atomic::AtomicUsize; WAIT_DEPTH]; MAX_SLOTS] =
+    [const { [const { std::sync::atomic::AtomicUsize::new(0) }; WAIT_DEPTH] }; MAX_SLOTS];
+
+/// Records that the thread holding `slot` waits for `word` at `depth` (0 clears it).
+#[cfg(not(loom))]
+fn record(slot: u16, depth: usize, word: usize) {
+    // Relaxed: read only by a fork child, which sees memory as an instant of this
+    // thread's execution; the fence orders the record before the waiter bits (the
+    // word's RMWs that follow), so that no instant shows the bits without it.
+    WAITS[usize::from(slot)][depth].store(word, std::sync::atomic::Ordering::Relaxed);
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+}
+
+/// The waits recorded by the threads of slots ever handed out, but `except`'s, each
+/// passed to `take` and cleared (the fork child handler, alone in the child: those
+/// threads are gone).
+#[cfg(not(loom))]
+pub(crate) fn take_waits_of_others(except: Option<u16>, mut take: impl FnMut(usize)) {
+    use std::sync::atomic::Ordering::Relaxed;
+    for (slot, records) in WAITS.iter().enumerate().take(slots_handed_out()) {
+        if Some(slot as u16) == except {
+            continue;
+        }
+        for record in records {
+            // Relaxed: the child has one thread.
+            let word = record.load(Relaxed);
+            if word != 0 {
+                take(word);
+                record.store(0, Relaxed);
+            }
+        }
+    }
+}
+
+/// The calling thread's slot, if it has one (for the fork child handler).
+#[cfg(not(loom))]
+pub(crate) fn own_slot() -> Option<u16> {
+    let own = OWN_SLOT.try_with(Cell::get).unwrap_or(0);
+    (own != 0).then(|| (own - 1) as u16)
+}
+
+/// How many slots were ever handed out: slots `0..` this hold every record.
+#[cfg(not(loom))]
+fn slots_handed_out() -> usize {
+    // Relaxed: read by the fork child handler alone in the child.
+    table()
+        .pool
+        .fresh
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .min(MAX_SLOTS)
+}
+
+/// Runs `wait`, a lock's slow path on `word`, with the wait recorded for a fork
+/// child ([`fork_child`](super::fork_child)): the record names `word` before `wait`
+/// touches it and is cleared when `wait` returns (the thread holds the lock then).
+/// A thread without a slot, or nested deeper than [`WAIT_DEPTH`], records nothing.
+#[inline]
+pub(crate) fn with_wait_record<R>(word: &AtomicU32, wait: impl FnOnce() -> R) -> R {
+    #[cfg(not(loom))]
+    {
+        let place = THREAD_SLOT.try_with(|ts| {
+            let slot = ts.claim()?;
+            let depth = ts.waits.get();
+            // The depth moves before the record is written: a handler that interrupts
+            // this thread between the two records at the next depth, and restores
+            // both before it returns.
+            ts.waits.set(depth + 1);
+            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+            if depth < WAIT_DEPTH {
+                record(slot, depth, word.as_ptr() as usize);
+            }
+            Some((slot, depth))
+        });
+        let result = wait();
+        if let Ok(Some((slot, depth))) = place {
+            if depth < WAIT_DEPTH {
+                record(slot, depth, 0);
+            }
+            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+            let _ = THREAD_SLOT.try_with(|ts| ts.waits.set(depth));
+        }
+        result
+    }
+    #[cfg(loom)]
+    {
+        let _ = word;
+        wait()
+    }
 }
 
 #[cfg(loom)]
 loom::thread_local! {
-    static THREAD_SLOT: ThreadSlot = ThreadSlot { slot: Cell::new(None), in_use: Cell::new(false) };
+    static THREAD_SLOT: ThreadSlot = ThreadSlot { slot: Cell::new(None), waits: Cell::new(0), in_use: Cell::new(false) };
 }
 
 /// Runs `queue` with this thread's node, reset and ready to be published, and its tail

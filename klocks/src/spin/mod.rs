@@ -4,6 +4,9 @@
 //! here; the crate root re-exports what this module does, so a new spinlock is its
 //! file and its two lines below (and its catalog entry, `crate::catalog`).
 
+pub(crate) mod fork_child;
+#[doc(hidden)]
+pub use fork_child::install as install_fork_repair;
 pub(crate) mod mcs;
 pub use mcs::MAX_SLOTS;
 mod pv_qspinlock;

@@ -110,7 +110,8 @@
 
 use super::mcs::with_queue_node;
 use super::qspinlock::{
-    fast_lock, trylock, LOCKED_MASK, LOCKED_VAL, PENDING_VAL, TAIL_MASK, TAIL_OFFSET,
+    fast_lock, trylock, trylock_after_fork, LOCKED_MASK, LOCKED_VAL, PENDING_VAL, TAIL_MASK,
+    TAIL_OFFSET,
 };
 use crate::budget::{spins_for_ns, SpinBudget};
 use crate::catalog::MutexKind;
@@ -156,7 +157,7 @@ const STATS: Lock = Lock::Mutex(MutexKind::PvQSpinLock);
 
 /// A queued spinlock whose waiters sleep after a bounded spin. See the module doc.
 pub struct PvQSpinLock {
-    word: AtomicU32,
+    pub(crate) word: AtomicU32,
 }
 
 impl PvQSpinLock {
@@ -193,7 +194,7 @@ impl PvQSpinLock {
     /// Takes the lock if the word is entirely clear (no owner, no waiter).
     #[inline]
     pub fn try_lock(&self) -> bool {
-        trylock(&self.word)
+        trylock(&self.word) || trylock_after_fork(&self.word)
     }
 
     /// The uncontended fast path alone, `(0,0,0) -> (0,0,1)`: one cmpxchg, with no
@@ -248,8 +249,15 @@ impl PvQSpinLock {
         stats::woke(STATS, park::wake_one_at(word));
     }
 
+    /// The slow path, recorded for a fork child, after the repair of a word a fork
+    /// left with waiters this process does not have (see
+    /// [`fork_child`](super::fork_child)).
     #[cold]
     fn lock_slow(&self) {
+        super::fork_child::slow_path(&self.word, || self.lock_contended());
+    }
+
+    fn lock_contended(&self) {
         stats::count(STATS, Event::LockSlowpath);
         if !STEALS.may_bypass() {
             stats::count(STATS, Event::StreakEnd);

@@ -277,7 +277,7 @@ impl Flavor for X86ByteStore {
 
 /// A queued spinlock, generic over how it writes its word. Use the aliases.
 pub struct RawQSpinLock<F: Flavor> {
-    word: AtomicU32,
+    pub(crate) word: AtomicU32,
     flavor: PhantomData<F>,
 }
 
@@ -319,10 +319,12 @@ impl<F: Flavor> RawQSpinLock<F> {
         }
     }
 
-    /// Takes the lock if the word is entirely clear (no owner, no waiter).
+    /// Takes the lock if the word is entirely clear (no owner, no waiter; in a fork
+    /// child, after the repair of waiters the child does not have, see
+    /// `klocks/src/spin/fork_child.rs`).
     #[inline]
     pub fn try_lock(&self) -> bool {
-        trylock(&self.word)
+        trylock(&self.word) || trylock_after_fork(&self.word)
     }
 
     /// The uncontended fast path alone, `(0,0,0) -> (0,0,1)`: one cmpxchg, with no
@@ -362,8 +364,15 @@ impl<F: Flavor> RawQSpinLock<F> {
         self.word.load(Relaxed) & LOCKED_MASK != 0
     }
 
+    /// The slow path, recorded for a fork child (see
+    /// [`fork_child`](super::fork_child)) after the repair of a word a fork left
+    /// with waiters this process does not have.
     #[cold]
     fn lock_slow(&self) {
+        super::fork_child::slow_path(&self.word, || self.lock_contended());
+    }
+
+    fn lock_contended(&self) {
         stats::count(Self::STATS, Event::LockSlowpath);
         let mut val = self.word.load(Relaxed);
 
@@ -422,6 +431,17 @@ pub(crate) fn fast_lock(word: &AtomicU32) -> bool {
 #[inline(always)]
 pub(crate) fn trylock(word: &AtomicU32) -> bool {
     word.load(Relaxed) == 0 && fast_lock(word)
+}
+
+/// A `try_lock` that found the word busy, in a process whose fork left words to
+/// repair: the repair, then one more try.
+#[cold]
+pub(crate) fn trylock_after_fork(word: &AtomicU32) -> bool {
+    if !super::fork_child::any_stale() {
+        return false;
+    }
+    super::fork_child::settle(word);
+    trylock(word)
 }
 
 #[cold]

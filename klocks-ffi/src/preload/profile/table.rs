@@ -7,6 +7,13 @@
 //! locks are never 0 or 1. A destroyed lock's counts are first added to its site's
 //! totals ([`sites`]), so its entry is reused and the table holds live locks only.
 //!
+//! A fork child clears the parent's counts from the entries in use, and only those:
+//! every entry a lock ever claimed is on the **used list**, an array of slot numbers
+//! mapped beside the table (one per entry at most: an entry is listed at its first
+//! claim and stays listed when it is freed and claimed again), so the child's reset
+//! costs the entries the program used, not the table's size (whose untouched pages a
+//! walk over every key would fault in, one per 8 entries).
+//!
 //! Counters of a mutex, and of an rwlock's writers, change only while the lock is
 //! held, so the lock itself orders their updates: a plain load and store suffice,
 //! with no locked instruction on the lock's path. Readers share the lock, so their
@@ -20,7 +27,7 @@ pub(in crate::preload) use entry::Role;
 pub(super) use entry::{Counters, Entry};
 
 use std::sync::atomic::{
-    AtomicPtr, AtomicU64, AtomicUsize,
+    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
     Ordering::{AcqRel, Acquire, Relaxed, Release},
 };
 
@@ -36,13 +43,33 @@ pub(super) static UNTRACKED: AtomicU64 = AtomicU64::new(0);
 /// The entries (a mapping made by [`allocate`]), and how many (a power of two).
 static ENTRIES: AtomicPtr<Entry> = AtomicPtr::new(std::ptr::null_mut());
 static SLOTS: AtomicUsize = AtomicUsize::new(0);
+/// The used list (module doc): `USED[0..USED_LEN]` are the slots of every entry ever
+/// claimed, each once. Mapped by [`allocate`] with room for every slot.
+static USED: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
+static USED_LEN: AtomicUsize = AtomicUsize::new(0);
 
 /// Maps a table of `slots` entries (a power of two), from the library's constructor,
 /// before the profile is switched on. The mapping reserves address space only: a page
 /// is backed when an entry on it is first used, so memory is at most `slots` × 512
 /// bytes however many locks the program makes. `false` if it could not be mapped.
 pub(super) fn allocate(slots: usize) -> bool {
-    let bytes = slots * size_of::<Entry>();
+    let (Some(memory), Some(used)) = (
+        map_zeroed(slots * size_of::<Entry>()),
+        map_zeroed(slots * size_of::<AtomicU32>()),
+    ) else {
+        return false;
+    };
+    // Relaxed: published by the Release that switches the profile on (`profile::on`).
+    // Zeroed memory is a table of empty entries: every field is an atomic integer or
+    // flag, all zero in `Entry::new`; and an empty used list.
+    ENTRIES.store(memory.cast(), Relaxed);
+    USED.store(used.cast(), Relaxed);
+    SLOTS.store(slots, Relaxed);
+    true
+}
+
+/// A fresh private anonymous mapping of `bytes` zeroed bytes, backed as touched.
+fn map_zeroed(bytes: usize) -> Option<*mut libc::c_void> {
     // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
     let memory = unsafe {
         libc::mmap(
@@ -54,15 +81,35 @@ pub(super) fn allocate(slots: usize) -> bool {
             0,
         )
     };
-    if memory == libc::MAP_FAILED {
-        return false;
+    (memory != libc::MAP_FAILED).then_some(memory)
+}
+
+/// The used list's places, as many as the table has entries.
+fn used() -> &'static [AtomicU32] {
+    // Relaxed: see `allocate`.
+    let base = USED.load(Relaxed);
+    if base.is_null() {
+        return &[];
     }
-    // Relaxed: published by the Release that switches the profile on (`profile::on`).
-    // Zeroed memory is a table of empty entries: every field is an atomic integer or
-    // flag, all zero in `Entry::new`.
-    ENTRIES.store(memory.cast(), Relaxed);
-    SLOTS.store(slots, Relaxed);
-    true
+    // SAFETY: `allocate` mapped `slots()` zeroed atomics, never unmapped.
+    unsafe { std::slice::from_raw_parts(base, slots()) }
+}
+
+/// Lists the entry in `slot` on the used list, unless it is listed already.
+fn list_used(slot: usize, entry: &Entry) {
+    // Relaxed (the swap and the count): each entry is listed once, by whoever flips
+    // its flag; only a fork child reads the list, on its one thread, and sees it as
+    // at some instant of the parent: a place taken but not yet written holds slot 0,
+    // whose counts the child then clears needlessly; an entry flagged but not yet
+    // placed keeps the parent's counts in the child's report (a claim in flight at
+    // the fork, in another thread of the parent).
+    if entry.listed.swap(true, Relaxed) {
+        return;
+    }
+    let place = USED_LEN.fetch_add(1, Relaxed);
+    if let Some(place) = used().get(place) {
+        place.store(slot as u32, Relaxed);
+    }
 }
 
 /// How many entries the table has.
@@ -142,6 +189,7 @@ fn claim(slot: usize, lock: usize, site: usize, rwlock: bool) -> Option<(u32, &'
     // (`entry`); Acquire pairs with the Release in `forget`, which cleared it.
     match entry.key.compare_exchange(free, lock, AcqRel, Acquire) {
         Ok(_) => {
+            list_used(slot, entry);
             entry.note_site(site, false, rwlock);
             Some((slot as u32, entry))
         }
@@ -205,9 +253,18 @@ pub(super) fn in_use() -> impl Iterator<Item = Seen> {
 }
 
 /// In a fork child (one thread): the parent's counts are the parent's to report.
+/// Touches the entries on the used list only (module doc).
 pub(super) fn restart_counts() {
-    for seen in in_use() {
-        seen.entry.clear_counts();
+    let entries = entries();
+    // Relaxed: the child has one thread (see `list_used` for what it sees).
+    let listed = USED_LEN.load(Relaxed).min(entries.len());
+    for place in &used()[..listed] {
+        if let Some(entry) = entries.get(place.load(Relaxed) as usize) {
+            // Acquire: as in `entry`.
+            if !matches!(entry.key.load(Acquire), EMPTY | FREED) {
+                entry.clear_counts();
+            }
+        }
     }
     sites::restart_counts();
     // Relaxed: one thread.

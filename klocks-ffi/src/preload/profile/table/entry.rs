@@ -34,6 +34,9 @@ pub(in crate::preload::profile) struct Entry {
     pub(in crate::preload::profile) site_is_init: AtomicBool,
     /// Whether the lock is an rwlock.
     pub(in crate::preload::profile) rwlock: AtomicBool,
+    /// On the table's used list (`table.rs`): set at the entry's first claim, never
+    /// cleared.
+    pub(super) listed: AtomicBool,
     /// Threads waiting now, and the most seen at once.
     waiting: AtomicU32,
     pub(in crate::preload::profile) peak_waiting: AtomicU32,

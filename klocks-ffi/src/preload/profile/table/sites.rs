@@ -297,7 +297,9 @@ pub(in crate::preload::profile) fn is_other(site: &Site) -> bool {
 
 /// In a fork child (one thread): the parent's totals are the parent's.
 pub(super) fn restart_counts() {
-    for site in TABLE.iter().chain([&OTHER]) {
+    // Only sites that have had a lock (`all`): clearing the others would copy every
+    // page of the table into the child for nothing.
+    for site in all() {
         site.destroyed.clear();
         site.live.clear();
         site.stacks.clear();
