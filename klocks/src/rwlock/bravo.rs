@@ -563,6 +563,8 @@ pub(crate) unsafe fn take_holders(lock: usize) -> u32 {
 /// # Safety
 /// No thread holds or uses the lock at `lock`, and none will (a leaked guard's
 /// thread never releases it: it cannot reach the lock).
+#[cold]
+#[inline(never)]
 pub(crate) unsafe fn forget_lock(lock: usize) {
     let lock = lock as u64;
     for slot in column(lock) {
