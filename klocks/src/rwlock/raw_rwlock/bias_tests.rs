@@ -478,11 +478,14 @@ fn a_dropped_raw_lock_leaves_no_slot_behind() {
 fn two_columns() -> (Box<RawRwLock>, Box<RawRwLock>) {
     let first = Box::new(RawRwLock::new());
     let column = bravo::lane_and_column(first.address()).1;
+    // Kept until one is found: a box freed would give its address to the next.
+    let mut tried = Vec::new();
     loop {
         let second = Box::new(RawRwLock::new());
         if bravo::lane_and_column(second.address()).1 != column {
             return (first, second);
         }
+        tried.push(second);
     }
 }
 
@@ -573,4 +576,106 @@ fn a_fork_child_keeps_the_forking_threads_slots_and_ids_apart() {
         "1: the id changed, 2: the held slot not released, 4: a new thread could share the forking thread's id"
     );
     lock.unlock_shared();
+}
+
+/// The kernel's tid reuse for real: a parent thread holds a biased read slot at the
+/// fork and then exits in the parent; the fork child makes the kernel hand out that
+/// tid next (`/proc/sys/kernel/ns_last_pid`, which needs CAP_SYS_ADMIN in the pid
+/// namespace: skipped without it) to a new thread, which reads a lock of another
+/// column by its own slot, then the departed reader's lock by the word, and releases
+/// both. Its unlocks must release its own shares, not the departed slot, and not
+/// panic.
+#[test]
+fn a_fork_childs_thread_given_a_departed_parent_readers_tid_releases_only_its_own() {
+    const LAST_PID: &str = "/proc/sys/kernel/ns_last_pid";
+    if std::fs::OpenOptions::new()
+        .write(true)
+        .open(LAST_PID)
+        .is_err()
+    {
+        eprintln!("skipping: {LAST_PID} is not writable here");
+        return;
+    }
+    let (stale, mine) = two_columns();
+    let (stale, mine) = (Arc::new(stale), Arc::new(mine));
+    bias(&stale);
+    bias(&mine);
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let departed = std::thread::spawn({
+        let stale = Arc::clone(&stale);
+        move || {
+            stale.lock_shared();
+            // SAFETY: gettid has no preconditions.
+            tid_tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            // Leaves holding the read lock (its slot), as a parent thread absent
+            // from the child.
+            go_rx.recv().unwrap();
+        }
+    });
+    let tid = tid_rx.recv().unwrap();
+    assert!(bravo::held_by_any(stale.address()));
+    let mut gone = [0 as libc::c_int; 2];
+    // SAFETY: a pipe into a two-element array.
+    assert_eq!(unsafe { libc::pipe(gone.as_mut_ptr()) }, 0);
+    // SAFETY: the child waits on the pipe, then makes threads and exits with _exit.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        let mut byte = 0u8;
+        // SAFETY: reads one byte from our pipe into `byte`.
+        unsafe { libc::read(gone[0], (&raw mut byte).cast(), 1) };
+        let mut code = 3;
+        for _ in 0..200 {
+            let _ = std::fs::write(LAST_PID, format!("{}", tid - 1));
+            let heir = std::thread::spawn({
+                let (stale, mine) = (Arc::clone(&stale), Arc::clone(&mine));
+                move || {
+                    // SAFETY: as above.
+                    if unsafe { libc::gettid() } as u32 != tid {
+                        return false;
+                    }
+                    mine.lock_shared();
+                    stale.lock_shared();
+                    stale.unlock_shared();
+                    mine.unlock_shared();
+                    true
+                }
+            })
+            .join();
+            match heir {
+                Ok(false) => std::thread::sleep(Duration::from_millis(5)),
+                Ok(true) => {
+                    let kept = bravo::held_by_any(stale.address());
+                    let freed = readers(stale.word.load(Relaxed)) == 0 && !mine.is_locked();
+                    code = if kept && freed { 0 } else { 2 };
+                    break;
+                }
+                Err(_) => {
+                    code = 1;
+                    break;
+                }
+            }
+        }
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    assert!(child > 0, "fork: {}", std::io::Error::last_os_error());
+    go_tx.send(()).unwrap();
+    departed.join().unwrap();
+    // SAFETY: writes one byte to our pipe, then closes both ends.
+    unsafe {
+        libc::write(gone[1], [1u8].as_ptr().cast(), 1);
+        libc::close(gone[0]);
+        libc::close(gone[1]);
+    }
+    let mut status = 0;
+    // SAFETY: waits for our child.
+    assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+    assert!(libc::WIFEXITED(status), "the child died: {status:#x}");
+    match libc::WEXITSTATUS(status) {
+        0 => {}
+        3 => eprintln!("skipping: the child never got tid {tid} back"),
+        1 => panic!("the child's thread with the departed reader's tid panicked in a read unlock"),
+        code => panic!("the child's thread released the wrong share (code {code})"),
+    }
 }
