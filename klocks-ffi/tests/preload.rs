@@ -490,3 +490,38 @@ fn spin_fork_with_waiters() {
         common::assert_ok("spin-fork", &run);
     }
 }
+
+/// `tests/c/rwreuse.c` with `args`, linked with `-lklocks`, under the preload's
+/// default rwlock (`preload`), or not (glibc's pthread rwlock: the control).
+fn rwreuse(args: &[&str], preload: bool) {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    let program = BINARY.get_or_init(|| common::compile("rwreuse", true));
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .env("LD_LIBRARY_PATH", common::lib_dir())
+        .env_remove("KLOCKS_LOCK")
+        .env_remove("KLOCKS_PROFILE");
+    if preload {
+        command
+            .env("LD_PRELOAD", common::library())
+            .env("KLOCKS_RWLOCK", "default-rw");
+    }
+    let run = common::run(command);
+    common::assert_ok("rwreuse", &run);
+}
+
+/// A pthread rwlock whose reader bias left a slot held by a thread that exited
+/// holding a read lock, destroyed and initialised again in place: the new lock's
+/// writer gets it, as with glibc.
+#[test]
+fn a_rwlock_initialised_again_inherits_no_reader() {
+    rwreuse(&[], false);
+    rwreuse(&[], true);
+}
+
+/// The same with the C API's `klocks_rwlock_t`.
+#[test]
+fn a_klocks_rwlock_initialised_again_inherits_no_reader() {
+    rwreuse(&["klocks"], false);
+}

@@ -717,3 +717,74 @@ fn a_fork_costs_the_entries_in_use_not_the_table() {
         "a fork with a 16M-entry profile table took {with} us (without the profile: {without} us)"
     );
 }
+
+/// `tests/c/exitsig.c`, 20 times, with `env` (under the preload when `preload`): how
+/// many runs did not end within 10 s (killed), and the stderr of one that ended.
+fn exit_from_a_handler_runs(preload: bool, env: &[(&str, &str)]) -> (usize, Vec<String>) {
+    use std::io::Read;
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    let program = BINARY.get_or_init(|| common::compile("exitsig", false));
+    let (mut hung, mut stderrs) = (0, Vec::new());
+    for _ in 0..20 {
+        let mut command = Command::new(program);
+        for (var, _) in std::env::vars() {
+            if var.starts_with("KLOCKS_") {
+                command.env_remove(var);
+            }
+        }
+        if preload {
+            command.env("LD_PRELOAD", common::library());
+        }
+        command
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().expect("run exitsig");
+        let mut stderr = child.stderr.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if started.elapsed() > std::time::Duration::from_secs(10) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let text = reader.join().unwrap();
+        match status {
+            None => hung += 1,
+            Some(status) => {
+                assert!(status.success(), "exitsig failed: {status}\n{text}");
+                stderrs.push(text);
+            }
+        }
+    }
+    (hung, stderrs)
+}
+
+/// `exit()` from a `SIGALRM` handler that interrupted `malloc`: without the profile
+/// (the control) every run ends; with it, every run ends too, and prints the report
+/// (its sites resolved, or unresolved with the profile's note).
+#[test]
+fn exit_from_a_handler_inside_malloc_ends() {
+    let (hung, _) = exit_from_a_handler_runs(false, &[]);
+    assert_eq!(hung, 0, "the control hung");
+    let (hung, _) = exit_from_a_handler_runs(true, &[]);
+    assert_eq!(hung, 0, "the preload without the profile hung");
+    let (hung, stderrs) = exit_from_a_handler_runs(true, &[("KLOCKS_PROFILE", "1")]);
+    assert_eq!(hung, 0, "{hung} of 20 profiled runs hung at exit");
+    for text in &stderrs {
+        assert!(
+            text.contains("exitsig.c:") || text.contains("sites unresolved"),
+            "no report: {text}"
+        );
+    }
+}

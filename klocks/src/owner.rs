@@ -102,6 +102,8 @@ pub use tid::{current_tid, current_tid_inline, forking_thread_in_parent};
 
 #[cfg(not(loom))]
 mod fork_child;
+#[cfg(not(loom))]
+pub(crate) use fork_child::at_fork_child;
 
 #[cfg(all(
     feature = "glibc-tid",

@@ -52,13 +52,18 @@
 //!   (memory reused without `destroy` or `init`, e.g. a static initialiser copied
 //!   over a freed lock's bytes, stays the old lock's entry).
 //! - A fork child starts its counts from zero and reports its own life.
-//! - The report at exit allocates (symbolisation); the one a signal asks for does not,
-//!   and prints return addresses unresolved (resolving is not async-signal-safe). It
-//!   writes with the raw `write` system call. A process that ends by `_exit` or a
+//! - The report never calls the C library's allocator, so it ends even when `exit`
+//!   runs in a signal handler that interrupted `malloc` (or while any thread holds the
+//!   allocator's lock): the report at exit resolves sites with memory from an arena
+//!   that it maps first ([`arena`]: from then on this library's Rust code allocates
+//!   only there), and prints them unresolved, with a note, if the arena cannot be
+//!   mapped; the one a signal asks for allocates nothing and prints return addresses
+//!   unresolved. Both write with the raw `write` system call. A process that ends by `_exit` or a
 //!   signal prints nothing; calls made before the library's constructor ran (by an
 //!   earlier constructor) are not counted.
 
 mod advice;
+mod arena;
 mod clock;
 mod format;
 mod report;
@@ -368,11 +373,23 @@ pub(super) fn start() {
     ON.store(true, Release);
 }
 
-/// Prints the profile, if it is on (from the library's destructor, at exit).
+/// Prints the profile, if it is on (from the library's destructor, at exit), its
+/// sites resolved with memory from the [`arena`], never the C library's allocator
+/// (`exit` may run in a signal handler that interrupted `malloc`); if the arena
+/// cannot be mapped, unresolved, with a note.
 pub(super) fn at_exit() {
-    if on() {
-        report::print(report::Sites::Resolved);
+    if !on() {
+        return;
     }
+    if arena::enter() {
+        report::print(report::Sites::Resolved);
+        return;
+    }
+    const NOTE: &[u8] = b"klocks: profile: no memory to resolve sites at exit; sites unresolved\n";
+    // SAFETY: writes NOTE's bytes, which are static, to fd 2 (the raw system call:
+    // no allocation, no lock).
+    unsafe { libc::syscall(libc::SYS_write, 2, NOTE.as_ptr(), NOTE.len()) };
+    report::print(report::Sites::Raw);
 }
 
 /// Defines the C function `$name`, which calls `$target` with its arguments and then

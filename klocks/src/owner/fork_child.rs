@@ -1,7 +1,7 @@
 //! What a fork child forgets: each module of the owner probe that keeps per-process
 //! or per-thread state (the cached tid, the perf watchers, the chosen probe's
-//! watched threads) registers its own `forget` with `pthread_atfork`, once, through
-//! [`at_fork_child`].
+//! watched threads, and the reader bias's ids, `rwlock::bravo`) registers its own
+//! `forget` with `pthread_atfork`, once, through [`at_fork_child`].
 
 use crate::config::resolved::Resolved;
 
@@ -10,7 +10,7 @@ use crate::config::resolved::Resolved;
 /// thread: `forget` may do only async-signal-safe work), once per `installed`.
 /// Whether it is in place; a thread that asks while another installs it is told
 /// "not yet". Each module forgets its own state, so none calls into another's.
-pub(super) fn at_fork_child(installed: &'static Resolved, forget: extern "C" fn()) -> bool {
+pub(crate) fn at_fork_child(installed: &'static Resolved, forget: extern "C" fn()) -> bool {
     let (done, _) = installed.get(
         || {
             // SAFETY: `forget` is a plain function that lives as long as the process

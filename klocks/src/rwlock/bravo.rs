@@ -47,11 +47,12 @@
 //!   takes its word); fewer lanes would shorten the scan but put threads created
 //!   together in one lane (a collision per 32 with 32 lanes), more would lengthen it.
 //!
-//! The slot's index and its value give back the lock and the thread *exactly* (the
-//! index's row the low bits of the id, the tag its high bits; the value the lock): a
-//! thread knows a slot for its own without a record beside it, which a read unlock
-//! (it must know whether it holds the lock by a slot or by the word) and a signal
-//! handler need. Hence the limits: lock addresses below 2⁴⁸ (every address a Linux
+//! The slot's index and its value give back the lock and the thread's id *exactly*
+//! (the index's row the low bits of the id, the tag its high bits; the value the
+//! lock): with one bit per column of its own row (which columns it holds, below:
+//! whose slot is whose), a thread knows a slot for its own, which a read unlock (it
+//! must know whether it holds the lock by a slot or by the word) and a signal handler
+//! need. Hence the limits: lock addresses below 2⁴⁸ (every address a Linux
 //! process gets unless it asks `mmap` for more) and ids below 2²² (= 2¹⁶ × `LANES`,
 //! the kernel's largest `pid_max`); a lock or thread outside them never takes the
 //! table, always the word. Two threads of one lane reading one lock, or one thread
@@ -65,10 +66,12 @@
 //!                           after its SeqCst publication)
 //! publishing -> empty       the reader backs out (bias off), or a writer withdraws it
 //! held -> empty             the read unlock (a Release store)
+//! either -> empty           the lock's drop (`forget_lock`): no thread uses the lock
 //! ```
 //!
 //! Only the thread named in a slot writes it, except for a writer's withdrawal of a
-//! *publishing* slot; so a reader's cmpxchg to `held` fails exactly when a writer
+//! *publishing* slot and the drop of a lock that no thread uses (below: a lock that
+//! dies); so a reader's cmpxchg to `held` fails exactly when a writer
 //! withdrew it, and the reader takes the word instead. A writer therefore never waits
 //! for a reader that has not entered: not for one preempted between its two
 //! cmpxchgs, not for one interrupted there by a signal handler that then waits for
@@ -120,10 +123,44 @@
 //! parent. [`RawRwLock::forget_waiters`](super::raw_rwlock::RawRwLock::forget_waiters)
 //! turns the held slots of its lock into word readers.
 //!
-//! The id is the kernel thread id when the thread first publishes; a thread that
-//! exits holding a read lock (a leaked guard) leaves its slot held, as it would leave
-//! the word's count, and a later thread given the same kernel id would find the slot
-//! its own.
+//! # Ids, and whose slot is whose
+//!
+//! A thread's id is its kernel thread id when it first publishes, passed through
+//! the fork child's swap below. A slot's value names an id, and ids come back: the
+//! kernel gives a departed thread's tid to a new thread, and a departed thread may
+//! leave a slot held (it exited holding a read lock, or it is a parent thread absent
+//! from a fork child). So a slot that names a thread's id is not therefore its own:
+//! each thread keeps the columns of its row whose slot it published and holds
+//! (`HELD_COLUMNS`, a bit per column), and a read unlock releases a slot only if its
+//! bit is set and the slot names the lock it releases. A new thread with a departed
+//! one's id finds the departed slot taken (its reads of that column take the word),
+//! and never releases it: the departed read lock stays held, as the word's count of
+//! a departed reader does.
+//!
+//! Two *live* threads never share an id. In a fork child the forking thread keeps
+//! its parent id `p` and has a new kernel tid `c`; the child's fork handler records
+//! the pair, and a thread of the child takes its tid as its id except that `p` and
+//! `c` trade places (a permutation of the tids, so ids stay distinct however the
+//! kernel hands out tids, and a new thread given tid `p` once the parent's thread
+//! left takes `c`, which no other thread of the child has). A child's child records
+//! its own forking thread's pair instead: every other thread of the parent is absent
+//! there. A thread that asks for its id before the handler is registered takes the
+//! word until it is.
+//!
+//! # A lock that dies
+//!
+//! A read guard leaked with `mem::forget` leaves its slot held after its lock is
+//! dropped, and a lock made later at the same address would find it in its column:
+//! its first revoking writer would wait for it forever. So `RawRwLock`'s `Drop`
+//! empties the slots that name it ([`forget_lock`]): the `&mut` of a drop proves
+//! that no guard is alive (a forgotten one cannot reach the lock again), so no
+//! thread releases those slots after, and the thread that published one still counts
+//! it in `HELD_COLUMNS`: its next read unlock of that column finds the slot empty, or
+//! holding one of its own later publications, which is then its own to release. A
+//! lock moved out of its place (a move runs no `Drop`) while a forgotten guard's slot
+//! names its old address leaves that slot behind, and a lock later made there waits
+//! for it; the C API's and the preload's rwlocks never take the table (their
+//! `_within_max` read entries keep to the word), so none of their slots outlive them.
 
 use crate::sync::{cpu_relax_times, AtomicU64, Ordering::*};
 use crate::wait::Patience;
@@ -179,29 +216,104 @@ loom::lazy_static! {
 #[cfg(not(loom))]
 std::thread_local! {
     /// This thread's id in the table, 0 until it first publishes (no destructor:
-    /// readable during thread exit too).
+    /// readable during thread exit and from the fork handler too).
     static ID: Cell<u32> = const { Cell::new(0) };
-    /// How many slots this thread may hold: only a thread with some looks at its
-    /// slot in a read unlock. A signal handler's changes are undone before it returns,
-    /// so an update of the interrupted code that misses one loses nothing.
-    static HOLDS: Cell<u32> = const { Cell::new(0) };
+    /// The columns of this thread's row whose slot this thread published and holds,
+    /// one bit each (module doc: whose slot is whose): only a thread with some looks
+    /// at its slot in a read unlock. A signal handler's changes are undone before it
+    /// returns, so an update of the interrupted code that misses one loses nothing.
+    static HELD_COLUMNS: Cell<u64> = const { Cell::new(0) };
 }
 #[cfg(loom)]
 loom::thread_local! {
     static ID: Cell<u32> = Cell::new(0);
-    static HOLDS: Cell<u32> = Cell::new(0);
+    static HELD_COLUMNS: Cell<u64> = Cell::new(0);
 }
 
-/// This thread's id: its kernel thread id when it first asked (kept in a fork child).
+const _: () = assert!(
+    COLUMNS <= u64::BITS as usize,
+    "a column per bit of HELD_COLUMNS"
+);
+
+/// This thread's id: [`id_of_tid`] of its kernel thread id when it first asked, kept
+/// in a fork child (module doc: ids in a fork child). `u32::MAX` (which fits no slot:
+/// the word) while the fork handler that keeps the ids apart is not yet in place.
+#[inline]
 fn id() -> u32 {
     ID.with(|id| match id.get() {
-        0 => {
-            let fresh = crate::owner::current_tid();
-            id.set(fresh);
-            fresh
-        }
+        0 => fresh_id(id),
         known => known,
     })
+}
+
+#[cold]
+fn fresh_id(id: &Cell<u32>) -> u32 {
+    if !ids_apart_in_fork_children() {
+        return u32::MAX;
+    }
+    let fresh = id_of_tid(crate::owner::current_tid());
+    id.set(fresh);
+    fresh
+}
+
+/// The transposition of ids a fork child applies to its new threads' tids: the
+/// forking thread's id in the high half, its kernel tid in the child in the low
+/// half; 0 in a process that no fork made, or whose forking thread had no id (or
+/// kept its tid). Written by [`swap_ids_in_child`] only, in a child before it has a
+/// second thread.
+#[cfg(not(loom))]
+static FORK_SWAP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The id a thread whose kernel tid is `tid` takes: `tid`, except in a fork child,
+/// where the forking thread's id and its new kernel tid trade places. A permutation
+/// of the tids, so that two live threads never share an id.
+#[cfg(not(loom))]
+fn id_of_tid(tid: u32) -> u32 {
+    // Relaxed: written in this process's fork handler before any other thread of it
+    // existed (thread creation orders it before theirs), never after.
+    let swap = FORK_SWAP.load(Relaxed);
+    let (forker_id, forker_tid) = ((swap >> 32) as u32, swap as u32);
+    match tid {
+        _ if swap == 0 => tid,
+        tid if tid == forker_id => forker_tid,
+        tid if tid == forker_tid => forker_id,
+        tid => tid,
+    }
+}
+
+/// Model threads have small ids of their own, and no fork.
+#[cfg(loom)]
+fn id_of_tid(tid: u32) -> u32 {
+    tid
+}
+
+/// Whether [`swap_ids_in_child`] runs in every fork child (registered once).
+#[cfg(not(loom))]
+fn ids_apart_in_fork_children() -> bool {
+    static INSTALLED: crate::config::resolved::Resolved = crate::config::resolved::Resolved::new();
+    crate::owner::at_fork_child(&INSTALLED, swap_ids_in_child)
+}
+
+#[cfg(loom)]
+fn ids_apart_in_fork_children() -> bool {
+    true
+}
+
+/// Runs in a fork child, on its only thread (the forking one), before the child's
+/// own code: that thread keeps its id, which its slots name, and its new kernel tid
+/// takes the id's place for the child's new threads (`id_of_tid`).
+#[cfg(not(loom))]
+extern "C" fn swap_ids_in_child() {
+    let kept = ID.with(Cell::get);
+    // SAFETY: gettid has no preconditions and cannot fail (async-signal-safe).
+    let tid = unsafe { libc::gettid() } as u32;
+    let swap = if kept == 0 || kept == u32::MAX || kept == tid {
+        0
+    } else {
+        (u64::from(kept) << 32) | u64::from(tid)
+    };
+    // Relaxed: read by this thread and by threads the child creates later.
+    FORK_SWAP.store(swap, Relaxed);
 }
 
 /// Whether `lock` (an address) and this thread's `id` fit in a slot.
@@ -222,12 +334,13 @@ fn column_of(_: u64) -> usize {
     0
 }
 
-/// The slot of `(lock, id)` and the value that says "held".
-fn slot_of(lock: usize, id: u32) -> (&'static AtomicU64, u64) {
+/// The slot of `(lock, id)`, its column, and the value that says "held".
+fn slot_of(lock: usize, id: u32) -> (&'static AtomicU64, usize, u64) {
     let lock = lock as u64;
     let lane = id as usize & (LANES - 1);
     let held = (u64::from(id >> LANE_BITS) << TAG_SHIFT) | lock;
-    (&TABLE.0[lane * COLUMNS + column_of(lock)], held)
+    let column = column_of(lock);
+    (&TABLE.0[lane * COLUMNS + column], column, held)
 }
 
 /// The slots of `lock`'s column, one per lane: every slot a reader of `lock` can hold.
@@ -236,8 +349,10 @@ fn column(lock: u64) -> impl Iterator<Item = &'static AtomicU64> {
     (0..LANES).map(move |lane| &TABLE.0[lane * COLUMNS + column])
 }
 
-fn add_holds(delta: i32) {
-    HOLDS.with(|h| h.set(h.get().wrapping_add_signed(delta)));
+/// This thread now holds its slot of `column` (`true`) or no longer does.
+fn note_held(column: usize, held: bool) {
+    let bit = 1u64 << column;
+    HELD_COLUMNS.with(|h| h.set(if held { h.get() | bit } else { h.get() & !bit }));
 }
 
 /// A reader enters `lock` through the table: publishes itself in its slot, and
@@ -251,7 +366,7 @@ pub(crate) fn try_enter(lock: usize, bias_on: impl FnOnce() -> bool) -> bool {
     if !fits(lock, id) {
         return false;
     }
-    let (slot, held) = slot_of(lock, id);
+    let (slot, column, held) = slot_of(lock, id);
     let publishing = held | PUBLISHING;
     // SeqCst: with `bias_on`'s SeqCst load, pairs with the writer's fence in
     // `RawRwLock::revoke_bias`, between its clearing of the bias and its scan (module
@@ -274,7 +389,7 @@ pub(crate) fn try_enter(lock: usize, bias_on: impl FnOnce() -> bool) -> bool {
             .compare_exchange(publishing, held, Relaxed, Relaxed)
             .is_ok()
         {
-            add_holds(1);
+            note_held(column, true);
             return true;
         }
         return false;
@@ -289,7 +404,7 @@ pub(crate) fn try_enter(lock: usize, bias_on: impl FnOnce() -> bool) -> bool {
 /// (now released; the lock is not touched). `false`: the caller releases the word.
 #[inline]
 pub(crate) fn leave(lock: usize) -> bool {
-    if HOLDS.with(Cell::get) == 0 {
+    if HELD_COLUMNS.with(Cell::get) == 0 {
         return false;
     }
     leave_held(lock)
@@ -301,8 +416,15 @@ fn leave_held(lock: usize) -> bool {
     if !fits(lock, id) {
         return false;
     }
-    let (slot, held) = slot_of(lock, id);
-    // Relaxed: only this thread writes a slot that names it as held.
+    let (slot, column, held) = slot_of(lock, id);
+    // A slot this thread did not publish is not its own, even if it names the lock
+    // and this thread's id: a departed thread's (module doc: whose slot is whose).
+    if HELD_COLUMNS.with(Cell::get) & (1 << column) == 0 {
+        return false;
+    }
+    // Relaxed: only this thread writes a slot that names it as held (ids are unique
+    // among live threads), but for a dropped lock's `forget_lock`, which ran
+    // before this thread could use the memory again.
     if slot.load(Relaxed) != held {
         return false;
     }
@@ -310,7 +432,7 @@ fn leave_held(lock: usize) -> bool {
     // orders this read section before its write section. The last access: the lock
     // may be freed as soon as a writer sees it.
     slot.store(0, Release);
-    add_holds(-1);
+    note_held(column, false);
     true
 }
 
@@ -433,11 +555,35 @@ pub(crate) unsafe fn take_holders(lock: usize) -> u32 {
     held
 }
 
+/// For a lock that dies (`RawRwLock`'s `Drop`, or memory that becomes a new lock):
+/// empties every slot that names `lock`, held (a guard leaked with `mem::forget`,
+/// or a reader that left without its unlock) or publishing (a reader gone in a fork
+/// child), so that a new lock at the same address inherits none.
+///
+/// # Safety
+/// No thread holds or uses the lock at `lock`, and none will (a leaked guard's
+/// thread never releases it: it cannot reach the lock).
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn forget_lock(lock: usize) {
+    let lock = lock as u64;
+    for slot in column(lock) {
+        // Relaxed: the slot names a lock no thread uses; the cmpxchg only keeps a
+        // slot its owner published meanwhile for another lock of the column. What
+        // hands the memory to a new lock (the allocator, or the caller's own
+        // synchronization) orders this store before any use of it.
+        let val = slot.load(Relaxed);
+        if val & LOCK_MASK == lock {
+            let _ = slot.compare_exchange(val, 0, Relaxed, Relaxed);
+        }
+    }
+}
+
 /// For tests and models: publishes this thread for `lock` and stops there, as a
 /// thread interrupted between its two cmpxchgs; whether the slot was free.
 #[cfg(test)]
 pub(crate) fn publish_only(lock: usize) -> bool {
-    let (slot, held) = slot_of(lock, id());
+    let (slot, _, held) = slot_of(lock, id());
     // SeqCst: as in `try_enter`.
     slot.compare_exchange(0, held | PUBLISHING, SeqCst, Relaxed)
         .is_ok()
@@ -447,7 +593,7 @@ pub(crate) fn publish_only(lock: usize) -> bool {
 /// whether the slot was still publishing (no writer withdrew it).
 #[cfg(test)]
 pub(crate) fn back_out_only(lock: usize) -> bool {
-    let (slot, held) = slot_of(lock, id());
+    let (slot, _, held) = slot_of(lock, id());
     // Relaxed: as in `try_enter`.
     slot.compare_exchange(held | PUBLISHING, 0, Relaxed, Relaxed)
         .is_ok()
@@ -456,8 +602,26 @@ pub(crate) fn back_out_only(lock: usize) -> bool {
 /// For tests: the lane and column of this thread's slot for `lock`.
 #[cfg(all(test, not(loom)))]
 pub(crate) fn lane_and_column(lock: usize) -> (usize, usize) {
-    let (slot, _) = slot_of(lock, id());
+    let (slot, _, _) = slot_of(lock, id());
     let index = (std::ptr::from_ref(slot) as usize - std::ptr::from_ref(&TABLE.0[0]) as usize)
         / std::mem::size_of::<AtomicU64>();
     (index / COLUMNS, index % COLUMNS)
+}
+
+/// For tests: this thread's id in the table.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn id_for_tests() -> u32 {
+    id()
+}
+
+/// For tests: gives this thread `id`, as if the kernel had given it that tid.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn force_id_for_tests(id: u32) {
+    ID.with(|cached| cached.set(id));
+}
+
+/// For tests: the id a thread whose kernel tid is `tid` takes.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn id_of_tid_for_tests(tid: u32) -> u32 {
+    id_of_tid(tid)
 }

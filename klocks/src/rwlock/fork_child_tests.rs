@@ -4,8 +4,7 @@
 //! one another thread write-held stays held. (A free lock with sleeping writers is
 //! usable in the child even without it; the rule is to call it all the same, for
 //! the states that name a vanished drainer or reader-bias slots. One the forking
-//! thread write-held keeps the forking thread's parent tid as its writer, so the
-//! continuation's write unlock is refused as another thread's: not covered here.)
+//! thread write-held is the continuation's: it unlocks it, under its new tid.)
 
 use crate::testing::fork::{
     fork_with_parked_waiters, install_park, park_each, AtFork, Child, ForkOps,
@@ -36,6 +35,7 @@ fn run() {
         (AtFork::Free, 1),
         (AtFork::Free, 2),
         (AtFork::HeldByOther, 2),
+        (AtFork::HeldByForker, 1),
     ] {
         let (child, _) = fork_with_parked_waiters(&OPS, waiters, at);
         if child != Child::Ok {

@@ -238,3 +238,87 @@ fn a_downgrade_after_a_revocation() {
         assert!(!bravo::held_by_any(address(&lock)));
     });
 }
+
+/// A reader leaks a read lock of `leaked` (its slot held, as after `mem::forget` of
+/// a guard), then reads `other` (every lock is in column 0 under loom: the same
+/// slot); meanwhile `leaked` is dropped, which empties the slot that names it, and a
+/// writer takes `other`. The drop's clear races the reader's publication for
+/// `other` and the writer's scan of the column: the reader holds `other` by its slot
+/// or by the word and releases exactly that (its read unlock after the clear must
+/// not take the cleared slot for its own, nor panic), the writer's section is
+/// ordered with the read one, and no slot names the dropped lock afterwards.
+#[test]
+fn a_dropped_lock_takes_its_leaked_reader_with_it() {
+    super::loom_models::builder(2).check(|| {
+        let leaked = Box::new(RawRwLock::new());
+        leaked.lock_shared();
+        leaked.unlock_shared();
+        assert!(format!("{leaked:?}").contains("reader_bias: true"));
+        let leaked_at = address(&leaked);
+        let other = biased_lock();
+        let cell = Arc::new(UnsafeCell::new(0u32));
+        let entered = Arc::new(crate::sync::AtomicU32::new(0));
+        let reader = {
+            let (other, cell, entered) = (other.clone(), cell.clone(), entered.clone());
+            spawn(move || {
+                // SAFETY: the lock is dropped only after the Release store below, the
+                // reader's last use of it.
+                let leaked = unsafe { &*(leaked_at as *const RawRwLock) };
+                leaked.lock_shared();
+                // Release: pairs with the Acquire load before the drop.
+                entered.store(1, crate::sync::Ordering::Release);
+                other.lock_shared();
+                // SAFETY: as in `spawn_reader`.
+                cell.with(|v| unsafe { *v });
+                other.unlock_shared();
+            })
+        };
+        // Acquire: pairs with the reader's Release store after its read lock.
+        while entered.load(crate::sync::Ordering::Acquire) == 0 {
+            crate::sync::yield_now();
+        }
+        assert!(bravo::held_by_any(leaked_at) || !format!("{leaked:?}").contains("true"));
+        drop(leaked);
+        assert!(
+            !bravo::held_by_any(leaked_at),
+            "the dropped lock's slot is empty"
+        );
+        other.lock_exclusive();
+        // SAFETY: as in `spawn_reader`.
+        cell.with_mut(|v| unsafe { *v += 1 });
+        other.unlock_exclusive();
+        reader.join().unwrap();
+        assert!(!other.is_locked());
+        assert!(!bravo::held_by_any(leaked_at));
+    });
+}
+
+/// A thread whose slot a drop emptied (it leaked a read lock of the dropped lock, so
+/// it still counts that slot as its own) read-locks another lock of the column while
+/// a writer revokes that lock's bias: by the freed slot, or by the word when the
+/// writer came first; its unlock releases what it holds (a look at the slot shows
+/// whether it is its own), never a slot it did not publish, and the lock ends free.
+#[test]
+fn a_leave_after_the_clear_releases_only_its_own() {
+    super::loom_models::builder(2).check(|| {
+        let other = biased_lock();
+        {
+            let leaked = RawRwLock::new();
+            leaked.lock_shared();
+            leaked.unlock_shared();
+            leaked.lock_shared();
+            assert!(bravo::held_by_any(address(&leaked)));
+        }
+        let writer = {
+            let other = other.clone();
+            spawn(move || {
+                other.lock_exclusive();
+                other.unlock_exclusive();
+            })
+        };
+        other.lock_shared();
+        other.unlock_shared();
+        writer.join().unwrap();
+        assert!(!other.is_locked());
+    });
+}

@@ -32,6 +32,7 @@ macro_rules! policies {
                 avoid_when: $avoid_when:literal,
                 $(known_as: $known_as:literal,)?
                 lends_roles: $lends_roles:literal,
+                $($field:ident: $value:tt,)*
             };
         )*
     ) => {

@@ -389,3 +389,37 @@ impl RawRwLock {
         self.word.fetch_and(!BIAS, Relaxed);
     }
 }
+
+impl RawRwLock {
+    /// For memory that stops being this lock or becomes a new one (a C `destroy` or
+    /// `init`): empties the slots of the table of visible readers that name this
+    /// lock's address, held by read locks that were never released (a thread that
+    /// exited holding one, a reader gone in a fork child), so that a lock later made
+    /// at this address waits for none of them. The lock's own word is not changed.
+    ///
+    /// # Safety
+    /// No thread uses the lock during the call, and no read lock of it is released
+    /// after: the ones held are abandoned with the lock.
+    pub unsafe fn forget_table_readers(&self) {
+        // SAFETY: the caller's promise.
+        unsafe { bravo::forget_lock(self.address()) };
+    }
+}
+
+/// A dropped lock takes its table readers with it (`bravo::forget_lock`): a read
+/// guard leaked with `mem::forget` leaves its slot held, and a new lock at the same
+/// address would otherwise wait for it forever. `&mut self`: no guard of the lock is
+/// alive, so none releases a slot after this.
+impl Drop for RawRwLock {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self` orders every earlier use of the lock before this.
+        // Slots can name the lock only while `BIAS` is set, or while a holder of
+        // `WRITER` revokes it (a writer gone in a fork child); otherwise none, and
+        // an unbiased or write-heavy lock's drop costs this load.
+        if self.word.load(Relaxed) & (BIAS | WRITER) != 0 {
+            // SAFETY: `&mut self`: no thread uses the lock, and none will release a
+            // read lock of it (a leaked guard cannot reach it).
+            unsafe { bravo::forget_lock(self.address()) };
+        }
+    }
+}

@@ -399,3 +399,283 @@ fn thread_cpu_time() -> Duration {
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
     Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
+
+/// Turns the bias of `lock` on (as [`biased_lock`], in place).
+fn bias(lock: &RawRwLock) {
+    for _ in 0..bias::LOOK_EVERY {
+        lock.lock_shared();
+        lock.unlock_shared();
+        if lock.word.load(Relaxed) & BIAS != 0 {
+            return;
+        }
+    }
+    panic!("no reader turned the bias on");
+}
+
+/// A read guard leaked with `mem::forget` (safe code), its lock dropped, and a new
+/// lock put in the same place: the new lock's writer must not wait for the old
+/// lock's slot (std's `RwLock`, the control, has no table and nothing to inherit).
+#[test]
+fn a_new_lock_in_a_dropped_locks_place_inherits_no_reader() {
+    let control = Some(std::sync::RwLock::new(0u32));
+    std::mem::forget(control.as_ref().unwrap().read().unwrap());
+    let mut place = Some(crate::RwLock::new(0u32));
+    let old = {
+        let lock = place.as_ref().unwrap();
+        // SAFETY: a look at the raw lock, which no guard is using.
+        bias(unsafe { lock.raw() });
+        std::mem::forget(lock.read());
+        std::ptr::from_ref(lock) as usize
+    };
+    // SAFETY: as above.
+    assert!(bravo::held_by_any(
+        unsafe { place.as_ref().unwrap().raw() }.address()
+    ));
+    place = None;
+    let lock = place.insert(crate::RwLock::new(1));
+    assert_eq!(std::ptr::from_ref(lock) as usize, old, "the same place");
+    // SAFETY: as above.
+    bias(unsafe { lock.raw() });
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let written = lock.try_write_until(deadline).map(|mut value| *value = 2);
+    assert!(
+        written.is_some(),
+        "the new lock's writer waited for the dropped lock's forgotten reader"
+    );
+    assert_eq!(*lock.read(), 2);
+}
+
+/// The same with the raw lock: its `Drop` forgets the table's readers of it, and a
+/// reader that then releases the forgotten lock... cannot (it is gone); its thread's
+/// next read locks of other locks in the same column are unaffected.
+#[test]
+fn a_dropped_raw_lock_leaves_no_slot_behind() {
+    let mut place = Some(RawRwLock::new());
+    let old = {
+        let lock = place.as_ref().unwrap();
+        bias(lock);
+        lock.lock_shared();
+        lock.address()
+    };
+    assert!(bravo::held_by_any(old));
+    place = None;
+    assert!(
+        !bravo::held_by_any(old),
+        "the dropped lock's slot was cleared"
+    );
+    let lock = place.insert(RawRwLock::new());
+    assert_eq!(lock.address(), old);
+    bias(lock);
+    lock.lock_shared();
+    assert!(bravo::held_by_any(old), "the new lock takes the slot");
+    lock.unlock_shared();
+    assert!(!lock.is_locked());
+    assert!(lock.try_lock_exclusive_until(Instant::now() + Duration::from_secs(2)));
+    lock.unlock_exclusive();
+}
+
+/// Locks until two of them lie in different columns of the table.
+fn two_columns() -> (Box<RawRwLock>, Box<RawRwLock>) {
+    let first = Box::new(RawRwLock::new());
+    let column = bravo::lane_and_column(first.address()).1;
+    // Kept until one is found: a box freed would give its address to the next.
+    let mut tried = Vec::new();
+    loop {
+        let second = Box::new(RawRwLock::new());
+        if bravo::lane_and_column(second.address()).1 != column {
+            return (first, second);
+        }
+        tried.push(second);
+    }
+}
+
+/// A thread given the id of a thread that left a slot held (a thread that exited
+/// with a guard forgotten, or a parent thread in a fork child whose tid the kernel
+/// gives to a new thread): its read unlock of that lock must release its own share
+/// (the word's), not the slot it never published, and its read unlock of another
+/// lock it holds by its own slot must not panic.
+#[test]
+fn a_thread_given_a_departed_readers_id_releases_only_its_own() {
+    let (stale, mine) = two_columns();
+    let (stale, mine) = (Arc::new(stale), Arc::new(mine));
+    bias(&stale);
+    bias(&mine);
+    let departed = std::thread::spawn({
+        let stale = Arc::clone(&stale);
+        move || {
+            stale.lock_shared();
+            bravo::id_for_tests()
+        }
+    })
+    .join()
+    .unwrap();
+    assert!(
+        bravo::held_by_any(stale.address()),
+        "the departed reader's slot"
+    );
+    let heir = std::thread::spawn({
+        let (stale, mine) = (Arc::clone(&stale), Arc::clone(&mine));
+        move || {
+            bravo::force_id_for_tests(departed);
+            mine.lock_shared();
+            assert!(bravo::held_by_any(mine.address()), "by its slot");
+            stale.lock_shared();
+            stale.unlock_shared();
+            mine.unlock_shared();
+        }
+    })
+    .join();
+    assert!(
+        heir.is_ok(),
+        "the heir of a departed reader's id panicked in a read unlock"
+    );
+    assert!(
+        bravo::held_by_any(stale.address()),
+        "the departed reader's slot is still its own"
+    );
+    assert_eq!(
+        readers(stale.word.load(Relaxed)),
+        0,
+        "the heir's share released"
+    );
+    assert!(!mine.is_locked());
+}
+
+/// A fork child: the forking thread keeps the id its slots name, and releases the
+/// read lock it held at the fork; a new thread of the child whose kernel tid is that
+/// id (the parent's thread left) gets another id, the forking thread's new tid, so
+/// two threads of the child never share one.
+#[test]
+fn a_fork_child_keeps_the_forking_threads_slots_and_ids_apart() {
+    let lock = biased_lock();
+    lock.lock_shared();
+    assert!(bravo::held_by_any(lock.address()));
+    let before = bravo::id_for_tests();
+    // SAFETY: the child does atomics, a gettid and _exit; no locks, no allocation.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() } as u32;
+        let kept = bravo::id_for_tests() == before;
+        lock.unlock_shared();
+        let released = !lock.is_locked();
+        let apart =
+            bravo::id_of_tid_for_tests(before) == tid && bravo::id_of_tid_for_tests(tid) == before;
+        let code = i32::from(!kept) | i32::from(!released) << 1 | i32::from(!apart) << 2;
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    assert!(child > 0, "fork: {}", std::io::Error::last_os_error());
+    let mut status = 0;
+    // SAFETY: waits for our child.
+    assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+    assert!(libc::WIFEXITED(status));
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "1: the id changed, 2: the held slot not released, 4: a new thread could share the forking thread's id"
+    );
+    lock.unlock_shared();
+}
+
+/// The kernel's tid reuse for real: a parent thread holds a biased read slot at the
+/// fork and then exits in the parent; the fork child makes the kernel hand out that
+/// tid next (`/proc/sys/kernel/ns_last_pid`, which needs CAP_SYS_ADMIN in the pid
+/// namespace: skipped without it) to a new thread, which reads a lock of another
+/// column by its own slot, then the departed reader's lock by the word, and releases
+/// both. Its unlocks must release its own shares, not the departed slot, and not
+/// panic.
+#[test]
+fn a_fork_childs_thread_given_a_departed_parent_readers_tid_releases_only_its_own() {
+    const LAST_PID: &str = "/proc/sys/kernel/ns_last_pid";
+    if std::fs::OpenOptions::new()
+        .write(true)
+        .open(LAST_PID)
+        .is_err()
+    {
+        eprintln!("skipping: {LAST_PID} is not writable here");
+        return;
+    }
+    let (stale, mine) = two_columns();
+    let (stale, mine) = (Arc::new(stale), Arc::new(mine));
+    bias(&stale);
+    bias(&mine);
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let departed = std::thread::spawn({
+        let stale = Arc::clone(&stale);
+        move || {
+            stale.lock_shared();
+            // SAFETY: gettid has no preconditions.
+            tid_tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            // Leaves holding the read lock (its slot), as a parent thread absent
+            // from the child.
+            go_rx.recv().unwrap();
+        }
+    });
+    let tid = tid_rx.recv().unwrap();
+    assert!(bravo::held_by_any(stale.address()));
+    let mut gone = [0 as libc::c_int; 2];
+    // SAFETY: a pipe into a two-element array.
+    assert_eq!(unsafe { libc::pipe(gone.as_mut_ptr()) }, 0);
+    // SAFETY: the child waits on the pipe, then makes threads and exits with _exit.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        let mut byte = 0u8;
+        // SAFETY: reads one byte from our pipe into `byte`.
+        unsafe { libc::read(gone[0], (&raw mut byte).cast(), 1) };
+        let mut code = 3;
+        for _ in 0..200 {
+            let _ = std::fs::write(LAST_PID, format!("{}", tid - 1));
+            let heir = std::thread::spawn({
+                let (stale, mine) = (Arc::clone(&stale), Arc::clone(&mine));
+                move || {
+                    // SAFETY: as above.
+                    if unsafe { libc::gettid() } as u32 != tid {
+                        return false;
+                    }
+                    mine.lock_shared();
+                    stale.lock_shared();
+                    stale.unlock_shared();
+                    mine.unlock_shared();
+                    true
+                }
+            })
+            .join();
+            match heir {
+                Ok(false) => std::thread::sleep(Duration::from_millis(5)),
+                Ok(true) => {
+                    let kept = bravo::held_by_any(stale.address());
+                    let freed = readers(stale.word.load(Relaxed)) == 0 && !mine.is_locked();
+                    code = if kept && freed { 0 } else { 2 };
+                    break;
+                }
+                Err(_) => {
+                    code = 1;
+                    break;
+                }
+            }
+        }
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    assert!(child > 0, "fork: {}", std::io::Error::last_os_error());
+    go_tx.send(()).unwrap();
+    departed.join().unwrap();
+    // SAFETY: writes one byte to our pipe, then closes both ends.
+    unsafe {
+        libc::write(gone[1], [1u8].as_ptr().cast(), 1);
+        libc::close(gone[0]);
+        libc::close(gone[1]);
+    }
+    let mut status = 0;
+    // SAFETY: waits for our child.
+    assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+    assert!(libc::WIFEXITED(status), "the child died: {status:#x}");
+    match libc::WEXITSTATUS(status) {
+        0 => {}
+        3 => eprintln!("skipping: the child never got tid {tid} back"),
+        1 => panic!("the child's thread with the departed reader's tid panicked in a read unlock"),
+        code => panic!("the child's thread released the wrong share (code {code})"),
+    }
+}

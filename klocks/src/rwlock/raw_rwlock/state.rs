@@ -47,7 +47,8 @@ impl RawRwLock {
     /// Forgets every waiter, keeping the lock held as it is (readers, or a writer).
     /// For a fork child, whose copy of the lock names waiters that do not exist in it.
     /// A writer that still waits for readers to leave is a waiter too: `WRITER` with
-    /// readers inside is forgotten, with its writer's id.
+    /// readers inside is forgotten, with its writer's id. A write lock the forking
+    /// thread held is the continuation's (called on it), under its new tid.
     ///
     /// # Safety
     /// No other thread uses the lock during the call.
@@ -68,6 +69,12 @@ impl RawRwLock {
         self.word.store(val & keep, Relaxed);
         if draining {
             self.writer.store(0, Relaxed);
+        } else if val & WRITER != 0
+            && owner::forking_thread_in_parent() == Some(self.writer.load(Relaxed))
+        {
+            // The forking thread's write lock: its continuation holds it, under its
+            // new tid, and releases it.
+            self.writer.store(owner::current_tid(), Relaxed);
         }
         self.writers_asleep.store(0, Relaxed);
     }

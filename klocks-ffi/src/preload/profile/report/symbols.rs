@@ -2,7 +2,12 @@
 //! debug information, else `module+offset (function)` with the function from the
 //! module's symbol table (or the dynamic symbols `dladdr` reads); a lock's address as
 //! the data symbol it lies in. Everything here allocates (it reads modules' files), so
-//! only the report at exit resolves; the one a signal asks for prints addresses.
+//! only the report at exit resolves, with the `arena`'s memory; the one a signal asks
+//! for prints addresses. Nothing here calls the C library's allocator: not `realpath`
+//! (a link is resolved with `readlink`, [`real_path`]), and not `backtrace` for a
+//! module that links a separate debug file (it would look for it with `realpath`):
+//! such a module's sites are `module+offset (function)`, the function from its
+//! symbol tables or its debug file's.
 
 use std::ffi::{c_void, CStr};
 use std::fmt::{self, Write};
@@ -45,7 +50,17 @@ pub(super) fn resolve(site: usize) -> Resolved {
     // The symbols come innermost inlined function first, the real function last.
     let mut outermost = Buffer::<256>::new();
     let mut symbols = 0;
-    backtrace::resolve(call, |symbol| {
+    // Not in a module with a separate debug file's link: `backtrace` would look for
+    // that file with `fs::canonicalize`, the C library's `realpath`, which allocates
+    // with `malloc` (the report must not: `arena`). Such a module's sites are named
+    // from its symbol tables, or its debug file's, below (no file and line).
+    let linked = module_of(site).is_some_and(|(path, _)| has_debug_link(&path));
+    let resolve = |call, each: &mut dyn FnMut(&backtrace::Symbol)| {
+        if !linked {
+            backtrace::resolve(call, each);
+        }
+    };
+    resolve(call, &mut |symbol| {
         symbols += 1;
         if let Some(function) = symbol.name() {
             outermost.len = 0;
@@ -67,6 +82,15 @@ pub(super) fn resolve(site: usize) -> Resolved {
             }
         }
     });
+    if linked && named.len == 0 {
+        if let Some((function, _)) = symbol_at(site.wrapping_sub(1), object::SymbolKind::Text) {
+            let _ = write!(
+                named,
+                "{:#}",
+                backtrace::SymbolName::new(function.as_bytes())
+            );
+        }
+    }
     if resolved.function.len == 0 {
         resolved.function = named;
     }
@@ -91,6 +115,82 @@ pub(super) fn resolve(site: usize) -> Resolved {
         }
     }
     resolved
+}
+
+/// The path of the module `address` lies in (the running program's as
+/// `/proc/self/exe`), and where it was loaded; `None` if in none.
+fn module_of(address: usize) -> Option<(String, usize)> {
+    // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::dladdr(address as *const c_void, &mut info) } == 0 || info.dli_fname.is_null()
+    {
+        return None;
+    }
+    // SAFETY: dladdr's strings are NUL-terminated and live while the object is loaded.
+    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_str().ok()?;
+    // The main program's name is empty in the loader's list.
+    let path = if path.is_empty() {
+        "/proc/self/exe"
+    } else {
+        path
+    };
+    Some((path.to_owned(), info.dli_fbase as usize))
+}
+
+/// Whether the module at `path` names a separate debug file by `.gnu_debuglink`
+/// (a stripped build: a distribution's libraries).
+fn has_debug_link(path: &str) -> bool {
+    use object::Object;
+    let Ok(module) = std::fs::File::open(path) else {
+        return false;
+    };
+    let module = ReadCache::new(module);
+    object::File::parse(&module).is_ok_and(|file| file.section_by_name(".gnu_debuglink").is_some())
+}
+
+/// `path` with every symbolic link resolved, as `fs::canonicalize` gives it but
+/// without the C library's `realpath` (which allocates with `malloc`): each
+/// component's link is read with `readlink`, up to 40 links (the kernel's limit).
+fn real_path(path: &str) -> Option<std::path::PathBuf> {
+    use std::path::{Component, Path, PathBuf};
+    let mut pending: Vec<PathBuf> = vec![PathBuf::from(path)];
+    let mut real = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(next) = pending.pop() {
+        let mut rest = next.components().peekable();
+        while let Some(part) = rest.next() {
+            match part {
+                Component::RootDir => real = PathBuf::from("/"),
+                Component::CurDir | Component::Prefix(_) => {}
+                Component::ParentDir => {
+                    real.pop();
+                }
+                Component::Normal(name) => {
+                    let candidate = real.join(name);
+                    match std::fs::read_link(&candidate) {
+                        Ok(target) => {
+                            links += 1;
+                            if links > 40 {
+                                return None;
+                            }
+                            let remaining: PathBuf = rest.collect();
+                            if !remaining.as_os_str().is_empty() {
+                                pending.push(remaining);
+                            }
+                            if target.is_absolute() {
+                                real = PathBuf::from("/");
+                            }
+                            pending.push(target);
+                            break;
+                        }
+                        Err(_) => real = candidate,
+                    }
+                }
+            }
+        }
+    }
+    Path::new(&real).exists().then_some(real)
 }
 
 /// Prints where a lock was initialised (`is_init`) or first locked.
@@ -160,6 +260,13 @@ pub(super) fn write_data_symbol(out: &mut impl Write, lock: usize) -> Result<boo
 /// lines, not variables. Allocates (it reads the module's headers and symbol tables,
 /// on demand: a debug file may be gigabytes).
 pub(super) fn data_symbol(address: usize) -> Option<(String, usize)> {
+    symbol_at(address, object::SymbolKind::Data)
+}
+
+/// The symbol of `kind` that holds `address`, and the offset into it, from the
+/// symbol tables of its module or of the module's separate debug file (as
+/// [`data_symbol`]).
+fn symbol_at(address: usize, kind: object::SymbolKind) -> Option<(String, usize)> {
     use object::{Object, ObjectKind};
     // SAFETY: a zeroed Dl_info is valid; dladdr only reads the loader's tables.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -184,26 +291,27 @@ pub(super) fn data_symbol(address: usize) -> Option<(String, usize)> {
         _ => 0,
     };
     let at = address.wrapping_sub(bias) as u64;
-    if let Some(found) = data_symbol_in(&file, at) {
+    if let Some(found) = symbol_in(&file, at, kind) {
         return Some(found);
     }
     let debug = separate_debug_file(path, &file)?;
     // The debug file keeps the module's addresses.
-    data_symbol_in(&object::File::parse(&debug).ok()?, at)
+    symbol_in(&object::File::parse(&debug).ok()?, at, kind)
 }
 
-/// The data symbol of `file`'s symbol tables that holds the module address `at`, and
-/// the offset into it.
-fn data_symbol_in<'a>(
+/// The symbol of `kind` in `file`'s symbol tables that holds the module address
+/// `at`, and the offset into it.
+fn symbol_in<'a>(
     file: &object::File<'a, &'a ReadCache<std::fs::File>>,
     at: u64,
+    kind: object::SymbolKind,
 ) -> Option<(String, usize)> {
-    use object::{Object, ObjectSymbol, SymbolKind};
+    use object::{Object, ObjectSymbol};
     let found = file
         .symbols()
         .chain(file.dynamic_symbols())
         .find(|symbol| {
-            symbol.kind() == SymbolKind::Data
+            symbol.kind() == kind
                 && symbol.address() <= at
                 && at < symbol.address() + symbol.size().max(1)
         })?;
@@ -242,7 +350,7 @@ fn separate_debug_file<'a>(
     if let Some((name, _crc)) = file.gnu_debuglink().ok().flatten() {
         let name = Path::new(std::str::from_utf8(name).ok()?);
         // `/proc/self/exe` names the program by its link: its directory is the real one's.
-        let real = std::fs::canonicalize(path).ok()?;
+        let real = real_path(path)?;
         let dir = real.parent()?;
         candidates.push(dir.join(name));
         candidates.push(dir.join(".debug").join(name));
@@ -257,4 +365,38 @@ fn separate_debug_file<'a>(
         .filter_map(|candidate| std::fs::File::open(candidate).ok())
         .map(ReadCache::new)
         .find(ours)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `real_path` agrees with `fs::canonicalize` (the control, which calls
+    /// `realpath`) on links of every kind: a link to an absolute path, a relative
+    /// one, a link in a directory of the path, `..`.
+    #[test]
+    fn real_path_resolves_links_as_realpath_does() {
+        let dir = std::env::temp_dir().join(format!("klocks-real-path-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a/b")).unwrap();
+        std::fs::write(dir.join("a/b/file"), b"").unwrap();
+        std::os::unix::fs::symlink(dir.join("a"), dir.join("abs")).unwrap();
+        std::os::unix::fs::symlink("a/b", dir.join("rel")).unwrap();
+        std::os::unix::fs::symlink("../b/file", dir.join("a/b/up")).unwrap();
+        for path in [
+            "/proc/self/exe".to_owned(),
+            format!("{}/abs/b/file", dir.display()),
+            format!("{}/rel/file", dir.display()),
+            format!("{}/rel/up", dir.display()),
+            format!("{}/a/../rel/./file", dir.display()),
+        ] {
+            assert_eq!(
+                real_path(&path),
+                std::fs::canonicalize(&path).ok(),
+                "{path}"
+            );
+        }
+        assert_eq!(real_path(&format!("{}/missing", dir.display())), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
