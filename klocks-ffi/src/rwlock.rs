@@ -42,6 +42,7 @@ use std::mem::{align_of, size_of};
 use std::ptr;
 use std::sync::atomic::{AtomicU32, Ordering::Acquire};
 
+use klocks_core::owner::current_tid;
 use klocks_core::{RawRwLock, TooManyReaders};
 use libc::{timespec, CLOCK_REALTIME, EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
 
