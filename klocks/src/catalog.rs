@@ -270,6 +270,11 @@ macro_rules! catalog_item {
             Self::held_by_current_thread(self)
         }
 
+        unsafe fn forget_waiters(&self) {
+            // SAFETY: the caller's contract is this method's.
+            unsafe { Self::forget_waiters(self) }
+        }
+
         unsafe fn unlock_for_owner(&self) -> bool {
             // SAFETY: the caller's contract is this method's.
             unsafe { Self::unlock_for_owner(self) }
@@ -289,6 +294,11 @@ macro_rules! catalog_item {
     (names_writer: true) => {
         fn writer_is_current_thread(&self) -> bool {
             self.exclusive_owner() == Some($crate::owner::current_tid())
+        }
+
+        unsafe fn forget_waiters(&self) {
+            // SAFETY: the caller's contract is this method's.
+            unsafe { $crate::RawRwLock::forget_waiters(self) }
         }
     };
     ($field:ident: $value:literal) => {};
@@ -403,6 +413,15 @@ for_each_mutex!(family! {
         fn held_by_current_thread(&self) -> bool {
             false
         }
+
+        /// A fork child's repair of the lock's copy (`RawMutex::forget_waiters`) for
+        /// a lock that tracks its owner; nothing for the others (the queued
+        /// spinlocks repair themselves, the rest keep no waiter in their words).
+        ///
+        /// # Safety
+        /// As `RawMutex::forget_waiters`: in a fork child, on the forking thread's
+        /// continuation, before any other thread uses the lock.
+        unsafe fn forget_waiters(&self) {}
 
         /// Releases the lock for the thread that holds it (glibc lets any thread
         /// unlock a normal mutex): a lock that tracks its owner releases its holder's
@@ -543,6 +562,14 @@ for_each_rwlock!(family! {
         fn writer_is_current_thread(&self) -> bool {
             false
         }
+
+        /// A fork child's repair of the lock's copy (`RawRwLock::forget_waiters`);
+        /// nothing for the locks that need none or have none.
+        ///
+        /// # Safety
+        /// As `RawRwLock::forget_waiters`: in a fork child, on the forking thread's
+        /// continuation, before any other thread uses the lock.
+        unsafe fn forget_waiters(&self) {}
     }
 });
 

@@ -15,4 +15,11 @@ pub trait BenchLock: Send + Sync + 'static {
 
     /// Runs `critical` with the lock held.
     fn with<R>(&self, critical: impl FnOnce() -> R) -> R;
+
+    /// A fork child's repair of its copy of the lock, where the lock needs one
+    /// (`torture --freeze`'s fork children); nothing by default.
+    ///
+    /// # Safety
+    /// In a fork child, on the forking thread's continuation, before any other use.
+    unsafe fn forget_waiters(&self) {}
 }

@@ -48,6 +48,11 @@ impl<L: CatalogMutex> BenchLock for Klocks<L> {
     fn with<R>(&self, critical: impl FnOnce() -> R) -> R {
         with_raw(&self.0, critical)
     }
+
+    unsafe fn forget_waiters(&self) {
+        // SAFETY: the caller's contract is this method's.
+        unsafe { self.0.forget_waiters() }
+    }
 }
 
 /// Implements [`BenchLock`] for the peers' `lock_api` raw mutexes.

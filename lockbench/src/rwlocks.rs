@@ -38,6 +38,12 @@ pub trait BenchRwLock: Send + Sync + 'static {
     fn writer_is_current_thread(&self) -> bool {
         false
     }
+
+    /// A fork child's repair of its copy of the lock (see `BenchLock`).
+    ///
+    /// # Safety
+    /// In a fork child, on the forking thread's continuation, before any other use.
+    unsafe fn forget_waiters(&self) {}
 }
 
 /// Releases a raw lock's read side when dropped, so a panicking section unlocks.
@@ -97,6 +103,11 @@ impl<L: CatalogRwLock> BenchRwLock for Klocks<L> {
 
     fn writer_is_current_thread(&self) -> bool {
         self.0.writer_is_current_thread()
+    }
+
+    unsafe fn forget_waiters(&self) {
+        // SAFETY: the caller's contract is this method's.
+        unsafe { self.0.forget_waiters() }
     }
 }
 

@@ -35,7 +35,7 @@ fn run() {
         (AtFork::Free, 1),
         (AtFork::Free, 2),
         (AtFork::HeldByOther, 2),
-        (AtFork::HeldByForker, 1),
+        (AtFork::HeldByForker, 2),
     ] {
         let (child, _) = fork_with_parked_waiters(&OPS, waiters, at);
         if child != Child::Ok {

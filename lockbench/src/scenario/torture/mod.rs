@@ -150,10 +150,20 @@ struct Outcome {
     hung: usize,
     /// Workers frozen in their lock call (`--freeze`).
     frozen: u64,
+    /// Fork children made meanwhile, and those that could not use the lock.
+    forks: u64,
+    fork_failures: u64,
 }
 
 /// Runs the torture of one lock with `section` and returns its outcome.
-fn torture(name: &'static str, section: Section, readers: bool, args: &Args, secs: u64) -> Outcome {
+fn torture(
+    name: &'static str,
+    section: Section,
+    fork_probe: ForkProbe,
+    readers: bool,
+    args: &Args,
+    secs: u64,
+) -> Outcome {
     let threads = args
         .threads
         .unwrap_or_else(|| 4 * std::thread::available_parallelism().map_or(2, |n| n.get()) as u64);
@@ -262,7 +272,7 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
     let mut freezes = Freezes::new(args, start);
     while start.elapsed() < Duration::from_secs(secs) || freezes.holding() {
         if args.freeze {
-            freezes.step(&live, &mut rng);
+            freezes.step(&live, &mut rng, &fork_probe);
         }
         if !args.no_stutter && Instant::now() >= next_stutter {
             faults.stutter.store(true, Relaxed);
@@ -309,6 +319,8 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
             signals: signals.load(Relaxed),
             hung,
             frozen: freezes.made,
+            forks: freezes.forks,
+            fork_failures: freezes.fork_failures,
         };
     }
     for slot in slots {
@@ -327,6 +339,8 @@ fn torture(name: &'static str, section: Section, readers: bool, args: &Args, sec
         signals: signals.load(Relaxed),
         hung: 0,
         frozen: freezes.made,
+        forks: freezes.forks,
+        fork_failures: freezes.fork_failures,
     }
 }
 
@@ -347,6 +361,10 @@ struct Freezes {
     next: Instant,
     /// Freezes made.
     made: u64,
+    /// Fork children made while a worker was frozen, and those that could not use
+    /// the lock.
+    forks: u64,
+    fork_failures: u64,
 }
 
 impl Freezes {
@@ -356,6 +374,8 @@ impl Freezes {
             until: None,
             next: start + Duration::from_millis(100),
             made: 0,
+            forks: 0,
+            fork_failures: 0,
         }
     }
 
@@ -365,7 +385,12 @@ impl Freezes {
     }
 
     /// Thaws a freeze whose time is up, or tries to freeze a waiting worker.
-    fn step(&mut self, live: &std::sync::Mutex<Vec<(libc::pthread_t, i32)>>, rng: &mut u64) {
+    fn step(
+        &mut self,
+        live: &std::sync::Mutex<Vec<(libc::pthread_t, i32)>>,
+        rng: &mut u64,
+        fork_probe: &ForkProbe,
+    ) {
         let now = Instant::now();
         if let Some(until) = self.until {
             if now >= until {
@@ -403,6 +428,12 @@ impl Freezes {
             if handler::FROZEN.load(SeqCst) {
                 self.made += 1;
                 self.until = Some(Instant::now() + self.hold);
+                // A fork child of this state: a worker frozen in its lock call,
+                // others spinning, sleeping or reserved for, the lock held by us.
+                self.forks += 1;
+                if !fork_probe() {
+                    self.fork_failures += 1;
+                }
                 return;
             }
         }
@@ -416,12 +447,59 @@ impl Freezes {
     }
 }
 
+/// `--freeze`'s fork: the freezer holds the lock and forks while a worker is frozen in
+/// its lock call and others wait; whether the child, once it repaired its copy
+/// (`forget_waiters`, the documented rule for a fork child), released the lock and
+/// took it again within a bound.
+type ForkProbe = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Forks holding the lock (`hold` runs `then` with it held); in the child, repairs
+/// the lock with `repair`, lets `hold` release it, takes it again and exits 0, under a
+/// 5 s alarm. Whether the child did.
+fn fork_holding(hold: &dyn Fn(&dyn Fn()), repair: &dyn Fn(), again: &dyn Fn()) -> bool {
+    let child = std::cell::Cell::new(0);
+    hold(&|| {
+        // SAFETY: fork; the child runs only the lock's code and async-signal-safe
+        // calls (alarm, _exit) before it exits.
+        child.set(unsafe { libc::fork() });
+        if child.get() == 0 {
+            // SAFETY: as above.
+            unsafe { libc::alarm(5) };
+            repair();
+        }
+    });
+    let child = child.get();
+    if child == 0 {
+        again();
+        // SAFETY: the child's end: no destructors, no atexit.
+        unsafe { libc::_exit(0) };
+    }
+    if child < 0 {
+        return false;
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    let waited = unsafe { libc::waitpid(child, &mut status, 0) };
+    waited == child && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+}
+
 struct MutexSection;
 
 impl LockVisitor for MutexSection {
-    type Output = (&'static str, Section);
+    type Output = (&'static str, Section, ForkProbe);
     fn visit<L: BenchLock>(self) -> Self::Output {
         let lock = Arc::new(L::new());
+        let probe: ForkProbe = {
+            let lock = Arc::clone(&lock);
+            Arc::new(move || {
+                fork_holding(
+                    &|then| lock.with(then),
+                    // SAFETY: in the child, on the forking thread's continuation.
+                    &|| unsafe { lock.forget_waiters() },
+                    &|| lock.with(|| ()),
+                )
+            })
+        };
         let section: Section = Arc::new(move |guarded: &Guarded, faults: &Faults, i, _| {
             in_phases(|held| {
                 lock.with(|| {
@@ -430,16 +508,30 @@ impl LockVisitor for MutexSection {
                 })
             });
         });
-        (L::NAME, section)
+        (L::NAME, section, probe)
     }
 }
 
 struct RwSection;
 
 impl RwLockVisitor for RwSection {
-    type Output = (&'static str, Section);
+    type Output = (&'static str, Section, ForkProbe);
     fn visit<L: BenchRwLock>(self) -> Self::Output {
         let lock = Arc::new(L::new());
+        let probe: ForkProbe = {
+            let lock = Arc::clone(&lock);
+            Arc::new(move || {
+                fork_holding(
+                    &|then| lock.write(then),
+                    // SAFETY: in the child, on the forking thread's continuation.
+                    &|| unsafe { lock.forget_waiters() },
+                    &|| {
+                        lock.write(|| ());
+                        lock.read(|| ());
+                    },
+                )
+            })
+        };
         let holds: Box<dyn Fn() -> bool + Send + Sync> = {
             let lock = Arc::clone(&lock);
             Box::new(move || lock.writer_is_current_thread())
@@ -462,7 +554,7 @@ impl RwLockVisitor for RwSection {
                 }
             });
         });
-        (L::NAME, section)
+        (L::NAME, section, probe)
     }
 }
 
@@ -537,12 +629,12 @@ pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLock
     for lock in locks {
         // SeqCst: as in `RwSection`; a mutex's waiter holds nothing.
         handler::HOLDS_WRITER.store(std::ptr::null_mut(), SeqCst);
-        let (name, section) = lock.visit(MutexSection);
-        outcomes.push(torture(name, section, false, args, secs));
+        let (name, section, probe) = lock.visit(MutexSection);
+        outcomes.push(torture(name, section, probe, false, args, secs));
     }
     for lock in rwlocks {
-        let (name, section) = lock.visit(RwSection);
-        outcomes.push(torture(name, section, true, args, secs));
+        let (name, section, probe) = lock.visit(RwSection);
+        outcomes.push(torture(name, section, probe, true, args, secs));
     }
     let limit = Duration::from_millis(args.starvation_ms);
     println!(
@@ -569,7 +661,9 @@ pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLock
     );
     if args.freeze {
         println!(
-            "freeze: one waiting worker at a time stopped in its lock call for {} ms",
+            "freeze: one waiting worker at a time stopped in its lock call for {} ms; at \
+             each freeze a fork while the lock is held, whose child repairs it, releases \
+             it and takes it again",
             args.starvation_ms * 3 / 2
         );
     }
@@ -589,6 +683,8 @@ pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLock
             "FAIL: no progress"
         } else if args.freeze && o.frozen == 0 {
             "FAIL: no worker was frozen in its lock call"
+        } else if o.fork_failures > 0 {
+            "FAIL: a fork child could not use the lock"
         } else {
             "ok"
         };
@@ -603,6 +699,14 @@ pub fn run(args: &Args, locks: Option<Vec<LockName>>, rwlocks: Option<Vec<RwLock
             o.max_wait.as_secs_f64() * 1e3,
             o.signals
         );
+    }
+    if args.freeze {
+        for o in &outcomes {
+            println!(
+                "freeze: {}: {} workers frozen, {} fork children ({} could not use the lock)",
+                o.name, o.frozen, o.forks, o.fork_failures
+            );
+        }
     }
     println!(
         "{}",

@@ -91,7 +91,10 @@ fn every_state_with_forget_waiters() {
     );
 }
 
-fn a_reserved_lock_hangs_without_forget_waiters() {
+/// Without the repair, a lock reserved for a claimant the child does not have is
+/// taken all the same once the reservation expires (the liveness tick,
+/// `crate::wait`): the child waits a few ticks, not for good.
+fn a_reserved_lock_expires_without_forget_waiters() {
     install_park();
     let unrepaired = ForkOps {
         in_child: || {},
@@ -100,7 +103,7 @@ fn a_reserved_lock_hangs_without_forget_waiters() {
     };
     let (child, word) = fork_with_parked_waiters(&unrepaired, 1, AtFork::Free);
     assert_eq!(word, super::super::WAITERS | HANDOFF, "{word:#x}");
-    assert_eq!(child, Child::Hung, "word {word:#x} at the fork");
+    assert_eq!(child, Child::Ok, "word {word:#x} at the fork");
 }
 
 #[test]
@@ -112,10 +115,10 @@ fn a_fork_child_uses_a_static_mutex_after_forget_waiters() {
 }
 
 #[test]
-fn without_forget_waiters_a_reserved_mutex_hangs_the_child() {
-    let name = "mutex::raw_mutex::fork_child::tests::without_forget_waiters_a_reserved_mutex_hangs_the_child";
+fn without_forget_waiters_a_reserved_mutex_expires_in_the_child() {
+    let name = "mutex::raw_mutex::fork_child::tests::without_forget_waiters_a_reserved_mutex_expires_in_the_child";
     if let Some(status) =
-        crate::testing::isolated(name, a_reserved_lock_hangs_without_forget_waiters)
+        crate::testing::isolated(name, a_reserved_lock_expires_without_forget_waiters)
     {
         assert!(status.success(), "{status:?}");
     }
