@@ -102,7 +102,9 @@ fn a_reserved_lock_expires_without_forget_waiters() {
         ..REPAIRED
     };
     let (child, word) = fork_with_parked_waiters(&unrepaired, 1, AtFork::Free);
-    assert_eq!(word, super::super::WAITERS | HANDOFF, "{word:#x}");
+    // Reserved, with or without the sleepers' bit (a loaded machine may park the
+    // waiter before it slept).
+    assert_ne!(word & HANDOFF, 0, "{word:#x}");
     assert_eq!(child, Child::Ok, "word {word:#x} at the fork");
 }
 
