@@ -120,7 +120,8 @@ fn sources(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
-            let skipped = name.starts_with('.') || name.starts_with("target") || name == "lockbench-report";
+            let skipped =
+                name.starts_with('.') || name.starts_with("target") || name == "lockbench-report";
             if !skipped {
                 sources(root, &path, out);
             }
@@ -185,13 +186,19 @@ fn a_missing_entry_and_a_dangling_citation_are_caught() {
         [format!("docs/results/{archived}")]
     );
     let moved = format!("docs/results/archive/{archived}");
-    assert!(dangling(&root, Path::new("klocks/src/lib.rs"), &format!("// {moved}.")).is_empty());
+    assert!(dangling(
+        &root,
+        Path::new("klocks/src/lib.rs"),
+        &format!("// {moved}.")
+    )
+    .is_empty());
 
     let doc = format!("the [result](results/{archived}), and [this](results/archive/{archived}).");
     assert_eq!(
         dangling(&root, Path::new("docs/design.md"), &doc),
         [format!("results/{archived}")]
     );
-    let templates = "`docs/results/{file}`, `docs/results/$1`, docs/results/aa-{1,2}.json, docs/results/";
+    let templates =
+        "`docs/results/{file}`, `docs/results/$1`, docs/results/aa-{1,2}.json, docs/results/";
     assert!(cited_paths(templates).is_empty());
 }
