@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "watch.h"
+
 static pthread_mutex_t mutex_a = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t mutex_b = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t rwlock_a = PTHREAD_RWLOCK_INITIALIZER;
@@ -126,35 +128,6 @@ static void *waiter_s(void *arg) {
     char byte = 1;
     (void)!write(pipe_fds[1], &byte, 1);
     return NULL;
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* The scheduler state of thread `tid` ('R', 'S', ...), or 0. */
-static char state(int tid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *paren = strrchr(buf, ')');
-    return paren && paren[1] == ' ' ? paren[2] : 0;
-}
-
-/* Busy until `want` holds or `secs` pass: the holder must look as if it runs. */
-static int busy_until(double secs, int (*want)(void)) {
-    double end = now() + secs;
-    while (now() < end)
-        if (want())
-            return 1;
-    return want();
 }
 
 static int t_running(void) { return atomic_load(&calling) && state(atomic_load(&t_tid)) == 'R'; }

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "watch.h"
+
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
 static enum { MUTEX, RWLOCK_WRITE, RWLOCK_READ } object;
@@ -52,35 +54,6 @@ static void *waiter(void *arg) {
     atomic_store(&calling, 1);
     take_and_release(0);
     return NULL;
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* The scheduler state of thread `tid` ('R', 'S', ...), or 0. */
-static char state(int tid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *paren = strrchr(buf, ')');
-    return paren && paren[1] == ' ' ? paren[2] : 0;
-}
-
-/* Busy until `want` holds or `secs` pass: the holder must look as if it runs. */
-static int busy_until(double secs, int (*want)(void)) {
-    double end = now() + secs;
-    while (now() < end)
-        if (want())
-            return 1;
-    return want();
 }
 
 static char role_state;

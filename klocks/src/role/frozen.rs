@@ -7,6 +7,7 @@
 //! (`klocks-ffi/tests/frozen.rs` runs the same cases, and `siglongjmp` and nested
 //! handlers, through the preload.)
 
+use super::matrix::busy_until;
 use crate::testing::thread_state;
 use crate::{RawMutex, RawRwLock, SpinFutexMutex};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering::SeqCst};
@@ -27,17 +28,6 @@ extern "C" fn blocks_on_the_pipe(_: libc::c_int) {
             1,
         )
     };
-}
-
-fn busy_until(within: Duration, done: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if done() {
-            return true;
-        }
-        std::hint::spin_loop();
-    }
-    done()
 }
 
 /// One case: `hold`/`release` by the main thread, `take` (lock and unlock) by the

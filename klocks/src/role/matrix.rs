@@ -38,7 +38,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Polls `done` for up to `within`, busy (the main thread holds the lock and must look
 /// as if it runs, so that spinners keep spinning).
-fn busy_until(within: Duration, done: impl Fn() -> bool) -> bool {
+pub(super) fn busy_until(within: Duration, done: impl Fn() -> bool) -> bool {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
         if done() {
