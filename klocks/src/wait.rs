@@ -81,6 +81,13 @@ pub(crate) enum Patience {
 }
 
 impl Patience {
+    /// Whether the wait has a deadline (a timed try): one that would wait for its
+    /// own thread fails instead of panicking, as `try_lock` does, since it cannot
+    /// deadlock.
+    pub(crate) fn gives_up(self) -> bool {
+        !matches!(self, Patience::Forever)
+    }
+
     pub(crate) fn expired(self) -> bool {
         match self {
             Patience::Forever => false,

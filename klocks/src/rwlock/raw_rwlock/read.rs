@@ -95,6 +95,10 @@ impl RawRwLock {
         // A signal handler whose thread drains the readers enters alongside
         // (`reader_may_enter`); a holder of the write lock may not.
         if self.write_locked_by_current_thread() {
+            // A timed try fails, as `try_lock_shared` does (it cannot deadlock).
+            if patience.gives_up() {
+                return Ok(false);
+            }
             let me = owner::current_tid();
             panic!("klocks: thread {me} read-locked a klocks::RwLock it holds for writing");
         }
