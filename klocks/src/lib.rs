@@ -21,7 +21,7 @@
 //! ```
 //! use std::sync::Arc;
 //! let shared = Arc::new(klocks::Mutex::new(vec![1]));
-//! let mut guard: klocks::ArcMutexGuard<Vec<i32>> = shared.lock_arc();
+//! let mut guard: klocks::ArcMutexGuard<klocks::RawMutex, Vec<i32>> = shared.lock_arc();
 //! guard.push(2);
 //! drop(guard);
 //! let readings = Arc::new(klocks::RwLock::new(0u32));
@@ -156,7 +156,7 @@ mod turn;
 mod wait;
 
 #[cfg(not(loom))]
-pub use condvar::Condvar;
+pub use condvar::{Condvar, WaitTimeoutResult};
 pub use mutex::futex_mutex::FutexMutex;
 pub use mutex::raw_mutex::RawMutex;
 pub use mutex::spin_futex_mutex::SpinFutexMutex;
@@ -189,24 +189,50 @@ pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
 /// bound every reader's wait).
 #[cfg(not(loom))]
 pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
-/// A [`Mutex`] guard that owns an `Arc` of its mutex ([`lock_api::Mutex::lock_arc`]),
-/// so it can outlive the borrow it was taken through.
-#[cfg(not(loom))]
-pub type ArcMutexGuard<T> = lock_api::ArcMutexGuard<RawMutex, T>;
 /// Read guard of an [`RwLock`].
 #[cfg(not(loom))]
 pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
-/// An [`RwLock`] read guard that owns an `Arc` of its lock
-/// ([`lock_api::RwLock::read_arc`]).
-#[cfg(not(loom))]
-pub type ArcRwLockReadGuard<T> = lock_api::ArcRwLockReadGuard<RawRwLock, T>;
-/// An [`RwLock`] write guard that owns an `Arc` of its lock
-/// ([`lock_api::RwLock::write_arc`]).
-#[cfg(not(loom))]
-pub type ArcRwLockWriteGuard<T> = lock_api::ArcRwLockWriteGuard<RawRwLock, T>;
 /// Write guard of an [`RwLock`].
 #[cfg(not(loom))]
 pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock, T>;
+/// A [`MutexGuard`] mapped to a part of the data ([`lock_api::MutexGuard::map`]).
+#[cfg(not(loom))]
+pub type MappedMutexGuard<'a, T> = lock_api::MappedMutexGuard<'a, RawMutex, T>;
+/// Upgradable read guard of an [`RwLock`]: readers enter beside it, and it can
+/// become a write guard without letting a writer in between.
+#[cfg(not(loom))]
+pub type RwLockUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawRwLock, T>;
+/// An [`RwLockReadGuard`] mapped to a part of the data.
+#[cfg(not(loom))]
+pub type MappedRwLockReadGuard<'a, T> = lock_api::MappedRwLockReadGuard<'a, RawRwLock, T>;
+/// An [`RwLockWriteGuard`] mapped to a part of the data.
+#[cfg(not(loom))]
+pub type MappedRwLockWriteGuard<'a, T> = lock_api::MappedRwLockWriteGuard<'a, RawRwLock, T>;
+/// The `lock_api` crate that klocks' typed locks are built on, as parking_lot
+/// re-exports it.
+pub use lock_api;
+/// Guards that own an `Arc` of their lock (`lock_arc`, `read_arc`, `write_arc`,
+/// `upgradable_read_arc`), generic over the raw lock as parking_lot re-exports them:
+/// `ArcMutexGuard<RawMutex, T>` is a [`Mutex`]'s.
+#[cfg(not(loom))]
+pub use lock_api::{
+    ArcMutexGuard, ArcReentrantMutexGuard, ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard,
+    ArcRwLockWriteGuard,
+};
+
+/// A [`Mutex`] in a `const` or `static` initializer, as parking_lot's `const_mutex`.
+#[cfg(not(loom))]
+pub const fn const_mutex<T>(val: T) -> Mutex<T> {
+    Mutex::const_new(RawMutex::new(), val)
+}
+
+/// An [`RwLock`] in a `const` or `static` initializer, as parking_lot's
+/// `const_rwlock`.
+#[cfg(not(loom))]
+pub const fn const_rwlock<T>(val: T) -> RwLock<T> {
+    RwLock::const_new(RawRwLock::new(), val)
+}
+
 /// `Mutex<T>` on a [`QSpinLock`].
 #[cfg(not(loom))]
 pub type QSpinMutex<T> = lock_api::Mutex<QSpinLock, T>;

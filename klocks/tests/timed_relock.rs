@@ -44,3 +44,15 @@ fn a_timed_write_by_the_upgradable_holder_returns_none() {
     assert!(lock.try_write_for(SHORT).is_none());
     drop(guard);
 }
+
+#[test]
+fn a_timed_upgradable_read_by_the_writer_returns_none() {
+    let lock = klocks::RwLock::new(0);
+    let guard = lock.write();
+    assert!(lock.try_upgradable_read_for(SHORT).is_none());
+    assert!(lock
+        .try_upgradable_read_until(Instant::now() + SHORT)
+        .is_none());
+    drop(guard);
+    assert!(lock.try_upgradable_read_for(SHORT).is_some(), "free again");
+}
