@@ -133,6 +133,7 @@ pub mod condvar;
 pub mod config;
 mod fault;
 mod mutex;
+mod once;
 pub mod owner;
 mod padded;
 mod park;
@@ -159,7 +160,9 @@ mod wait;
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use mutex::futex_mutex::FutexMutex;
 pub use mutex::raw_mutex::RawMutex;
+pub use mutex::reentrant::RawThreadId;
 pub use mutex::spin_futex_mutex::SpinFutexMutex;
+pub use once::{Once, OnceState};
 pub use padded::Padded;
 pub use rwlock::raw_rwlock::read::TooManyReaders;
 pub use rwlock::raw_rwlock::RawRwLock;
@@ -231,6 +234,26 @@ pub const fn const_mutex<T>(val: T) -> Mutex<T> {
 #[cfg(not(loom))]
 pub const fn const_rwlock<T>(val: T) -> RwLock<T> {
     RwLock::const_new(RawRwLock::new(), val)
+}
+
+/// A mutex that the thread holding it may lock again (parking_lot's
+/// `ReentrantMutex`): `lock_api`'s reentrant mutex on a [`RawMutex`], giving shared
+/// access only (`&T`), since the owner may hold several guards at once.
+#[cfg(not(loom))]
+pub type ReentrantMutex<T> = lock_api::ReentrantMutex<RawMutex, RawThreadId, T>;
+/// Guard of a [`ReentrantMutex`].
+#[cfg(not(loom))]
+pub type ReentrantMutexGuard<'a, T> = lock_api::ReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
+/// A [`ReentrantMutexGuard`] mapped to a part of the data.
+#[cfg(not(loom))]
+pub type MappedReentrantMutexGuard<'a, T> =
+    lock_api::MappedReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
+
+/// A [`ReentrantMutex`] in a `const` or `static` initializer, as parking_lot's
+/// `const_reentrant_mutex`.
+#[cfg(not(loom))]
+pub const fn const_reentrant_mutex<T>(val: T) -> ReentrantMutex<T> {
+    ReentrantMutex::const_new(RawMutex::new(), RawThreadId, val)
 }
 
 /// `Mutex<T>` on a [`QSpinLock`].
