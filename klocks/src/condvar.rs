@@ -5,7 +5,7 @@
 //! # `Condvar`: a queue of waiters, woken by name
 //!
 //! [`Condvar`] is parking_lot's design without the global table: each condvar holds
-//! its own FIFO [wait queue](crate::rwlock::wait_queue) (a list of nodes on the
+//! its own FIFO wait queue (`rwlock/wait_queue.rs`: a list of nodes on the
 //! waiters' stacks under a short lock), and a notify dequeues the waiters it wakes
 //! and tells each on its node's own word. So a wait returns only when a notify took
 //! it off the queue or its deadline passed and it took itself off, never spuriously,
@@ -89,9 +89,12 @@ use crate::rwlock::wait_queue::{WaitQueue, Waiter};
 use crate::sync::{AtomicU32, Ordering::*};
 
 /// `waiters`: a thread waits in `destroy` for the count to drain.
+#[doc(hidden)]
 pub const DESTROYING: u32 = 1 << 31;
 
-/// The two words; see the module doc.
+/// The two words; see the module doc. The pthread interposer's (klocks-ffi), not
+/// part of the library's API.
+#[doc(hidden)]
 #[derive(Debug)]
 #[repr(C)]
 pub struct SeqCondvar {

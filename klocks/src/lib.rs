@@ -32,6 +32,33 @@
 //! (A guard of `Mutex` and `RwLock` is released on the thread that took it: the
 //! lock records its owner to catch misuse, so the guards are not `Send`.)
 //!
+//! # Coming from parking_lot
+//!
+//! Replacing `parking_lot::` with `klocks::` compiles: [`Mutex`], [`RwLock`],
+//! [`Condvar`], [`ReentrantMutex`], [`Once`] and every guard, `Raw*` type, `const_*`
+//! constructor and `Arc` guard of parking_lot 0.12's root have the same names and
+//! methods (`tests/parking_lot_port.rs` uses each). What differs:
+//!
+//! - **Left out:** `FairMutex` (with its guards, `RawFairMutex` and
+//!   `const_fair_mutex`: a fair unlock that hands the lock to a sleeper needs a
+//!   reservation in the default mutex's word that is not built yet; the default
+//!   mutex bounds every wait with its timed handoff instead), and the `deadlock`
+//!   module (parking_lot's optional deadlock detector, which needs its global
+//!   parking table; klocks locks have none).
+//! - **Misuse panics instead of deadlocking.** Locking a [`Mutex`] again from the
+//!   thread that holds it, or an [`RwLock`] for writing (or reading) while holding
+//!   it for writing, panics where the `lock_api` method docs say it deadlocks;
+//!   unlocking from a thread that does not hold it panics too. The `try_` and timed
+//!   `try_*_for`/`_until` methods return `None` there, as parking_lot's. A recursive
+//!   read is `read_recursive`, as in parking_lot; a plain `read` by a thread that
+//!   reads already may wait behind a writer (and deadlock with it).
+//! - **Guards are not `Send`** (parking_lot's are not either, without its
+//!   `send_guard` feature, which klocks does not have).
+//! - [`Condvar`] matches parking_lot's: no spurious wake-ups, `notify_one` and
+//!   `notify_all` say how many they woke, and one condvar with two mutexes at once
+//!   panics. It works with any `lock_api` mutex, not only [`Mutex`].
+//! - Linux only: the locks sleep on the futex and read the owner's CPU state.
+//!
 //! The others are the kernel designs of the seeds (the five kernel changes klocks
 //! re-implements, `000`–`004`: qspinlock, the rwsem's optimistic spinning,
 //! cache-line-isolated locks, the paravirt ticket lock and the spinning futex), each
@@ -166,7 +193,10 @@ pub use once::{Once, OnceState};
 pub use padded::Padded;
 pub use rwlock::raw_rwlock::read::TooManyReaders;
 pub use rwlock::raw_rwlock::RawRwLock;
-pub use rwlock::rwsem::reader_spin::{self, ReaderSpin};
+pub use rwlock::rwsem::reader_spin;
+// Also `reader_spin::ReaderSpin`, where the docs show it.
+#[doc(hidden)]
+pub use rwlock::rwsem::reader_spin::ReaderSpin;
 pub use rwlock::rwsem::RwSem;
 pub use rwlock::unbiased::RawRwLockUnbiased;
 // Every spinlock type, and the queue's slot limit (the list is `spin/mod.rs`).
@@ -182,6 +212,10 @@ pub mod flavor {
 
 /// The default mutex: `Mutex<T>` on a [`RawMutex`] (barging futex mutex that spins
 /// while the owner runs, with a timed handoff that bounds every wait).
+///
+/// Where the inherited `lock_api` docs say that locking a mutex the thread already
+/// holds deadlocks, klocks' mutex panics instead (`try_lock` and the timed tries
+/// return `None`), and unlocking it from a thread that does not hold it panics.
 #[cfg(not(loom))]
 pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
 /// Guard of a [`Mutex`].
@@ -190,6 +224,12 @@ pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
 /// The default reader-writer lock: `RwLock<T>` on a [`RawRwLock`] (one-cmpxchg fast
 /// paths, writers that spin and sleep as a [`RawMutex`]'s waiters, timed turns that
 /// bound every reader's wait).
+///
+/// Where the inherited `lock_api` docs say that a relock deadlocks: a write or read
+/// lock taken by the thread that holds the write lock panics instead (the `try_` and
+/// timed tries return `None`); a read lock taken again by a reader may wait behind a
+/// writer and deadlock with it, as the docs say, unless taken by
+/// `read_recursive`.
 #[cfg(not(loom))]
 pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
 /// Read guard of an [`RwLock`].

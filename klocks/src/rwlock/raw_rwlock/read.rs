@@ -229,7 +229,7 @@ pub struct TooManyReaders;
 /// `pthread_rwlock_t` answer `EAGAIN` with them. Each takes the lock as its
 /// counterpart does (`try_lock_shared`, `lock_shared`, `try_lock_shared_until`), with
 /// the same transitions and orderings, but always by the word, never through the
-/// reader bias's table ([`bias`](super::bias)), and never turns the bias on: a reader
+/// reader bias's table (`raw_rwlock/bias.rs`), and never turns the bias on: a reader
 /// in the table is in no count, so [`MAX_READERS`](RawRwLock::MAX_READERS) is exact
 /// only for readers that all count in the word. The C API and the preload therefore
 /// run this lock without its reader bias (a lock that Rust readers biased still
