@@ -212,6 +212,7 @@ pub struct Condvar {
 }
 
 /// A waiter's node is queued and it has not slept yet.
+#[cfg_attr(all(loom, not(test)), allow(dead_code))]
 const WAITING: u32 = 0;
 /// The waiter sleeps on its node's word: a notify must wake it.
 const SLEEPING: u32 = 1;
@@ -350,6 +351,7 @@ impl Condvar {
 }
 
 /// The protocol's steps (module doc), also driven by the loom models.
+#[cfg_attr(all(loom, not(test)), allow(dead_code))]
 impl Condvar {
     /// A condition variable nobody waits on.
     #[cfg(loom)]
@@ -444,6 +446,7 @@ impl Condvar {
     }
 }
 
+#[cfg_attr(all(loom, not(test)), allow(dead_code))]
 #[cold]
 #[inline(never)]
 fn more_than_one_mutex() -> ! {
