@@ -25,6 +25,11 @@
 //! otherwise it unlinks itself. Under the queue's lock the node is in the queue if
 //! and only if it is not `NOTIFIED`.
 //!
+//! Unlike the rwsem's use of the queue, a notify wakes while it holds the queue's
+//! lock (one futex wake per sleeping waiter it unlinked, none for one not yet
+//! asleep): a woken waiter does not take that lock on its way out, only one whose
+//! deadline passed does, so it does not run into it.
+//!
 //! All the waiters in a queue wait with one mutex (the first node's address of it is
 //! compared with each new waiter's); a wait with another mutex while the queue is
 //! not empty panics, as parking_lot's does, instead of leaving a thread waiting for
