@@ -38,6 +38,7 @@
 /// describes an entry). An entry with `#[cfg]` attributes is in some builds only, and
 /// has no `c_kind` (the C API is the same in every build). This is the one list of
 /// the mutexes: adding one here adds it to the C API, the preload and lockbench.
+#[doc(hidden)]
 #[macro_export]
 macro_rules! for_each_mutex {
     ($callback:ident! { $($prefix:tt)* }) => {
@@ -506,6 +507,7 @@ impl MutexKind {
 /// describes an entry; a reader-writer lock's has no mutex fields). This is the one
 /// list of the reader-writer locks: adding one here adds it to the preload's
 /// `KLOCKS_RWLOCK` and to lockbench.
+#[doc(hidden)]
 #[macro_export]
 macro_rules! for_each_rwlock {
     ($callback:ident! { $($prefix:tt)* }) => {

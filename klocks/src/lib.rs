@@ -21,7 +21,7 @@
 //! ```
 //! use std::sync::Arc;
 //! let shared = Arc::new(klocks::Mutex::new(vec![1]));
-//! let mut guard: klocks::ArcMutexGuard<Vec<i32>> = shared.lock_arc();
+//! let mut guard: klocks::ArcMutexGuard<klocks::RawMutex, Vec<i32>> = shared.lock_arc();
 //! guard.push(2);
 //! drop(guard);
 //! let readings = Arc::new(klocks::RwLock::new(0u32));
@@ -31,6 +31,33 @@
 //!
 //! (A guard of `Mutex` and `RwLock` is released on the thread that took it: the
 //! lock records its owner to catch misuse, so the guards are not `Send`.)
+//!
+//! # Coming from parking_lot
+//!
+//! Replacing `parking_lot::` with `klocks::` compiles: [`Mutex`], [`RwLock`],
+//! [`Condvar`], [`ReentrantMutex`], [`Once`] and every guard, `Raw*` type, `const_*`
+//! constructor and `Arc` guard of parking_lot 0.12's root have the same names and
+//! methods (`tests/parking_lot_port.rs` uses each). What differs:
+//!
+//! - **Left out:** `FairMutex` (with its guards, `RawFairMutex` and
+//!   `const_fair_mutex`: a fair unlock that hands the lock to a sleeper needs a
+//!   reservation in the default mutex's word that is not built yet; the default
+//!   mutex bounds every wait with its timed handoff instead), and the `deadlock`
+//!   module (parking_lot's optional deadlock detector, which needs its global
+//!   parking table; klocks locks have none).
+//! - **Misuse panics instead of deadlocking.** Locking a [`Mutex`] again from the
+//!   thread that holds it, or an [`RwLock`] for writing (or reading) while holding
+//!   it for writing, panics where the `lock_api` method docs say it deadlocks;
+//!   unlocking from a thread that does not hold it panics too. The `try_` and timed
+//!   `try_*_for`/`_until` methods return `None` there, as parking_lot's. A recursive
+//!   read is `read_recursive`, as in parking_lot; a plain `read` by a thread that
+//!   reads already may wait behind a writer (and deadlock with it).
+//! - **Guards are not `Send`** (parking_lot's are not either, without its
+//!   `send_guard` feature, which klocks does not have).
+//! - [`Condvar`] matches parking_lot's: no spurious wake-ups, `notify_one` and
+//!   `notify_all` say how many they woke, and one condvar with two mutexes at once
+//!   panics. It works with any `lock_api` mutex, not only [`Mutex`].
+//! - Linux only: the locks sleep on the futex and read the owner's CPU state.
 //!
 //! The others are the kernel designs of the seeds (the five kernel changes klocks
 //! re-implements, `000`–`004`: qspinlock, the rwsem's optimistic spinning,
@@ -133,6 +160,7 @@ pub mod condvar;
 pub mod config;
 mod fault;
 mod mutex;
+mod once;
 pub mod owner;
 mod padded;
 mod park;
@@ -156,14 +184,19 @@ mod turn;
 mod wait;
 
 #[cfg(not(loom))]
-pub use condvar::Condvar;
+pub use condvar::{Condvar, WaitTimeoutResult};
 pub use mutex::futex_mutex::FutexMutex;
 pub use mutex::raw_mutex::RawMutex;
+pub use mutex::reentrant::RawThreadId;
 pub use mutex::spin_futex_mutex::SpinFutexMutex;
+pub use once::{Once, OnceState};
 pub use padded::Padded;
 pub use rwlock::raw_rwlock::read::TooManyReaders;
 pub use rwlock::raw_rwlock::RawRwLock;
-pub use rwlock::rwsem::reader_spin::{self, ReaderSpin};
+pub use rwlock::rwsem::reader_spin;
+// Also `reader_spin::ReaderSpin`, where the docs show it.
+#[doc(hidden)]
+pub use rwlock::rwsem::reader_spin::ReaderSpin;
 pub use rwlock::rwsem::RwSem;
 pub use rwlock::unbiased::RawRwLockUnbiased;
 // Every spinlock type, and the queue's slot limit (the list is `spin/mod.rs`).
@@ -179,6 +212,10 @@ pub mod flavor {
 
 /// The default mutex: `Mutex<T>` on a [`RawMutex`] (barging futex mutex that spins
 /// while the owner runs, with a timed handoff that bounds every wait).
+///
+/// Where the inherited `lock_api` docs say that locking a mutex the thread already
+/// holds deadlocks, klocks' mutex panics instead (`try_lock` and the timed tries
+/// return `None`), and unlocking it from a thread that does not hold it panics.
 #[cfg(not(loom))]
 pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
 /// Guard of a [`Mutex`].
@@ -187,26 +224,78 @@ pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
 /// The default reader-writer lock: `RwLock<T>` on a [`RawRwLock`] (one-cmpxchg fast
 /// paths, writers that spin and sleep as a [`RawMutex`]'s waiters, timed turns that
 /// bound every reader's wait).
+///
+/// Where the inherited `lock_api` docs say that a relock deadlocks: a write or read
+/// lock taken by the thread that holds the write lock panics instead (the `try_` and
+/// timed tries return `None`); a read lock taken again by a reader may wait behind a
+/// writer and deadlock with it, as the docs say, unless taken by
+/// `read_recursive`.
 #[cfg(not(loom))]
 pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
-/// A [`Mutex`] guard that owns an `Arc` of its mutex ([`lock_api::Mutex::lock_arc`]),
-/// so it can outlive the borrow it was taken through.
-#[cfg(not(loom))]
-pub type ArcMutexGuard<T> = lock_api::ArcMutexGuard<RawMutex, T>;
 /// Read guard of an [`RwLock`].
 #[cfg(not(loom))]
 pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
-/// An [`RwLock`] read guard that owns an `Arc` of its lock
-/// ([`lock_api::RwLock::read_arc`]).
-#[cfg(not(loom))]
-pub type ArcRwLockReadGuard<T> = lock_api::ArcRwLockReadGuard<RawRwLock, T>;
-/// An [`RwLock`] write guard that owns an `Arc` of its lock
-/// ([`lock_api::RwLock::write_arc`]).
-#[cfg(not(loom))]
-pub type ArcRwLockWriteGuard<T> = lock_api::ArcRwLockWriteGuard<RawRwLock, T>;
 /// Write guard of an [`RwLock`].
 #[cfg(not(loom))]
 pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock, T>;
+/// A [`MutexGuard`] mapped to a part of the data ([`lock_api::MutexGuard::map`]).
+#[cfg(not(loom))]
+pub type MappedMutexGuard<'a, T> = lock_api::MappedMutexGuard<'a, RawMutex, T>;
+/// Upgradable read guard of an [`RwLock`]: readers enter beside it, and it can
+/// become a write guard without letting a writer in between.
+#[cfg(not(loom))]
+pub type RwLockUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawRwLock, T>;
+/// An [`RwLockReadGuard`] mapped to a part of the data.
+#[cfg(not(loom))]
+pub type MappedRwLockReadGuard<'a, T> = lock_api::MappedRwLockReadGuard<'a, RawRwLock, T>;
+/// An [`RwLockWriteGuard`] mapped to a part of the data.
+#[cfg(not(loom))]
+pub type MappedRwLockWriteGuard<'a, T> = lock_api::MappedRwLockWriteGuard<'a, RawRwLock, T>;
+/// The `lock_api` crate that klocks' typed locks are built on, as parking_lot
+/// re-exports it.
+pub use lock_api;
+/// Guards that own an `Arc` of their lock (`lock_arc`, `read_arc`, `write_arc`,
+/// `upgradable_read_arc`), generic over the raw lock as parking_lot re-exports them:
+/// `ArcMutexGuard<RawMutex, T>` is a [`Mutex`]'s.
+#[cfg(not(loom))]
+pub use lock_api::{
+    ArcMutexGuard, ArcReentrantMutexGuard, ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard,
+    ArcRwLockWriteGuard,
+};
+
+/// A [`Mutex`] in a `const` or `static` initializer, as parking_lot's `const_mutex`.
+#[cfg(not(loom))]
+pub const fn const_mutex<T>(val: T) -> Mutex<T> {
+    Mutex::const_new(RawMutex::new(), val)
+}
+
+/// An [`RwLock`] in a `const` or `static` initializer, as parking_lot's
+/// `const_rwlock`.
+#[cfg(not(loom))]
+pub const fn const_rwlock<T>(val: T) -> RwLock<T> {
+    RwLock::const_new(RawRwLock::new(), val)
+}
+
+/// A mutex that the thread holding it may lock again (parking_lot's
+/// `ReentrantMutex`): `lock_api`'s reentrant mutex on a [`RawMutex`], giving shared
+/// access only (`&T`), since the owner may hold several guards at once.
+#[cfg(not(loom))]
+pub type ReentrantMutex<T> = lock_api::ReentrantMutex<RawMutex, RawThreadId, T>;
+/// Guard of a [`ReentrantMutex`].
+#[cfg(not(loom))]
+pub type ReentrantMutexGuard<'a, T> = lock_api::ReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
+/// A [`ReentrantMutexGuard`] mapped to a part of the data.
+#[cfg(not(loom))]
+pub type MappedReentrantMutexGuard<'a, T> =
+    lock_api::MappedReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
+
+/// A [`ReentrantMutex`] in a `const` or `static` initializer, as parking_lot's
+/// `const_reentrant_mutex`.
+#[cfg(not(loom))]
+pub const fn const_reentrant_mutex<T>(val: T) -> ReentrantMutex<T> {
+    ReentrantMutex::const_new(RawMutex::new(), RawThreadId, val)
+}
+
 /// `Mutex<T>` on a [`QSpinLock`].
 #[cfg(not(loom))]
 pub type QSpinMutex<T> = lock_api::Mutex<QSpinLock, T>;

@@ -98,7 +98,11 @@ mod native;
 #[cfg(not(loom))]
 mod tid;
 #[cfg(not(loom))]
-pub use tid::{current_tid, current_tid_inline, forking_thread_in_parent};
+pub use tid::{current_tid, forking_thread_in_parent};
+// The interposer's fast path (klocks-ffi): plumbing, not API.
+#[cfg(not(loom))]
+#[doc(hidden)]
+pub use tid::current_tid_inline;
 
 #[cfg(not(loom))]
 mod fork_child;

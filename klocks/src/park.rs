@@ -320,6 +320,8 @@ pub(crate) fn wait_as(word: &AtomicU32, expected: u32, bits: u32, deadline: Opti
 
 /// [`wait_as`] until `deadline`; whether it returned because the deadline passed
 /// (not woken, not spurious). Under loom it never times out.
+// Timed waits are native only (loom has no time).
+#[cfg_attr(loom, allow(dead_code))]
 #[inline]
 pub(crate) fn wait_as_until(
     word: &AtomicU32,

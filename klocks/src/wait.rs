@@ -35,6 +35,8 @@ use std::cell::Cell;
 /// halves its rate each time: a frozen delegate delays a waiter by at most about the
 /// time it had already waited, or `MAX_TICK_US`. The tick costs nothing where the
 /// lock moves: a sleeper woken in time never sees it.
+// Ticked sleeps are native only (loom has no time).
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const TICK_US: u32 = 2_000;
 
 /// The longest tick (µs).
@@ -81,6 +83,13 @@ pub(crate) enum Patience {
 }
 
 impl Patience {
+    /// Whether the wait has a deadline (a timed try): one that would wait for its
+    /// own thread fails instead of panicking, as `try_lock` does, since it cannot
+    /// deadlock.
+    pub(crate) fn gives_up(self) -> bool {
+        !matches!(self, Patience::Forever)
+    }
+
     pub(crate) fn expired(self) -> bool {
         match self {
             Patience::Forever => false,

@@ -3,6 +3,7 @@
 
 pub mod futex_mutex;
 pub mod raw_mutex;
+pub mod reentrant;
 pub mod spin_futex_mutex;
 
 #[cfg(all(loom, test))]

@@ -175,9 +175,9 @@
 //!
 //! Unlocking a mutex the calling thread does not hold panics (the owner is in the
 //! word) and leaves the mutex as it was; locking it again from the owning thread
-//! panics instead of deadlocking (`try_lock` returns `false`). A thread that exits
-//! holding the mutex leaves it locked forever: its waiters sleep (the probe reports an
-//! exited owner as not running).
+//! panics instead of deadlocking (`try_lock` and the timed tries return `false`).
+//! A thread that exits holding the mutex leaves it locked forever: its waiters sleep
+//! (the probe reports an exited owner as not running).
 
 use crate::backoff;
 use crate::budget::SpinBudget;

@@ -43,6 +43,11 @@ pub fn current_tid() -> u32 {
 /// Nothing to register in the model.
 pub fn watch_current() {}
 
+/// A model never forks: no thread is a fork child's continuation.
+pub fn forking_thread_in_parent() -> Option<u32> {
+    None
+}
+
 /// Sets what every [`Watch`] answers from now on.
 pub fn set_model_answer(answer: Option<bool>) {
     let code = match answer {

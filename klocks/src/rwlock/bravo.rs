@@ -436,6 +436,22 @@ fn leave_held(lock: usize) -> bool {
     true
 }
 
+/// Whether this thread holds `lock` by its slot (as [`leave`] would find it), without
+/// releasing it: a recursive read may then enter by the word past a revoking writer,
+/// which waits for that slot before it drains the word's readers.
+pub(crate) fn held_here(lock: usize) -> bool {
+    if HELD_COLUMNS.with(Cell::get) == 0 {
+        return false;
+    }
+    let id = id();
+    if !fits(lock, id) {
+        return false;
+    }
+    let (slot, column, held) = slot_of(lock, id);
+    // Relaxed: only this thread writes a slot that names it as held (as in `leave`).
+    HELD_COLUMNS.with(Cell::get) & (1 << column) != 0 && slot.load(Relaxed) == held
+}
+
 /// What a revoking writer finds in a slot of its lock's column.
 enum Found {
     /// Not a reader of the lock (empty, or another lock's), or a publication it

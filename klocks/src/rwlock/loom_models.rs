@@ -408,3 +408,49 @@ fn frozen_writer_delegate_is_passed_by_a_ticked_writer() {
         });
     });
 }
+
+/// A reader re-enters by `lock_shared_recursive` while a writer arrives (sleeping
+/// behind it, or holding `WRITER` while it drains): the recursive read never waits
+/// for the writer that waits for it, and the writer gets the lock once both reads
+/// have left.
+#[test]
+fn a_recursive_read_never_waits_for_the_writer_behind_it() {
+    builder(2).check(|| {
+        let lock = Arc::new(RawRwLock::new());
+        lock.lock_shared();
+        let writer = {
+            let lock = lock.clone();
+            spawn(move || {
+                lock.lock_exclusive();
+                lock.unlock_exclusive();
+            })
+        };
+        yield_now();
+        lock.lock_shared_recursive();
+        lock.unlock_shared();
+        lock.unlock_shared();
+        writer.join().unwrap();
+        assert!(!lock.is_locked());
+    });
+}
+
+/// The negative control: a plain re-entering read in the same place deadlocks with
+/// the writer in some execution, which loom reports.
+#[test]
+#[should_panic]
+fn a_plain_reentering_read_is_caught_waiting_for_the_writer() {
+    builder(2).check(|| {
+        // Leaked: the deadlock unwinds this closure (as in the condvar controls).
+        let lock: &'static RawRwLock = Box::leak(Box::new(RawRwLock::new()));
+        lock.lock_shared();
+        let writer = spawn(move || {
+            lock.lock_exclusive();
+            lock.unlock_exclusive();
+        });
+        yield_now();
+        lock.lock_shared();
+        lock.unlock_shared();
+        lock.unlock_shared();
+        writer.join().unwrap();
+    });
+}

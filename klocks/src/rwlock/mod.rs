@@ -1,11 +1,12 @@
 //! Reader-writer locks: the default rwlock, its table of visible readers (the reader
-//! bias, BRAVO), the rwsem (seed 001) and the wait queue the rwsem sleeps in.
+//! bias, BRAVO), the rwsem (seed 001) and the wait queue the rwsem sleeps in (and
+//! [`Condvar`](crate::Condvar)'s waiters).
 
 mod bravo;
 pub mod raw_rwlock;
 pub mod rwsem;
 pub mod unbiased;
-mod wait_queue;
+pub(crate) mod wait_queue;
 
 #[cfg(all(loom, test))]
 mod loom_bias_models;

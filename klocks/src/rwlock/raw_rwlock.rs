@@ -229,7 +229,8 @@
 //! [`MAX_READERS`] readers, which no acquisition can make, so they know it for the
 //! transient it is and wait for the undo, however long the misusing thread is kept
 //! from running (writers wait for the count to come back to 0). Taking a write lock (or a
-//! read lock) while holding the write lock panics instead of deadlocking. A read lock
+//! read lock) while holding the write lock panics instead of deadlocking; a timed try
+//! (`try_lock_exclusive_until`, `try_lock_shared_until`) fails instead. A read lock
 //! taken again by its holder while a writer sleeps for the lock or drains it
 //! deadlocks, as with every rwlock that prefers writers (std's included). More than
 //! [`MAX_READERS`] readers at once panic, at once; the `_within_max` entries refuse

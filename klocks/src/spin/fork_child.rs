@@ -87,6 +87,8 @@ use crate::sync::{cpu_relax, AtomicU32, Ordering};
 pub use super::mcs::WAIT_DEPTH;
 
 /// How many stale addresses a fork child keeps.
+// The fork repair is native only.
+#[cfg_attr(loom, allow(dead_code))]
 pub const STALE_CAPACITY: usize = super::mcs::MAX_SLOTS * WAIT_DEPTH;
 
 /// The bit that marks an entry being repaired (lock words are 4-aligned).

@@ -288,6 +288,7 @@ struct ThreadSlot {
     slot: Cell<Option<u16>>,
     /// How many slow paths this thread is inside (signal handlers nest them): the
     /// depth of its next wait record ([`with_wait_record`]).
+    #[cfg_attr(loom, allow(dead_code))]
     waits: Cell<usize>,
     /// Set while this thread is queued, so a nested (signal-handler) acquisition on the
     /// same thread takes the slot-less path instead of reusing a node that is in a queue.
@@ -353,6 +354,8 @@ std::thread_local! {
 }
 
 /// How many nested slow paths (signal handlers on one thread) a thread records.
+// The wait records serve the fork repair, native only.
+#[cfg_attr(loom, allow(dead_code))]
 pub const WAIT_DEPTH: usize = 4;
 
 /// `WAITS[slot][depth]`: the address of the lock word whose slow path the thread

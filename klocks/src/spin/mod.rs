@@ -8,6 +8,8 @@ pub(crate) mod fork_child;
 #[doc(hidden)]
 pub use fork_child::install as install_fork_repair;
 pub(crate) mod mcs;
+// The queue's slot limit, for lockbench and the tests: plumbing, not API.
+#[doc(hidden)]
 pub use mcs::MAX_SLOTS;
 mod pv_qspinlock;
 pub use pv_qspinlock::PvQSpinLock;

@@ -14,6 +14,9 @@ impl RawMutex {
     pub(super) fn lock_contended(&self, me: u32, patience: Patience) -> bool {
         // Relaxed: our own earlier acquisition's write, if we hold the lock.
         if owner_of(self.word.load(Relaxed)) == me {
+            if patience.gives_up() {
+                return false;
+            }
             relock_by_owner(me);
         }
         stats::count(STATS, Event::LockSlowpath);

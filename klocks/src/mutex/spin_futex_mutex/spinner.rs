@@ -83,6 +83,7 @@ impl SpinFutexMutex {
 impl SpinFutexMutex {
     /// For the models of a delegate that never acts: becomes the spinner of a held
     /// lock, `(o,0,w) -> (o,1,w)`, and stops there for good (the caller returns).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn freeze_as_spinner(&self) {
         // Relaxed: as in `spin_as_spinner`.
         let _ = self.word.fetch_update(Relaxed, Relaxed, |val| {

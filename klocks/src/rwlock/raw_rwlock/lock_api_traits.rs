@@ -147,3 +147,60 @@ unsafe impl lock_api::RawRwLockTimed for RawRwLock {
         RawRwLock::try_lock_exclusive_until(self, deadline)
     }
 }
+
+// SAFETY: a recursive read enters by the same cmpxchg as any read, only from words
+// whose writer cannot be in its section (no `WRITER`, `WRITER` upgradable, or a
+// drain that waits for readers still inside, this thread's among them).
+unsafe impl lock_api::RawRwLockRecursive for RawRwLock {
+    fn lock_shared_recursive(&self) {
+        RawRwLock::lock_shared_recursive(self);
+    }
+
+    fn try_lock_shared_recursive(&self) -> bool {
+        RawRwLock::try_lock_shared_recursive(self)
+    }
+}
+
+// SAFETY: a timed recursive read acquires as `lock_shared_recursive` when it succeeds.
+unsafe impl lock_api::RawRwLockRecursiveTimed for RawRwLock {
+    fn try_lock_shared_recursive_for(&self, timeout: Self::Duration) -> bool {
+        self.try_lock_shared_recursive()
+            || lock_api::RawRwLockTimed::try_lock_shared_for(self, timeout)
+    }
+
+    fn try_lock_shared_recursive_until(&self, deadline: Self::Instant) -> bool {
+        self.try_lock_shared_recursive() || RawRwLock::try_lock_shared_until(self, deadline)
+    }
+}
+
+// SAFETY: the timed variants take and upgrade exactly as the untimed ones when they
+// succeed; a timed upgrade that fails leaves the lock upgradable as it was.
+unsafe impl lock_api::RawRwLockUpgradeTimed for RawRwLock {
+    fn try_lock_upgradable_for(&self, timeout: Self::Duration) -> bool {
+        match std::time::Instant::now().checked_add(timeout) {
+            Some(deadline) => self.try_lock_upgradable_until(deadline),
+            None => {
+                self.lock_upgradable();
+                true
+            }
+        }
+    }
+
+    fn try_lock_upgradable_until(&self, deadline: Self::Instant) -> bool {
+        RawRwLock::try_lock_upgradable_until(self, deadline)
+    }
+
+    unsafe fn try_upgrade_for(&self, timeout: Self::Duration) -> bool {
+        match std::time::Instant::now().checked_add(timeout) {
+            Some(deadline) => self.try_upgrade_until(deadline),
+            None => {
+                self.upgrade();
+                true
+            }
+        }
+    }
+
+    unsafe fn try_upgrade_until(&self, deadline: Self::Instant) -> bool {
+        RawRwLock::try_upgrade_until(self, deadline)
+    }
+}

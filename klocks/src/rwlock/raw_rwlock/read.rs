@@ -44,6 +44,34 @@ impl RawRwLock {
         false
     }
 
+    /// `lock_api`'s recursive read (`read_recursive`): a read lock that enters even
+    /// where `lock_shared` would wait, so that a thread that holds a read lock
+    /// already never waits for a writer that waits for it. It enters past sleeping
+    /// writers (`WRITERS_WAITING`, whatever the turn), and past `WRITER` only where
+    /// that writer cannot be in its section: while it drains readers still counted in
+    /// the word (as parking_lot's recursive read does), or while this thread holds
+    /// the lock by a reader-bias slot, which the revoking writer waits for before it
+    /// drains the word (so it sees this entry). A thread that holds no read lock
+    /// waits behind a writer as `lock_shared` does.
+    ///
+    /// `(r,0,*,*,*) or (r,1u,*,*,*) or (r>0,1,*,*,*) -> (r+1,...)`.
+    pub fn lock_shared_recursive(&self) {
+        if !self.try_lock_shared_recursive() {
+            self.lock_shared();
+        }
+    }
+
+    /// [`lock_shared_recursive`](Self::lock_shared_recursive) without the wait.
+    pub fn try_lock_shared_recursive(&self) -> bool {
+        if self.try_enter_biased() {
+            return true;
+        }
+        let slot_held = bravo::held_here(self.address());
+        self.enter_reader_while(|val| {
+            val & (WRITER | UPGRADABLE) != WRITER || readers(val) != 0 || slot_held
+        })
+    }
+
     /// The count is at or above [`MAX_READERS`]. Entries stop at `MAX_READERS`, so
     /// a count above it can only be an unheld read unlock's wrap of an empty count,
     /// which that unlock undoes before its panic (`undo_unheld_read_unlock`): wait
@@ -95,6 +123,10 @@ impl RawRwLock {
         // A signal handler whose thread drains the readers enters alongside
         // (`reader_may_enter`); a holder of the write lock may not.
         if self.write_locked_by_current_thread() {
+            // A timed try fails, as `try_lock_shared` does (it cannot deadlock).
+            if patience.gives_up() {
+                return Ok(false);
+            }
             let me = owner::current_tid();
             panic!("klocks: thread {me} read-locked a klocks::RwLock it holds for writing");
         }
@@ -197,7 +229,7 @@ pub struct TooManyReaders;
 /// `pthread_rwlock_t` answer `EAGAIN` with them. Each takes the lock as its
 /// counterpart does (`try_lock_shared`, `lock_shared`, `try_lock_shared_until`), with
 /// the same transitions and orderings, but always by the word, never through the
-/// reader bias's table ([`bias`](super::bias)), and never turns the bias on: a reader
+/// reader bias's table (`raw_rwlock/bias.rs`), and never turns the bias on: a reader
 /// in the table is in no count, so [`MAX_READERS`](RawRwLock::MAX_READERS) is exact
 /// only for readers that all count in the word. The C API and the preload therefore
 /// run this lock without its reader bias (a lock that Rust readers biased still

@@ -102,6 +102,7 @@ impl RawRwLock {
     /// For the models of a delegate that never acts: marks the held lock as a writer
     /// spinner and a sleeping writer would, `WRITER_SPINNING | WRITERS_WAITING`,
     /// whose threads then never run again.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn leave_for_a_frozen_writer(&self) {
         // Relaxed: as the waiters' own changes of these flags.
         self.word

@@ -110,6 +110,55 @@ impl RawRwLock {
         false
     }
 
+    /// Takes the lock upgradable unless `deadline` passes first; whether it did. As
+    /// [`lock_upgradable`](Self::lock_upgradable), giving up at the deadline (and at
+    /// once, `false`, if the calling thread holds the write or upgradable lock).
+    #[cfg(not(loom))]
+    pub fn try_lock_upgradable_until(&self, deadline: std::time::Instant) -> bool {
+        let me = owner::current_tid();
+        // Acquire: as in `lock_upgradable`.
+        if self
+            .word
+            .compare_exchange(0, WRITER | UPGRADABLE, Acquire, Relaxed)
+            .is_ok()
+        {
+            // Relaxed: as in `lock_exclusive`.
+            self.writer.store(me, Relaxed);
+            return true;
+        }
+        self.take_from_biased(me, Take::Upgradable)
+            || self.lock_exclusive_slow(me, Take::Upgradable, Patience::Until(deadline))
+    }
+
+    /// Makes the upgradable lock a write lock unless `deadline` passes before the
+    /// readers inside have left; whether it did. On `false` the calling thread still
+    /// holds the lock upgradable: `UPGRADABLE` is set again, so readers enter beside
+    /// it again (readers that slept meanwhile are woken at its unlock, as after
+    /// [`downgrade_to_upgradable`](Self::downgrade_to_upgradable)).
+    ///
+    /// # Panics
+    /// If the calling thread does not hold the lock upgradable.
+    #[cfg(not(loom))]
+    pub fn try_upgrade_until(&self, deadline: std::time::Instant) -> bool {
+        if !self.check_upgradable() {
+            return true;
+        }
+        // Relaxed: as in `upgrade`.
+        self.word.fetch_and(!UPGRADABLE, Relaxed);
+        let patience = Patience::Until(deadline);
+        let outer = Role::Drainer.enter(self.address());
+        let drained = self.revoke_bias(patience) && self.wait_until_no_reader(patience);
+        Role::Drainer.restore(outer);
+        if !drained {
+            // Relaxed: only this thread (or a handler on it) sets it, as in the
+            // timed writer's give-up. Release: pairs with the Acquire of the readers
+            // that enter beside the lock again, as in `downgrade_to_upgradable`.
+            self.word.fetch_and(!DRAIN_SLEEPS, Relaxed);
+            self.word.fetch_or(UPGRADABLE, Release);
+        }
+        drained
+    }
+
     /// Turns the upgradable lock into a read lock.
     ///
     /// # Panics

@@ -18,6 +18,11 @@ impl RawRwLock {
             return self.borrow_drain(me, patience);
         }
         if writer & !BORROWED == me {
+            // A timed try would only wait out its deadline: it fails, as
+            // `try_lock_exclusive` does.
+            if patience.gives_up() {
+                return false;
+            }
             panic!("klocks: thread {me} write-locked a klocks::RwLock it already holds (it is not recursive)");
         }
         stats::count(STATS, Event::LockSlowpath);
