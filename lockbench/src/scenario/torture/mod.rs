@@ -430,8 +430,18 @@ impl Freezes {
                 self.until = Some(Instant::now() + self.hold);
                 // A fork child of this state: a worker frozen in its lock call,
                 // others spinning, sleeping or reserved for, the lock held by us.
+                // The probe waits for the lock on a thread of its own: a lock
+                // that strands its waiters behind the frozen one would strand the
+                // freezer too, and no thaw would come.
                 self.forks += 1;
-                if !fork_probe() {
+                let probe = Arc::clone(fork_probe);
+                let forked = std::thread::spawn(move || probe());
+                let deadline = Instant::now() + self.hold;
+                while !forked.is_finished() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let ok = forked.is_finished() && forked.join().unwrap_or(false);
+                if !ok {
                     self.fork_failures += 1;
                 }
                 return;
