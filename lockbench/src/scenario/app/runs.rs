@@ -101,7 +101,7 @@ pub(super) fn run_once(config: &Config, variant: Variant, round: u32) -> Result<
     if variant != Variant::Glibc {
         if let Some(line) = stderr
             .lines()
-            .find(|l| l.contains("klocks:") || l.contains("cannot be preloaded"))
+            .find(|l| is_preload_line(l) || l.contains("cannot be preloaded"))
         {
             return Err(Error::Verification(format!(
                 "{}: the preload did not take (or klocks fell back to glibc): {line}",
@@ -272,4 +272,14 @@ mod tests {
         assert_eq!(capture(&regex, b"nothing", b"rate: 3"), Some(3.0));
         assert_eq!(capture(&regex, b"nothing", b"none"), None);
     }
+}
+
+/// Whether `line` is one of the preload's diagnostics: `klocks[PID] PROG: ...` (an
+/// older library's: `klocks: ...`).
+fn is_preload_line(line: &str) -> bool {
+    line.contains("klocks:")
+        || line.split("klocks[").skip(1).any(|rest| {
+            rest.split_once(']')
+                .is_some_and(|(pid, _)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        })
 }
