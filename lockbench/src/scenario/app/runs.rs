@@ -46,8 +46,10 @@ pub(super) fn run_once(config: &Config, variant: Variant, round: u32) -> Result<
         Variant::Lock(lock) => {
             command
                 .env("LD_PRELOAD", &config.preload)
-                .env(LOCK.name(), lock.name())
-                .env(RWLOCK.name(), config.rwlock.name());
+                .env(LOCK.name(), lock.name());
+            if let Some(rwlock) = config.rwlock {
+                command.env(RWLOCK.name(), rwlock.name());
+            }
         }
         Variant::Peer(peer) => {
             command.env("LD_PRELOAD", peer.library);
