@@ -493,7 +493,11 @@ fn a_file_that_is_not_a_result_is_refused() {
         "-o",
         scratch("report-bad").to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a file that is not a result is an input error"
+    );
     assert!(
         text(&out.stderr).contains("not a lockbench --json file"),
         "{}",
@@ -523,6 +527,44 @@ fn a_file_that_is_not_a_result_is_refused() {
 // spread of the committed results' cells, 6 in the mutex-load row at 10 threads (as
 // adaptive repetition gives a row: at 5 runs a side no single cell can fail among
 // 12 after Holm's correction, whose first step asks p ≤ 2.5%/12 = 0.0021, while 5+5
+/// A result file that is missing, or not JSON, or JSON that is not a result, is an
+/// input error (exit 2) for `compare` as for `report`: status 1 is kept for the
+/// regression `--fail-on-regression` finds, so that a script gating on it does not
+/// read a typo in a path as a regression.
+#[test]
+fn an_unreadable_result_file_is_an_input_error() {
+    let malformed = scratch("malformed.json");
+    std::fs::write(&malformed, "{\"cells\": [").unwrap();
+    let good = fixture("compare-a.json");
+    let good = good.to_str().unwrap();
+    for bad in [
+        "no/such/run.json",
+        malformed.to_str().unwrap(),
+        "Cargo.toml",
+    ] {
+        for args in [
+            vec!["compare", good, bad],
+            vec!["compare", bad, good, "--fail-on-regression", "10"],
+            vec![
+                "report",
+                good,
+                bad,
+                "-o",
+                scratch("report-unreadable").to_str().unwrap(),
+            ],
+        ] {
+            let out = lockbench(&args);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{args:?}: {}",
+                text(&out.stderr)
+            );
+            assert!(text(&out.stderr).contains("lockbench: "), "{args:?}");
+        }
+    }
+}
+
 // runs give at best 1/252 = 0.0040; 6+6 give 1/924). compare-a.json and
 // compare-noise.json are drawn from the same distributions with different seeds (an
 // A/A pair); compare-regression.json is compare-noise.json with mutex-load pthread ×
