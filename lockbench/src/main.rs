@@ -338,6 +338,7 @@ struct GlobalArgs {
         ),
         global = true,
         value_enum,
+        ignore_case = true,
         value_delimiter = ',',
         value_name = "LOCK,..."
     )]
@@ -356,6 +357,7 @@ struct GlobalArgs {
         ),
         global = true,
         value_enum,
+        ignore_case = true,
         value_delimiter = ',',
         value_name = "RWLOCK,..."
     )]
@@ -453,10 +455,10 @@ enum Command {
     ///
     /// What lockbench runs without a subcommand: every scenario with its defaults,
     /// except loop with a 1 s cap on threads 1,2,4 and the locks its tables compare
-    /// (default, the seeds' pairs, std, parking_lot, pthread, pthread-adaptive),
+    /// (default, the seeds' pairs, std, parking_lot, glibc, glibc-adaptive),
     /// false-sharing with 100 ms runs and overcommit on a reduced grid (threads 4,32;
     /// short cs; overcommit 1,2; 100 ms windows; 1 s drain cap; default, ticket,
-    /// pvticket, pvqspinlock, std, parking_lot, pthread). Scaled by --seed-scale (then loop and
+    /// pvticket, pvqspinlock, std, parking_lot, glibc). Scaled by --seed-scale (then loop and
     /// overcommit run their full seed-scale grids), restricted by --locks, repeated
     /// --runs times. Not included: mutex-load (several minutes; run it by name).
     Suite,
@@ -635,8 +637,28 @@ fn run(cli: Cli) -> Result<(), Error> {
     write_outputs(&cli.global, report_dir.as_deref(), &machine, &cells)
 }
 
+/// One line on stderr per older lock name on the command line (the program's own
+/// arguments, after `--`, aside): it is read as the current name.
+fn note_renamed_locks() {
+    let args = std::env::args_os().skip(1);
+    let ours = args.take_while(|arg| arg != "--");
+    let mut noted = Vec::new();
+    for arg in ours {
+        let arg = arg.to_string_lossy().into_owned();
+        for word in arg.split([',', '=']) {
+            if let Some(new) = locks::renamed(word) {
+                if !noted.contains(&word.to_owned()) {
+                    eprintln!("lockbench: note: `{word}` is now `{new}`");
+                    noted.push(word.to_owned());
+                }
+            }
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let matches = command().get_matches();
+    note_renamed_locks();
     refuse_unread(&matches);
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     if cli.global.stats && !harness::stats::BUILT {

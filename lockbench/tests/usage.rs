@@ -149,7 +149,7 @@ fn the_rw_negative_control_is_not_listed() {
         let out = lockbench(args);
         assert_eq!(out.status.code(), Some(0));
         let text = stdout(&out);
-        assert!(text.contains("pthread-rw-writer"), "{text}");
+        assert!(text.contains("glibc-rw-writer"), "{text}");
         assert!(!text.contains("busted"), "{text}");
     }
 }

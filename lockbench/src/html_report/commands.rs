@@ -130,13 +130,18 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(lock) = &args.relative_to {
+    // An older name reads as the current one, as the files' cells do.
+    let relative_to = args
+        .relative_to
+        .as_deref()
+        .map(|lock| crate::locks::renamed(lock).unwrap_or(lock).to_owned());
+    if let Some(lock) = &relative_to {
         if !a.cells.iter().chain(&b.cells).any(|c| c.lock == lock) {
             eprintln!("lockbench: --relative-to {lock}: neither file measured {lock}");
             return ExitCode::from(2);
         }
     }
-    let drift = match (&args.relative_to, args.absolute) {
+    let drift = match (&relative_to, args.absolute) {
         (Some(lock), _) => Drift::Lock(lock.clone()),
         (None, true) => Drift::Absolute,
         (None, false) => Drift::OtherLocks,
@@ -209,7 +214,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// A cell as the failure lines name it: `mutex-load 10 pauses pthread 10`.
+/// A cell as the failure lines name it: `mutex-load 10 pauses glibc 10`.
 fn cell_name(cell: &[String; 4]) -> String {
     cell.iter()
         .filter(|part| !part.is_empty())

@@ -72,7 +72,12 @@ impl clap::ValueEnum for PreloadRwLock {
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()))
+        // glibc's rwlock is `glibc-rw` in `--rwlocks`; KLOCKS_RWLOCK takes both.
+        let value = clap::builder::PossibleValue::new(self.name());
+        Some(match self.0 {
+            None => value.alias("glibc-rw"),
+            Some(_) => value,
+        })
     }
 }
 
