@@ -47,9 +47,11 @@ pub(super) struct Remedy {
 
 /// Fewer contended acquisitions than this are too few to tell one lock from
 /// another: the shape (hold times, waiters at once, read share) of a handful of
-/// waits changes from run to run, and so would the advice. (Three threads taking a
-/// 5 ms hold 8 times each wait about 16 times: enough to call long holds long.)
+/// waits changes from run to run, and so would the advice; unless they add up to
+/// [`DECISIVE_WAIT_NS`] (six waits of 25 ms are long holds in any run).
 const MIN_CONTENDED: u64 = 10;
+/// Waits that add up to this much decide, however few.
+const DECISIVE_WAIT_NS: f64 = 10e6;
 
 /// A read share this close to the read-mostly line (90%), or a peak of waiters one
 /// off the CPUs, puts an rwlock on the edge between two remedies: one run of the
@@ -127,7 +129,7 @@ pub(super) fn advise(
         }
         return Ok(None);
     }
-    if shape.contended < MIN_CONTENDED {
+    if shape.contended < MIN_CONTENDED && shape.wait_ns < DECISIVE_WAIT_NS {
         write!(
             out,
             "waited for in {:.0}% of acquisitions but only {} times: too few waits to decide which lock fits (profile a longer or busier run)",
@@ -297,6 +299,7 @@ mod tests {
         let few = Shape {
             acquisitions: 200,
             contended: 6,
+            wait_ns: 2e5,
             ..BUSY
         };
         let line = advice(few);
@@ -307,6 +310,16 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("try KLOCKS_"), "{line}");
+        // As few waits that add up to long ones decide.
+        let few_long = Shape {
+            wait_ns: 1.5e8,
+            ..few
+        };
+        assert!(
+            advice(few_long).contains("try KLOCKS_LOCK=default"),
+            "{}",
+            advice(few_long)
+        );
     }
 
     /// A shape on the line between two remedies says that another run may advise
