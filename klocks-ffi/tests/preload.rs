@@ -155,6 +155,7 @@ fn at_load(env: &[(&str, &str)]) -> common::Run {
 #[test]
 fn help_lists_the_names() {
     let run = at_load(&[("KLOCKS_LOCK", "help"), ("KLOCKS_RWLOCK", "Help")]);
+    let said = run.said();
     for (name, about) in [
         ("default", "klocks::Mutex, the one to pick"),
         ("default-rw", "klocks::RwLock, the one to pick"),
@@ -165,8 +166,7 @@ fn help_lists_the_names() {
         ("rwsem-never", "rwsem as in Linux 5.11+"),
         ("glibc", "glibc's own locks"),
     ] {
-        let line = run
-            .stderr
+        let line = said
             .lines()
             .find(|line| line.split_whitespace().nth(1) == Some(name))
             .unwrap_or_else(|| panic!("{name} missing: {}", run.stderr));
