@@ -263,6 +263,16 @@ fn cell(
     Cell::of_runs(config.scenario, lock, config.threads, layout, unit, runs)
 }
 
+/// Whether `line` is one of the preload's diagnostics: `klocks[PID] PROG: ...` (an
+/// older library's: `klocks: ...`).
+fn is_preload_line(line: &str) -> bool {
+    line.contains("klocks:")
+        || line.split("klocks[").skip(1).any(|rest| {
+            rest.split_once(']')
+                .is_some_and(|(pid, _)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,14 +284,4 @@ mod tests {
         assert_eq!(capture(&regex, b"nothing", b"rate: 3"), Some(3.0));
         assert_eq!(capture(&regex, b"nothing", b"none"), None);
     }
-}
-
-/// Whether `line` is one of the preload's diagnostics: `klocks[PID] PROG: ...` (an
-/// older library's: `klocks: ...`).
-fn is_preload_line(line: &str) -> bool {
-    line.contains("klocks:")
-        || line.split("klocks[").skip(1).any(|rest| {
-            rest.split_once(']')
-                .is_some_and(|(pid, _)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
-        })
 }
