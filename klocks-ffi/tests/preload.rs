@@ -155,6 +155,7 @@ fn at_load(env: &[(&str, &str)]) -> common::Run {
 #[test]
 fn help_lists_the_names() {
     let run = at_load(&[("KLOCKS_LOCK", "help"), ("KLOCKS_RWLOCK", "Help")]);
+    let said = run.said();
     for (name, about) in [
         ("default", "klocks::Mutex, the one to pick"),
         ("default-rw", "klocks::RwLock, the one to pick"),
@@ -165,8 +166,7 @@ fn help_lists_the_names() {
         ("rwsem-never", "rwsem as in Linux 5.11+"),
         ("glibc", "glibc's own locks"),
     ] {
-        let line = run
-            .stderr
+        let line = said
             .lines()
             .find(|line| line.split_whitespace().nth(1) == Some(name))
             .unwrap_or_else(|| panic!("{name} missing: {}", run.stderr));
@@ -181,17 +181,18 @@ fn help_lists_the_names() {
     );
 }
 
-/// `KLOCKS_VERBOSE=1`: exactly one line, naming the mutex, the rwlock, the probe and
-/// the profile; names are taken in any case.
+/// `KLOCKS_VERBOSE=1`: exactly one line, naming the process (pid and program), the
+/// mutex, the rwlock, the probe and the profile; names are taken in any case.
 #[test]
 fn verbose_names_what_is_active() {
     let run = at_load(&[("KLOCKS_LOCK", "Default"), ("KLOCKS_VERBOSE", "1")]);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     let line = run.stderr.trim_end();
+    let process = format!("klocks[{}] true: ", run.pid);
     assert!(
-        line.starts_with(
-            "klocks: active: mutexes default, rwlocks default-rw, spinlocks glibc, owner probe "
-        ),
+        line.starts_with(&format!(
+            "{process}active: mutexes default, rwlocks default-rw, spinlocks glibc, owner probe "
+        )),
         "{line}"
     );
     let probe = line.split("owner probe ").nth(1).unwrap();
@@ -208,7 +209,8 @@ fn verbose_names_what_is_active() {
         ("KLOCKS_PROFILE", "1"),
         ("KLOCKS_VERBOSE", "1"),
     ]);
-    let first = run.stderr.lines().next().unwrap_or_default();
+    let said = run.said();
+    let first = said.lines().next().unwrap_or_default();
     assert!(
         first.starts_with("klocks: active: mutexes glibc, rwlocks default-rw, spinlocks glibc, ")
             && first.ends_with("profile on"),
@@ -226,7 +228,7 @@ fn an_empty_lock_name_is_unset() {
         ("KLOCKS_VERBOSE", "1"),
     ]);
     assert_eq!(
-        run.stderr,
+        run.said(),
         "klocks: active: mutexes glibc, rwlocks glibc, spinlocks glibc, owner probe unused (glibc's locks), profile off\n"
     );
     assert_eq!(at_load(&[("KLOCKS_VERBOSE", "")]).stderr, "");
@@ -236,7 +238,8 @@ fn an_empty_lock_name_is_unset() {
 #[test]
 fn a_misspelt_lock_name_gets_a_suggestion() {
     let run = at_load(&[("KLOCKS_LOCK", "defualt"), ("KLOCKS_VERBOSE", "1")]);
-    let lines: Vec<_> = run.stderr.lines().collect();
+    let said = run.said();
+    let lines: Vec<_> = said.lines().collect();
     assert_eq!(lines.len(), 2, "{}", run.stderr);
     assert_eq!(
         lines[0],
@@ -257,7 +260,7 @@ fn a_misspelt_lock_name_gets_a_suggestion() {
 fn a_bad_verbose_value_is_one_line() {
     let run = at_load(&[("KLOCKS_LOCK", "futex"), ("KLOCKS_VERBOSE", "yes")]);
     assert_eq!(
-        run.stderr,
+        run.said(),
         "klocks: KLOCKS_VERBOSE=\"yes\" is not a verbosity: use 1 (one line at start naming the locks) or 0; quiet\n"
     );
 }
@@ -383,7 +386,7 @@ fn spin_pvqspinlock() {
         common::assert_ok("spin", &run);
         assert_every_spin_section(&run);
         assert!(
-            run.stderr.starts_with(
+            run.said().starts_with(
                 "klocks: active: mutexes glibc, rwlocks glibc, spinlocks pvqspinlock, "
             ),
             "{}",
@@ -444,7 +447,7 @@ fn an_unknown_spinlock_falls_back_to_glibc() {
     let run = spin_program(&[("KLOCKS_SPIN", "pvqspin")], &[]);
     common::assert_ok("spin", &run);
     assert_eq!(
-        run.stderr,
+        run.said(),
         "klocks: KLOCKS_SPIN=\"pvqspin\" is not a spinlock; did you mean `pvqspinlock`? \
          (KLOCKS_SPIN=help lists them); using glibc's spinlocks\n"
     );

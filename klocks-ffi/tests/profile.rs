@@ -479,21 +479,21 @@ fn a_full_table_is_counted_not_fatal() {
 fn bad_settings_are_said_once_and_change_nothing_else() {
     let run = profiled("reuse", &[("KLOCKS_PROFILE", "yes")]);
     assert_eq!(
-        run.stderr,
+        run.said(),
         "klocks: KLOCKS_PROFILE=\"yes\" is not a profile setting: use 0, 1 (at exit) or sigusr2 (at exit and on SIGUSR2); no profile\n"
     );
     let run = profiled(
         "reuse",
         &[("KLOCKS_PROFILE", "1"), ("KLOCKS_PROFILE_TOP", "0")],
     );
-    assert!(run.stderr.starts_with(
+    assert!(run.said().starts_with(
         "klocks: KLOCKS_PROFILE_TOP=\"0\" is not a number of locks in 1..=100; listing 10\nklocks profile of pid"
     ));
     let run = profiled(
         "reuse",
         &[("KLOCKS_PROFILE", "1"), ("KLOCKS_PROFILE_LOCKS", "12")],
     );
-    assert!(run.stderr.starts_with(
+    assert!(run.said().starts_with(
         "klocks: KLOCKS_PROFILE_LOCKS=\"12\" is not a number of locks in 64..=16777216; tracking 65536\nklocks profile of pid"
     ), "{}", run.stderr);
     let run = profiled("reuse", &[]);
@@ -534,7 +534,7 @@ fn an_unopenable_file_sends_the_report_to_stderr() {
         ],
     );
     assert!(
-        run.stderr.starts_with(
+        run.said().starts_with(
             "klocks: cannot open KLOCKS_PROFILE_FILE=\"/nonexistent/dir/profile.txt\" (errno 2); the profile follows on stderr\nklocks profile of pid"
         ),
         "{}",

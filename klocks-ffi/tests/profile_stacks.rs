@@ -229,7 +229,7 @@ fn folded_lines_are_stacks_and_a_wait() {
 fn a_bad_format_is_said_once_and_the_report_is_text() {
     let run = contention_run(" jsn ");
     assert!(
-        run.stderr.starts_with(
+        run.said().starts_with(
             "klocks: KLOCKS_PROFILE_FORMAT=\"jsn\" is not a report format; did you mean `json`? (use text, json or folded); writing text\nklocks profile of pid"
         ),
         "{}",

@@ -123,8 +123,8 @@ macro_rules! pthread_bench_lock {
 }
 
 pthread_bench_lock! {
-    Pthread => "pthread",
-    PthreadAdaptive => "pthread-adaptive",
+    Pthread => "glibc",
+    PthreadAdaptive => "glibc-adaptive",
 }
 
 /// Code generic over a lock type, run for the lock a [`LockName`] names.
@@ -289,13 +289,42 @@ impl LockName {
     }
 }
 
+/// The names lockbench gave glibc's locks before they were named after glibc, as
+/// the preload (`KLOCKS_LOCK=glibc`), `app` and the summary name them: (old, new).
+/// `--locks`, `--rwlocks`, `compare --relative-to` and older `--json` files still
+/// read them.
+pub const RENAMED: [(&str, &str); 4] = [
+    ("pthread", "glibc"),
+    ("pthread-adaptive", "glibc-adaptive"),
+    ("pthread-rw", "glibc-rw"),
+    ("pthread-rw-writer", "glibc-rw-writer"),
+];
+
+/// The current name of the lock an older name (any case) stood for; `None` for a
+/// name that was not renamed.
+pub fn renamed(name: &str) -> Option<&'static str> {
+    RENAMED
+        .iter()
+        .find(|(old, _)| old.eq_ignore_ascii_case(name))
+        .map(|&(_, new)| new)
+}
+
+/// The possible value of a lock called `name` on the command line: matched in any
+/// case (the preload's variables ignore case too), under an older name as well.
+pub fn possible_value(name: &'static str, hidden: bool) -> clap::builder::PossibleValue {
+    let old = RENAMED.iter().filter(|&&(_, new)| new == name);
+    clap::builder::PossibleValue::new(name)
+        .hide(hidden)
+        .aliases(old.map(|&(old, _)| old))
+}
+
 impl clap::ValueEnum for LockName {
     fn value_variants<'a>() -> &'a [Self] {
         Self::all()
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()).hide(self.is_hidden()))
+        Some(possible_value(self.name(), self.is_hidden()))
     }
 }
 

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cells::{Cell, Progress, COLUMNS};
 use crate::harness::{windowed, Common, Error};
@@ -57,7 +57,7 @@ fn locks_help() -> String {
          waiters that are not running.",
         spinlocks.join(", ")
     );
-    help + "\n" + &wrap(&collapse, HELP_WIDTH) + LOCKS_HELP_TAIL
+    help + "\n" + &wrap(&collapse, HELP_WIDTH) + LOCKS_HELP_TAIL + EXIT_STATUS
 }
 
 /// The width the help's own paragraphs are wrapped to.
@@ -117,8 +117,184 @@ cannot drain as \"DNF (drain > N s)\". The pv locks are seed 003's fix: their sp
 budget (header: \"pv spin\") is calibrated once per process as one futex
 sleep-to-wake handoff, or set with KLOCKS_SPIN_NS=<ns>.
 
-Exit status: 0 success, 1 a result failed verification (or an output file could not
-be written), 2 usage error.";
+";
+
+/// Every command's exit statuses, at the end of its help: scripts branch on them, so
+/// 1 means one thing (what was checked failed) and never a typo.
+const EXIT_STATUS: &str = "\
+Exit status:
+  0  success
+  1  a check failed: a run failed verification (its lock-protected counters did not
+     match the work done, a child process crashed, torture caught a broken lock), or
+     compare --fail-on-regression found a regression
+  2  an input error, nothing judged: a bad option or value, an option the command
+     does not read, a bad KLOCKS_* setting, a result file missing or not a lockbench
+     --json file, an output file or directory that cannot be written";
+
+/// The global options, by clap id, that the command `name` reads (`None` for the
+/// top level, the default suite); `None` for the hidden commands, which lockbench
+/// runs itself. The others are left out of its help and refused ([`refuse_unread`]).
+fn reads(name: Option<&str>) -> Option<Vec<&'static str>> {
+    const MEASURED: [&str; 5] = ["runs", "json", "csv", "report", "wide"];
+    const ADAPTIVE: [&str; 2] = ["budget", "no_adaptive"];
+    let mut ids = MEASURED.to_vec();
+    match name {
+        None | Some("suite") => {
+            ids.extend(["locks", "seed_scale", "stats"].iter().chain(&ADAPTIVE))
+        }
+        Some("report" | "compare") => ids.clear(),
+        Some("torture") => ids = vec!["locks", "rwlocks"],
+        Some("c2c" | "owner-probe") => {}
+        Some("app" | "preload") => ids.extend(ADAPTIVE),
+        Some(name) => {
+            let takes = scenario::takes_of(name)?;
+            ids.extend(ADAPTIVE);
+            ids.push("stats");
+            if !["sharded", "rw-mix"].contains(&name) {
+                ids.push("seed_scale");
+            }
+            match takes {
+                Takes::Mutexes => ids.push("locks"),
+                Takes::RwLocks => ids.push("rwlocks"),
+                Takes::Both => ids.extend(["locks", "rwlocks"]),
+                Takes::Neither => {}
+            }
+        }
+    }
+    Some(ids)
+}
+
+/// The one line `-h` gives the global options whose `--help` is a paragraph.
+const SHORT_HELP: &[(&str, &str)] = &[
+    ("locks", "Locks to measure, comma-separated [default: the scenario's; see --help]"),
+    ("rwlocks", "Reader-writer locks to measure, comma-separated [default: all]"),
+    ("runs", "Repetitions of each cell (tables show the median with [min–max])"),
+    ("budget", "Extra seconds a row may repeat its cells while klocks' verdict is undecided [default: auto; 0: off]"),
+    ("seed_scale", "Use the seeds' sizes (longer runs; explicit options still win)"),
+    ("stats", "Count klocks' slow-path events per cell (a --features stats build)"),
+    ("wide", "Print every table in full, unwrapped"),
+    ("report", "Write the charts as an HTML page and SVGs into DIR"),
+];
+
+/// torture's lock lists, whose defaults are its own.
+const TORTURE_LOCKS_HELP: &str = "Mutexes to torture, comma-separated [default: every lock \
+    whose waiters sleep or yield; with --spinlocks, the pure spinlocks; with --signals same \
+    or --freeze, klocks' locks that lend their waiting roles]";
+const TORTURE_RWLOCKS_HELP: &str = "Reader-writer locks to torture, comma-separated [default: \
+    all; with --signals same or --freeze, klocks' that lend their waiting roles]";
+
+/// The command line: each command's help lists the global options it reads, and
+/// ends with [`EXIT_STATUS`].
+fn command() -> clap::Command {
+    let cli = Cli::command();
+    let globals: Vec<clap::Arg> = cli
+        .get_arguments()
+        .filter(|arg| arg.is_global_set())
+        .map(
+            |arg| match SHORT_HELP.iter().find(|(id, _)| arg.get_id() == id) {
+                // `-h` prints the short line, `--help` the paragraph.
+                Some((_, short)) => {
+                    let long = arg.get_long_help().or(arg.get_help()).cloned();
+                    let arg = arg.clone().help(*short);
+                    match long {
+                        Some(long) => arg.long_help(long),
+                        None => arg,
+                    }
+                }
+                None => arg.clone(),
+            },
+        )
+        .collect();
+    // A subcommand that has its own copy of a global option keeps it (clap copies a
+    // global into the subcommands that lack it): a hidden copy leaves the option out
+    // of that subcommand's help, still one option, whose value `refuse_unread` sees.
+    // Every subcommand gets its own copies, so that one hidden at the top level (the
+    // suite's) is not hidden below.
+    let own_copies = |mut command: clap::Command, name: Option<&str>| {
+        let Some(reads) = reads(name) else {
+            return command;
+        };
+        for global in &globals {
+            let id = global.get_id().as_str();
+            let copy = match (name, id) {
+                (Some("torture"), "locks") => global
+                    .clone()
+                    .help(TORTURE_LOCKS_HELP)
+                    .long_help(TORTURE_LOCKS_HELP),
+                (Some("torture"), "rwlocks") => global
+                    .clone()
+                    .help(TORTURE_RWLOCKS_HELP)
+                    .long_help(TORTURE_RWLOCKS_HELP),
+                _ if reads.contains(&id) => global.clone(),
+                _ => global.clone().hide(true),
+            };
+            command = match name {
+                Some(_) => command.arg(copy),
+                None => command.mut_arg(id, |_| copy),
+            };
+        }
+        command.after_help(EXIT_STATUS)
+    };
+    let names: Vec<String> = cli
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    let mut cli = own_copies(cli, None);
+    for name in &names {
+        cli = cli.mut_subcommand(name, |sub| own_copies(sub, Some(name)));
+    }
+    cli
+}
+
+/// Refuses (usage error, exit 2) a global option given to a command that does not
+/// read it, saying what to use instead where there is something.
+fn refuse_unread(matches: &clap::ArgMatches) {
+    let (name, given) = match matches.subcommand() {
+        Some((name, sub)) => (Some(name), sub),
+        None => (None, matches),
+    };
+    let Some(reads) = reads(name) else {
+        return;
+    };
+    let command_name = name.unwrap_or("the default suite");
+    let rw_only = scenario::taking(&[Takes::RwLocks]);
+    let rw_any = scenario::taking(&[Takes::Both, Takes::RwLocks]);
+    for arg in GlobalArgs::augment_args(clap::Command::new("globals")).get_arguments() {
+        let id = arg.get_id().as_str();
+        if reads.contains(&id)
+            || given.value_source(id) != Some(clap::parser::ValueSource::CommandLine)
+        {
+            continue;
+        }
+        let flag = format!("--{}", arg.get_long().unwrap_or(id));
+        let preloaded = matches!(name, Some("app" | "preload"));
+        let why = match id {
+            "stats" if preloaded => "--stats counts the locks lockbench runs itself; app and \
+                preload run klocks' locks in the preloaded library of their child processes, \
+                which does not count"
+                .to_owned(),
+            "locks" | "rwlocks" if preloaded => "app and preload run klocks' preloaded locks: \
+                choose them with --with (and app's --rwlock; see --help)"
+                .to_owned(),
+            "locks" if reads.contains(&"rwlocks") => format!(
+                "--locks names mutexes; {rw_only} measure reader-writer locks: choose them \
+                 with --rwlocks (see --help)"
+            ),
+            "rwlocks" if reads.contains(&"locks") && name != Some("torture") => {
+                format!("--rwlocks applies to {rw_any} only; the other scenarios take --locks")
+            }
+            _ => format!(
+                "{flag} does not apply to {command_name} (`lockbench {} --help` lists the \
+                 options it reads)",
+                name.unwrap_or("")
+            )
+            .replace("lockbench  --help", "lockbench --help"),
+        };
+        command()
+            .error(clap::error::ErrorKind::ArgumentConflict, why)
+            .exit()
+    }
+}
 
 /// Re-runs the kernel seeds' lock experiments on klocks (the Linux kernel's lock
 /// designs in userspace) next to std, parking_lot, glibc and spin.
@@ -138,7 +314,7 @@ be written), 2 usage error.";
 /// reporting the wrong result. mutex-load (seed 004, several minutes), rwsem and
 /// rw-fair (seed 001, reader-writer locks) are not in the suite: run them by name.
 #[derive(Debug, Parser)]
-#[command(name = "lockbench", version, after_help = locks_help())]
+#[command(name = "lockbench", version, after_long_help = locks_help())]
 struct Cli {
     #[command(flatten)]
     global: GlobalArgs,
@@ -162,6 +338,7 @@ struct GlobalArgs {
         ),
         global = true,
         value_enum,
+        ignore_case = true,
         value_delimiter = ',',
         value_name = "LOCK,..."
     )]
@@ -180,6 +357,7 @@ struct GlobalArgs {
         ),
         global = true,
         value_enum,
+        ignore_case = true,
         value_delimiter = ',',
         value_name = "RWLOCK,..."
     )]
@@ -277,10 +455,10 @@ enum Command {
     ///
     /// What lockbench runs without a subcommand: every scenario with its defaults,
     /// except loop with a 1 s cap on threads 1,2,4 and the locks its tables compare
-    /// (default, the seeds' pairs, std, parking_lot, pthread, pthread-adaptive),
+    /// (default, the seeds' pairs, std, parking_lot, glibc, glibc-adaptive),
     /// false-sharing with 100 ms runs and overcommit on a reduced grid (threads 4,32;
     /// short cs; overcommit 1,2; 100 ms windows; 1 s drain cap; default, ticket,
-    /// pvticket, pvqspinlock, std, parking_lot, pthread). Scaled by --seed-scale (then loop and
+    /// pvticket, pvqspinlock, std, parking_lot, glibc). Scaled by --seed-scale (then loop and
     /// overcommit run their full seed-scale grids), restricted by --locks, repeated
     /// --runs times. Not included: mutex-load (several minutes; run it by name).
     Suite,
@@ -313,7 +491,7 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Box<dyn Scenario>> {
         ],
         Some(Command::Measure(measure)) => match measure.configure(common) {
             Ok(scenario) => vec![scenario],
-            Err(message) => Cli::command()
+            Err(message) => crate::command()
                 .error(clap::error::ErrorKind::ValueValidation, message)
                 .exit(),
         },
@@ -459,47 +637,32 @@ fn run(cli: Cli) -> Result<(), Error> {
     write_outputs(&cli.global, report_dir.as_deref(), &machine, &cells)
 }
 
-/// Refuses (usage error, exit 2) a lock list that the command would ignore: mutexes
-/// for the reader-writer scenarios, reader-writer locks for the others.
-fn check_lock_kinds(cli: &Cli) {
-    let takes = match &cli.command {
-        Some(Command::Measure(measure)) => measure.takes(),
-        _ => Takes::Mutexes,
-    };
-    let reader_writer = takes == Takes::RwLocks;
-    let app = matches!(
-        cli.command,
-        Some(Command::Measure(Measure::App(_) | Measure::Preload(_)))
-    );
-    let rw_only = scenario::taking(&[Takes::RwLocks]);
-    let rw_any = scenario::taking(&[Takes::Both, Takes::RwLocks]);
-    let misplaced = if app && cli.global.stats {
-        "--stats counts the locks lockbench runs itself; app and preload run klocks' locks in the \
-         preloaded library of their child processes, which does not count"
-            .to_owned()
-    } else if app && !(cli.global.locks.is_empty() && cli.global.rwlocks.is_empty()) {
-        "app and preload run klocks' preloaded locks: choose them with --with (and app's --rwlock; \
-         see --help)"
-            .to_owned()
-    } else if reader_writer && !cli.global.locks.is_empty() {
-        format!(
-            "--locks names mutexes; {rw_only} measure reader-writer locks: choose them with \
-             --rwlocks (see --help)"
-        )
-    } else if takes == Takes::Mutexes && !app && !cli.global.rwlocks.is_empty() {
-        format!("--rwlocks applies to {rw_any} only; the other scenarios take --locks")
-    } else {
-        return;
-    };
-    Cli::command()
-        .error(clap::error::ErrorKind::ArgumentConflict, misplaced)
-        .exit()
+/// One line on stderr per older lock name on the command line (the program's own
+/// arguments, after `--`, aside): it is read as the current name.
+fn note_renamed_locks() {
+    let args = std::env::args_os().skip(1);
+    let ours = args.take_while(|arg| arg != "--");
+    let mut noted = Vec::new();
+    for arg in ours {
+        let arg = arg.to_string_lossy().into_owned();
+        for word in arg.split([',', '=']) {
+            if let Some(new) = locks::renamed(word) {
+                if !noted.contains(&word.to_owned()) {
+                    eprintln!("lockbench: note: `{word}` is now `{new}`");
+                    noted.push(word.to_owned());
+                }
+            }
+        }
+    }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = command().get_matches();
+    note_renamed_locks();
+    refuse_unread(&matches);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     if cli.global.stats && !harness::stats::BUILT {
-        Cli::command()
+        command()
             .error(
                 clap::error::ErrorKind::InvalidValue,
                 harness::stats::NOT_BUILT,
@@ -518,14 +681,6 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     if let Some(Command::Torture(args)) = &cli.command {
-        if cli.global.stats {
-            Cli::command()
-                .error(
-                    clap::error::ErrorKind::ArgumentConflict,
-                    "--stats applies to the measuring scenarios, not to torture",
-                )
-                .exit()
-        }
         if let Err(problem) = klocks::config::check() {
             eprintln!("lockbench: {problem}");
             return ExitCode::from(2);
@@ -536,31 +691,11 @@ fn main() -> ExitCode {
             false => ExitCode::FAILURE,
         };
     }
-    if let Some(Command::Report(_) | Command::Compare(_)) = &cli.command {
-        let g = &cli.global;
-        if !g.locks.is_empty()
-            || !g.rwlocks.is_empty()
-            || g.json.is_some()
-            || g.csv.is_some()
-            || g.report.is_some()
-            || g.stats
-            || g.budget.is_some()
-            || g.no_adaptive
-        {
-            Cli::command()
-                .error(
-                    clap::error::ErrorKind::ArgumentConflict,
-                    "report and compare read result files: --locks, --rwlocks, --json, --csv, --report, --stats, --budget and --no-adaptive do not apply",
-                )
-                .exit()
-        }
-    }
     match &cli.command {
         Some(Command::Report(args)) => return html_report::commands::report(args),
         Some(Command::Compare(args)) => return html_report::commands::compare(args),
         _ => {}
     }
-    check_lock_kinds(&cli);
     // A bad KLOCKS_* setting would only be reported by the locks, which then use the
     // automatic one: a benchmark must not run on a setting other than the one asked.
     if let Err(problem) = klocks::config::check() {
@@ -571,7 +706,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("lockbench: {err}");
-            ExitCode::FAILURE
+            ExitCode::from(err.exit_status())
         }
     }
 }

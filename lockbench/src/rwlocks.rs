@@ -191,8 +191,8 @@ macro_rules! pthread_bench_rwlock {
 }
 
 pthread_bench_rwlock! {
-    PthreadRw => "pthread-rw",
-    PthreadRwWriter => "pthread-rw-writer",
+    PthreadRw => "glibc-rw",
+    PthreadRwWriter => "glibc-rw-writer",
 }
 
 /// The negative control: a reader-writer lock whose write side forgets to wait.
@@ -387,7 +387,7 @@ impl clap::ValueEnum for RwLockName {
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()).hide(self.is_hidden()))
+        Some(crate::locks::possible_value(self.name(), self.is_hidden()))
     }
 }
 

@@ -149,7 +149,7 @@ fn the_rw_negative_control_is_not_listed() {
         let out = lockbench(args);
         assert_eq!(out.status.code(), Some(0));
         let text = stdout(&out);
-        assert!(text.contains("pthread-rw-writer"), "{text}");
+        assert!(text.contains("glibc-rw-writer"), "{text}");
         assert!(!text.contains("busted"), "{text}");
     }
 }
@@ -220,4 +220,173 @@ fn the_pthread_pairs_subcommand_is_hidden() {
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).contains("preload"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("pthread-pairs"), "{}", stdout(&out));
+}
+
+/// The option lines of `args`' help: `--name` of every option it lists.
+fn listed_options(args: &[&str]) -> Vec<String> {
+    let out = lockbench(args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    let help = stdout(&out);
+    let options = help
+        .split("Exit status:")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    options
+        .lines()
+        .filter_map(|line| {
+            line.trim_start().strip_prefix("--").or_else(|| {
+                line.trim_start()
+                    .strip_prefix("-")
+                    .and_then(|l| l.split_once(", --").map(|(_, r)| r))
+            })
+        })
+        .map(|rest| format!("--{}", rest.split([' ', '\t']).next().unwrap_or_default()))
+        .collect()
+}
+
+/// A command's help lists the global options it reads and no other: report and
+/// compare read none, torture only the lock lists, the rwlock scenarios no --locks.
+#[test]
+fn each_command_lists_only_the_options_it_reads() {
+    let cases: &[(&[&str], &[&str], &[&str])] = &[
+        (
+            &["report", "-h"],
+            &["--out"],
+            &["--locks", "--runs", "--json", "--wide", "--stats"],
+        ),
+        (
+            &["compare", "--help"],
+            &["--absolute"],
+            &["--locks", "--runs", "--csv", "--budget"],
+        ),
+        (
+            &["torture", "-h"],
+            &["--locks", "--rwlocks"],
+            &["--runs", "--json", "--seed-scale", "--stats"],
+        ),
+        (
+            &["rwsem", "-h"],
+            &["--rwlocks", "--runs", "--json"],
+            &["--locks"],
+        ),
+        (
+            &["loop", "-h"],
+            &["--locks", "--runs", "--seed-scale"],
+            &["--rwlocks"],
+        ),
+        (
+            &["c2c", "-h"],
+            &["--runs", "--json"],
+            &["--locks", "--seed-scale", "--budget", "--stats"],
+        ),
+        (
+            &["app", "-h"],
+            &["--with", "--runs", "--budget"],
+            &["--locks", "--rwlocks", "--stats", "--seed-scale"],
+        ),
+        (
+            &["-h"],
+            &["--locks", "--runs", "--seed-scale"],
+            &["--rwlocks"],
+        ),
+    ];
+    for (args, listed, unlisted) in cases {
+        let options = listed_options(args);
+        for option in *listed {
+            assert!(
+                options.iter().any(|o| o == option),
+                "{args:?} lacks {option}: {options:?}"
+            );
+        }
+        for option in *unlisted {
+            assert!(
+                !options.iter().any(|o| o == option),
+                "{args:?} lists {option}: {options:?}"
+            );
+        }
+    }
+}
+
+/// A global option given to a command that does not read it is refused (exit 2,
+/// naming it), wherever it is written, instead of accepted and ignored.
+#[test]
+fn an_option_the_command_does_not_read_is_a_usage_error() {
+    let cases: &[&[&str]] = &[
+        &["report", "a.json", "--runs", "3"],
+        &["--json", "out.json", "report", "a.json"],
+        &["compare", "a.json", "b.json", "--wide"],
+        &["torture", "--runs", "1"],
+        &["torture", "--json", "out.json"],
+        &["torture", "--stats"],
+        &["c2c", "--seed-scale"],
+        &["c2c", "--locks", "std"],
+        &["owner-probe", "--budget", "3"],
+        &["app", "--seed-scale", "--", "true"],
+        &["rw-mix", "--seed-scale"],
+    ];
+    for args in cases {
+        let out = lockbench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let option = args.iter().find(|a| a.starts_with("--")).unwrap();
+        assert!(stderr(&out).contains(option), "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).is_empty(), "{args:?} ran: {}", stdout(&out));
+    }
+}
+
+/// `-h` is the short help (a line per option, no lock list); `--help` the long one;
+/// every command's help ends with the exit statuses.
+#[test]
+fn h_is_short_help_is_long_and_both_give_the_exit_statuses() {
+    let short = stdout(&lockbench(&["-h"]));
+    let long = stdout(&lockbench(&["--help"]));
+    assert!(short.lines().count() * 2 < long.lines().count(), "{short}");
+    assert!(!short.contains("FIFO spinlocks"), "{short}");
+    assert!(long.contains("FIFO spinlocks"), "{long}");
+    for args in [
+        &["-h"][..],
+        &["--help"],
+        &["loop", "-h"],
+        &["compare", "-h"],
+        &["report", "--help"],
+        &["torture", "-h"],
+        &["app", "--help"],
+    ] {
+        let help = stdout(&lockbench(args));
+        assert!(help.contains("Exit status:"), "{args:?}: {help}");
+        for status in ["  0  success", "  1  a check failed", "  2  an input error"] {
+            assert!(help.contains(status), "{args:?} lacks {status:?}: {help}");
+        }
+    }
+}
+
+/// torture's lock lists give torture's defaults, once.
+#[test]
+fn torture_gives_one_default_per_lock_list() {
+    let help = stdout(&lockbench(&["torture", "--help"]));
+    let at = help.find("--locks <").expect("torture lists --locks");
+    let end = help[at..]
+        .find("\n      --")
+        .expect("another option follows");
+    let entry = &help[at..at + end];
+    assert_eq!(entry.matches("[default").count(), 1, "{entry}");
+    assert!(entry.contains("sleep or yield"), "{entry}");
+    assert!(!entry.contains("all the possible values"), "{entry}");
+}
+
+/// An output file that cannot be written is an input error (exit 2), not the status
+/// of a failed check.
+#[test]
+fn an_unwritable_output_is_an_input_error() {
+    let out = lockbench(&[
+        "c2c",
+        "--runs",
+        "1",
+        "--round-trips",
+        "1000",
+        "--json",
+        "/nonexistent-klocks-dir/run.json",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("run.json"), "{}", stderr(&out));
 }

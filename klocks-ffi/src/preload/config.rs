@@ -98,6 +98,10 @@ fn spin_named(name: &str) -> Option<SpinKind> {
         .find(|kind| kind.name().eq_ignore_ascii_case(name))
 }
 
+/// `KLOCKS_RWLOCK=glibc-rw`: glibc's rwlocks, under the name lockbench's
+/// `--rwlocks` gives them (one name per lock, in every tool).
+pub(super) const GLIBC_RW: &str = "glibc-rw";
+
 /// The value that lists the names instead of choosing one.
 const HELP: &str = "help";
 
@@ -464,7 +468,10 @@ fn decide<'a>(env: &Env<'a>, mut complain: impl FnMut(Complaint<'a>)) -> Choice 
     };
     let rwlock = match setting(env.rwlock) {
         None => None,
-        Some(name) if name.eq_ignore_ascii_case(GLIBC) => None,
+        // `glibc-rw`: glibc's rwlock as lockbench's `--rwlocks` names it.
+        Some(name) if name.eq_ignore_ascii_case(GLIBC) || name.eq_ignore_ascii_case(GLIBC_RW) => {
+            None
+        }
         Some(name) if name.eq_ignore_ascii_case(HELP) => {
             help(&mut complain);
             None

@@ -80,8 +80,8 @@ use std::sync::atomic::{
 };
 
 use super::settings::{
-    parse_profile, parse_profile_locks, parse_profile_top, Profile, DEFAULT_PROFILE_LOCKS, LOCK,
-    PROFILE, PROFILE_FILE, PROFILE_FORMAT, PROFILE_LOCKS, PROFILE_TOP, RWLOCK,
+    parse_profile, parse_profile_locks, parse_profile_top, Profile, DEFAULT_PROFILE_LOCKS, PROFILE,
+    PROFILE_FILE, PROFILE_FORMAT, PROFILE_LOCKS, PROFILE_TOP,
 };
 use libc::{EBUSY, ETIMEDOUT};
 
@@ -350,9 +350,13 @@ pub(super) fn start() {
             "could not map the profile's table of {locks} locks; no profile"
         ));
     }
+    // The locks that run, not the variables as typed: `KLOCKS_LOCK=Default` alone
+    // runs the rwlocks on `default-rw` too, and the advice must not suggest what
+    // already runs.
+    let choice = config::choice();
     let in_use = advice::InUse {
-        lock: config::var(LOCK),
-        rwlock: config::var(RWLOCK),
+        lock: choice.mutex.map(klocks_core::catalog::MutexKind::name),
+        rwlock: choice.rwlock.map(klocks_core::catalog::RwLockKind::name),
     };
     report::configure(top, config::var(PROFILE_FILE), in_use, format);
     clock::start();

@@ -126,6 +126,8 @@ pub fn compile_with(name: &str, link_klocks: bool, headers: &[(&str, String)]) -
 /// What a run printed, and how it ended.
 pub struct Run {
     pub status: ExitStatus,
+    /// The process's id, which the preload's lines name.
+    pub pid: u32,
     pub stdout: String,
     pub stderr: String,
 }
@@ -157,12 +159,32 @@ pub fn run(mut command: Command) -> Run {
     };
     let run = Run {
         status,
+        pid: child.id(),
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
     };
     print!("{}", run.stdout);
     eprint!("{}", run.stderr);
     run
+}
+
+impl Run {
+    /// Its stderr with the preload's prefix `klocks[PID] PROG: ` (this run's pid)
+    /// written `klocks: `, for tests that match what a line says.
+    pub fn said(&self) -> String {
+        let ours = format!("klocks[{}] ", self.pid);
+        let mut said = String::new();
+        for line in self.stderr.split_inclusive('\n') {
+            match line
+                .strip_prefix(&ours)
+                .and_then(|rest| rest.split_once(": "))
+            {
+                Some((_program, text)) => said = said + "klocks: " + text,
+                None => said += line,
+            }
+        }
+        said
+    }
 }
 
 /// Asserts that `run` exited 0 and printed `<name>: ok`.

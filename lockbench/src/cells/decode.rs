@@ -15,6 +15,18 @@ pub fn name<'de, D: Deserializer<'de>>(from: D) -> Result<&'static str, D::Error
     Ok(intern(String::deserialize(from)?))
 }
 
+/// A lock's name, an older one read as the current one ([`crate::locks::RENAMED`]):
+/// files written before a rename compare with files written after it.
+pub fn lock_name<'de, D: Deserializer<'de>>(from: D) -> Result<&'static str, D::Error> {
+    let text = String::deserialize(from)?;
+    Ok(crate::locks::renamed(&text).unwrap_or_else(|| intern(text)))
+}
+
+/// A lock's name as a `String` (a summary's verdicts), migrated as [`lock_name`].
+pub fn lock_string<'de, D: Deserializer<'de>>(from: D) -> Result<String, D::Error> {
+    lock_name(from).map(str::to_owned)
+}
+
 /// An optional name (`layout`).
 pub fn optional_name<'de, D: Deserializer<'de>>(from: D) -> Result<Option<&'static str>, D::Error> {
     Ok(Option::<String>::deserialize(from)?.map(intern))

@@ -7,7 +7,7 @@
 //! ([`progress`]), and what the machine did around a cell ([`conditions`]).
 
 mod conditions;
-mod decode;
+pub(crate) mod decode;
 pub mod output;
 mod progress;
 mod repeated;
@@ -288,8 +288,9 @@ pub struct Cell {
     /// The scenario's subcommand: `uncontended`, `loop`, `false-sharing`, ...
     #[serde(deserialize_with = "decode::name")]
     pub scenario: Name,
-    /// Lock name, as in `--locks`/`--rwlocks` (`-` for c2c).
-    #[serde(deserialize_with = "decode::name")]
+    /// Lock name, as in `--locks`/`--rwlocks` (`-` for c2c); an older file's older
+    /// name reads as the current one.
+    #[serde(deserialize_with = "decode::lock_name")]
     pub lock: Name,
     /// Threads (K for false-sharing).
     pub threads: usize,

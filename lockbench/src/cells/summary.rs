@@ -322,7 +322,7 @@ mod tests {
         let cells = [
             cell("default", 2, 120.0, &[50, 50]),
             cell("std", 2, 100.0, &[40, 60]),
-            cell("pthread", 2, 90.0, &[50, 50]),
+            cell("glibc", 2, 90.0, &[50, 50]),
             cell("default", 4, 80.0, &[25, 75]),
             cell("std", 4, 100.0, &[50, 50]),
             // Not a peer: never the best, whatever its throughput.

@@ -81,6 +81,17 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl Error {
+    /// lockbench's exit status for it: 1 for a result that failed its check (a broken
+    /// lock, a crashed cell), 2 for a run that could not be made or written as asked.
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            Error::Verification(_) | Error::Child(_) => 1,
+            Error::Io(..) | Error::Report(_) => 2,
+        }
+    }
+}
+
 /// Fails unless the guarded counter saw every critical section that was counted.
 pub fn verify_count(
     context: impl FnOnce() -> String,

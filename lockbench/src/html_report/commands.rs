@@ -92,13 +92,18 @@ fn percentage(text: &str) -> Result<f64, String> {
     }
 }
 
-/// `lockbench report`: status 1 when a file cannot be read or the report written.
+/// `lockbench report`: status 2 when a file cannot be read (missing, or not a result
+/// file: an input error, as a bad option is) or the report cannot be written.
 pub fn report(args: &ReportArgs) -> ExitCode {
     let loaded: Result<Vec<RunFile>, _> = args.files.iter().map(|f| RunFile::load(f)).collect();
-    let written = loaded
-        .map_err(|err| err.to_string())
-        .and_then(|files| super::page::write(&files, &args.out));
-    match written {
+    let files = match loaded {
+        Ok(files) => files,
+        Err(err) => {
+            eprintln!("lockbench: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    match super::page::write(&files, &args.out) {
         Ok(written) => {
             println!(
                 "report: {} ({} charts)",
@@ -109,27 +114,34 @@ pub fn report(args: &ReportArgs) -> ExitCode {
         }
         Err(err) => {
             eprintln!("lockbench: {err}");
-            ExitCode::FAILURE
+            ExitCode::from(2)
         }
     }
 }
 
-/// `lockbench compare`: status 1 on a regression beyond the limit or an unreadable file.
+/// `lockbench compare`: status 1 on a regression beyond the limit (the one failure it
+/// detects), 2 when a file cannot be read (missing, or not a result file): a script
+/// gating on status 1 must not read a typo in a path as a regression.
 pub fn compare(args: &CompareArgs) -> ExitCode {
     let (a, b) = match (RunFile::load(&args.a), RunFile::load(&args.b)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(err), _) | (_, Err(err)) => {
             eprintln!("lockbench: {err}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(2);
         }
     };
-    if let Some(lock) = &args.relative_to {
+    // An older name reads as the current one, as the files' cells do.
+    let relative_to = args
+        .relative_to
+        .as_deref()
+        .map(|lock| crate::locks::renamed(lock).unwrap_or(lock).to_owned());
+    if let Some(lock) = &relative_to {
         if !a.cells.iter().chain(&b.cells).any(|c| c.lock == lock) {
             eprintln!("lockbench: --relative-to {lock}: neither file measured {lock}");
             return ExitCode::from(2);
         }
     }
-    let drift = match (&args.relative_to, args.absolute) {
+    let drift = match (&relative_to, args.absolute) {
         (Some(lock), _) => Drift::Lock(lock.clone()),
         (None, true) => Drift::Absolute,
         (None, false) => Drift::OtherLocks,
@@ -202,7 +214,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// A cell as the failure lines name it: `mutex-load 10 pauses pthread 10`.
+/// A cell as the failure lines name it: `mutex-load 10 pauses glibc 10`.
 fn cell_name(cell: &[String; 4]) -> String {
     cell.iter()
         .filter(|part| !part.is_empty())

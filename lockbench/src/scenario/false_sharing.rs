@@ -31,7 +31,7 @@ pub const MAX_THREADS: usize = 8;
 /// u64>, each lock alone on its line. Reports total ops/s for both layouts and
 /// the gain from padding, with the c2c placement probed around each K's row,
 /// whose cells run interleaved (marks * and ! as in loop). Runs the lock_api raw locks (klocks, spin, parking_lot);
-/// std and pthread cannot be wrapped by Padded and are skipped.
+/// std and glibc cannot be wrapped by Padded and are skipped.
 /// Verified: every counter must equal its own thread's operation count.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {

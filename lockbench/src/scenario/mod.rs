@@ -113,13 +113,6 @@ macro_rules! scenarios {
         }
 
         impl Measure {
-            /// Which lock list the scenario takes.
-            pub fn takes(&self) -> Takes {
-                match self {
-                    $(Measure::$variant(_) => <$module::Args as Options>::TAKES,)*
-                }
-            }
-
             /// The scenario, configured; `Err` is a usage error.
             pub fn configure(&self, common: &Common) -> Result<Box<dyn Scenario>, String> {
                 match self {
@@ -136,6 +129,15 @@ macro_rules! scenarios {
             <$module::Args as Options>::CHART,
         ),)*];
     };
+}
+
+/// Which lock list the scenario `name` (its subcommand) takes; `None` for no
+/// scenario.
+pub fn takes_of(name: &str) -> Option<Takes> {
+    SCENARIOS
+        .iter()
+        .find(|(variant, ..)| subcommand(variant) == name)
+        .map(|(_, takes, _)| *takes)
 }
 
 /// How the scenario `name` (its subcommand, as a cell names it) is charted; `None`

@@ -70,11 +70,11 @@ impl Cs {
 /// CPUs) is killed and its cell reported as "DNF (drain > N s)"; the others are
 /// verified: the counter must equal every operation, counted or late. Tables: the
 /// seed-003 comparison (base = ticket, patched = pvticket), all locks, the
-/// pvqspinlock bars (vs the better of parking_lot and pthread, short cs, 16–128
-/// threads), default (`klocks::Mutex`) against the best of std, parking_lot, pthread
-/// and pthread-adaptive (throughput ratio and fairness, cell by cell, with their
+/// pvqspinlock bars (vs the better of parking_lot and glibc, short cs, 16–128
+/// threads), default (`klocks::Mutex`) against the best of std, parking_lot, glibc
+/// and glibc-adaptive (throughput ratio and fairness, cell by cell, with their
 /// geometric means) and per-cell detail. Default locks: default, ticket, pvticket, qspinlock,
-/// pvqspinlock, std, parking_lot, pthread, pthread-adaptive, spin. The full default
+/// pvqspinlock, std, parking_lot, glibc, glibc-adaptive, spin. The full default
 /// grid takes several minutes; with --seed-scale (3 s windows) over an hour.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
@@ -410,7 +410,7 @@ const BAR_PEERS: &[LockName] = &[LockName::ParkingLot, LockName::Pthread];
 /// The thread counts the bars cover.
 const BAR_THREADS: std::ops::RangeInclusive<usize> = 16..=128;
 
-/// pvqspinlock against the better of parking_lot and pthread, short cs, 16–128
+/// pvqspinlock against the better of parking_lot and glibc, short cs, 16–128
 /// threads: throughput ratio and fairness.
 fn bars(config: &Config, cells: &[Cell]) -> Option<Table> {
     let pv = LockName::Klocks(MutexKind::PvQSpinLock);

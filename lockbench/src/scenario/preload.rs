@@ -70,6 +70,7 @@ pub struct Args {
     #[arg(
         long = "with",
         value_enum,
+        ignore_case = true,
         value_delimiter = ',',
         value_name = "LOCK,..."
     )]

@@ -32,7 +32,7 @@ use crate::cells::{num, Cell, Progress, Run, Table};
 /// gate to the last thread's end; the locks of a row run interleaved, --runs
 /// times. Verified: the counters must add up to T × ops. Table: wall ms per lock
 /// and, with default among the locks, its ratio to the best of std, parking_lot,
-/// pthread and pthread-adaptive. Default locks: default, spinfutex, pvqspinlock and
+/// glibc and glibc-adaptive. Default locks: default, spinfutex, pvqspinlock and
 /// those four; threads 2,8,32.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {

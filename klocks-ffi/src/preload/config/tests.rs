@@ -44,6 +44,12 @@ fn default_names_the_default_pair_unless_the_rwlock_is_named() {
     assert!(lines.is_empty(), "{lines:?}");
     let (choice, _) = run(Some("default"), Some("glibc"), None, None);
     assert_eq!(choice.rwlock, None);
+    // lockbench's `--rwlocks` name for glibc's rwlock is taken too, in any case.
+    for glibc_rw in ["glibc-rw", "Glibc-RW"] {
+        let (choice, lines) = run(Some("default"), Some(glibc_rw), None, None);
+        assert_eq!(choice.rwlock, None, "{glibc_rw}");
+        assert!(lines.is_empty(), "{glibc_rw}: {lines:?}");
+    }
     let (choice, _) = run(Some("default"), Some("rwsem-never"), None, None);
     assert_eq!(choice.rwlock, Some(RwLockKind::RwSemNever));
     for choice in [

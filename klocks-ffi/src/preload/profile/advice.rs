@@ -45,6 +45,19 @@ pub(super) struct Remedy {
     pub(super) value: &'static str,
 }
 
+/// Fewer contended acquisitions than this are too few to tell one lock from
+/// another: the shape (hold times, waiters at once, read share) of a handful of
+/// waits changes from run to run, and so would the advice; unless they add up to
+/// [`DECISIVE_WAIT_NS`] (six waits of 25 ms are long holds in any run).
+const MIN_CONTENDED: u64 = 10;
+/// Waits that add up to this much decide, however few.
+const DECISIVE_WAIT_NS: f64 = 10e6;
+
+/// A read share this close to the read-mostly line (90%), or a peak of waiters one
+/// off the CPUs, puts an rwlock on the edge between two remedies: one run of the
+/// program can fall on either side, and two runs advise different locks.
+const READS_EDGE: f64 = 5.0;
+
 /// Holds at least this long make spinning waiters a waste: they should sleep.
 const LONG_HOLD_NS: f64 = 50_000.0;
 /// Holds at most this long are over before a sleeper would wake.
@@ -116,8 +129,25 @@ pub(super) fn advise(
         }
         return Ok(None);
     }
+    if shape.contended < MIN_CONTENDED && shape.wait_ns < DECISIVE_WAIT_NS {
+        write!(
+            out,
+            "waited for in {:.0}% of acquisitions but only {} times: too few waits to decide which lock fits (profile a longer or busier run)",
+            percent(shape.contended),
+            shape.contended
+        )?;
+        return Ok(None);
+    }
     if shape.rwlock {
         let reads = percent(shape.reads);
+        let waiting_edge = (waiting as usize + 1).abs_diff(cpus) <= 1 && reads < 90.0;
+        if (reads - 90.0).abs() < READS_EDGE || waiting_edge {
+            write!(
+                out,
+                "undecided, on the edge between KLOCKS_RWLOCK={} and {GLIBC} ({reads:.1}% reads, up to {waiting} waiting on {cpus} CPUs: another run may advise the other); ",
+                RwLockKind::Default.name()
+            )?;
+        }
         return if reads >= 90.0 {
             write!(
                 out,
@@ -261,6 +291,68 @@ mod tests {
             ..BUSY
         };
         assert!(advice(write_heavy).contains("KLOCKS_RWLOCK=glibc is already in use"));
+    }
+
+    /// A handful of waits decides nothing: the line says so and suggests no lock.
+    #[test]
+    fn too_few_waits_cannot_decide() {
+        let few = Shape {
+            acquisitions: 200,
+            contended: 6,
+            wait_ns: 2e5,
+            ..BUSY
+        };
+        let line = advice(few);
+        assert!(
+            line.starts_with(
+                "waited for in 3% of acquisitions but only 6 times: too few waits to decide"
+            ),
+            "{line}"
+        );
+        assert!(!line.contains("try KLOCKS_"), "{line}");
+        // As few waits that add up to long ones decide.
+        let few_long = Shape {
+            wait_ns: 1.5e8,
+            ..few
+        };
+        assert!(
+            advice(few_long).contains("try KLOCKS_LOCK=default"),
+            "{}",
+            advice(few_long)
+        );
+    }
+
+    /// A shape on the line between two remedies says that another run may advise
+    /// the other, before its suggestion; one well clear of it does not.
+    #[test]
+    fn a_shape_on_the_edge_says_runs_may_disagree() {
+        let near_read_mostly = Shape {
+            rwlock: true,
+            reads: 8_800,
+            peak_waiting: 7,
+            ..BUSY
+        };
+        let line = advice(near_read_mostly);
+        assert!(
+            line.starts_with(
+                "undecided, on the edge between KLOCKS_RWLOCK=default-rw and glibc (88.0% reads"
+            ),
+            "{line}"
+        );
+        let near_the_cpus = Shape {
+            rwlock: true,
+            reads: 5_000,
+            peak_waiting: 2,
+            ..BUSY
+        };
+        assert!(advice(near_the_cpus).starts_with("undecided, on the edge"));
+        let clear = Shape {
+            rwlock: true,
+            reads: 9_990,
+            ..BUSY
+        };
+        assert!(!advice(clear).contains("undecided"), "{}", advice(clear));
+        assert!(!advice(BUSY).contains("undecided"), "{}", advice(BUSY));
     }
 
     /// What is in force is never the remedy: every shape, under the lock it would

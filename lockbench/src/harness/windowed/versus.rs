@@ -155,17 +155,17 @@ mod tests {
     #[test]
     fn each_row_is_judged_against_its_fastest_and_its_fairest_peer() {
         let rows = [
-            // Ours 0.80× std (the fastest); pthread is the fairest.
+            // Ours 0.80× std (the fastest); glibc is the fairest.
             (
                 cell("default", 80.0, &[40, 60]),
                 cell("std", 100.0, &[10, 90]),
-                cell("pthread", 50.0, &[45, 55]),
+                cell("glibc", 50.0, &[45, 55]),
             ),
             // Ours 1.25× std; nobody fairer than ours.
             (
                 cell("default", 125.0, &[50, 50]),
                 cell("std", 100.0, &[50, 50]),
-                cell("pthread", 60.0, &[20, 80]),
+                cell("glibc", 60.0, &[20, 80]),
             ),
         ];
         let rows: Vec<VersusRow> = rows
@@ -199,7 +199,7 @@ mod tests {
         // threads, our fairness, the fairest peer, the fairness verdict: 0.80 ÷ 0.90
         // is 1.125× less fair.
         let first = row(&fair, "1 ");
-        assert_eq!(first[..4], ["1", "0.80", "0.90", "pthread"]);
+        assert_eq!(first[..4], ["1", "0.80", "0.90", "glibc"]);
         assert!(
             first[4].starts_with("1.1") && first[5..7] == ["less", "fair"],
             "{fair}"

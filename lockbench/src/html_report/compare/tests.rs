@@ -42,8 +42,8 @@ fn scaled(by: f64) -> Vec<f64> {
 
 #[test]
 fn only_an_interval_beyond_the_limit_is_a_regression() {
-    let a = file(&[("pthread", &RUNS), ("std", &RUNS)]);
-    let b = file(&[("pthread", &scaled(0.6)), ("std", &scaled(1.02))]);
+    let a = file(&[("glibc", &RUNS), ("std", &RUNS)]);
+    let b = file(&[("glibc", &scaled(0.6)), ("std", &scaled(1.02))]);
     let comparison = compare(&a, &b, &Drift::Absolute);
     let verdicts: Vec<Verdict> = comparison
         .rows
@@ -67,17 +67,17 @@ fn only_an_interval_beyond_the_limit_is_a_regression() {
 fn a_failing_cell_names_its_locks_other_slower_cells() {
     let six: Vec<f64> = RUNS.iter().copied().chain([100.5]).collect();
     let six_slow: Vec<f64> = six.iter().map(|v| v * 0.6).collect();
-    let mut a_cells: Vec<(&str, usize, &[f64])> = vec![("pthread", 2, &six), ("pthread", 4, &RUNS)];
+    let mut a_cells: Vec<(&str, usize, &[f64])> = vec![("glibc", 2, &six), ("glibc", 4, &RUNS)];
     let mut b_cells: Vec<(&str, usize, Vec<f64>)> =
-        vec![("pthread", 2, six_slow), ("pthread", 4, scaled(0.8))];
+        vec![("glibc", 2, six_slow), ("glibc", 4, scaled(0.8))];
     for threads in 1..=6 {
         a_cells.push(("std", threads, &RUNS));
         b_cells.push(("std", threads, scaled(1.01)));
     }
-    // pthread unchanged in four more cells: over its six, it is not clearly slower.
+    // glibc unchanged in four more cells: over its six, it is not clearly slower.
     for threads in 5..=8 {
-        a_cells.push(("pthread", threads, &RUNS));
-        b_cells.push(("pthread", threads, scaled(1.0)));
+        a_cells.push(("glibc", threads, &RUNS));
+        b_cells.push(("glibc", threads, scaled(1.0)));
     }
     let b_cells: Vec<(&str, usize, &[f64])> = b_cells
         .iter()
@@ -89,23 +89,23 @@ fn a_failing_cell_names_its_locks_other_slower_cells() {
     assert!(failures.locks.is_empty(), "{:?}", failures.locks);
     assert_eq!(names(&failures.cells), ["2"]);
     assert_eq!(names(&failures.also), ["4"]);
-    assert!(failures.also.iter().all(|row| row.cell[2] == "pthread"));
+    assert!(failures.also.iter().all(|row| row.cell[2] == "glibc"));
 }
 
 #[test]
 fn a_cell_too_wide_to_decide_says_so() {
     // std's B runs spread from 0.6× to 1.5× A's: ≈, its interval far wider than
-    // ±5%; pthread's stay within 2%: ≈ and decided.
+    // ±5%; glibc's stay within 2%: ≈ and decided.
     let spread = [60.0, 150.0, 100.0, 80.0, 130.0];
-    let a = file(&[("pthread", &RUNS), ("std", &RUNS)]);
-    let b = file(&[("pthread", &scaled(1.01)), ("std", &spread)]);
+    let a = file(&[("glibc", &RUNS), ("std", &RUNS)]);
+    let b = file(&[("glibc", &scaled(1.01)), ("std", &spread)]);
     let text = compare(&a, &b, &Drift::Absolute).render();
     let line = |lock: &str| {
         let found = text.lines().find(|l| l.contains(lock) && l.contains('≈'));
         found.unwrap_or_else(|| panic!("{text}")).to_owned()
     };
     assert!(line("std").ends_with(", too wide to decide"), "{text}");
-    assert!(!line("pthread").contains("too wide"), "{text}");
+    assert!(!line("glibc").contains("too wide"), "{text}");
     assert!(
         text.contains("too wide to decide: 1 of the ≈ cells"),
         "{text}"
@@ -114,13 +114,9 @@ fn a_cell_too_wide_to_decide_says_so() {
 
 #[test]
 fn a_reference_cancels_a_drift_but_not_a_change() {
-    let a = file(&[
-        ("pthread", &RUNS),
-        ("default", &RUNS),
-        ("std", &scaled(2.0)),
-    ]);
+    let a = file(&[("glibc", &RUNS), ("default", &RUNS), ("std", &scaled(2.0))]);
     let b = file(&[
-        ("pthread", &scaled(0.5 * 0.7)),
+        ("glibc", &scaled(0.5 * 0.7)),
         ("default", &scaled(0.7)),
         ("std", &scaled(2.0 * 0.7)),
     ]);
@@ -137,20 +133,20 @@ fn a_reference_cancels_a_drift_but_not_a_change() {
         .iter()
         .map(|row| row.cell[2].as_str())
         .collect();
-    assert_eq!(regressed, ["pthread"]);
+    assert_eq!(regressed, ["glibc"]);
 }
 
 #[test]
 fn by_default_each_lock_is_judged_against_the_other_locks_of_its_cell() {
-    // The machine 30% slower in B; pthread lost 40% of its own on top.
+    // The machine 30% slower in B; glibc lost 40% of its own on top.
     let a = file(&[
-        ("pthread", &RUNS),
+        ("glibc", &RUNS),
         ("default", &scaled(1.5)),
         ("std", &scaled(2.0)),
         ("parking_lot", &scaled(1.8)),
     ]);
     let b = file(&[
-        ("pthread", &scaled(0.6 * 0.7)),
+        ("glibc", &scaled(0.6 * 0.7)),
         ("default", &scaled(1.5 * 0.7)),
         ("std", &scaled(2.0 * 0.7)),
         ("parking_lot", &scaled(1.8 * 0.7)),
@@ -164,19 +160,19 @@ fn by_default_each_lock_is_judged_against_the_other_locks_of_its_cell() {
             other => panic!("{other:?}"),
         })
         .collect();
-    // The others' median is unmoved by pthread's own loss.
+    // The others' median is unmoved by glibc's own loss.
     assert_eq!(
         verdicts,
         [
-            ("pthread", Verdict::Slower),
+            ("glibc", Verdict::Slower),
             ("default", Verdict::NoClearDifference),
             ("std", Verdict::NoClearDifference),
             ("parking_lot", Verdict::NoClearDifference),
         ]
     );
-    let pthread = &comparison.rows[0];
+    let glibc = &comparison.rows[0];
     assert_eq!(
-        pthread.against,
+        glibc.against,
         Against::Locks(
             Correction::PerRound,
             vec!["default".into(), "std".into(), "parking_lot".into()]
@@ -185,9 +181,7 @@ fn by_default_each_lock_is_judged_against_the_other_locks_of_its_cell() {
     );
     let text = comparison.render();
     assert!(
-        text.contains(
-            "each of pthread, klocks::Mutex, std, parking_lot relative to the other locks"
-        ),
+        text.contains("each of glibc, klocks::Mutex, std, parking_lot relative to the other locks"),
         "{text}"
     );
     // Alone in its group: judged directly, and said so.
@@ -205,13 +199,13 @@ fn by_default_each_lock_is_judged_against_the_other_locks_of_its_cell() {
 #[test]
 fn a_reference_that_jumped_between_executions_is_not_taken_for_a_change() {
     // Three locks, so two references each, whose median is their mean: default runs
-    // 1.8× faster in every run of B (its mode decided per execution), pthread and std
+    // 1.8× faster in every run of B (its mode decided per execution), glibc and std
     // are unchanged. Taken relative to the mean of default and the other, each of
-    // pthread and std looks 1.34× slower in every round; the references' disagreement
+    // glibc and std looks 1.34× slower in every round; the references' disagreement
     // (one moved by 1.8×, the other not) is carried as a term and neither fails.
-    let a = file(&[("pthread", &RUNS), ("std", &RUNS), ("default", &RUNS)]);
+    let a = file(&[("glibc", &RUNS), ("std", &RUNS), ("default", &RUNS)]);
     let b = file(&[
-        ("pthread", &scaled(1.0)),
+        ("glibc", &scaled(1.0)),
         ("std", &scaled(1.0)),
         ("default", &scaled(1.8)),
     ]);
@@ -226,7 +220,7 @@ fn a_reference_that_jumped_between_executions_is_not_taken_for_a_change() {
     }
     // References that move alike (the machine's drift) cost nothing.
     let drifted = file(&[
-        ("pthread", &scaled(0.5)),
+        ("glibc", &scaled(0.5)),
         ("std", &scaled(0.7)),
         ("default", &scaled(0.7)),
     ]);
@@ -237,7 +231,7 @@ fn a_reference_that_jumped_between_executions_is_not_taken_for_a_change() {
         .iter()
         .map(|row| row.cell[2].as_str())
         .collect();
-    assert_eq!(regressed, ["pthread"]);
+    assert_eq!(regressed, ["glibc"]);
 }
 
 /// A file of the preload scenario at one thread: per (lock, wall times in seconds,
@@ -297,18 +291,18 @@ fn a_second_measure_of_the_same_runs_counts_once_in_the_fail_rule() {
 
 #[test]
 fn runs_that_do_not_pair_up_are_judged_per_group() {
-    // std has 6 runs in B: its runs no longer pair with pthread's by round.
+    // std has 6 runs in B: its runs no longer pair with glibc's by round.
     let mut six = scaled(0.7);
     six.push(70.0);
-    let a = file(&[("pthread", &RUNS), ("std", &RUNS)]);
-    let b = file(&[("pthread", &scaled(0.7)), ("std", &six)]);
+    let a = file(&[("glibc", &RUNS), ("std", &RUNS)]);
+    let b = file(&[("glibc", &scaled(0.7)), ("std", &six)]);
     let comparison = compare(&a, &b, &Drift::OtherLocks);
-    let pthread = &comparison.rows[0];
+    let glibc = &comparison.rows[0];
     assert!(matches!(
-        pthread.against,
+        glibc.against,
         Against::Locks(Correction::PerGroup, _)
     ));
-    match pthread.change {
+    match glibc.change {
         Change::Judged(j) => assert_eq!(j.verdict, Verdict::NoClearDifference, "{j}"),
         other => panic!("{other:?}"),
     }
@@ -433,7 +427,7 @@ fn a_lock_20_percent_slower_everywhere_fails_and_is_named_in_95_percent_of_trial
 #[test]
 fn relative_to_one_lock_does_not_turn_two_runs_of_the_same_build_into_a_regression() {
     let trials = 50;
-    for lock in ["std", "pthread"] {
+    for lock in ["std", "glibc"] {
         let (failed, _) = fail_rate(&Drift::Lock(lock.to_owned()), 5.0, 1.0, trials, 23);
         assert!(
             failed * 100 <= trials * 5,

@@ -37,6 +37,7 @@ pub struct Args {
     #[arg(
         long = "with",
         value_enum,
+        ignore_case = true,
         value_delimiter = ',',
         value_name = "LOCK,..."
     )]
@@ -53,8 +54,10 @@ pub struct Args {
     )]
     pub peers: Vec<Peer>,
 
-    /// KLOCKS_RWLOCK for the klocks runs [default: glibc, as with KLOCKS_LOCK alone]
-    #[arg(long, value_enum, value_name = "RWLOCK")]
+    /// KLOCKS_RWLOCK for the klocks runs [default: unset, as KLOCKS_LOCK alone: the
+    /// preload runs the rwlocks on default-rw under `default`, on glibc's under any
+    /// other lock]
+    #[arg(long, value_enum, ignore_case = true, value_name = "RWLOCK")]
     pub rwlock: Option<PreloadRwLock>,
 
     /// A regular expression with one capture group: the number it captures in the
@@ -146,7 +149,8 @@ pub struct Config {
     pub(super) title: String,
     /// The baseline (glibc, no preload) first.
     pub(super) variants: Vec<Variant>,
-    pub(super) rwlock: PreloadRwLock,
+    /// `--rwlock`: `KLOCKS_RWLOCK` for the klocks runs; `None`, unset.
+    pub(super) rwlock: Option<PreloadRwLock>,
     pub(super) metric: Option<Regex>,
     pub(super) output_varies: bool,
     pub(super) preload: PathBuf,
@@ -204,7 +208,7 @@ impl Config {
             threads: 0,
             title: format!("app: {shown}"),
             variants,
-            rwlock: args.rwlock.unwrap_or(PreloadRwLock(None)),
+            rwlock: args.rwlock,
             metric: args.metric.clone(),
             output_varies: args.output_varies,
             preload,
@@ -231,7 +235,7 @@ impl Config {
         };
         let current = Setting {
             lock,
-            rwlock: args.rwlock.unwrap_or(PreloadRwLock(None)),
+            rwlock: args.rwlock,
         };
         let shown = shown(&args.command);
         Ok(Self {
@@ -276,7 +280,7 @@ impl Config {
             threads,
             title,
             variants,
-            rwlock: PreloadRwLock(None),
+            rwlock: None,
             metric: Some(metric),
             output_varies: true,
             preload,

@@ -46,8 +46,10 @@ pub(super) fn run_once(config: &Config, variant: Variant, round: u32) -> Result<
         Variant::Lock(lock) => {
             command
                 .env("LD_PRELOAD", &config.preload)
-                .env(LOCK.name(), lock.name())
-                .env(RWLOCK.name(), config.rwlock.name());
+                .env(LOCK.name(), lock.name());
+            if let Some(rwlock) = config.rwlock {
+                command.env(RWLOCK.name(), rwlock.name());
+            }
         }
         Variant::Peer(peer) => {
             command.env("LD_PRELOAD", peer.library);
@@ -101,7 +103,7 @@ pub(super) fn run_once(config: &Config, variant: Variant, round: u32) -> Result<
     if variant != Variant::Glibc {
         if let Some(line) = stderr
             .lines()
-            .find(|l| l.contains("klocks:") || l.contains("cannot be preloaded"))
+            .find(|l| is_preload_line(l) || l.contains("cannot be preloaded"))
         {
             return Err(Error::Verification(format!(
                 "{}: the preload did not take (or klocks fell back to glibc): {line}",
@@ -259,6 +261,16 @@ fn cell(
         .filter_map(|o| Some(Run::timed(value(o)?, o.wall, 1)))
         .collect();
     Cell::of_runs(config.scenario, lock, config.threads, layout, unit, runs)
+}
+
+/// Whether `line` is one of the preload's diagnostics: `klocks[PID] PROG: ...` (an
+/// older library's: `klocks: ...`).
+fn is_preload_line(line: &str) -> bool {
+    line.contains("klocks:")
+        || line.split("klocks[").skip(1).any(|rest| {
+            rest.split_once(']')
+                .is_some_and(|(pid, _)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        })
 }
 
 #[cfg(test)]

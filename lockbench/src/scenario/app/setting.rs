@@ -72,30 +72,44 @@ impl clap::ValueEnum for PreloadRwLock {
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()))
+        // glibc's rwlock is `glibc-rw` in `--rwlocks`; KLOCKS_RWLOCK takes both.
+        let value = clap::builder::PossibleValue::new(self.name());
+        Some(match self.0 {
+            None => value.alias("glibc-rw"),
+            Some(_) => value,
+        })
     }
 }
 
 /// The locks a run uses through the preload: `KLOCKS_LOCK` (`None`: unset, glibc's
-/// mutexes) and `KLOCKS_RWLOCK`.
+/// mutexes) and `KLOCKS_RWLOCK` (`None`: unset, so the rwlocks follow `KLOCKS_LOCK` as
+/// the preload reads it alone: `default` moves them to `default-rw`, every other
+/// lock leaves them glibc's). A setting sets exactly the variables it names, so that
+/// a run measures the environment a user (or the advice) writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Setting {
     pub(super) lock: Option<PreloadLock>,
-    pub(super) rwlock: PreloadRwLock,
+    pub(super) rwlock: Option<PreloadRwLock>,
 }
 
 impl Setting {
     /// glibc's locks everywhere.
     pub(super) fn is_glibc(self) -> bool {
-        self.lock.is_none() && self.rwlock.0.is_none()
+        self.lock.is_none() && self.rwlock.is_none_or(|rwlock| rwlock.0.is_none())
     }
 
-    /// As the variables that make it (`KLOCKS_LOCK=default KLOCKS_RWLOCK=glibc`).
+    /// As the variables that make it (`KLOCKS_LOCK=default`, `KLOCKS_LOCK=futex
+    /// KLOCKS_RWLOCK=default-rw`).
     pub(super) fn name(self) -> String {
-        match self.lock {
-            Some(lock) => format!("{}={} {}={}", LOCK.name(), lock.name(), RWLOCK.name(), self.rwlock.name()),
-            None if self.rwlock.0.is_none() => GLIBC.to_owned(),
-            None => format!("{}={}", RWLOCK.name(), self.rwlock.name()),
+        let lock = self.lock.map(|lock| format!("{}={}", LOCK.name(), lock.name()));
+        let rwlock = self
+            .rwlock
+            .map(|rwlock| format!("{}={}", RWLOCK.name(), rwlock.name()));
+        match (lock, rwlock) {
+            _ if self.is_glibc() => GLIBC.to_owned(),
+            (Some(lock), Some(rwlock)) => format!("{lock} {rwlock}"),
+            (Some(one), None) | (None, Some(one)) => one,
+            (None, None) => GLIBC.to_owned(),
         }
     }
 
@@ -105,16 +119,17 @@ impl Setting {
         if let Some(lock) = self.lock {
             options += &format!(" --with {}", lock.name());
         }
-        if self.rwlock.0.is_some() || self.lock.is_some() {
-            options += &format!(" --rwlock {}", self.rwlock.name());
+        if let Some(rwlock) = self.rwlock {
+            options += &format!(" --rwlock {}", rwlock.name());
         }
         options
     }
 
-    /// This setting changed as `remedy` says; `None` for a value lockbench does not
-    /// know (a preload newer than this lockbench).
+    /// This setting changed as `remedy` says (the other variable as it was, set or
+    /// unset); `None` for a value lockbench does not know (a preload newer than this
+    /// lockbench).
     pub(super) fn with(self, remedy: &Remedy) -> Option<Setting> {
-        let glibc = remedy.value == GLIBC;
+        let glibc = remedy.value.eq_ignore_ascii_case(GLIBC);
         match remedy.variable.as_str() {
             "KLOCKS_LOCK" if glibc => Some(Setting { lock: None, ..self }),
             "KLOCKS_LOCK" => Some(Setting {
@@ -122,27 +137,62 @@ impl Setting {
                 ..self
             }),
             "KLOCKS_RWLOCK" if glibc => Some(Setting {
-                rwlock: PreloadRwLock(None),
+                rwlock: Some(PreloadRwLock(None)),
                 ..self
             }),
             "KLOCKS_RWLOCK" => Some(Setting {
-                rwlock: PreloadRwLock(Some(RwLockKind::from_name(&remedy.value)?)),
+                rwlock: Some(PreloadRwLock(Some(RwLockKind::from_name(&remedy.value)?))),
                 ..self
             }),
             _ => None,
         }
     }
 
-    /// Sets the variables of this setting on `command` (which has the preload).
+    /// Sets the variables of this setting on `command` (which has the preload), and
+    /// only those.
     pub(super) fn apply(self, command: &mut Command) {
         if let Some(lock) = self.lock {
-            // KLOCKS_RWLOCK is set whenever KLOCKS_LOCK is: `default` alone would
-            // also change the rwlocks.
-            command
-                .env(LOCK.name(), lock.name())
-                .env(RWLOCK.name(), self.rwlock.name());
-        } else if self.rwlock.0.is_some() {
-            command.env(RWLOCK.name(), self.rwlock.name());
+            command.env(LOCK.name(), lock.name());
         }
+        if let Some(rwlock) = self.rwlock {
+            command.env(RWLOCK.name(), rwlock.name());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The advice's `KLOCKS_LOCK=default` runs as written: `KLOCKS_RWLOCK` unset (the
+    /// preload then moves the rwlocks to `default-rw`), not pinned to glibc's.
+    #[test]
+    fn an_advised_lock_sets_only_its_variable() {
+        let glibc = Setting {
+            lock: None,
+            rwlock: None,
+        };
+        let remedy = Remedy {
+            variable: "KLOCKS_LOCK".to_owned(),
+            value: "default".to_owned(),
+        };
+        let advised = glibc.with(&remedy).expect("a known lock");
+        assert_eq!(advised.name(), "KLOCKS_LOCK=default");
+        assert_eq!(advised.options(), " --with default");
+        let mut command = Command::new("true");
+        command.env_remove(RWLOCK.name());
+        advised.apply(&mut command);
+        let set: Vec<_> = command
+            .get_envs()
+            .filter_map(|(var, value)| Some((var.to_str()?, value?.to_str()?)))
+            .collect();
+        assert_eq!(set, [("KLOCKS_LOCK", "default")]);
+        // An rwlock set by the user stays set.
+        let pinned = Setting {
+            lock: None,
+            rwlock: Some(PreloadRwLock(None)),
+        };
+        let advised = pinned.with(&remedy).expect("a known lock");
+        assert_eq!(advised.name(), "KLOCKS_LOCK=default KLOCKS_RWLOCK=glibc");
     }
 }

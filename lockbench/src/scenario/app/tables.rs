@@ -102,7 +102,15 @@ pub(super) fn timing_table(config: &Config, variants: &[Variant], cells: &[Cell]
     }
     let settings = match config.profiling {
         Some(_) => "and the variables each row names".to_owned(),
-        None => format!("KLOCKS_RWLOCK={}", config.rwlock.name()),
+        None => match config.rwlock {
+            Some(rwlock) => format!("KLOCKS_RWLOCK={}", rwlock.name()),
+            None => format!(
+                "KLOCKS_RWLOCK unset (under KLOCKS_LOCK={} the rwlocks run on {}, under the \
+                 other locks on glibc's)",
+                klocks::catalog::MutexKind::Default.name(),
+                klocks::catalog::RwLockKind::Default.name()
+            ),
+        },
     };
     let repeated = cells.iter().find_map(|cell| cell.repeated.as_ref());
     let runs = match repeated {

@@ -24,7 +24,7 @@ use crate::locks::LockName;
 /// qspinlock-cmpxchg, after = qspinlock), the seed-003 one (base = ticket,
 /// patched = pvticket) and the same for
 /// qspinlock → pvqspinlock, all locks, default (`klocks::Mutex`) against the best of
-/// std, parking_lot, pthread and pthread-adaptive (when both ran), and per-cell detail.
+/// std, parking_lot, glibc and glibc-adaptive (when both ran), and per-cell detail.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Thread counts, comma-separated [default: 1,2,3,4,8; 1,2,...,8 with --seed-scale]

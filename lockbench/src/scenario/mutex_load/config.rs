@@ -37,16 +37,16 @@ use crate::cells::num;
 /// ceiling, 1 ÷ (load × pause ns) critical sections per second, since no lock runs
 /// two at once; where the critical section is shorter than two cache-line
 /// transfers (load 1) the lock's own handoff bounds the cell instead (marked †).
-/// Then spinfutex as a % of the ceiling, the best peer (std, parking_lot, pthread,
-/// pthread-adaptive) and spinfutex against the best peer and against futex (each a
+/// Then spinfutex as a % of the ceiling, the best peer (std, parking_lot, glibc,
+/// glibc-adaptive) and spinfutex against the best peer and against futex (each a
 /// throughput ratio, above 1: faster, with its 95% interval and verdict), the
 /// fairness of spinfutex and of the fairest peer, with the geometric means, the
 /// lowest ratio and the verdicts' counts. Then default (`klocks::Mutex`) against the
 /// same peers: its throughput against the best peer's and its fairness against the
 /// fairest peer's, cell by cell, each with its verdict.
 ///
-/// Default locks: default, futex, spinfutex, pvqspinlock, std, parking_lot, pthread,
-/// pthread-adaptive. The default grid (threads 2,10,64,256 × loads 1,10,50,100 × 8
+/// Default locks: default, futex, spinfutex, pvqspinlock, std, parking_lot, glibc,
+/// glibc-adaptive. The default grid (threads 2,10,64,256 × loads 1,10,50,100 × 8
 /// locks, 1 s windows, 5 runs) takes about twelve minutes on 2 CPUs; it is not part of
 /// the default suite.
 #[derive(Debug, Clone, Default, clap::Args)]

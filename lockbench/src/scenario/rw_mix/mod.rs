@@ -35,7 +35,7 @@ use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor, RW_ALTERNATIVES, RW
 /// times. Verified: the pair must equal the writes done, no reader may have seen its
 /// halves differ, and a spread thread must have run on its CPU. Table: wall ms per
 /// rwlock and, with default-rw among them, its ratio to the best of std-rw,
-/// parking_lot-rw, pthread-rw and pthread-rw-writer. Threads 2,8,32.
+/// parking_lot-rw, glibc-rw and glibc-rw-writer. Threads 2,8,32.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Thread counts, comma-separated [default: 2,8,32]

@@ -34,7 +34,7 @@ use crate::rwlocks::RwLockName;
 /// Tables: the seed-001 comparison (before = rwsem-always, after = rwsem-adaptive,
 /// the throughput verdict of after against before, and rwsem-never); all locks (kops/s, reads + writes); the
 /// rwsem-adaptive bars (÷ the better of always and never, ÷ the best peer of
-/// std-rw, parking_lot-rw, pthread-rw and pthread-rw-writer, and the geometric
+/// std-rw, parking_lot-rw, glibc-rw and glibc-rw-writer, and the geometric
 /// mean of ÷ best peer over the thread counts per load); per-cell detail (reads/s,
 /// writes/s, fairness f = min ÷ mean for readers and writers separately, the
 /// average reader group = reads ÷ read phases, drain, c2c placement, foreign CPU

@@ -71,8 +71,8 @@ use klocks::catalog::{MutexKind, RwLockKind};
 /// thread exit and re-creation, signals); every critical section checks mutual
 /// exclusion, the counters are checked for lost updates at the end, and an
 /// acquisition waiting longer than --starvation-ms fails the run. Mutexes from
-/// --locks [default: every lock that sleeps or yields], reader-writer locks from
-/// --rwlocks [default: all]. Prints a table; exit status 1 if any lock failed.
+/// --locks, reader-writer locks from --rwlocks (their defaults below). Prints a
+/// table; exit status 1 if any lock failed.
 /// --minutes N is the soak run. The deliberately broken lock (hidden from the lists)
 /// must fail.
 #[derive(clap::Args, Debug, Clone)]
