@@ -363,94 +363,41 @@ mod default_rwlock {
 
 /// A writer delegate that never comes (the writer spinner, or a writer woken before
 /// the release, its thread stopped): an unlock left `WRITERS_WAITING` and the
-/// spinner's flag on the free word for it. A reader whose sleep ticks enters past
-/// them (`crate::wait`, the liveness tick).
-#[test]
-fn frozen_writer_delegate_lets_a_ticked_reader_in() {
+/// spinner's flag on the free word for it. `waiter` runs on a thread of its own,
+/// with ticks on (`crate::wait`, the liveness tick), while the lock is released.
+fn after_a_frozen_writer_delegate(waiter: fn(&RawRwLock)) {
     crate::testing::with_switch(&crate::wait::TICKS_IN_MODELS, true, || {
-        builder(1).check(|| {
+        builder(1).check(move || {
             let lock = Arc::new(RawRwLock::new());
             lock.lock_exclusive();
             lock.leave_for_a_frozen_writer();
-            let reader = {
+            let thread = {
                 let lock = lock.clone();
-                spawn(move || {
-                    lock.lock_shared();
-                    lock.unlock_shared();
-                })
+                spawn(move || waiter(&lock))
             };
             lock.unlock_exclusive();
-            reader.join().unwrap();
-        });
-    });
-}
-
-/// As above, with a writer: one whose sleep ticks takes `WRITER` and drops the stale
-/// spinner's flag, so the lock is free and clean after its unlock.
-#[test]
-fn frozen_writer_delegate_is_passed_by_a_ticked_writer() {
-    crate::testing::with_switch(&crate::wait::TICKS_IN_MODELS, true, || {
-        builder(1).check(|| {
-            let lock = Arc::new(RawRwLock::new());
-            lock.lock_exclusive();
-            lock.leave_for_a_frozen_writer();
-            let writer = {
-                let lock = lock.clone();
-                spawn(move || {
-                    lock.lock_exclusive();
-                    lock.unlock_exclusive();
-                })
-            };
-            lock.unlock_exclusive();
-            writer.join().unwrap();
+            thread.join().unwrap();
+            // Free and clean: a writer gets it at once.
             assert!(lock.try_lock_exclusive());
             lock.unlock_exclusive();
         });
     });
 }
 
-/// A reader re-enters by `lock_shared_recursive` while a writer arrives (sleeping
-/// behind it, or holding `WRITER` while it drains): the recursive read never waits
-/// for the writer that waits for it, and the writer gets the lock once both reads
-/// have left.
+/// A reader whose sleep ticks enters past the delegate's `WRITERS_WAITING`.
 #[test]
-fn a_recursive_read_never_waits_for_the_writer_behind_it() {
-    builder(2).check(|| {
-        let lock = Arc::new(RawRwLock::new());
+fn frozen_writer_delegate_lets_a_ticked_reader_in() {
+    after_a_frozen_writer_delegate(|lock| {
         lock.lock_shared();
-        let writer = {
-            let lock = lock.clone();
-            spawn(move || {
-                lock.lock_exclusive();
-                lock.unlock_exclusive();
-            })
-        };
-        yield_now();
-        lock.lock_shared_recursive();
         lock.unlock_shared();
-        lock.unlock_shared();
-        writer.join().unwrap();
-        assert!(!lock.is_locked());
     });
 }
 
-/// The negative control: a plain re-entering read in the same place deadlocks with
-/// the writer in some execution, which loom reports.
+/// A writer whose sleep ticks takes `WRITER` and drops the stale spinner's flag.
 #[test]
-#[should_panic]
-fn a_plain_reentering_read_is_caught_waiting_for_the_writer() {
-    builder(2).check(|| {
-        // Leaked: the deadlock unwinds this closure (as in the condvar controls).
-        let lock: &'static RawRwLock = Box::leak(Box::new(RawRwLock::new()));
-        lock.lock_shared();
-        let writer = spawn(move || {
-            lock.lock_exclusive();
-            lock.unlock_exclusive();
-        });
-        yield_now();
-        lock.lock_shared();
-        lock.unlock_shared();
-        lock.unlock_shared();
-        writer.join().unwrap();
+fn frozen_writer_delegate_is_passed_by_a_ticked_writer() {
+    after_a_frozen_writer_delegate(|lock| {
+        lock.lock_exclusive();
+        lock.unlock_exclusive();
     });
 }

@@ -48,7 +48,7 @@ pub(super) struct Remedy {
 /// Fewer contended acquisitions than this are too few to tell one lock from
 /// another: the shape (hold times, waiters at once, read share) of a handful of
 /// waits changes from run to run, and so would the advice; unless they add up to
-/// [`DECISIVE_WAIT_NS`] (six waits of 25 ms are long holds in any run).
+/// [`DECISIVE_WAIT_NS`] (a few long waits decide as well as many short ones).
 const MIN_CONTENDED: u64 = 10;
 /// Waits that add up to this much decide, however few.
 const DECISIVE_WAIT_NS: f64 = 10e6;
