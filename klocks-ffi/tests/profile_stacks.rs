@@ -230,7 +230,7 @@ fn a_bad_format_is_said_once_and_the_report_is_text() {
     let run = contention_run(" jsn ");
     assert!(
         run.said().starts_with(
-            "klocks: KLOCKS_PROFILE_FORMAT=\"jsn\" is not a report format; did you mean `json`? (use text, json or folded); writing text\nklocks profile of pid"
+            "klocks: KLOCKS_PROFILE_FORMAT=\"jsn\" is not a report format; did you mean `json`? (use text, json, folded or pprof); writing text\nklocks profile of pid"
         ),
         "{}",
         run.stderr

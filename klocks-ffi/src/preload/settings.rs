@@ -26,8 +26,8 @@ pub(super) const PROFILE_FILE: Var = Var::new(c"KLOCKS_PROFILE_FILE");
 /// How many locks the contention profile lists: `1..=`[`MAX_PROFILE_TOP`]. Read with
 /// [`parse_profile_top`].
 pub(super) const PROFILE_TOP: Var = Var::new(c"KLOCKS_PROFILE_TOP");
-/// How the contention profile is written: `text`, `json` or `folded` (flame-graph
-/// tools' folded stacks); unset, `text`.
+/// How the contention profile is written: `text`, `json`, `folded` (flame-graph
+/// tools' folded stacks) or `pprof` (a gzipped `profile.proto`); unset, `text`.
 pub(super) const PROFILE_FORMAT: Var = Var::new(c"KLOCKS_PROFILE_FORMAT");
 /// The most locks a profile lists.
 pub(super) const MAX_PROFILE_TOP: usize = 100;

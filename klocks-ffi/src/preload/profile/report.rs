@@ -7,7 +7,7 @@
 //! as one lock of their summed counts (none when locks cost a negligible share).
 //! Every line is wrapped at 120 columns ([`out`]). Here: what every format reports
 //! ([`Summary`], in `summary.rs`); the text is written by `text.rs`, JSON by `json.rs`, folded stacks
-//! by `folded.rs`.
+//! by `folded.rs`, the pprof profile by `pprof.rs`.
 //!
 //! # Two rankings
 //!
@@ -25,7 +25,6 @@
 //! allocates, which the report at exit does and the signal's does not.
 
 use std::ffi::c_int;
-use std::fmt;
 use std::sync::atomic::{
     AtomicBool,
     Ordering::{Acquire, Relaxed, Release},
@@ -38,6 +37,9 @@ mod folded;
 mod json;
 mod out;
 mod points;
+mod pprof;
+mod pprof_mappings;
+mod pprof_proto;
 mod summary;
 mod symbols;
 mod text;
@@ -114,24 +116,25 @@ pub(super) fn print(sites: Sites) {
     if busy && sites == Sites::Raw {
         return;
     }
-    let mut out = Out::open();
-    let _ = write_report(&mut out, sites);
-    drop(out);
+    write_report(sites);
     // Release: pairs with the Acquire of the next report's swap.
     WRITING.store(false, Release);
 }
 
-fn write_report(out: &mut Out, sites: Sites) -> fmt::Result {
+/// Writes the report in its format: the text ones through [`Out`] (the machine
+/// formats unwrapped), the pprof profile to a file of its own.
+fn write_report(sites: Sites) {
     let summary = Summary::take();
-    match FORMAT.get().copied().unwrap_or(Format::Text) {
-        Format::Text => text::write(out, &summary, sites),
-        Format::Json => {
-            out.columns = usize::MAX;
-            json::write(out, &summary, sites)
-        }
-        Format::Folded => {
-            out.columns = usize::MAX;
-            folded::write(out, &summary, sites)
-        }
+    let format = FORMAT.get().copied().unwrap_or(Format::Text);
+    let write = match format {
+        Format::Text => text::write,
+        Format::Json => json::write,
+        Format::Folded => folded::write,
+        Format::Pprof => return pprof::write(&summary, sites),
+    };
+    let mut out = Out::open();
+    if format != Format::Text {
+        out.columns = usize::MAX;
     }
+    let _ = write(&mut out, &summary, sites);
 }

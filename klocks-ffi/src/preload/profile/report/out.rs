@@ -65,54 +65,40 @@ pub(super) struct Out {
 }
 
 impl Out {
-    /// `KLOCKS_PROFILE_FILE` (appended to, `%p` replaced by the process id), or
-    /// stderr if unset or if it cannot be opened (said on stderr).
-    pub(super) fn open() -> Out {
-        let stderr = Out {
+    /// Stderr (the copy made at start, see [`stderr`]).
+    pub(super) fn stderr() -> Out {
+        Out {
             fd: stderr(),
             owned: false,
             columns: COLUMNS,
             buffer: Buffer::new(),
             line: Buffer::new(),
-        };
+        }
+    }
+
+    /// `KLOCKS_PROFILE_FILE` (appended to, `%p` replaced by the process id), or
+    /// stderr if unset or if it cannot be opened (said on stderr).
+    pub(super) fn open() -> Out {
+        let stderr = Out::stderr();
         let Some(template) = FILE.get() else {
             return stderr;
         };
-        let mut path = Buffer::<4096>::new();
-        let mut parts = template.split("%p");
-        let _ = path.write_str(parts.next().unwrap_or(""));
-        for part in parts {
-            // SAFETY: no preconditions.
-            let _ = write!(path, "{}{part}", unsafe { libc::getpid() });
-        }
-        if path.len == path.bytes.len() {
+        let Some(path) = expand(template) else {
             return stderr.complain(template, "too long");
-        }
-        path.bytes[path.len] = 0;
-        // SAFETY: a NUL-terminated path in a live buffer; the raw system call (not a
-        // cancellation point, and async-signal-safe).
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat,
-                libc::AT_FDCWD,
-                path.bytes.as_ptr(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-                0o644,
-            )
         };
-        if fd < 0 {
-            // SAFETY: the calling thread's errno.
-            let errno = unsafe { *libc::__errno_location() };
-            let mut why = Buffer::<64>::new();
-            let _ = write!(why, "errno {errno}");
-            return stderr.complain(path.as_str(), why.as_str());
-        }
-        Out {
-            fd: fd as c_int,
-            owned: true,
-            columns: COLUMNS,
-            buffer: Buffer::new(),
-            line: Buffer::new(),
+        match create(&path, libc::O_APPEND) {
+            Ok(fd) => Out {
+                fd,
+                owned: true,
+                columns: COLUMNS,
+                buffer: Buffer::new(),
+                line: Buffer::new(),
+            },
+            Err(errno) => {
+                let mut why = Buffer::<64>::new();
+                let _ = write!(why, "errno {errno}");
+                stderr.complain(path.as_str(), why.as_str())
+            }
         }
     }
 
@@ -242,6 +228,49 @@ impl Drop for Out {
             unsafe { libc::syscall(libc::SYS_close, self.fd) };
         }
     }
+}
+
+/// `KLOCKS_PROFILE_FILE` as set, `%p` not yet replaced; `None` if unset.
+pub(super) fn file_template() -> Option<&'static str> {
+    FILE.get().map(String::as_str)
+}
+
+/// `template` with `%p` replaced by the process id, NUL-terminated after its `len`
+/// bytes; `None` if it does not fit.
+pub(super) fn expand(template: &str) -> Option<Buffer<4096>> {
+    let mut path = Buffer::<4096>::new();
+    let mut parts = template.split("%p");
+    let _ = path.write_str(parts.next().unwrap_or(""));
+    for part in parts {
+        // SAFETY: no preconditions.
+        let _ = write!(path, "{}{part}", unsafe { libc::getpid() });
+    }
+    if path.len == path.bytes.len() {
+        return None;
+    }
+    path.bytes[path.len] = 0;
+    Some(path)
+}
+
+/// Opens the file at `path` (as [`expand`] made it) for writing, created if missing,
+/// with `mode` (`O_APPEND` or `O_TRUNC`); `Err` holds the errno.
+pub(super) fn create(path: &Buffer<4096>, mode: c_int) -> Result<c_int, c_int> {
+    // SAFETY: a NUL-terminated path in a live buffer (`expand`); the raw system call
+    // (not a cancellation point, and async-signal-safe).
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            path.bytes.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | mode | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        // SAFETY: the calling thread's errno.
+        return Err(unsafe { *libc::__errno_location() });
+    }
+    Ok(fd as c_int)
 }
 
 /// Sets where the report goes (`None`: stderr), and copies stderr (from the
