@@ -12,8 +12,8 @@
 //! receives `SIGUSR2`; `KLOCKS_PROFILE_FILE` sends it to a file (appended to; `%p`
 //! becomes the process id), `KLOCKS_PROFILE_TOP` sets how many locks it lists (10),
 //! `KLOCKS_PROFILE_LOCKS` how many live locks it tracks at once (65,536),
-//! `KLOCKS_PROFILE_FORMAT` whether it is text, JSON lines or the folded stacks of
-//! flame-graph tools ([`format`]).
+//! `KLOCKS_PROFILE_FORMAT` whether it is text, JSON lines, the folded stacks of
+//! flame-graph tools or a pprof profile ([`format`]).
 //!
 //! # What a lock call costs
 //!

@@ -8,10 +8,9 @@
 //! locks' stacks, not only the listed ones; waits kept in no stack are one line with
 //! the frame `[other stacks]`, so the lines add up to all locks' wait.
 //!
-//! Folded text rather than pprof's protobuf: it is one line per stack that a script
-//! can also read, it needs no encoder (the `SIGUSR2` report writes it from fixed
-//! buffers without allocating), and `pprof`'s own viewers are not needed to read a
-//! profile whose one measure is wait time.
+//! Folded text needs no encoder: the `SIGUSR2` report writes it from fixed buffers
+//! without allocating, which the pprof profile (`pprof.rs`, written at exit only)
+//! cannot do; and it is one line per stack that a script can also read.
 
 use std::fmt::{self, Write};
 

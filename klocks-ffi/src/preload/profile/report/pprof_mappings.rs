@@ -10,14 +10,8 @@ use object::elf;
 use object::read::elf::NoteIterator;
 use object::NativeEndian;
 
-#[cfg(target_pointer_width = "64")]
+/// 64-bit ELF: the preload's object layouts are x86-64's.
 type Elf = elf::FileHeader64<NativeEndian>;
-#[cfg(target_pointer_width = "64")]
-type ProgramHeader = libc::Elf64_Phdr;
-#[cfg(target_pointer_width = "32")]
-type Elf = elf::FileHeader32<NativeEndian>;
-#[cfg(target_pointer_width = "32")]
-type ProgramHeader = libc::Elf32_Phdr;
 
 /// One loaded module.
 pub(super) struct Module {
@@ -74,7 +68,7 @@ fn page() -> u64 {
 /// The module of one loader entry (`first`: the loader's first, the program); `None`
 /// if it has no executable segment.
 fn read(module: &libc::dl_phdr_info, first: bool) -> Option<Module> {
-    let base = module.dlpi_addr as u64;
+    let base = module.dlpi_addr;
     let page = page();
     // SAFETY: `dlpi_phnum` headers at `dlpi_phdr`, valid during the callback.
     let headers = unsafe { std::slice::from_raw_parts(module.dlpi_phdr, module.dlpi_phnum.into()) };
@@ -82,23 +76,24 @@ fn read(module: &libc::dl_phdr_info, first: bool) -> Option<Module> {
         .iter()
         .filter(|header| header.p_type == libc::PT_LOAD && header.p_flags & libc::PF_X != 0)
         .map(|header| {
-            let start = base + header.p_vaddr as u64;
+            let start = base + header.p_vaddr;
             let aligned = start & !(page - 1);
             Segment {
                 start: aligned,
-                limit: (start + header.p_memsz as u64).next_multiple_of(page),
-                offset: (header.p_offset as u64).saturating_sub(start - aligned),
+                limit: (start + header.p_memsz).next_multiple_of(page),
+                offset: header.p_offset.saturating_sub(start - aligned),
             }
         })
         .collect();
     if segments.is_empty() {
         return None;
     }
-    // SAFETY: a NUL-terminated string that lives while the module is loaded, when
-    // not null.
-    let name = (!module.dlpi_name.is_null())
-        .then(|| unsafe { std::ffi::CStr::from_ptr(module.dlpi_name) }.to_string_lossy())
-        .unwrap_or_default();
+    let name = if module.dlpi_name.is_null() {
+        Default::default()
+    } else {
+        // SAFETY: a NUL-terminated string that lives while the module is loaded.
+        unsafe { std::ffi::CStr::from_ptr(module.dlpi_name) }.to_string_lossy()
+    };
     let path = if name.is_empty() && first {
         // The program's entry has no name: its executable, by its real path.
         std::fs::read_link("/proc/self/exe")
@@ -118,7 +113,7 @@ fn read(module: &libc::dl_phdr_info, first: bool) -> Option<Module> {
 /// The module's GNU build ID, from the `NT_GNU_BUILD_ID` note of a `PT_NOTE` segment
 /// that lies in a loaded segment's file-backed bytes (so it is in memory), in
 /// lowercase hex.
-fn build_id(base: u64, headers: &[ProgramHeader]) -> Option<String> {
+fn build_id(base: u64, headers: &[libc::Elf64_Phdr]) -> Option<String> {
     let mapped = |from: u64, to: u64| {
         headers.iter().any(|header| {
             header.p_type == libc::PT_LOAD
