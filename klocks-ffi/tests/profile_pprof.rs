@@ -4,8 +4,9 @@
 //! the preload's counters hold, per lock to what the JSON report counts and what the
 //! program measured of its own waits; its locations name the program's functions,
 //! files and lines, and its mappings carry the modules' build IDs; it goes to
-//! `KLOCKS_PROFILE_FILE` or a default file, never to stderr; `go tool pprof -top`
-//! reads it with no flags and lists the hottest lock's waiting function first.
+//! `KLOCKS_PROFILE_FILE` or a default file, never to stderr or a terminal, and at exit
+//! only (a `SIGUSR2` report says so); `go tool pprof -top` reads it with no flags and
+//! lists the hottest lock's waiting function first.
 
 mod common;
 #[path = "common/profile_report.rs"]
@@ -330,16 +331,17 @@ fn json_contentions() -> [i64; 3] {
 
 /// Unset `KLOCKS_PROFILE_FILE`, the profile goes to `klocks-PROGRAM-PID.pb.gz` in the
 /// working directory, and stderr gets the one line that names it; a
-/// `KLOCKS_PROFILE_FILE` that cannot be opened is said, and passed over for that
-/// default.
+/// `KLOCKS_PROFILE_FILE` that cannot be opened, or is a terminal (`/dev/ptmx` opens a
+/// pseudo-terminal's master), is said, and passed over for that default.
 #[test]
 fn without_a_file_the_profile_goes_to_its_default_file_not_to_stderr() {
-    for file in [None, Some("/nonexistent/dir/profile.pb.gz")] {
-        let dir = scratch(if file.is_some() {
-            "unopenable"
-        } else {
-            "default"
-        });
+    let refused = [
+        (None, ""),
+        (Some("/nonexistent/dir/profile.pb.gz"), "errno 2"),
+        (Some("/dev/ptmx"), "a terminal"),
+    ];
+    for (at, (file, why)) in refused.into_iter().enumerate() {
+        let dir = scratch(&format!("default-{at}"));
         let mut command = Command::new(contention());
         command
             .current_dir(&dir)
@@ -366,7 +368,7 @@ fn without_a_file_the_profile_goes_to_its_default_file_not_to_stderr() {
                 lines.next(),
                 Some(
                     format!(
-                        "klocks: cannot write the pprof profile to KLOCKS_PROFILE_FILE={file:?} (errno 2); writing it to the default file"
+                        "klocks: cannot write the pprof profile to KLOCKS_PROFILE_FILE={file:?} ({why}); writing it to the default file"
                     )
                     .as_str()
                 ),
@@ -432,5 +434,36 @@ fn go_tool_pprof_lists_the_hottest_locks_waiting_function_first() {
         first.split_whitespace().last(),
         Some("long_worker"),
         "{stdout}"
+    );
+}
+
+/// `KLOCKS_PROFILE=sigusr2`: the report a signal asks for, made in the handler, cannot
+/// build the profile (that allocates), so it is one line saying so; the profile is
+/// written at exit.
+#[test]
+fn a_signal_is_told_the_profile_comes_at_exit() {
+    let dir = scratch("signal");
+    let file = dir.join("signal.pb.gz");
+    let run = profiled_binary(
+        &common::compile("profile", false),
+        &["signal"],
+        &[
+            ("KLOCKS_PROFILE", "sigusr2"),
+            ("KLOCKS_PROFILE_FORMAT", "pprof"),
+            ("KLOCKS_PROFILE_FILE", file.to_str().unwrap()),
+        ],
+    );
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", run.stderr);
+    assert_eq!(
+        lines[0],
+        "klocks: profile: KLOCKS_PROFILE_FORMAT=pprof is written only at exit, with memory to resolve its stacks; nothing written now"
+    );
+    let (contentions, _, path) = said(lines[1]);
+    assert_eq!(path, file.to_str().unwrap());
+    let profile = decode(&file);
+    assert_eq!(
+        profile.sample.iter().map(|s| s.value[0]).sum::<i64>(),
+        contentions
     );
 }
