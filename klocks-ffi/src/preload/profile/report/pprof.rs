@@ -91,7 +91,7 @@ impl Builder {
         let comments = [
             format!("klocks contention profile of pid {pid} ({})", program()),
             "contentions: waits for a lock; delay: their total wait".to_owned(),
-            format!("labels: lock (its name), kind (mutex or rwlock); {OTHER_STACKS}: waits beyond the {STACKS} longest-waiting stacks a lock keeps"),
+            format!("labels: lock (its name), kind (mutex or rwlock); {OTHER_STACKS}: waits in none of the {STACKS} longest-waiting stacks a lock keeps"),
         ];
         for comment in comments {
             let index = builder.string(&comment);
