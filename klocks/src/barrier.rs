@@ -3,8 +3,9 @@
 //! A pv lock's waiter announces "I am going to sleep" (a store), then checks the lock
 //! (a load); the unlocker releases the lock (a store), then checks for sleepers (a
 //! load). Each side must see the other's store or the wake-up is lost, which normally
-//! takes a full fence on both sides, including every unlock. Sleeping is already a
-//! ~30 µs affair and unlocking a ~1 ns one, so klocks moves the cost: the sleeper calls
+//! takes a full fence on both sides, including every unlock. Sleeping already costs
+//! thousands of times what an unlock does, so klocks moves the cost
+//! (`docs/decisions/waiting.md`: heavy-barrier-on-the-sleeper): the sleeper calls
 //! [`heavy`] (`membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: every running thread of
 //! the process executes a full barrier, by IPI, before it returns), and the unlocker's
 //! [`light`] is only a compiler fence. Either the unlocker's barrier point falls after

@@ -3,8 +3,9 @@
 //! Spinning pays off while the lock is likely to come free sooner than a sleep and a
 //! wake-up would take; past that, it only burns a CPU that a preempted owner or the
 //! next waiter may need. So the budget is a *time*, and its natural size is the cost
-//! of one futex sleep-to-wake handoff on this machine: ~33 µs on the development VM
-//! (an idle vCPU halts, so a wake pays a VM exit), a few µs on bare metal.
+//! of one futex sleep-to-wake handoff on this machine: tens of µs in a VM (an idle
+//! vCPU halts, so a wake pays a VM exit), a few µs on bare metal
+//! (`docs/decisions/waiting.md`: budget-is-a-handoff).
 //!
 //! Resolution order, per lock type ([`SpinBudget`] is one static per type):
 //! 1. the type's own override ([`SpinBudget::set_ns`], e.g. `PvTicketLock::set_spin_ns`);
@@ -15,11 +16,11 @@
 //!    [`MIN_CALIBRATED_NS`]`..=`[`MAX_CALIBRATED_NS`] (the kernel spins 10 µs on a
 //!    reader-owned rwsem, more per reader, up to 25 µs, for the same reason). The floor
 //!    matters: a handoff measured while the other CPUs are busy is the cheap one (no
-//!    idle CPU to wake), about a tenth of the cost a sleeping waiter really pays.
+//!    idle CPU to wake), a fraction of the cost a sleeping waiter really pays.
 //!
 //! Waiters count spins, not clock reads: the nanoseconds are turned into `pause`
-//! iterations with the measured cost of one `pause` (24.6 ns on the development VM's
-//! AMD CPU, ~1 ns on older Intel parts), so the hot loop reads no clock.
+//! iterations with the measured cost of one `pause` (from about a nanosecond to tens,
+//! by CPU: spins-not-clock-reads), so the hot loop reads no clock.
 //!
 //! Calibration runs once per process, on the first slow path that asks, and takes well
 //! under a millisecond of wall time (16 handoffs between two threads); `KLOCKS_SPIN_NS`

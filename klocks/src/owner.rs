@@ -2,8 +2,8 @@
 //!
 //! The kernel's mutex and rwsem waiters spin only while the owner is running
 //! (`mutex_spin_on_owner` polls `owner->on_cpu`): a running owner will release soon,
-//! and a waiter that spins for it saves a sleep and a wake-up (~33 µs one-way on the
-//! development VM, against ~0.1 µs for a cache-line handoff); a preempted or blocked
+//! and a waiter that spins for it saves a sleep and a wake-up (hundreds of times a
+//! cache-line handoff: `docs/decisions/waiting.md`, budget-is-a-handoff); a preempted or blocked
 //! owner will not, and spinning for it only takes a CPU it may need. Userspace cannot
 //! read another thread's `on_cpu`, so this module offers the closest answers Linux
 //! gives without kernel patches.
@@ -27,8 +27,8 @@
 //!
 //! `lockbench owner-probe` measures the cost per check and the agreement with a
 //! heartbeat the owner advances while it runs, the owner sharing its CPU with a hog so
-//! that it is preempted about half the time; the development VM's figures are in
-//! `docs/results/owner-probe.txt`.
+//! that it is preempted about half the time (the figures: `docs/decisions/waiting.md`,
+//! perf-probe-price).
 //!
 //! Reading the CPU clock of a thread that is on a CPU makes the kernel lock that
 //! CPU's runqueue and bring the thread's runtime up to date (`task_sched_runtime` →
@@ -36,7 +36,7 @@
 //! owner should yield (as the tick would, every 4 ms) and sends its CPU a reschedule
 //! IPI: tens of thousands per second with a read every few µs, the owner slowed to
 //! little more than half its speed and seen running in fewer samples than it ran
-//! (`docs/results/tuning.md`). So
+//! (`docs/decisions/waiting.md`: cpu-clock-disturbs). So
 //! `CpuClock` is a fallback: it disturbs exactly the owners a waiter most needs to
 //! judge. The perf probe costs nothing at read time; its price is paid at every
 //! context switch of a registered thread, for the rest of its life.

@@ -2,8 +2,8 @@
 //!
 //! Two hot locks (or a lock and unrelated hot data) on one cache line make every
 //! acquisition of one invalidate the other's line in every other CPU's cache: false
-//! sharing. The seed padded the five hottest kernel spinlocks to a full line and gained
-//! 16-23% on 8 CPUs. [`Padded<L>`] does the same for any klocks raw lock: it aligns and
+//! sharing. The seed padded the five hottest kernel spinlocks to a full line
+//! (`docs/decisions/waiting.md`: padded-seed-gain). [`Padded<L>`] does the same for any klocks raw lock: it aligns and
 //! pads the lock to [`crossbeam_utils::CachePadded`]'s line size (128 bytes on x86-64,
 //! because the adjacent-line prefetcher pulls lines in pairs; 64 or more elsewhere), so
 //! `lock_api::Mutex<Padded<L>, T>` puts `T` on the next line and nothing else shares

@@ -16,8 +16,8 @@
 //! - The value check and the sleep are atomic with respect to wakes: a wake issued
 //!   after a store that changed the word, by a thread whose store happens-before its
 //!   wake, either finds the sleeper queued or the sleeper sees the new value.
-//! - A wake on a word nobody sleeps on is a no-op (a syscall, ~0.25 µs: callers avoid
-//!   it with their own "someone may sleep" flag).
+//! - A wake on a word nobody sleeps on is a no-op, but still a syscall: callers avoid
+//!   it with their own "someone may sleep" flag.
 
 use crate::sync::AtomicU32;
 

@@ -68,9 +68,9 @@
 //! on its way out), so it answers "not running" from then on.
 //!
 //! **The price.** A registered thread pays at every context switch it makes, watched
-//! or not (about 1.4 µs a switch on the development VM, twice a yield ping-pong's
-//! switch: `docs/results/owner-probe.txt`). `price.rs` keeps that below about 3% of
-//! its CPU time: a thread that switches more often than once per 50 µs of CPU moves
+//! or not (about twice a yield ping-pong's switch: `docs/decisions/waiting.md`, perf-probe-price).
+//! `price.rs` keeps that a small share of its CPU time: a thread that switches more
+//! often than once per [`CPU_PER_SWITCH_NS`](price::CPU_PER_SWITCH_NS) of CPU moves
 //! its slot to the clock (below), where waiters watch it through its CPU clock.
 //!
 //! **Fork.** The kernel does not copy perf mappings into a child (`VM_DONTCOPY`), so a

@@ -97,9 +97,9 @@
 //! the lock's column, whichever the thread.
 //!
 //! The reader pays nothing for it on x86-64 beyond the cmpxchg it makes anyway (a
-//! `lock cmpxchg` is a full barrier already, and a SeqCst load a plain `mov`): the
-//! fence a reader once made between the two cost 6 ns of a 28 ns uncontended read
-//! lock and unlock here (`docs/results/rw-bias-reader-fence-2026-11-28.txt`). (On
+//! `lock cmpxchg` is a full barrier already, and a SeqCst load a plain `mov`); a
+//! fence between the two would be a visible share of an uncontended read lock and
+//! unlock (`docs/decisions/waiting.md`: bias-reader-fence). (On
 //! AArch64 the pair is an acquire-release cmpxchg and an `ldar`; not measured.)
 //! Loom checks the pairing with fences on both sides: it models SeqCst accesses as
 //! AcqRel (its README, "Unsupported features"), which would report this pairing

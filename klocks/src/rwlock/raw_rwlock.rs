@@ -24,8 +24,8 @@
 //!   lets them in), within the spin budget; then they sleep. Behind waiting writers,
 //!   whose unlocks pass the lock from writer to writer, or while a writer drains the
 //!   readers inside, they spin only briefly: with more threads than CPUs, readers
-//!   spinning there took the CPUs from the threads they waited for (measured in
-//!   `docs/results/rw-mix-2026-11-25.txt`).
+//!   spinning there take the CPUs from the threads they wait for
+//!   (`docs/decisions/raw-rwlock.md`: readers-spin-briefly-behind-writers).
 //! - **Timed reader turns.** A write unlock wakes the sleeping readers when no writer
 //!   sleeps; while writers sleep, it wakes them once they have slept
 //!   [`READER_TURN_AFTER_US`], and sets `READER_TURN`: readers enter although
@@ -34,13 +34,10 @@
 //!   waits for at most about one writer phase.
 //!
 //! Only *sleeping* writers hold readers back (and the one woken in turn for them,
-//! below), not spinning or yielding ones. A
-//! writer that counted itself in the word from the start of its slow path, as this
-//! lock once did, held every reader back while it was preempted in its spin or
-//! woken but not yet running; with more threads than CPUs, readers then slept
-//! behind writers that were not running, and the lock became a convoy (rw-mix,
-//! 50% reads, 32 threads on 2 CPUs: 1.8 s against std's 0.54, and 1.4M context
-//! switches against 6k).
+//! below), not spinning or yielding ones: a writer that held readers back from the
+//! start of its slow path would hold them while it is preempted in its spin or woken
+//! but not yet running, and with more threads than CPUs readers would sleep behind
+//! writers that are not running, a convoy (only-sleeping-writers-hold-readers).
 //!
 //! Writers among themselves barge (as the default mutex does between its handoffs);
 //! what bounds a writer's wait is the futex's FIFO order of sleepers, so sleeping
@@ -48,40 +45,23 @@
 //! count beside the word), a write unlock wakes one *before* its releasing cmpxchg,
 //! and if that wake found one it keeps `WRITERS_WAITING`: the woken writer will take
 //! `WRITER` (setting the flag again, as every writer that has slept), so the next
-//! write unlock wakes the next sleeper. Otherwise, as before, the unlock clears the
-//! flag and wakes one writer after its release, and no unlock wakes another until
-//! that one has run: with more threads than CPUs, tens of milliseconds (`rw-fair`, 40
-//! readers and 40 writers on 2 CPUs: the readers filled the run queue, a scheduling
-//! round took 60–80 ms at the 4 ms tick, and in 3 s some writers got no section at
-//! all; with the wakes in turn the slowest of the 40 got 9–21% of the writers' mean,
-//! and their mean was 4×, `docs/results/rw-writer-rotation-2026-11-26.txt`). For the
-//! same reason a
-//! writer that has slept does not yield again before its next sleep: in such a run
-//! queue each yield cost it a round, and a woken writer that lost the race yielded 8
-//! rounds away before it queued again. The price is fewer and shorter reader batches
-//! where writers queue: `rw-fair` readers' mean 13–23% lower; `rwsem` (half readers,
-//! half writers, no work outside) at 32–64 threads and sections of 170–870 ns
-//! 11–22% fewer sections in all, as writes rose 5–7× (64 threads, 870 ns: 217k
-//! writes/s against 31k; std's writers did 191 to 8k); `rw-mix` within its noise.
-//! Tried and not kept: the default mutex's handoff claim (few woken writers lose, the
-//! sleepers are the ones that wait), waking two writers per unlock, a timed nudge of
-//! one more sleeping writer every 200 µs
-//! (`docs/results/rw-writer-nudge-2026-11-26.txt`), and writers that never yield
-//! (`rw-mix` 0.90× where it was 0.96×).
+//! write unlock wakes the next sleeper. Otherwise the unlock clears the flag and
+//! wakes one writer after its release, and no unlock wakes another until that one
+//! has run, which with a run queue full of readers is a whole scheduling round
+//! (writers-woken-in-turn). For the same reason a writer that has slept does not
+//! yield again before its next sleep: in such a run queue each yield costs it a
+//! round (woken-writers-do-not-yield, which also lists what was tried and not kept).
 //!
-//! **Writer turns** ([`turn`](crate::turn)). Woken in turn, a sleeper still lost to
-//! the writers the scheduler kept running: two running writers passed the lock
+//! **Writer turns** ([`turn`](crate::turn)). Woken in turn, a sleeper can still lose
+//! to the writers the scheduler keeps running: two running writers pass the lock
 //! between them by spinning (their unlocks skip the wake while one spins), and a
-//! woken writer that found it held went back to the end of the queue. So a writer
-//! whose turn is over (it woke from a sleep as a writer [`TURN_US`](crate::turn::TURN_US),
-//! 1 ms, ago or more) and that finds the lock write-held while writers sleep, sleeps
+//! woken writer that finds it held goes back to the end of the queue. So a writer
+//! whose turn is over (it woke from a sleep as a writer [`TURN_US`](crate::turn::TURN_US)
+//! ago or more) and that finds the lock write-held while writers sleep, sleeps
 //! at once behind them instead of spinning: the running writers join the queue, and
-//! the lock goes round it, as the default mutex's turns. `rw-fair` 40+40: the slowest
-//! writer gets 0.24–0.29 of the writers' mean (0.06–0.23 without). Those figures were
-//! measured when a writer that had never slept counted as one whose turn was over,
-//! and turns did not lapse; the turn clock is now the mutex's, where a thread that
-//! never slept, or not for [`TURNS_LAPSE_US`](crate::turn::TURNS_LAPSE_US), takes no
-//! turns (the [`turn`](crate::turn) module doc says why).
+//! the lock goes round it, as the default mutex's turns (writer-turns). A thread
+//! that never slept, or not for [`TURNS_LAPSE_US`](crate::turn::TURNS_LAPSE_US),
+//! takes no turns (the [`turn`](crate::turn) module doc says why).
 //!
 //! **Reader bias** (`raw_rwlock/bias.rs`, after BRAVO). While `BIAS` is set, readers
 //! do not write the word: each publishes itself in a global table of visible readers
@@ -525,10 +505,9 @@ impl RawRwLock {
             return;
         }
         // One fetch_sub, as std's and parking_lot's: a cmpxchg that guessed the sole
-        // reader failed whenever another reader was inside, and a load before the
-        // cmpxchg took the line twice per unlock; with readers on both CPUs the
-        // fetch_sub gave them ~25% more sections
-        // (`docs/results/rw-read-contention-2026-11-26.txt`).
+        // reader fails whenever another reader is inside, and a load before the
+        // cmpxchg takes the line twice per unlock (`docs/decisions/raw-rwlock.md`:
+        // read-unlock-fetch-sub).
         // Release: pairs with the Acquire of the writer that finds no reader.
         let val = self.word.fetch_sub(READER, Release);
         if readers(val) == 0 {

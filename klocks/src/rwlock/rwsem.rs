@@ -16,7 +16,7 @@
 //!   so whether they run is not). The time is the kernel's 10 µs + 0.5 µs per reader
 //!   capped at 25 µs, rescaled to this process's spin budget: 40% of the budget plus
 //!   0.5 µs per reader, capped at the budget ([`budget`](crate::budget), calibrated
-//!   to one futex sleep-to-wake handoff, ~33 µs on the development VM). Readers spin
+//!   to one futex sleep-to-wake handoff; rwsem-userspace-spin in `docs/decisions/waiting.md`). Readers spin
 //!   too under [`reader_spin::Always`] and [`reader_spin::Adaptive`]: a spinning reader
 //!   joins a reader-owned lock even while others sleep, which is what makes readers
 //!   "preferred" and what fragments reader groups.
@@ -52,7 +52,7 @@
 //!   and grants the lock to those that are running (their shares are added to the
 //!   count before they are released).
 //! - **Departures for userspace, measured with lockbench `rwsem` and `rw-fair`.** A
-//!   futex wake-up costs ~33 µs on the development VM (a kernel wake-up a few µs), and
+//!   futex wake-up costs far more than a kernel wake-up (rwsem-userspace-spin), and
 //!   a woken thread may wait for a CPU far longer when threads outnumber CPUs. So a
 //!   queued waiter first spins on its own node for the spin budget and only then
 //!   announces that it sleeps; its waker makes the futex syscall only for announced

@@ -18,7 +18,7 @@
 //!   sleeping queue head wakes up (tens of µs in a VM), instead of the whole machine
 //!   waiting for it. A version that tried once and then queued let every running
 //!   thread end up asleep in the queue with more threads than CPUs, and a CPU sat idle
-//!   (`docs/results/tuning.md`).
+//!   (`docs/decisions/waiting.md`: pv-steals).
 //! - **A patient queue head** (klocks' addition; the kernel's head blocks steals as
 //!   soon as it starts spinning). For its first spin budget the new head lets a running
 //!   thread that re-takes the lock back to back keep it. Steals while a queue exists
@@ -27,21 +27,19 @@
 //!   owner's gap between two sections, so the head looks again [`CONFIRM_NS`] later
 //!   and claims it only if nobody stole it in between, or else stays off the line for
 //!   [`BACKOFF_NS`]. On its own CPU the owner re-takes the lock in a few ns; a handoff
-//!   to the head costs a cache-line transfer. Patience halves lockbench `loop`'s time
-//!   at 2 and 3 threads and cuts its handoffs ~20-fold; confirming every claim (not
-//!   only after a steal) delays each plain handoff, and claiming only after a long
-//!   quiet period costs the sections that alternate between two CPUs (measurements:
-//!   `docs/results/tuning.md`).
+//!   to the head costs a cache-line transfer. Confirming every claim (not only after
+//!   a steal) delays each plain handoff, and claiming only after a long quiet period
+//!   costs the sections that alternate between two CPUs (`docs/decisions/waiting.md`:
+//!   pv-patient-head).
 //! - **Bounded stealing, two ways.** After its patience the queue head sets `pending`
 //!   while it spins; stealing needs `pending == 0`, so the head takes the next release
 //!   (because steals exist, it claims the lock with cmpxchg: it is not the only eligible
 //!   thread, unlike seed 000's head). And a thread that has taken locks by stealing
 //!   [`STEAL_STREAK`] times in a row queues on its next slow path: without that, the
 //!   few running threads passed the lock among themselves and the sleeping ones got
-//!   it once per queue rotation (the slowest thread's share fell to a quarter of the
-//!   mean at 64 threads; `docs/results/tuning.md`). So a queued thread waits at most
-//!   its patience, plus one budget of spinning, behind running stealers, and each of
-//!   those at most `STEAL_STREAK` acquisitions.
+//!   it once per queue rotation (`docs/decisions/waiting.md`: pv-steal-streak). So a
+//!   queued thread waits at most its patience, plus one budget of spinning, behind
+//!   running stealers, and each of those at most `STEAL_STREAK` acquisitions.
 //! - **Queued waiters** spin on their own node, then mark it [`HALTED`] and sleep on
 //!   its `locked` word. They stop spinning early when their predecessor is itself
 //!   halted (the kernel's `pv_wait_early`): their wait will be long. The predecessor,

@@ -2,12 +2,11 @@
 //!
 //! A registered thread pays at every context switch it makes, whether or not anyone
 //! watches it then: the kernel switches its perf context and writes a record (about
-//! 1.4 µs a switch on the development VM, twice a yield ping-pong's switch:
-//! `docs/results/owner-probe.txt`). A thread that runs for milliseconds between
-//! switches never notices; one that switches every few µs does: `sysbench threads`
-//! (16 threads on 2 CPUs, each yielding inside its critical section) ran about 1.4×
-//! the CPU per event of glibc's mutex with every thread registered, and as glibc
-//! with the same lock watched through CPU clocks. The waiters of such a thread gain
+//! twice a yield ping-pong's switch). A thread that runs for milliseconds between
+//! switches never notices; one that switches every few µs does (`sysbench threads`,
+//! each thread yielding inside its critical section, ran visibly more CPU per event
+//! with every thread registered than with the lock watched through CPU clocks:
+//! `docs/decisions/waiting.md`, perf-probe-price). The waiters of such a thread gain
 //! little from perf over the clock: its switches are what they watch for.
 //!
 //! So an owner reviews its own price now and then: at every [`REVIEW_EVERY`]-th
@@ -23,8 +22,8 @@
 //!   otherwise                              a new window begins now
 //! ```
 //!
-//! With [`CPU_PER_SWITCH`] at 50 µs the probe costs a thread that stays registered
-//! at most about 3% of its CPU time (at the VM's 1.4 µs a switch). The move is one
+//! [`CPU_PER_SWITCH_NS`] bounds what the probe costs a thread that stays registered to
+//! a small share of its CPU time (perf-probe-price). The move is one
 //! way: a thread watched through its clock stays so until it exits (a second
 //! `perf_event_open` takes milliseconds, and a thread that switched that often
 //! usually keeps doing so). The move retires the ring with the exit's protocol

@@ -31,12 +31,11 @@
 //! The inhibit is the lock's last two bytes (`writers_asleep` is a 16-bit count
 //! beside it): a 15-bit clock of 1024 ticks (the TSC's on x86-64, about a third of a
 //! microsecond at 3 GHz; nanoseconds elsewhere) and [`WRITTEN`] above it. The paper
-//! turns the bias on again as soon as the inhibit passes; measured here (rw-mix, 50%
-//! reads) that made a write-heavy lock turn it on for one or two reads at a time and
-//! revoke it again at the next write, every 3 µs, each cycle costing about a
-//! microsecond where the revocation it was timed by took a fifth of it (the rest: the
-//! readers' publications and the lines they move, the extra cmpxchgs on the word). So
-//! a write during the inhibit marks it [`WRITTEN`], and a reader that finds a
+//! turns the bias on again as soon as the inhibit passes; that makes a write-heavy
+//! lock turn it on for one or two reads at a time and revoke it again at the next
+//! write, each cycle costing more than the revocation it was timed by (the readers'
+//! publications and the lines they move, the extra cmpxchgs on the word:
+//! `docs/decisions/raw-rwlock.md`, bias-inhibit). So a write during the inhibit marks it [`WRITTEN`], and a reader that finds a
 //! written inhibit over starts it again instead of turning the bias on: the bias
 //! comes back only after an inhibit without writes, which a read-mostly lock gives at
 //! once and a write-heavy one never. The clock wraps every 11 ms (33 ms without a
@@ -111,7 +110,7 @@ std::thread_local! {
 /// Whether this entry through the word looks at the bias: once in [`LOOK_EVERY`]
 /// of the thread's. A look reads the lock's line again after the entry's cmpxchg,
 /// when under contention another CPU has often taken it meanwhile, and the clock
-/// costs a tenth of a read section (`rdtsc`, 9 ns here); the bias comes back at most
+/// costs a share of a read section (bias-inhibit); the bias comes back at most
 /// `LOOK_EVERY` entries of a thread later.
 #[cfg(not(loom))]
 fn look_due() -> bool {

@@ -11,12 +11,12 @@ impl RawRwLock {
     #[inline]
     pub(super) fn try_enter_reader(&self) -> bool {
         // A load first, as std's: with readers on both CPUs, a cmpxchg that
-        // guessed the free word failed at almost every read and took the line from
-        // the other reader each time. Not the kernel rwsem's one fetch_add (1.5 ns
-        // faster uncontended): a refused reader would hold a count until it takes
-        // itself out again, and a signal handler that write-locks in that moment
-        // waits for the interrupted code, or a fork leaves the child a reader that
-        // does not exist (`docs/results/rw-read-contention-2026-11-26.txt`).
+        // guessed the free word fails at almost every read and takes the line from
+        // the other reader each time. Not the kernel rwsem's one fetch_add: a
+        // refused reader would hold a count until it takes itself out again, and a
+        // signal handler that write-locks in that moment waits for the interrupted
+        // code, or a fork leaves the child a reader that does not exist
+        // (`docs/decisions/raw-rwlock.md`: read-entry-loads-first).
         self.enter_reader_while(readers_may_enter)
     }
 
