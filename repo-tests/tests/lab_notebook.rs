@@ -71,7 +71,9 @@ fn cited_decisions(text: &str) -> Vec<(String, String)> {
     let mut cited = Vec::new();
     for (at, _) in text.match_indices("docs/decisions/") {
         let rest = &text[at + "docs/decisions/".len()..];
-        let Some(end) = rest.find(".md") else { continue };
+        let Some(end) = rest.find(".md") else {
+            continue;
+        };
         let file = rest[..end].to_string();
         let after = rest[end + 3..].trim_start_matches('`');
         let Some(after) = after.strip_prefix(':').or_else(|| after.strip_prefix(',')) else {
@@ -99,15 +101,26 @@ fn every_cited_decision_exists() {
             cited_any = true;
             let record = decisions.join(format!("{file}.md"));
             let Ok(body) = fs::read_to_string(&record) else {
-                missing.push(format!("{}: {} does not exist", path.display(), record.display()));
+                missing.push(format!(
+                    "{}: {} does not exist",
+                    path.display(),
+                    record.display()
+                ));
                 continue;
             };
             if !name.is_empty() && !body.lines().any(|l| l.trim() == format!("## {name}")) {
-                missing.push(format!("{}: no decision `{name}` in {}", path.display(), record.display()));
+                missing.push(format!(
+                    "{}: no decision `{name}` in {}",
+                    path.display(),
+                    record.display()
+                ));
             }
         }
     }
-    assert!(cited_any, "no decision cited: the parser no longer reads the citations");
+    assert!(
+        cited_any,
+        "no decision cited: the parser no longer reads the citations"
+    );
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
 
