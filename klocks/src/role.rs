@@ -21,7 +21,7 @@
 //! | role | recorded | a handler on the same thread, waiting on the same lock |
 //! |---|---|---|
 //! | [`Role::Spinner`] | before the flag is set, until after it is cleared | clears the flag before it sleeps, so the unlock wakes a sleeper (the interrupted spinner sets the flag again at its next look, as after any unlock that cleared it) |
-//! | [`Role::Claimant`] | before the claim is made, until the claimant took the lock or gave the claim up | takes the lock reserved for its thread and consumes the claim; the interrupted claimant then waits as any waiter |
+//! | [`Role::Claimant`] | before the claim is made, until the claimant took the lock or gave the claim up | the mutex: takes the lock reserved for its thread and consumes the claim, and the interrupted claimant then waits as any waiter; the rwlock: takes `WRITER` past its thread's claim and leaves it, and the interrupted claimant takes the next release |
 //! | [`Role::Writer`] | for the whole write slow path of a default rwlock | as a reader, enters a free lock past `WRITERS_WAITING` left for its thread |
 //! | [`Role::Drainer`] | after `WRITER` is taken, until no reader is inside | enters alongside its thread's `WRITER`: as a reader at once, as a writer once the readers left, without releasing `WRITER` at its unlock |
 //!
@@ -63,7 +63,8 @@ use std::sync::atomic::{compiler_fence, AtomicUsize, Ordering};
 pub(crate) enum Role {
     /// The spinner whose flag makes unlocks skip their wake.
     Spinner,
-    /// The default mutex's handoff claimant.
+    /// The default mutex's handoff claimant, and the default rwlock's writer that
+    /// holds a claim.
     Claimant,
     /// A writer in the default rwlock's write slow path.
     Writer,

@@ -401,3 +401,122 @@ fn frozen_writer_delegate_is_passed_by_a_ticked_writer() {
         lock.unlock_exclusive();
     });
 }
+
+/// Two writers arrive at a write-held lock and sleep, and a writer that has slept
+/// claims the next write lock at once (`raw_rwlock/claim.rs`): the unlock that finds
+/// the claim wakes the claimant alone, the other writer sleeps on the claimed free
+/// word, and the claimant's unlock wakes it. Both must get the lock, and the claim must
+/// be over.
+#[test]
+fn write_held_then_two_writers_one_claiming() {
+    crate::testing::with_switch(
+        &crate::rwlock::raw_rwlock::claim::WRITER_CLAIMS_IN_MODELS,
+        true,
+        || {
+            builder(1).check(|| {
+                let lock = Arc::new(RawRwLock::new());
+                lock.lock_exclusive();
+                let writers: Vec<_> = (0..2)
+                    .map(|_| {
+                        let lock = lock.clone();
+                        spawn(move || {
+                            lock.lock_exclusive();
+                            lock.unlock_exclusive();
+                        })
+                    })
+                    .collect();
+                yield_now();
+                lock.unlock_exclusive();
+                for writer in writers {
+                    writer.join().unwrap();
+                }
+                assert!(!lock.is_locked());
+                assert!(!lock.has_claim());
+            });
+        },
+    );
+}
+
+/// A writer and a reader arrive at a write-held lock, the writer claims after its
+/// sleep; the reader enters the free lock beside the claim (or after the claimant's
+/// section). Both must get the lock.
+#[test]
+fn write_held_then_claiming_writer_and_reader() {
+    crate::testing::with_switch(
+        &crate::rwlock::raw_rwlock::claim::WRITER_CLAIMS_IN_MODELS,
+        true,
+        || {
+            builder(1).check(|| {
+                let lock = Arc::new(RawRwLock::new());
+                lock.lock_exclusive();
+                let writer = {
+                    let lock = lock.clone();
+                    spawn(move || {
+                        lock.lock_exclusive();
+                        lock.unlock_exclusive();
+                    })
+                };
+                yield_now();
+                let reader = {
+                    let lock = lock.clone();
+                    spawn(move || {
+                        lock.lock_shared();
+                        lock.unlock_shared();
+                    })
+                };
+                lock.unlock_exclusive();
+                writer.join().unwrap();
+                reader.join().unwrap();
+                assert!(!lock.is_locked());
+            });
+        },
+    );
+}
+
+/// A claimant that never comes (its thread stopped): a claim and `WRITERS_WAITING`
+/// stand on the lock. `waiter` runs on a thread of its own, with ticks on, while the
+/// lock is released; `after` checks the lock once it is done.
+fn after_a_frozen_claimant(waiter: fn(&RawRwLock), after: fn(&RawRwLock)) {
+    crate::testing::with_switch(&crate::wait::TICKS_IN_MODELS, true, || {
+        builder(1).check(move || {
+            let lock = Arc::new(RawRwLock::new());
+            lock.lock_exclusive();
+            lock.leave_for_a_frozen_claimant();
+            let thread = {
+                let lock = lock.clone();
+                spawn(move || waiter(&lock))
+            };
+            lock.unlock_exclusive();
+            thread.join().unwrap();
+            after(&lock);
+        });
+    });
+}
+
+/// A writer whose sleep ticks takes `WRITER` past the frozen claim and ends it.
+#[test]
+fn frozen_claimant_is_passed_by_a_ticked_writer() {
+    after_a_frozen_claimant(
+        |lock| {
+            lock.lock_exclusive();
+            lock.unlock_exclusive();
+        },
+        |lock| {
+            assert!(!lock.has_claim());
+            assert!(lock.try_lock_exclusive());
+            lock.unlock_exclusive();
+        },
+    );
+}
+
+/// A reader enters the free lock beside the frozen claim.
+#[test]
+fn frozen_claimant_lets_a_reader_in() {
+    after_a_frozen_claimant(
+        |lock| {
+            lock.lock_shared();
+            lock.unlock_shared();
+        },
+        |lock| assert!(!lock.is_locked()),
+    );
+}

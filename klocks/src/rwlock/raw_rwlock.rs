@@ -52,6 +52,15 @@
 //! yield again before its next sleep: in such a run queue each yield costs it a
 //! round (woken-writers-do-not-yield, which also lists what was tried and not kept).
 //!
+//! **A writer's timed claim** (`raw_rwlock/claim.rs`, the default mutex's handoff
+//! claim and the kernel rwsem's handoff bit). What bounds a writer's wait in time: a
+//! writer without a deadline that has waited [`WRITER_FAIR_WAIT_US`] since its first
+//! sleep and still finds `WRITER` taken claims the next write lock. No other writer
+//! takes `WRITER` while the claim stands, the unlock wakes the claimant alone, and
+//! readers go on entering the lock no writer holds until the claimant has taken
+//! `WRITER` and drains them. So a writer waits at most the claim's wait, plus the
+//! claims before its own, plus one drain.
+//!
 //! **Writer turns** ([`turn`](crate::turn)). Woken in turn, a sleeper can still lose
 //! to the writers the scheduler keeps running: two running writers pass the lock
 //! between them by spinning (their unlocks skip the wake while one spins), and a
@@ -116,6 +125,7 @@
 //!                     futex_wake(WRITER, one), e = whether the first wake found
 //!                     one; if neither woke anyone and rw, futex_wake(READER, all)
 //! ... readers slept:  (0,1,0,1,0) -> (0,0,0,0,0), futex_wake(READER, all)
+//! ... a claim stands: (0,1,1,rw,0) -> (0,0,1,rw,0), futex_wake(CLAIMANT, one)
 //! ... both, due:      (0,1,1,1,0) -> (0,0,0,0,1), futex_wake(READER, all), futex_wake(WRITER, one)
 //! ```
 //!
@@ -279,6 +289,15 @@ const WRITER_CLASS: u32 = 2;
 const UNTIMED_WRITER_CLASS: u32 = 8;
 /// The futex class of the writer that waits for the readers to leave.
 const DRAIN_CLASS: u32 = 4;
+/// The futex class of the writer that holds the claim (`raw_rwlock/claim.rs`): the
+/// write unlock that finds a claim wakes it alone.
+const CLAIMANT_CLASS: u32 = 16;
+/// In `writers_asleep`, above the count of sleeping writers: a writer has claimed the
+/// next write lock (`raw_rwlock/claim.rs`).
+const CLAIMED: u16 = 1 << 15;
+/// How long a writer waits, from its first sleep, before it claims the next write
+/// lock, as the default mutex's waiter waits before it claims a handoff.
+pub const WRITER_FAIR_WAIT_US: u32 = 1_000;
 
 /// Sleeping readers get a turn from a write unlock once they have waited this long
 /// while writers wait (µs); until then writers go first.
@@ -348,8 +367,9 @@ pub struct RawRwLock {
     writer: AtomicU32,
     /// The microsecond clock (wrapping) when readers began to sleep.
     readers_since: AtomicU32,
-    /// How many writers sleep in `sleep_as_writer`: a hint that decides whether a
-    /// write unlock wakes a writer early.
+    /// How many writers sleep in `sleep_as_writer` (a hint that decides whether a
+    /// write unlock wakes a writer early), and above the count [`CLAIMED`]: a writer
+    /// that waited [`WRITER_FAIR_WAIT_US`] claimed the next write lock.
     writers_asleep: AtomicU16,
     /// Until when the reader bias stays off after a revocation, on a 15-bit clock,
     /// and whether a writer came meanwhile (0: no inhibit; `NEVER_BIASED`: a lock
@@ -568,7 +588,8 @@ impl RawRwLock {
         took
     }
 
-    /// Takes the write lock if no reader or writer holds it (or a turn is on).
+    /// Takes the write lock if no reader or writer holds it (nor a turn is on, nor a
+    /// writer's claim stands: `raw_rwlock/claim.rs`).
     #[inline]
     pub fn try_lock_exclusive(&self) -> bool {
         let me = owner::current_tid();
@@ -576,6 +597,7 @@ impl RawRwLock {
         let val = self.word.load(Relaxed);
         // Acquire: as in `lock_exclusive`.
         let took = val & (READERS_MASK | WRITER | READER_TURN) == 0
+            && !self.claimed()
             && self
                 .word
                 .compare_exchange(val, val | WRITER, Acquire, Relaxed)
@@ -641,6 +663,7 @@ impl Default for RawRwLock {
 }
 
 pub(super) mod bias;
+pub(crate) mod claim;
 #[cfg(not(loom))]
 pub(super) mod lock_api_traits;
 pub(crate) mod read;
@@ -654,6 +677,9 @@ mod tests;
 
 #[cfg(all(test, not(loom)))]
 mod bias_tests;
+
+#[cfg(all(test, not(loom)))]
+mod claim_tests;
 
 #[cfg(all(test, feature = "stats", not(loom)))]
 mod stats_tests;

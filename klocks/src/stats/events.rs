@@ -92,15 +92,15 @@ events! {
     Retry => "retry",
         "rwsem: a waker told a queued waiter to try again instead of granting it the lock (per waiter).";
     HandoffClaim => "handoff_claim",
-        "A waiter that waited too long reserved the lock's next release for itself (default's claim, the rwsem's HANDOFF).";
+        "A waiter that waited too long reserved the lock's next release for itself (default's and default-rw's writers' claim, the rwsem's HANDOFF).";
     RunningClaim => "running_claim",
         "default: a waiter still on its CPU, whose spins the owner had outrun for 1 ms, reserved the lock's next release for itself.";
     Handoff => "handoff",
-        "default: an unlock released the lock reserved for its claimant and woke it.";
+        "default, default-rw: an unlock released the lock reserved for its claimant and woke it.";
     Tick => "tick",
         "A sleep ended at its liveness tick, not by a wake: the sleeper looked again at a lock whose wake may rest on a delegate (default, spinfutex, default-rw).";
     ReservationBroken => "reservation_broken",
-        "default: a waiter whose sleep ticked took a lock reserved for a claimant that had not taken it within the reservation's expiry.";
+        "default: a waiter whose sleep ticked took a lock reserved for a claimant that had not taken it within the reservation's expiry; default-rw: a writer whose sleep ticked took WRITER past a writer's claim.";
     TurnOver => "turn_over",
         "default: a thread whose turn was over found the mutex held and went to sleep at once, behind the sleepers; default-rw: the same for a writer that found the lock write-held while writers slept (counted as a sleep too if it parked).";
     ReaderTurn => "reader_turn",

@@ -136,12 +136,17 @@ impl RawRwLock {
     pub(super) fn release_write(&self, me: u32, readers: u32) {
         // Relaxed: "is it me?" for this thread alone.
         self.writer.store(me, Relaxed);
-        // Relaxed: picks the transition; the cmpxchg decides.
-        let mut val = self.word.load(Relaxed);
+        // Acquire: pairs with the Release of a writer's `claim`, so that a cmpxchg
+        // that follows the claimant's RMW in the word's order sees the claim
+        // (`raw_rwlock/claim.rs`); the cmpxchg decides the transition.
+        let mut val = self.word.load(Acquire);
         let mut skip_wake = None;
         let mut readers_due = None;
         let mut woke_early = None;
         loop {
+            // A claim keeps `WRITERS_WAITING` (its claimant has slept and takes
+            // `WRITER` with it), and the only writer woken is the claimant.
+            let claimed = self.claimed();
             let mut new = (val & !(WRITER | UPGRADABLE)) + readers;
             let writers_sleep = val & WRITERS_WAITING != 0;
             // Sleeping readers are woken when no writer sleeps (they enter at once),
@@ -158,6 +163,7 @@ impl RawRwLock {
                 }
             }
             let wake_writer = match val & (WRITER_SPINNING | WRITERS_WAITING) {
+                _ if claimed => false,
                 WRITERS_WAITING => {
                     // Wake the next sleeping writer while we still hold the lock. If
                     // that found one, it will take WRITER and set the flag again, so
@@ -177,11 +183,16 @@ impl RawRwLock {
             // Relaxed: cleared before the releasing cmpxchg, which orders it before
             // the next writer's store (and put back if the cmpxchg fails).
             self.writer.store(0, Relaxed);
-            // Release: pairs with the Acquire of the next acquisition.
-            match self.word.compare_exchange(val, new, Release, Relaxed) {
+            // Release: pairs with the Acquire of the next acquisition. Acquire on
+            // failure: the value read again is looked at for a claim, as above.
+            match self.word.compare_exchange(val, new, Release, Acquire) {
                 Ok(_) => {
                     crate::fault::after_release();
                     let word: *const AtomicU32 = &self.word;
+                    if claimed {
+                        stats::count(STATS, Event::Handoff);
+                        stats::woke(STATS, park::wake_one_of_at(word, CLAIMANT_CLASS));
+                    }
                     if wake_readers {
                         if writers_sleep {
                             stats::count(STATS, Event::ReaderTurn);
@@ -200,8 +211,9 @@ impl RawRwLock {
                         if woken == 0 && woke_early != Some(true) && new & READERS_WAITING != 0 {
                             stats::woke(STATS, park::wake_all_of_at(word, READER_CLASS));
                         }
-                    } else if val & (WRITER_SPINNING | WRITERS_WAITING)
-                        == WRITER_SPINNING | WRITERS_WAITING
+                    } else if !claimed
+                        && val & (WRITER_SPINNING | WRITERS_WAITING)
+                            == WRITER_SPINNING | WRITERS_WAITING
                     {
                         stats::count(STATS, Event::WakeSkipped);
                     }
@@ -226,7 +238,7 @@ impl RawRwLock {
         // With one writer asleep the wake after the release finds it in time: the
         // early wake pays off with a queue of them. Relaxed: a hint; a stale count
         // only picks the other of two correct paths.
-        if self.writers_asleep.load(Relaxed) < 2 {
+        if self.writers_asleep_count() < 2 {
             return false;
         }
         let woken = park::wake_one_of_at(&self.word, UNTIMED_WRITER_CLASS);

@@ -76,6 +76,7 @@ impl RawRwLock {
             // new tid, and releases it.
             self.writer.store(owner::current_tid(), Relaxed);
         }
+        // The count of sleeping writers and a writer's claim (`raw_rwlock/claim.rs`).
         self.writers_asleep.store(0, Relaxed);
     }
 }
@@ -93,12 +94,26 @@ impl std::fmt::Debug for RawRwLock {
             .field("readers_waiting", &(val & READERS_WAITING != 0))
             .field("reader_turn", &(val & READER_TURN != 0))
             .field("reader_bias", &(val & BIAS != 0))
+            .field("writer_claimed", &self.claimed())
             .finish()
     }
 }
 
 #[cfg(loom)]
 impl RawRwLock {
+    /// For the models of a claimant that never acts: the claim its `claim` makes,
+    /// `CLAIMED` and `WRITERS_WAITING`, whose thread then never runs again.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn leave_for_a_frozen_claimant(&self) {
+        assert!(self.claim());
+    }
+
+    /// Whether a writer's claim stands.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn has_claim(&self) -> bool {
+        self.claimed()
+    }
+
     /// For the models of a delegate that never acts: marks the held lock as a writer
     /// spinner and a sleeping writer would, `WRITER_SPINNING | WRITERS_WAITING`,
     /// whose threads then never run again.

@@ -26,13 +26,14 @@ impl RawRwLock {
     }
 
     /// Takes the lock upgradable if no writer or upgradable holder holds it (and no
-    /// reader turn is on), whatever readers are inside.
+    /// reader turn is on, nor a writer's claim stands), whatever readers are inside.
     pub fn try_lock_upgradable(&self) -> bool {
         let me = owner::current_tid();
         // Relaxed: picks the transition; the cmpxchg decides.
         let val = self.word.load(Relaxed);
         // Acquire: as in `lock_exclusive`.
         let took = val & (WRITER | READER_TURN) == 0
+            && !self.claimed()
             && self
                 .word
                 .compare_exchange(val, val | WRITER | UPGRADABLE, Acquire, Relaxed)

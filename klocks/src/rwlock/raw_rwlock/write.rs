@@ -44,16 +44,52 @@ impl RawRwLock {
         let mut yields = 0;
         // Whether our last sleep ended by its liveness tick, not a wake
         // (`crate::wait`): then the writer spinner the word names may not be
-        // spinning, and our take drops its flag.
+        // spinning, and our take drops its flag; and a claim may stand for a
+        // claimant that cannot run, which our take ends (`raw_rwlock/claim.rs`).
         let mut ticked = false;
+        // When this acquisition first slept (µs), and this thread's claim, if it holds
+        // one (the role's mark beneath it).
+        let mut first_sleep = None;
+        let mut claim: Option<Mark> = None;
         loop {
-            if let Some(tick) = self.queue_behind_sleepers(patience) {
+            if claim.is_some() && !self.claimed() {
+                // Broken by a writer whose sleep ticked: wait as any writer.
+                Role::Claimant.restore(claim.take().unwrap());
+            }
+            // A writer without a deadline that has waited long enough since its first
+            // sleep, and finds `WRITER` taken, claims the next write lock
+            // (`raw_rwlock/claim.rs`), before its turn could queue it behind the
+            // sleepers again.
+            if claim.is_none() && first_sleep.is_some_and(Self::claim_due) {
+                claim = self.try_claim(take, patience);
+            }
+            let own_claim = claim.is_some() || Role::Claimant.held_on(self.address());
+            if claim.is_none() {
+                if let Some(tick) = self.queue_behind_sleepers(patience) {
+                    first_sleep.get_or_insert_with(now_us);
+                    slept = true;
+                    ticked = tick;
+                    continue;
+                }
+            }
+            let after_tick = std::mem::take(&mut ticked);
+            if !own_claim && !after_tick && self.claimed() {
+                // Another writer's claim: wait as behind a held lock.
+                ticked = self.sleep_as_writer(patience, false);
+                first_sleep.get_or_insert_with(now_us);
                 slept = true;
-                ticked = tick;
                 continue;
             }
-            match self.try_take_writer_after(slept, std::mem::take(&mut ticked), take, patience) {
+            match self.try_take_writer_after(slept, after_tick, take, patience) {
                 Some(true) => {
+                    if let Some(mark) = claim.take() {
+                        self.end_claim();
+                        Role::Claimant.restore(mark);
+                    } else if !own_claim && self.claimed() {
+                        // Taken past a claim after a tick: the claim is broken.
+                        self.end_claim();
+                        stats::count(STATS, Event::ReservationBroken);
+                    }
                     // Relaxed: as in `lock_exclusive`.
                     self.writer.store(me, Relaxed);
                     return take == Take::Upgradable || self.drain_readers(patience);
@@ -82,7 +118,8 @@ impl RawRwLock {
                 crate::sync::yield_now();
                 continue;
             }
-            ticked = self.sleep_as_writer(patience);
+            ticked = self.sleep_as_writer(patience, own_claim);
+            first_sleep.get_or_insert_with(now_us);
             Turn::RwLockWriter.begin();
             slept = true;
         }
@@ -98,7 +135,7 @@ impl RawRwLock {
         let lock = self.address();
         readers_may_enter(val)
             || Role::Drainer.held_on(lock)
-            || (val & WRITER == 0 && Role::Writer.held_on(lock))
+            || (val & WRITER == 0 && (Role::Writer.held_on(lock) || self.claimed()))
     }
 
     /// A signal handler whose thread drains this lock's readers write-locks it: it
@@ -164,7 +201,7 @@ impl RawRwLock {
             return None;
         }
         stats::count(STATS, Event::TurnOver);
-        let ticked = self.sleep_as_writer(patience);
+        let ticked = self.sleep_as_writer(patience, false);
         Turn::RwLockWriter.begin();
         Some(ticked)
     }
@@ -331,15 +368,25 @@ impl RawRwLock {
         free
     }
 
-    /// Sleep while a writer holds the lock: `(r,1,*,*,*) -> (r,1,1,*,*)`, then
-    /// sleep as a `WRITER` on that value; whether the sleep ended at its liveness
-    /// tick (`crate::wait`: an unlock may have left our wake to a spinner).
-    pub(super) fn sleep_as_writer(&self, patience: Patience) -> bool {
+    /// Sleep while a writer holds the lock, or another thread's claim stands
+    /// (`raw_rwlock/claim.rs`): `(r,1,*,*,*) -> (r,1,1,*,*)`, then sleep as a `WRITER`
+    /// on that value, and for the claimant's wake too if `own_claim` (this thread
+    /// holds the claim, or a handler on it runs over its thread's claim); whether the
+    /// sleep ended at its liveness tick (`crate::wait`: an unlock may have left our
+    /// wake to a spinner, or a claimant may not run).
+    pub(super) fn sleep_as_writer(&self, patience: Patience, own_claim: bool) -> bool {
         self.stop_own_thread_spinning();
         self.wake_owed_drainer();
         // Relaxed: the value to sleep on; the futex re-reads it atomically.
         let mut val = self.word.load(Relaxed);
-        while val & WRITER != 0 {
+        while val & WRITER != 0 || (!own_claim && self.claimed()) {
+            if val & WRITER == 0 {
+                // A free lock under another thread's claim: its claimant may sleep on
+                // the held word of an unlock that decided its wakes before the claim
+                // (an early-woken writer claims in that window) and woke us instead.
+                // We make its wake before we sleep behind it (`raw_rwlock/claim.rs`).
+                stats::woke(STATS, park::wake_one_of_at(&self.word, CLAIMANT_CLASS));
+            }
             if val & WRITERS_WAITING == 0 {
                 // Relaxed: the unlock reads it through its RMW on this same word.
                 if let Err(now) =
@@ -351,11 +398,13 @@ impl RawRwLock {
                 }
                 val |= WRITERS_WAITING;
             }
-            let class = match patience {
-                Patience::Forever => WRITER_CLASS | UNTIMED_WRITER_CLASS,
-                #[cfg(not(loom))]
-                Patience::Until(_) => WRITER_CLASS,
-            };
+            let claimant = if own_claim { CLAIMANT_CLASS } else { 0 };
+            let class = claimant
+                | match patience {
+                    Patience::Forever => WRITER_CLASS | UNTIMED_WRITER_CLASS,
+                    #[cfg(not(loom))]
+                    Patience::Until(_) => WRITER_CLASS,
+                };
             stats::count(STATS, Event::Sleep);
             // Relaxed: a hint for the write unlocks (`wake_writer_early`).
             self.writers_asleep.fetch_add(1, Relaxed);
@@ -377,14 +426,16 @@ impl RawRwLock {
     /// `WRITERS_WAITING` set. Whether it took the lock.
     pub(super) fn give_up_waiting(&self, slept: bool, take: Take, patience: Patience) -> bool {
         loop {
-            if let Some(true) = self.try_take_writer(slept, take, patience) {
+            // A free lock under another writer's claim is the claimant's to take.
+            let claimed = self.claimed();
+            if !claimed && self.try_take_writer(slept, take, patience) == Some(true) {
                 // Relaxed: as in `lock_exclusive`.
                 self.writer.store(owner::current_tid(), Relaxed);
                 return take == Take::Upgradable || self.drain_readers(patience);
             }
             // Relaxed: the flag is read by the unlocks' RMWs on this word.
             let val = self.word.load(Relaxed);
-            if val & WRITER == 0 {
+            if val & WRITER == 0 && !claimed {
                 continue;
             }
             let new = if slept { val | WRITERS_WAITING } else { val };
