@@ -243,7 +243,10 @@ fn set(lock: usize, class: u32) {
     let (found, claimable) = find(tables, lock);
     if let Some(slot) = found {
         // Release: pairs with the Acquire in `of`.
-        slot.class.store(class, Release);
+        if slot.class.swap(class, Release) == DEAD {
+            // Relaxed: a count for `usage`.
+            LIVE.fetch_add(1, Relaxed);
+        }
         return;
     }
     let Some(slot) = claimable else {
@@ -266,12 +269,16 @@ fn set(lock: usize, class: u32) {
     }
 }
 
-/// `init` of `lock` at `site`.
+/// `init` of `lock` at `site`: the site's class, or the global's if the lock is one
+/// (a global is its own class, named by its symbol, wherever it is initialised).
 pub(super) fn initialised(lock: usize, site: usize) {
-    if site == 0 {
+    let class = if in_a_module(lock) {
+        class_for(lock, ClassKind::Global, lock, &[])
+    } else if site != 0 {
+        class_for(site, ClassKind::Initialised, site, &[])
+    } else {
         return;
-    }
-    let class = class_for(site, ClassKind::Initialised, site, &[]);
+    };
     set(lock, class);
 }
 

@@ -221,18 +221,14 @@ impl Thread {
     }
 }
 
-/// A warning about `held`, with the stack where it was made.
+/// A warning about `held` (where it was taken is its site).
 #[cold]
 fn warn(kind: ReportKind, held: Held) {
-    let Some(host) = graph::host() else { return };
-    let mut stack = [0; FRAMES];
-    (host.capture)(held.site, &mut stack);
     graph::warn(
         kind,
         Dependency {
             from: held.class,
             holder_site: held.site,
-            waiter_stack: stack,
             thread: crate::owner::current_tid(),
             ..Dependency::default()
         },

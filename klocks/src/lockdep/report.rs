@@ -21,8 +21,7 @@ pub enum ReportKind {
 
 /// One dependency: a thread held a lock of class `from` (taken at `holder_site`)
 /// and waited for one of class `to` at `waiter_site`, whose stack was
-/// `waiter_stack`. For the warnings, `to` is 0 and the stack is where the warning
-/// was made.
+/// `waiter_stack`. For the warnings, `to` is 0 and there is no stack.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Dependency {
     /// The held lock's class.

@@ -16,6 +16,7 @@ use libc::{
 };
 
 use super::super::fork::{self, this_thread, this_thread_inline, Patience};
+use super::super::lockdep;
 use super::super::profile::{self, with_caller, Role};
 use super::super::time::Deadline;
 use super::super::{config, glibc};
@@ -78,6 +79,9 @@ unsafe extern "C" fn init_from(
     if result == 0 && profile::on() {
         profile::initialised(m as usize, site, Role::Mutex);
     }
+    if result == 0 && lockdep::on() {
+        lockdep::initialised(m as usize, site);
+    }
     result
 }
 
@@ -126,6 +130,9 @@ unsafe fn init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) -> c_i
 /// POSIX's contract for `pthread_mutex_destroy`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
+    if lockdep::on() {
+        lockdep::destroyed(m as usize);
+    }
     // SAFETY: caller's contract.
     let result = unsafe { destroy(m) };
     if result == 0 && profile::on() {
@@ -167,6 +174,20 @@ pub(in crate::preload) unsafe extern "C" fn lock_from(
     m: *mut pthread_mutex_t,
     site: usize,
 ) -> c_int {
+    if lockdep::on() {
+        // SAFETY: caller's contract, for both.
+        let mode = unsafe { lockdep::mutex_mode(m) };
+        return lockdep::acquire(m as usize, mode, site, || unsafe { lock_profiled(m, site) });
+    }
+    // SAFETY: caller's contract.
+    unsafe { lock_profiled(m, site) }
+}
+
+/// [`lock_from`] past the validator.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_lock`.
+unsafe fn lock_profiled(m: *mut pthread_mutex_t, site: usize) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract, for both.
         return profile::acquire(
@@ -274,6 +295,22 @@ pub(in crate::preload) unsafe extern "C" fn trylock_from(
     m: *mut pthread_mutex_t,
     site: usize,
 ) -> c_int {
+    if lockdep::on() {
+        // SAFETY: caller's contract, for both.
+        let mode = unsafe { lockdep::mutex_mode(m) };
+        return lockdep::try_acquire(m as usize, mode, site, || unsafe {
+            trylock_profiled(m, site)
+        });
+    }
+    // SAFETY: caller's contract.
+    unsafe { trylock_profiled(m, site) }
+}
+
+/// [`trylock_from`] past the validator.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_trylock`.
+unsafe fn trylock_profiled(m: *mut pthread_mutex_t, site: usize) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract.
         return profile::try_acquire(m as usize, Role::Mutex, site, || unsafe {
@@ -354,6 +391,27 @@ unsafe extern "C" fn timedlock_from(
 /// `m` is as for [`target`].
 #[inline]
 unsafe fn profiled_wait(
+    m: *mut pthread_mutex_t,
+    site: usize,
+    wait: impl FnOnce() -> c_int,
+) -> c_int {
+    if lockdep::on() {
+        // SAFETY: caller's contract.
+        let mode = unsafe { lockdep::mutex_mode(m) };
+        return lockdep::acquire(m as usize, mode, site, || {
+            // SAFETY: caller's contract.
+            unsafe { profiled_wait_past_validator(m, site, wait) }
+        });
+    }
+    // SAFETY: caller's contract.
+    unsafe { profiled_wait_past_validator(m, site, wait) }
+}
+
+/// [`profiled_wait`] past the validator.
+///
+/// # Safety
+/// `m` is as for [`target`].
+unsafe fn profiled_wait_past_validator(
     m: *mut pthread_mutex_t,
     site: usize,
     wait: impl FnOnce() -> c_int,
@@ -442,6 +500,19 @@ unsafe fn clocklock_entry(m: *mut pthread_mutex_t, clock: clockid_t, at: *const 
 /// # Safety
 /// POSIX's contract for `pthread_mutex_unlock`.
 pub(in crate::preload) unsafe extern "C" fn unlock_from(m: *mut pthread_mutex_t) -> c_int {
+    if lockdep::on() {
+        // SAFETY: caller's contract.
+        return lockdep::release(m as usize, || unsafe { unlock_profiled(m) });
+    }
+    // SAFETY: caller's contract.
+    unsafe { unlock_profiled(m) }
+}
+
+/// [`unlock_from`] past the validator.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_unlock`.
+unsafe fn unlock_profiled(m: *mut pthread_mutex_t) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract.
         return profile::release(m as usize, || unsafe { unlock_entry(m) });
