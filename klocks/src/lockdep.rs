@@ -261,6 +261,14 @@ pub fn wait(lock: usize, mode: Mode, site: usize) -> u32 {
     held::wait(lock, mode, site)
 }
 
+/// A blocking lock call `take` (0: the lock was taken) on the lock at `lock`, as
+/// `mode`, from `site`: [`wait`], `take`, then [`acquired`], with one look at the
+/// thread's record.
+#[inline]
+pub fn acquire(lock: usize, mode: Mode, site: usize, take: impl FnOnce() -> i32) -> i32 {
+    held::acquire(lock, mode, site, take)
+}
+
 /// The lock at `lock` was taken (`class` from [`wait`], or 0 for a `trylock`, which
 /// waited for nothing and records no dependency).
 #[inline]

@@ -185,12 +185,7 @@ pub(super) unsafe fn read_mode(r: *mut pthread_rwlock_t) -> Mode {
 #[cold]
 #[inline(never)]
 pub(super) fn acquire(lock: usize, mode: Mode, site: usize, take: impl FnOnce() -> c_int) -> c_int {
-    let class = core::wait(lock, mode, site);
-    let result = take();
-    if result == 0 {
-        core::acquired(lock, class, mode, site);
-    }
-    result
+    core::acquire(lock, mode, site, take)
 }
 
 /// A try `take` on the lock at `lock`.
@@ -380,10 +375,12 @@ fn stack(out: &mut String, dependency: &Dependency, indent: &str) -> fmt::Result
     Ok(())
 }
 
+/// How the dependency's held lock was held and its wanted lock waited for, as the
+/// text says them.
 fn mode(dependency: &Dependency) -> (&'static str, &'static str) {
     (
-        if dependency.from_shared { "read" } else { "write" },
-        if dependency.to_recursive_read { "recursive read" } else { "write" },
+        if dependency.from_shared { " (read)" } else { "" },
+        if dependency.to_recursive_read { " (recursive read)" } else { "" },
     )
 }
 
@@ -429,13 +426,11 @@ fn lockdep_text(out: &mut String, report: &Report) -> fmt::Result {
     out.write_str("\nwhich lock already depends on the new lock.\n\nthe existing dependency chain is:\n")?;
     for (i, dependency) in report.chain().iter().enumerate().skip(1) {
         let (held, wanted) = mode(dependency);
-        write!(out, "\n-> #{i} thread {} held (", dependency.thread)?;
-        out.write_str(held)?;
-        out.write_str(") ")?;
+        write!(out, "\n-> #{i} thread {} held{held} ", dependency.thread)?;
         class(out, dependency.from)?;
         out.write_str("\n   taken at ")?;
         site(out, dependency.holder_site)?;
-        write!(out, "\n   and waited ({wanted}) for ")?;
+        write!(out, "\n   and waited{wanted} for ")?;
         class(out, dependency.to)?;
         out.write_str(" at:\n")?;
         stack(out, dependency, "      ")?;
@@ -493,6 +488,7 @@ fn json(out: &mut String, report: &Report) -> fmt::Result {
         class(&mut text, dependency.from)?;
         quoted(out, &text);
         let (held, wanted) = mode(dependency);
+        let held = if held.is_empty() { "exclusive" } else { "read" };
         write!(out, ",\"held_as\":\"{held}\",\"taken_at\":")?;
         text.clear();
         site(&mut text, dependency.holder_site)?;
@@ -502,6 +498,7 @@ fn json(out: &mut String, report: &Report) -> fmt::Result {
             text.clear();
             class(&mut text, dependency.to)?;
             quoted(out, &text);
+            let wanted = if wanted.is_empty() { "waited" } else { "recursive-read" };
             write!(out, ",\"wanted_as\":\"{wanted}\"")?;
         }
         out.push_str(",\"stack\":[");

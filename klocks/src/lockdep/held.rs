@@ -105,6 +105,31 @@ pub(super) fn wait(lock: usize, mode: Mode, site: usize) -> u32 {
     })
 }
 
+/// See `lockdep::acquire`: one look at the thread's record for the wait, the take
+/// and the hold (the flag stays set while `take` runs, so a signal handler's lock
+/// calls meanwhile go unvalidated).
+#[inline]
+pub(super) fn acquire(lock: usize, mode: Mode, site: usize, take: impl FnOnce() -> i32) -> i32 {
+    let mut take = Some(take);
+    let mut run = || take.take().map_or(0, |take| take());
+    let result = THREAD.try_with(|thread| {
+        if thread.busy.replace(true) {
+            return run();
+        }
+        let class = class::of(lock, site);
+        if class != 0 {
+            thread.depend(lock, class, mode, site);
+        }
+        let result = run();
+        if result == 0 && class != 0 {
+            thread.push(lock, class, mode, true, site);
+        }
+        thread.busy.set(false);
+        result
+    });
+    result.unwrap_or_else(|_| run())
+}
+
 /// See `lockdep::acquired`.
 #[inline]
 pub(super) fn acquired(lock: usize, class: u32, mode: Mode, site: usize) {
@@ -114,21 +139,7 @@ pub(super) fn acquired(lock: usize, class: u32, mode: Mode, site: usize) {
         if class == 0 {
             return;
         }
-        let depth = thread.depth.get();
-        if depth == MAX_HELD {
-            return stop("lockdep: a thread holds more than 48 locks; validation stopped");
-        }
-        thread.held[depth].set(Held {
-            lock,
-            class,
-            mode,
-            waited,
-            site,
-        });
-        thread.depth.set(depth + 1);
-        if !thread.watched.replace(true) {
-            watch_exit();
-        }
+        thread.push(lock, class, mode, waited, site);
     });
 }
 
@@ -149,6 +160,25 @@ pub(super) fn destroyed(lock: usize) {
 }
 
 impl Thread {
+    #[inline]
+    fn push(&self, lock: usize, class: u32, mode: Mode, waited: bool, site: usize) {
+        let depth = self.depth.get();
+        if depth == MAX_HELD {
+            return stop("lockdep: a thread holds more than 48 locks; validation stopped");
+        }
+        self.held[depth].set(Held {
+            lock,
+            class,
+            mode,
+            waited,
+            site,
+        });
+        self.depth.set(depth + 1);
+        if !self.watched.replace(true) {
+            watch_exit();
+        }
+    }
+
     /// The dependencies of waiting for `lock` (of `class`, as `mode`, from `site`):
     /// from the top of the held locks down to the first that was waited for.
     #[inline]
@@ -209,8 +239,14 @@ impl Thread {
     }
 
     /// Takes the most recent entry of `lock` out.
+    #[inline]
     fn remove(&self, lock: usize) -> Option<Held> {
         let depth = self.depth.get();
+        // Locks are mostly released in the reverse order of their taking.
+        if depth > 0 && self.held[depth - 1].get().lock == lock {
+            self.depth.set(depth - 1);
+            return Some(self.held[depth - 1].get());
+        }
         let at = (0..depth).rev().find(|&i| self.held[i].get().lock == lock)?;
         let held = self.held[at].get();
         for i in at + 1..depth {
