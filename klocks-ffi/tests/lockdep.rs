@@ -106,6 +106,15 @@ fn two_objects_of_one_class_nested_is_recursive_locking() {
 }
 
 #[test]
+fn locks_named_as_one_class_through_the_c_api_nested_is_recursive_locking() {
+    found(
+        "named",
+        "possible recursive locking detected",
+        &["pair of globals", "take_a_then_b"],
+    );
+}
+
+#[test]
 fn a_lock_held_at_thread_exit_and_one_destroyed_while_held_are_warned_of() {
     found("exit-held", "lock held when its thread exited", &["exit_holding_a"]);
     found("destroy-held", "lock destroyed while held", &["node_new"]);

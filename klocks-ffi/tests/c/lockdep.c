@@ -3,6 +3,7 @@
  * The found cases take their orders in functions named for them, which the report
  * must name; the clean cases must report nothing. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +225,15 @@ int main(int argc, char **argv) {
         first = node_new();
         second = node_new();
         on_a_thread(nest_two_nodes);
+    } else if (!strcmp(name, "named")) {
+        /* Two globals named as one class through the C API, nested. */
+        int (*name_class)(const void *, const char *) =
+            (int (*)(const void *, const char *))dlsym(RTLD_DEFAULT, "klocks_lockdep_class");
+        if (!name_class)
+            return 3;
+        CHECK(name_class(&a, "pair of globals"));
+        CHECK(name_class(&b, "pair of globals"));
+        on_a_thread(take_a_then_b);
     } else if (!strcmp(name, "ordered")) {
         pthread_t t[2];
         for (int i = 0; i < 2; i++)
