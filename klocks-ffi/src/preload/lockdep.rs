@@ -182,15 +182,13 @@ pub(super) unsafe fn read_mode(r: *mut pthread_rwlock_t) -> Mode {
 }
 
 /// A blocking call `take` on the lock at `lock`, as `mode`, from `site`.
-#[cold]
-#[inline(never)]
+#[inline]
 pub(super) fn acquire(lock: usize, mode: Mode, site: usize, take: impl FnOnce() -> c_int) -> c_int {
     core::acquire(lock, mode, site, take)
 }
 
 /// A try `take` on the lock at `lock`.
-#[cold]
-#[inline(never)]
+#[inline]
 pub(super) fn try_acquire(lock: usize, mode: Mode, site: usize, take: impl FnOnce() -> c_int) -> c_int {
     let result = take();
     if result == 0 {
@@ -200,8 +198,7 @@ pub(super) fn try_acquire(lock: usize, mode: Mode, site: usize, take: impl FnOnc
 }
 
 /// A release `unlock` of the lock at `lock`.
-#[cold]
-#[inline(never)]
+#[inline]
 pub(super) fn release(lock: usize, unlock: impl FnOnce() -> c_int) -> c_int {
     core::released(lock);
     unlock()

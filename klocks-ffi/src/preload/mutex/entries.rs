@@ -21,7 +21,7 @@ use super::super::profile::{self, with_caller, Role};
 use super::super::time::Deadline;
 use super::super::{config, glibc};
 use super::{clocklock, lock, lock_body, plain, target, trylock, unlock, Mutex, Target, DESTROYED};
-use crate::mutex::{init_at, with_lock_at};
+use crate::mutex::{init_at, with_kind, with_lock_at};
 
 extern "C" {
     /// glibc's (the `libc` crate does not declare it).
@@ -183,11 +183,25 @@ pub(in crate::preload) unsafe extern "C" fn lock_from(
     unsafe { lock_profiled(m, site) }
 }
 
-/// [`lock_from`] past the validator.
+/// [`lock_from`] past the validator: straight to glibc when the process runs
+/// glibc's mutexes unprofiled (every mutex is glibc's then), else the general entry.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_lock`.
+#[inline(always)]
 unsafe fn lock_profiled(m: *mut pthread_mutex_t, site: usize) -> c_int {
+    if !profile::on() {
+        match config::choice().mutex {
+            // SAFETY: the caller's contract is glibc's.
+            None => return unsafe { glibc::pthread_mutex_lock(m) },
+            // SAFETY: caller's contract; `KindLock` is the process's kind's type.
+            Some(kind) => {
+                if with_kind!(kind, KindLock => unsafe { take_plain::<KindLock>(m) }) {
+                    return 0;
+                }
+            }
+        }
+    }
     if profile::on() {
         // SAFETY: caller's contract, for both.
         return profile::acquire(
@@ -508,11 +522,24 @@ pub(in crate::preload) unsafe extern "C" fn unlock_from(m: *mut pthread_mutex_t)
     unsafe { unlock_profiled(m) }
 }
 
-/// [`unlock_from`] past the validator.
+/// [`unlock_from`] past the validator, straight to glibc as [`lock_profiled`].
 ///
 /// # Safety
 /// POSIX's contract for `pthread_mutex_unlock`.
+#[inline(always)]
 unsafe fn unlock_profiled(m: *mut pthread_mutex_t) -> c_int {
+    if !profile::on() {
+        match config::choice().mutex {
+            // SAFETY: the caller's contract is glibc's.
+            None => return unsafe { glibc::pthread_mutex_unlock(m) },
+            // SAFETY: caller's contract; `KindLock` is the process's kind's type.
+            Some(kind) => {
+                if let Some(result) = with_kind!(kind, KindLock => unsafe { release_plain::<KindLock>(m) }) {
+                    return result;
+                }
+            }
+        }
+    }
     if profile::on() {
         // SAFETY: caller's contract.
         return profile::release(m as usize, || unsafe { unlock_entry(m) });
@@ -534,6 +561,21 @@ unsafe fn unlock_profiled(m: *mut pthread_mutex_t) -> c_int {
 pub(in crate::preload) unsafe extern "C" fn unlock_as<L: CatalogMutex>(
     m: *mut pthread_mutex_t,
 ) -> c_int {
+    // SAFETY: caller's contract, for both.
+    match unsafe { release_plain::<L>(m) } {
+        Some(result) => result,
+        None => unsafe { unlock_general(m) },
+    }
+}
+
+/// The fast path of [`unlock_as`]: the release of a held plain mutex, its result;
+/// `None` for anything else (the general entry decides). Nothing here calls out
+/// but the release of a word with waiters.
+///
+/// # Safety
+/// As for [`unlock_as`].
+#[inline(always)]
+unsafe fn release_plain<L: CatalogMutex>(m: *mut pthread_mutex_t) -> Option<c_int> {
     if !m.is_null() {
         // SAFETY: as in `target`.
         let mutex = unsafe { &*m.cast::<Mutex>() };
@@ -546,16 +588,15 @@ pub(in crate::preload) unsafe extern "C" fn unlock_as<L: CatalogMutex>(
                 // contract).
                 let lock = unsafe { &*mutex.body().cast::<L>() };
                 // SAFETY: the caller holds it: its owner field is its own id.
-                return match unsafe { lock.try_unlock_quick(me) } {
+                return Some(match unsafe { lock.try_unlock_quick(me) } {
                     true => 0,
                     // SAFETY: as above.
                     false => unsafe { unlock_held(lock) },
-                };
+                });
             }
         }
     }
-    // SAFETY: caller's contract.
-    unsafe { unlock_general(m) }
+    None
 }
 
 /// The release of a held plain mutex whose word holds more than the hold (waiters,
