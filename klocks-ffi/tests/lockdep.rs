@@ -47,7 +47,11 @@ fn found(case: &str, headline: &str, names: &[&str]) {
             run.stderr
         );
         for name in names {
-            assert!(run.stderr.contains(name), "{case} {locks:?}: no {name}: {}", run.stderr);
+            assert!(
+                run.stderr.contains(name),
+                "{case} {locks:?}: no {name}: {}",
+                run.stderr
+            );
         }
     }
 }
@@ -56,7 +60,11 @@ fn found(case: &str, headline: &str, names: &[&str]) {
 fn clean(case: &str) {
     for locks in LOCKS {
         let run = run(case, locks, &[]);
-        assert!(!run.stderr.contains("klocks"), "{case} {locks:?}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("klocks"),
+            "{case} {locks:?}: {}",
+            run.stderr
+        );
     }
 }
 
@@ -65,7 +73,13 @@ fn ab_ba_taken_apart_is_a_circular_dependency() {
     found(
         "abba",
         "possible circular locking dependency detected",
-        &["take_a_then_b", "take_b_then_a", "Thread A", "Thread B", "lockdep.c:"],
+        &[
+            "take_a_then_b",
+            "take_b_then_a",
+            "Thread A",
+            "Thread B",
+            "lockdep.c:",
+        ],
     );
 }
 
@@ -116,7 +130,11 @@ fn locks_named_as_one_class_through_the_c_api_nested_is_recursive_locking() {
 
 #[test]
 fn a_lock_held_at_thread_exit_and_one_destroyed_while_held_are_warned_of() {
-    found("exit-held", "lock held when its thread exited", &["exit_holding_a"]);
+    found(
+        "exit-held",
+        "lock held when its thread exited",
+        &["exit_holding_a"],
+    );
     found("destroy-held", "lock destroyed while held", &["node_new"]);
 }
 

@@ -4,7 +4,7 @@
 //!
 //! # The model
 //!
-//! - **Classes.** Every lock belongs to a class ([`class`]): where it was made (its
+//! - **Classes.** Every lock belongs to a class (`class.rs`): where it was made (its
 //!   `init` call site, for the preload), or, for a lock never initialised by a call,
 //!   the global it lies in (its address, named by its symbol in reports) or the site
 //!   of its first use; a Rust lock not in a global is its own class. A class may be
@@ -24,7 +24,7 @@
 //!   possible deadlock unless, somewhere along it, a dependency that ends in `R` is
 //!   followed by one that starts from `S`: two readers never wait for each other.
 //!   So read-read orders reversed on two glibc rwlocks are not reported, but a read
-//!   order reversed against a write order is. The graph ([`graph`]) holds each class
+//!   order reversed against a write order is. The graph (`graph.rs`) holds each class
 //!   twice, once as "reached by an `R` dependency" and once otherwise, so that the
 //!   rule is plain reachability.
 //! - **Recursive locking.** Waiting for a lock of a class the thread already holds (two
@@ -40,7 +40,7 @@
 //! lock-free table keyed by the lock's address, the held-lock stack is a thread-local
 //! array, and the dependency it makes is looked up in a per-thread cache of recent
 //! dependencies, then in a lock-free hash set of every dependency seen. Only a
-//! dependency never seen before takes the graph's lock ([`graph`]), which keeps a
+//! dependency never seen before takes the graph's lock (`graph.rs`), which keeps a
 //! topological order of the classes by Pearce and Kelly's dynamic algorithm (as
 //! Abseil's deadlock detector): a new dependency that agrees with the order costs a
 //! comparison, one that does not reorders only the classes between its ends, and
@@ -86,7 +86,7 @@ pub(crate) mod rust;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 pub use class::{ClassKind, NAME_BYTES};
-pub use report::{Dependency, Report, ReportKind};
+pub use report::{Dependency, Report, ReportKind, MAX_CHAIN};
 
 /// The most classes.
 pub const MAX_CLASSES: usize = 4096;

@@ -134,7 +134,11 @@ fn found(report: &Report) {
         if report.kind == ReportKind::CircularDependency {
             write!(line, " ({} classes)", report.len)?;
         }
-        write!(line, " in thread {}; the report follows at exit", report.chain[0].thread)
+        write!(
+            line,
+            " in thread {}; the report follows at exit",
+            report.chain[0].thread
+        )
     });
 }
 
@@ -189,7 +193,12 @@ pub(super) fn acquire(lock: usize, mode: Mode, site: usize, take: impl FnOnce() 
 
 /// A try `take` on the lock at `lock`.
 #[inline]
-pub(super) fn try_acquire(lock: usize, mode: Mode, site: usize, take: impl FnOnce() -> c_int) -> c_int {
+pub(super) fn try_acquire(
+    lock: usize,
+    mode: Mode,
+    site: usize,
+    take: impl FnOnce() -> c_int,
+) -> c_int {
     let result = take();
     if result == 0 {
         core::acquired(lock, 0, mode, site);
@@ -245,7 +254,11 @@ pub(super) fn at_exit() {
     }
     if !for_lockdep::enter_arena() {
         return announce(|line| {
-            write!(line, "{} reports, not written: no memory to symbolise them at exit", reports.len())
+            write!(
+                line,
+                "{} reports, not written: no memory to symbolise them at exit",
+                reports.len()
+            )
         });
     }
     let mut text = String::new();
@@ -286,7 +299,9 @@ fn write_out(text: &str) {
                 )
             };
             if fd < 0 {
-                say(&format!("lockdep: cannot open {template:?}; the reports follow on stderr"));
+                say(&format!(
+                    "lockdep: cannot open {template:?}; the reports follow on stderr"
+                ));
                 (stderr(), false)
             } else {
                 (fd as c_int, true)
@@ -358,7 +373,11 @@ fn site(out: &mut impl Write, site: usize) -> fmt::Result {
 
 fn stack(out: &mut String, dependency: &Dependency, indent: &str) -> fmt::Result {
     let mut any = false;
-    for &frame in dependency.waiter_stack.iter().take_while(|&&frame| frame != 0) {
+    for &frame in dependency
+        .waiter_stack
+        .iter()
+        .take_while(|&&frame| frame != 0)
+    {
         out.write_str(indent)?;
         site(out, frame)?;
         out.write_char('\n')?;
@@ -376,15 +395,28 @@ fn stack(out: &mut String, dependency: &Dependency, indent: &str) -> fmt::Result
 /// text says them.
 fn mode(dependency: &Dependency) -> (&'static str, &'static str) {
     (
-        if dependency.from_shared { " (read)" } else { "" },
-        if dependency.to_recursive_read { " (recursive read)" } else { "" },
+        if dependency.from_shared {
+            " (read)"
+        } else {
+            ""
+        },
+        if dependency.to_recursive_read {
+            " (recursive read)"
+        } else {
+            ""
+        },
     )
 }
 
 /// One report in lockdep's text.
 fn lockdep_text(out: &mut String, report: &Report) -> fmt::Result {
     let rule = "======================================================";
-    writeln!(out, "\n{rule}\nWARNING: {}\n{}", headline(report.kind), "-".repeat(rule.len()))?;
+    writeln!(
+        out,
+        "\n{rule}\nWARNING: {}\n{}",
+        headline(report.kind),
+        "-".repeat(rule.len())
+    )?;
     let first = &report.chain[0];
     match report.kind {
         ReportKind::HeldAtThreadExit | ReportKind::DestroyedWhileHeld => {
@@ -400,7 +432,11 @@ fn lockdep_text(out: &mut String, report: &Report) -> fmt::Result {
         }
         _ => {}
     }
-    write!(out, "thread {} is trying to acquire lock:\n  ", first.thread)?;
+    write!(
+        out,
+        "thread {} is trying to acquire lock:\n  ",
+        first.thread
+    )?;
     class(out, first.to)?;
     out.write_str("\nat:\n")?;
     stack(out, first, "    ")?;
@@ -420,7 +456,9 @@ fn lockdep_text(out: &mut String, report: &Report) -> fmt::Result {
         class(out, first.to)?;
         return out.write_str(");\n\n *** DEADLOCK ***\n");
     }
-    out.write_str("\nwhich lock already depends on the new lock.\n\nthe existing dependency chain is:\n")?;
+    out.write_str(
+        "\nwhich lock already depends on the new lock.\n\nthe existing dependency chain is:\n",
+    )?;
     for (i, dependency) in report.chain().iter().enumerate().skip(1) {
         let (held, wanted) = mode(dependency);
         write!(out, "\n-> #{i} thread {} held{held} ", dependency.thread)?;
@@ -440,8 +478,8 @@ fn lockdep_text(out: &mut String, report: &Report) -> fmt::Result {
     class(&mut b, first.to)?;
     let width = 34;
     writeln!(out, "\n possible unsafe scenario:\n")?;
-    writeln!(out, "       {:<width$}{}", "Thread A", "Thread B")?;
-    writeln!(out, "       {:<width$}{}", "--------", "--------")?;
+    writeln!(out, "       {:<width$}Thread B", "Thread A")?;
+    writeln!(out, "       {:<width$}--------", "--------")?;
     writeln!(out, "  lock({a});")?;
     writeln!(out, "       {:<width$}lock({b});", "")?;
     writeln!(out, "       {:<width$}lock({a});", "")?;
@@ -495,11 +533,18 @@ fn json(out: &mut String, report: &Report) -> fmt::Result {
             text.clear();
             class(&mut text, dependency.to)?;
             quoted(out, &text);
-            let wanted = if wanted.is_empty() { "waited" } else { "recursive-read" };
+            let wanted = if wanted.is_empty() {
+                "waited"
+            } else {
+                "recursive-read"
+            };
             write!(out, ",\"wanted_as\":\"{wanted}\"")?;
         }
         out.push_str(",\"stack\":[");
-        let frames = dependency.waiter_stack.iter().take_while(|&&frame| frame != 0);
+        let frames = dependency
+            .waiter_stack
+            .iter()
+            .take_while(|&&frame| frame != 0);
         for (j, &frame) in frames.enumerate() {
             if j > 0 {
                 out.push(',');

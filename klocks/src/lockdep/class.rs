@@ -148,11 +148,13 @@ pub(super) fn start() -> bool {
     true
 }
 
+#[inline(always)]
 fn tables() -> Option<&'static Tables> {
     TABLES.get()
 }
 
 /// A word's hash, for both tables (Fibonacci hashing of the address bits that vary).
+#[inline(always)]
 fn hash(word: usize) -> usize {
     ((word as u64 ^ (word as u64 >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) as usize
 }

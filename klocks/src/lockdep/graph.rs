@@ -51,7 +51,10 @@ const NONE: u32 = u32::MAX;
 
 /// The word of the dependency `from → to`.
 pub(super) fn key(from: u32, to: u32, from_shared: bool, to_recursive: bool) -> u64 {
-    (u64::from(from) << 32) | (u64::from(to) << 2) | (u64::from(from_shared) << 1) | u64::from(to_recursive)
+    (u64::from(from) << 32)
+        | (u64::from(to) << 2)
+        | (u64::from(from_shared) << 1)
+        | u64::from(to_recursive)
 }
 
 fn slot_of(key: u64) -> usize {
@@ -242,7 +245,8 @@ pub(super) fn add(key: u64, dependency: Dependency) {
                 &[2 * from, 2 * from + 1]
             };
             for &source in sources {
-                if let Err(report) = graph.insert_arc(source, target, index) {
+                if !graph.insert_arc(source, target, index) {
+                    let report = graph.cycle(source, target, index);
                     keep(host, graph, report);
                     break;
                 }
@@ -310,23 +314,22 @@ pub(super) fn dependencies() -> usize {
 
 impl Graph {
     /// Pearce–Kelly's insertion of `x → y` for dependency `dependency` (module doc);
-    /// the cycle's report if the arc would close one.
-    fn insert_arc(&mut self, x: u32, y: u32, dependency: u32) -> Result<(), Report> {
+    /// `false` if the arc would close a cycle (not added: [`Graph::cycle`] reads the
+    /// path the search found).
+    fn insert_arc(&mut self, x: u32, y: u32, dependency: u32) -> bool {
         let (lower, upper) = (self.ord[y as usize], self.ord[x as usize]);
         if lower > upper {
             self.link(x, y, dependency);
-            return Ok(());
+            return true;
         }
         self.epoch = self.epoch.wrapping_add(1).max(1);
-        let forward = self.search_forward(y, x, upper);
-        let forward = match forward {
-            Ok(count) => count,
-            Err(()) => return Err(self.cycle(x, y, dependency)),
+        let Ok(forward) = self.search_forward(y, x, upper) else {
+            return false;
         };
         let backward = self.search_backward(x, lower);
         self.reorder(forward, backward);
         self.link(x, y, dependency);
-        Ok(())
+        true
     }
 
     fn link(&mut self, x: u32, y: u32, dependency: u32) {

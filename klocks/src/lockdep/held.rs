@@ -79,7 +79,7 @@ pub(super) fn start() {
 
 /// Runs `body` on this thread's record, unless the thread is inside the validator
 /// (a signal handler's call) or exiting.
-#[inline]
+#[inline(always)]
 fn with_thread<R: Default>(body: impl FnOnce(&Thread) -> R) -> R {
     THREAD
         .try_with(|thread| {
@@ -181,7 +181,7 @@ impl Thread {
 
     /// The dependencies of waiting for `lock` (of `class`, as `mode`, from `site`):
     /// from the top of the held locks down to the first that was waited for.
-    #[inline]
+    #[inline(always)]
     fn depend(&self, lock: usize, class: u32, mode: Mode, site: usize) {
         let recursive = mode == Mode::RecursiveRead;
         for i in (0..self.depth.get()).rev() {
@@ -200,7 +200,7 @@ impl Thread {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn dependency(&self, held: Held, class: u32, recursive: bool, site: usize) {
         let shared = held.mode.shared();
         if held.class == class && shared && recursive {
@@ -247,7 +247,9 @@ impl Thread {
             self.depth.set(depth - 1);
             return Some(self.held[depth - 1].get());
         }
-        let at = (0..depth).rev().find(|&i| self.held[i].get().lock == lock)?;
+        let at = (0..depth)
+            .rev()
+            .find(|&i| self.held[i].get().lock == lock)?;
         let held = self.held[at].get();
         for i in at + 1..depth {
             self.held[i - 1].set(self.held[i].get());
@@ -278,7 +280,7 @@ fn watch_exit() {
     let key = EXIT_KEY.load(Relaxed);
     if key != u32::MAX {
         // SAFETY: a key made by `start`; the value is never dereferenced.
-        unsafe { libc::pthread_setspecific(key, 1 as *const libc::c_void) };
+        unsafe { libc::pthread_setspecific(key, std::ptr::dangling::<libc::c_void>()) };
     }
 }
 

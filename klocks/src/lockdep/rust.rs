@@ -52,7 +52,10 @@ fn capture(_site: usize, frames: &mut [usize; FRAMES]) {
     let mut raw = [std::ptr::null_mut(); FRAMES + OWN_FRAMES];
     // SAFETY: `raw` has room for the count passed.
     let count = unsafe { backtrace(raw.as_mut_ptr(), raw.len() as libc::c_int) }.max(0) as usize;
-    for (to, &from) in frames.iter_mut().zip(raw.iter().take(count).skip(OWN_FRAMES)) {
+    for (to, &from) in frames
+        .iter_mut()
+        .zip(raw.iter().take(count).skip(OWN_FRAMES))
+    {
         *to = from as usize;
     }
 }
@@ -67,9 +70,15 @@ pub fn render(report: &Report) -> String {
         ReportKind::HeldAtThreadExit => "lock held when thread exited",
         ReportKind::DestroyedWhileHeld => "held lock destroyed",
     };
-    let _ = writeln!(out, "======================================================");
+    let _ = writeln!(
+        out,
+        "======================================================"
+    );
     let _ = writeln!(out, "WARNING: {headline}");
-    let _ = writeln!(out, "------------------------------------------------------");
+    let _ = writeln!(
+        out,
+        "------------------------------------------------------"
+    );
     for (i, dependency) in report.chain().iter().enumerate() {
         let _ = write!(
             out,
@@ -91,8 +100,16 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "       Thread A                Thread B");
         let _ = writeln!(out, "       --------                --------");
         let _ = writeln!(out, "  lock({});", class_name(b));
-        let _ = writeln!(out, "                               lock({});", class_name(a));
-        let _ = writeln!(out, "                               lock({});", class_name(b));
+        let _ = writeln!(
+            out,
+            "                               lock({});",
+            class_name(a)
+        );
+        let _ = writeln!(
+            out,
+            "                               lock({});",
+            class_name(b)
+        );
         let _ = writeln!(out, "  lock({});", class_name(a));
         let _ = writeln!(out, "\n *** DEADLOCK ***");
     }
@@ -119,9 +136,14 @@ fn code_name(address: usize) -> String {
         return format!("{address:#x}");
     }
     // SAFETY: dladdr's strings are NUL-terminated and live while the module is loaded.
-    let text = |name: *const libc::c_char| unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+    let text =
+        |name: *const libc::c_char| unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
     if !info.dli_sname.is_null() {
-        return format!("{}+{:#x}", text(info.dli_sname), address - info.dli_saddr as usize);
+        return format!(
+            "{}+{:#x}",
+            text(info.dli_sname),
+            address - info.dli_saddr as usize
+        );
     }
     let module = if info.dli_fname.is_null() {
         "?".into()

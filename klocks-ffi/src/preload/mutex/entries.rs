@@ -534,7 +534,9 @@ unsafe fn unlock_profiled(m: *mut pthread_mutex_t) -> c_int {
             None => return unsafe { glibc::pthread_mutex_unlock(m) },
             // SAFETY: caller's contract; `KindLock` is the process's kind's type.
             Some(kind) => {
-                if let Some(result) = with_kind!(kind, KindLock => unsafe { release_plain::<KindLock>(m) }) {
+                if let Some(result) =
+                    with_kind!(kind, KindLock => unsafe { release_plain::<KindLock>(m) })
+                {
                     return result;
                 }
             }

@@ -44,9 +44,9 @@ mod text;
 
 use out::Out;
 pub(super) use summary::Sites;
-pub(super) use symbols::{write_code, write_data_symbol};
 pub(in crate::preload) use summary::DEFAULT_TOP;
 use summary::{Summary, CPUS, IN_USE, TOP};
+pub(super) use symbols::{write_code, write_data_symbol};
 
 use super::advice::InUse;
 use super::format::Format;
