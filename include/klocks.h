@@ -349,6 +349,16 @@ int klocks_cond_signal(klocks_cond_t *c);
 /* Wakes every thread waiting on *c. Returns as klocks_cond_signal. */
 int klocks_cond_broadcast(klocks_cond_t *c);
 
+/* ---------------------------------------------------------------- lockdep --- */
+
+/* Names the lock validator's class of the pthread lock at *lock (a
+ * pthread_mutex_t, pthread_rwlock_t or pthread_spinlock_t, under the preload with
+ * KLOCKS_LOCKDEP=1): every lock given the same name (its first 32 bytes count) is
+ * one class, whatever its init site. Call it after the lock's init and before it
+ * is first taken. Returns 0 (also when the validator is off, when it does
+ * nothing); EINVAL if lock or name is NULL or name is not UTF-8. Thread-safe. */
+int klocks_lockdep_class(const void *lock, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

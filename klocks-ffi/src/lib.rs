@@ -54,7 +54,7 @@
 
 #![warn(missing_docs)]
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub mod cond;
@@ -110,6 +110,27 @@ fn usable<T>(ptr: *const T) -> bool {
 #[no_mangle]
 pub extern "C" fn klocks_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// `klocks_lockdep_class`: names the lock validator's class of the lock at `lock`
+/// (`klocks::lockdep::name_class`); 0, or `EINVAL` for a null pointer or a name that
+/// is not UTF-8.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn klocks_lockdep_class(lock: *const c_void, name: *const c_char) -> c_int {
+    if lock.is_null() || name.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: a NUL-terminated string (caller's contract).
+    match unsafe { std::ffi::CStr::from_ptr(name) }.to_str() {
+        Ok(name) => {
+            klocks_core::lockdep::name_class(lock as usize, name);
+            0
+        }
+        Err(_) => libc::EINVAL,
+    }
 }
 
 #[cfg(test)]

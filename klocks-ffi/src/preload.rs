@@ -58,6 +58,11 @@
 //! `KLOCKS_PROFILE=1` times every interposed mutex and rwlock call, klocks' or glibc's,
 //! and prints the locks that made threads wait longest at exit ([`profile`]).
 //!
+//! # Lock validator
+//!
+//! `KLOCKS_LOCKDEP=1` validates the order of every interposed lock call, klocks' or
+//! glibc's, and reports the deadlocks it makes possible ([`lockdep`]).
+//!
 //! # Fork
 //!
 //! A fork child has one thread. A lock that was free at the fork may still list
@@ -96,6 +101,7 @@ mod cond;
 mod config;
 pub(crate) mod fork;
 mod glibc;
+mod lockdep;
 mod mutex;
 mod profile;
 mod route;
@@ -121,6 +127,7 @@ static CHOOSE_AT_LOAD: extern "C" fn() = {
         klocks_core::install_fork_repair();
         config::warm_up();
         profile::start();
+        lockdep::start();
         route::set();
         config::announce(profile::on());
     }
@@ -135,6 +142,7 @@ static CHOOSE_AT_LOAD: extern "C" fn() = {
 static REPORT_AT_EXIT: extern "C" fn() = {
     extern "C" fn report() {
         profile::at_exit();
+        lockdep::at_exit();
     }
     report
 };

@@ -104,16 +104,23 @@ macro_rules! raw_mutex {
 
             #[inline]
             fn lock(&self) {
+                let class = $crate::lockdep::rust::before(self as *const Self as *const (), $crate::lockdep::Mode::Exclusive);
                 <$ty>::lock(self);
+                $crate::lockdep::rust::after(self as *const Self as *const (), class, $crate::lockdep::Mode::Exclusive);
             }
 
             #[inline]
             fn try_lock(&self) -> bool {
-                <$ty>::try_lock(self)
+                let taken = <$ty>::try_lock(self);
+                if taken {
+                    $crate::lockdep::rust::after(self as *const Self as *const (), 0, $crate::lockdep::Mode::Exclusive);
+                }
+                taken
             }
 
             #[inline]
             unsafe fn unlock(&self) {
+                $crate::lockdep::rust::release(self as *const Self as *const ());
                 <$ty>::unlock(self);
             }
 
@@ -159,6 +166,8 @@ pub mod catalog;
 pub mod condvar;
 pub mod config;
 mod fault;
+#[cfg(not(loom))]
+pub mod lockdep;
 mod mutex;
 mod once;
 pub mod owner;

@@ -153,10 +153,18 @@ unsafe fn glibc_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, call: Glib
             }
         };
         // glibc releases and retakes the mutex inside, unseen by the profile.
-        return if profile::on() {
-            profile::cond_wait(m as usize, wait)
+        let profiled = || {
+            if profile::on() {
+                profile::cond_wait(m as usize, wait)
+            } else {
+                wait()
+            }
+        };
+        // The validator sees the release and the re-take too.
+        return if super::lockdep::on() {
+            super::lockdep::cond_wait(m, profiled)
         } else {
-            wait()
+            profiled()
         };
     }
     // SAFETY: `c` is a live condvar (caller's contract), `at` readable.

@@ -325,6 +325,38 @@ pub(super) fn announce(profile: bool) {
     }
 }
 
+/// `KLOCKS_LOCKDEP`: the lock validator (`lockdep`): `1` reports in text, `json` in
+/// JSON lines, `0` (as unset or empty) is off.
+pub(super) const LOCKDEP: Var = Var::new(c"KLOCKS_LOCKDEP");
+/// Where the validator's reports go: a file path, appended to, `%p` replaced by the
+/// process id; unset, stderr.
+pub(super) const LOCKDEP_FILE: Var = Var::new(c"KLOCKS_LOCKDEP_FILE");
+
+/// What [`LOCKDEP`] asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Lockdep {
+    Off,
+    Text,
+    Json,
+}
+
+/// [`LOCKDEP`]'s value read; the complaint for one it does not take.
+pub(super) fn parse_lockdep(value: Option<&str>) -> Result<Lockdep, String> {
+    match setting(value) {
+        None | Some("0") => Ok(Lockdep::Off),
+        Some("1") => Ok(Lockdep::Text),
+        Some(json) if json.eq_ignore_ascii_case("json") => Ok(Lockdep::Json),
+        Some(other) => Err(format!(
+            "KLOCKS_LOCKDEP={other:?} is not a setting: use 1 (reports in text), json or 0; no validation"
+        )),
+    }
+}
+
+/// Whether `KLOCKS_VERBOSE=1` (the validator then prints its usage at exit).
+pub(super) fn verbose_on() -> bool {
+    verbose(env_value(VERBOSE)) == Ok(true)
+}
+
 const GLIBC_ONLY: Choice = Choice {
     mutex: None,
     rwlock: None,

@@ -396,6 +396,48 @@ pub(super) fn at_exit() {
     report::print(report::Sites::Raw);
 }
 
+/// The profile's stack walk, symbols and arena, which the lock validator
+/// ([`super::lockdep`]) reuses.
+pub(super) mod for_lockdep {
+    use std::fmt::{self, Write};
+
+    use super::{arena, report, stacks};
+
+    /// Finds the preload's own code, so that walks skip it (see [`stacks`]).
+    pub(in crate::preload) fn find_own_code() {
+        stacks::find_own_code();
+    }
+
+    /// Walks the stack from the lock call that returns to `site` into `frames`
+    /// (innermost first, 0 past the last; all 0 if it could not be walked).
+    pub(in crate::preload) fn capture(site: usize, frames: &mut [usize]) {
+        if let Some(stack) = stacks::capture(site) {
+            for (to, &from) in frames.iter_mut().zip(stack.frames()) {
+                *to = from;
+            }
+        }
+    }
+
+    /// Sends this library's allocations to the arena for the rest of the process
+    /// (see [`arena`]): whether it could be mapped.
+    pub(in crate::preload) fn enter_arena() -> bool {
+        arena::enter()
+    }
+
+    /// `file:line (function)` of a return address, as the profile prints it.
+    pub(in crate::preload) fn write_code(out: &mut impl Write, site: usize) -> fmt::Result {
+        report::write_code(out, site, report::Sites::Resolved)
+    }
+
+    /// `lock SYMBOL[+offset]` for a lock in a global; `false` if in none.
+    pub(in crate::preload) fn write_data_symbol(
+        out: &mut impl Write,
+        lock: usize,
+    ) -> Result<bool, fmt::Error> {
+        report::write_data_symbol(out, lock)
+    }
+}
+
 /// Defines the C function `$name`, which calls `$target` with its arguments and then
 /// the address its caller returns to (the call's site): two instructions, no frame.
 /// `$site` is the register of the argument after the last (System V x86-64 order:

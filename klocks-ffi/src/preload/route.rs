@@ -14,7 +14,7 @@
 //! |---|---|---|
 //! | glibc's mutexes (rwlocks), no profile | glibc's own function | glibc's, plus one jump |
 //! | kind `K` (rwlock policy `P`), no profile | `lock_as::<K's type>` (`rdlock_as::<P's type>`, …) | the lock's own fast path, plus the checks of a plain mutex (a current rwlock) |
-//! | a profile, or before the constructor | the general entry, with the call site | as before: the profile's timing, or the first call making the choice |
+//! | a profile or the lock validator, or before the constructor | the general entry, with the call site | as before: the profile's timing, or the first call making the choice |
 //!
 //! A route only ever holds the address of a function that serves every call
 //! correctly (the specialised ones fall back to the general entry for anything but a
@@ -75,7 +75,7 @@ with_caller! { local
 /// Points the routes at what the process runs (see the module doc). Called from the
 /// library's constructor, after the choice and the profile's start.
 pub(super) fn set() {
-    if profile::on() {
+    if profile::on() || super::lockdep::on() {
         return;
     }
     let (lock, trylock, unlock) = match config::choice().mutex {

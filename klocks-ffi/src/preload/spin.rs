@@ -84,8 +84,11 @@ use std::ffi::c_int;
 use klocks_core::{PvQSpinLock, QSpinLock, SharedFutexSpinLock};
 use libc::{pthread_spinlock_t, EBUSY, EINVAL, EPERM};
 
+use klocks_core::lockdep::Mode;
+
 use super::config::{self, SpinKind};
-use super::glibc;
+use super::profile::with_caller;
+use super::{glibc, lockdep};
 
 const _: () = assert!(size_of::<PvQSpinLock>() == size_of::<pthread_spinlock_t>());
 const _: () = assert!(size_of::<QSpinLock>() == size_of::<pthread_spinlock_t>());
@@ -145,13 +148,11 @@ fn target(lock: *mut pthread_spinlock_t) -> Target {
     }
 }
 
-/// `pthread_spin_init`: an unlocked queued spinlock, or an unlocked shared lock for a
-/// process-shared one (module doc).
+/// `pthread_spin_init`, whoever runs the spinlocks.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_spin_init`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_spin_init(lock: *mut pthread_spinlock_t, pshared: c_int) -> c_int {
+unsafe fn spin_init(lock: *mut pthread_spinlock_t, pshared: c_int) -> c_int {
     match target(lock) {
         // SAFETY: the caller's contract is glibc's.
         Target::Glibc => unsafe { glibc::pthread_spin_init(lock, pshared) },
@@ -180,6 +181,9 @@ pub unsafe extern "C" fn pthread_spin_init(lock: *mut pthread_spinlock_t, pshare
 /// POSIX's contract for `pthread_spin_destroy`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_destroy(lock: *mut pthread_spinlock_t) -> c_int {
+    if lockdep::on() {
+        lockdep::destroyed(lock as usize);
+    }
     match target(lock) {
         // SAFETY: the caller's contract is glibc's.
         Target::Glibc => unsafe { glibc::pthread_spin_destroy(lock) },
@@ -201,12 +205,11 @@ pub unsafe extern "C" fn pthread_spin_destroy(lock: *mut pthread_spinlock_t) -> 
     }
 }
 
-/// `pthread_spin_lock`.
+/// `pthread_spin_lock`, whoever runs the spinlocks.
 ///
 /// # Safety
 /// POSIX's contract for `pthread_spin_lock`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_spin_lock(lock: *mut pthread_spinlock_t) -> c_int {
+unsafe fn spin_lock(lock: *mut pthread_spinlock_t) -> c_int {
     match target(lock) {
         // SAFETY: the caller's contract is glibc's.
         Target::Glibc => unsafe { glibc::pthread_spin_lock(lock) },
@@ -230,8 +233,7 @@ pub unsafe extern "C" fn pthread_spin_lock(lock: *mut pthread_spinlock_t) -> c_i
 ///
 /// # Safety
 /// POSIX's contract for `pthread_spin_trylock`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_spin_trylock(lock: *mut pthread_spinlock_t) -> c_int {
+unsafe fn spin_trylock(lock: *mut pthread_spinlock_t) -> c_int {
     match target(lock) {
         // SAFETY: the caller's contract is glibc's.
         Target::Glibc => unsafe { glibc::pthread_spin_trylock(lock) },
@@ -263,6 +265,9 @@ pub unsafe extern "C" fn pthread_spin_trylock(lock: *mut pthread_spinlock_t) -> 
 /// POSIX's contract for `pthread_spin_unlock`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_unlock(lock: *mut pthread_spinlock_t) -> c_int {
+    if lockdep::on() {
+        lockdep::released_only(lock as usize);
+    }
     match target(lock) {
         // SAFETY: the caller's contract is glibc's.
         Target::Glibc => unsafe { glibc::pthread_spin_unlock(lock) },
@@ -292,4 +297,79 @@ pub unsafe extern "C" fn pthread_spin_unlock(lock: *mut pthread_spinlock_t) -> c
             }
         }
     }
+}
+
+with_caller! {
+    /// `pthread_spin_init`: an unlocked queued spinlock, or an unlocked shared lock
+    /// for a process-shared one (module doc); glibc's if klocks does not run them.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_spin_init`.
+    fn pthread_spin_init(lock: *mut pthread_spinlock_t, pshared: c_int) -> c_int
+        => spin_init_from, site: "rdx"
+}
+
+/// `pthread_spin_init` called from `site` (the lock validator's class).
+///
+/// # Safety
+/// POSIX's contract for `pthread_spin_init`.
+unsafe extern "C" fn spin_init_from(
+    lock: *mut pthread_spinlock_t,
+    pshared: c_int,
+    site: usize,
+) -> c_int {
+    // SAFETY: caller's contract.
+    let result = unsafe { spin_init(lock, pshared) };
+    if result == 0 && lockdep::on() {
+        lockdep::initialised(lock as usize, site);
+    }
+    result
+}
+
+with_caller! {
+    /// `pthread_spin_lock`.
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_spin_lock`.
+    fn pthread_spin_lock(lock: *mut pthread_spinlock_t) -> c_int => spin_lock_from, site: "rsi"
+}
+
+/// `pthread_spin_lock` called from `site`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_spin_lock`.
+unsafe extern "C" fn spin_lock_from(lock: *mut pthread_spinlock_t, site: usize) -> c_int {
+    if lockdep::on() {
+        // SAFETY: caller's contract.
+        return lockdep::acquire(lock as usize, Mode::Exclusive, site, || unsafe {
+            spin_lock(lock)
+        });
+    }
+    // SAFETY: caller's contract.
+    unsafe { spin_lock(lock) }
+}
+
+with_caller! {
+    /// `pthread_spin_trylock`: `EBUSY` unless the lock was free (a queued spinlock:
+    /// with nobody queued).
+    ///
+    /// # Safety
+    /// POSIX's contract for `pthread_spin_trylock`.
+    fn pthread_spin_trylock(lock: *mut pthread_spinlock_t) -> c_int
+        => spin_trylock_from, site: "rsi"
+}
+
+/// `pthread_spin_trylock` called from `site`.
+///
+/// # Safety
+/// POSIX's contract for `pthread_spin_trylock`.
+unsafe extern "C" fn spin_trylock_from(lock: *mut pthread_spinlock_t, site: usize) -> c_int {
+    if lockdep::on() {
+        // SAFETY: caller's contract.
+        return lockdep::try_acquire(lock as usize, Mode::Exclusive, site, || unsafe {
+            spin_trylock(lock)
+        });
+    }
+    // SAFETY: caller's contract.
+    unsafe { spin_trylock(lock) }
 }

@@ -416,3 +416,16 @@ fn every_catalog_mutex_reaches_every_consumer() {
         );
     }
 }
+
+/// `KLOCKS_LOCKDEP`: `1`, `json` (any case), `0` and unset; anything else is a
+/// complaint that names the values it takes.
+#[test]
+fn lockdep_takes_one_json_and_zero() {
+    assert_eq!(parse_lockdep(None), Ok(Lockdep::Off));
+    assert_eq!(parse_lockdep(Some(" 0 ")), Ok(Lockdep::Off));
+    assert_eq!(parse_lockdep(Some("")), Ok(Lockdep::Off));
+    assert_eq!(parse_lockdep(Some("1")), Ok(Lockdep::Text));
+    assert_eq!(parse_lockdep(Some("JSON")), Ok(Lockdep::Json));
+    let complaint = parse_lockdep(Some("yes")).unwrap_err();
+    assert!(complaint.contains("KLOCKS_LOCKDEP=\"yes\"") && complaint.contains("json"), "{complaint}");
+}

@@ -16,11 +16,12 @@ use libc::{
 };
 
 use super::super::fork::{self, this_thread, this_thread_inline, Patience};
+use super::super::lockdep;
 use super::super::profile::{self, with_caller, Role};
 use super::super::time::Deadline;
 use super::super::{config, glibc};
 use super::{clocklock, lock, lock_body, plain, target, trylock, unlock, Mutex, Target, DESTROYED};
-use crate::mutex::{init_at, with_lock_at};
+use crate::mutex::{init_at, with_kind, with_lock_at};
 
 extern "C" {
     /// glibc's (the `libc` crate does not declare it).
@@ -78,6 +79,9 @@ unsafe extern "C" fn init_from(
     if result == 0 && profile::on() {
         profile::initialised(m as usize, site, Role::Mutex);
     }
+    if result == 0 && lockdep::on() {
+        lockdep::initialised(m as usize, site);
+    }
     result
 }
 
@@ -126,6 +130,9 @@ unsafe fn init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) -> c_i
 /// POSIX's contract for `pthread_mutex_destroy`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
+    if lockdep::on() {
+        lockdep::destroyed(m as usize);
+    }
     // SAFETY: caller's contract.
     let result = unsafe { destroy(m) };
     if result == 0 && profile::on() {
@@ -167,6 +174,34 @@ pub(in crate::preload) unsafe extern "C" fn lock_from(
     m: *mut pthread_mutex_t,
     site: usize,
 ) -> c_int {
+    if lockdep::on() {
+        // SAFETY: caller's contract, for both.
+        let mode = unsafe { lockdep::mutex_mode(m) };
+        return lockdep::acquire(m as usize, mode, site, || unsafe { lock_profiled(m, site) });
+    }
+    // SAFETY: caller's contract.
+    unsafe { lock_profiled(m, site) }
+}
+
+/// [`lock_from`] past the validator: straight to glibc when the process runs
+/// glibc's mutexes unprofiled (every mutex is glibc's then), else the general entry.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_lock`.
+#[inline(always)]
+unsafe fn lock_profiled(m: *mut pthread_mutex_t, site: usize) -> c_int {
+    if !profile::on() {
+        match config::choice().mutex {
+            // SAFETY: the caller's contract is glibc's.
+            None => return unsafe { glibc::pthread_mutex_lock(m) },
+            // SAFETY: caller's contract; `KindLock` is the process's kind's type.
+            Some(kind) => {
+                if with_kind!(kind, KindLock => unsafe { take_plain::<KindLock>(m) }) {
+                    return 0;
+                }
+            }
+        }
+    }
     if profile::on() {
         // SAFETY: caller's contract, for both.
         return profile::acquire(
@@ -274,6 +309,22 @@ pub(in crate::preload) unsafe extern "C" fn trylock_from(
     m: *mut pthread_mutex_t,
     site: usize,
 ) -> c_int {
+    if lockdep::on() {
+        // SAFETY: caller's contract, for both.
+        let mode = unsafe { lockdep::mutex_mode(m) };
+        return lockdep::try_acquire(m as usize, mode, site, || unsafe {
+            trylock_profiled(m, site)
+        });
+    }
+    // SAFETY: caller's contract.
+    unsafe { trylock_profiled(m, site) }
+}
+
+/// [`trylock_from`] past the validator.
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_trylock`.
+unsafe fn trylock_profiled(m: *mut pthread_mutex_t, site: usize) -> c_int {
     if profile::on() {
         // SAFETY: caller's contract.
         return profile::try_acquire(m as usize, Role::Mutex, site, || unsafe {
@@ -354,6 +405,27 @@ unsafe extern "C" fn timedlock_from(
 /// `m` is as for [`target`].
 #[inline]
 unsafe fn profiled_wait(
+    m: *mut pthread_mutex_t,
+    site: usize,
+    wait: impl FnOnce() -> c_int,
+) -> c_int {
+    if lockdep::on() {
+        // SAFETY: caller's contract.
+        let mode = unsafe { lockdep::mutex_mode(m) };
+        return lockdep::acquire(m as usize, mode, site, || {
+            // SAFETY: caller's contract.
+            unsafe { profiled_wait_past_validator(m, site, wait) }
+        });
+    }
+    // SAFETY: caller's contract.
+    unsafe { profiled_wait_past_validator(m, site, wait) }
+}
+
+/// [`profiled_wait`] past the validator.
+///
+/// # Safety
+/// `m` is as for [`target`].
+unsafe fn profiled_wait_past_validator(
     m: *mut pthread_mutex_t,
     site: usize,
     wait: impl FnOnce() -> c_int,
@@ -442,6 +514,34 @@ unsafe fn clocklock_entry(m: *mut pthread_mutex_t, clock: clockid_t, at: *const 
 /// # Safety
 /// POSIX's contract for `pthread_mutex_unlock`.
 pub(in crate::preload) unsafe extern "C" fn unlock_from(m: *mut pthread_mutex_t) -> c_int {
+    if lockdep::on() {
+        // SAFETY: caller's contract.
+        return lockdep::release(m as usize, || unsafe { unlock_profiled(m) });
+    }
+    // SAFETY: caller's contract.
+    unsafe { unlock_profiled(m) }
+}
+
+/// [`unlock_from`] past the validator, straight to glibc as [`lock_profiled`].
+///
+/// # Safety
+/// POSIX's contract for `pthread_mutex_unlock`.
+#[inline(always)]
+unsafe fn unlock_profiled(m: *mut pthread_mutex_t) -> c_int {
+    if !profile::on() {
+        match config::choice().mutex {
+            // SAFETY: the caller's contract is glibc's.
+            None => return unsafe { glibc::pthread_mutex_unlock(m) },
+            // SAFETY: caller's contract; `KindLock` is the process's kind's type.
+            Some(kind) => {
+                if let Some(result) =
+                    with_kind!(kind, KindLock => unsafe { release_plain::<KindLock>(m) })
+                {
+                    return result;
+                }
+            }
+        }
+    }
     if profile::on() {
         // SAFETY: caller's contract.
         return profile::release(m as usize, || unsafe { unlock_entry(m) });
@@ -463,6 +563,21 @@ pub(in crate::preload) unsafe extern "C" fn unlock_from(m: *mut pthread_mutex_t)
 pub(in crate::preload) unsafe extern "C" fn unlock_as<L: CatalogMutex>(
     m: *mut pthread_mutex_t,
 ) -> c_int {
+    // SAFETY: caller's contract, for both.
+    match unsafe { release_plain::<L>(m) } {
+        Some(result) => result,
+        None => unsafe { unlock_general(m) },
+    }
+}
+
+/// The fast path of [`unlock_as`]: the release of a held plain mutex, its result;
+/// `None` for anything else (the general entry decides). Nothing here calls out
+/// but the release of a word with waiters.
+///
+/// # Safety
+/// As for [`unlock_as`].
+#[inline(always)]
+unsafe fn release_plain<L: CatalogMutex>(m: *mut pthread_mutex_t) -> Option<c_int> {
     if !m.is_null() {
         // SAFETY: as in `target`.
         let mutex = unsafe { &*m.cast::<Mutex>() };
@@ -475,16 +590,15 @@ pub(in crate::preload) unsafe extern "C" fn unlock_as<L: CatalogMutex>(
                 // contract).
                 let lock = unsafe { &*mutex.body().cast::<L>() };
                 // SAFETY: the caller holds it: its owner field is its own id.
-                return match unsafe { lock.try_unlock_quick(me) } {
+                return Some(match unsafe { lock.try_unlock_quick(me) } {
                     true => 0,
                     // SAFETY: as above.
                     false => unsafe { unlock_held(lock) },
-                };
+                });
             }
         }
     }
-    // SAFETY: caller's contract.
-    unsafe { unlock_general(m) }
+    None
 }
 
 /// The release of a held plain mutex whose word holds more than the hold (waiters,

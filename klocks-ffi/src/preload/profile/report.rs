@@ -48,6 +48,7 @@ use out::Out;
 pub(super) use summary::Sites;
 pub(in crate::preload) use summary::DEFAULT_TOP;
 use summary::{Summary, CPUS, IN_USE, TOP};
+pub(super) use symbols::{write_code, write_data_symbol};
 
 use super::advice::InUse;
 use super::format::Format;

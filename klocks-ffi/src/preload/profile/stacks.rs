@@ -118,6 +118,11 @@ impl Captured {
     pub(super) fn caller(&self) -> usize {
         self.frames[0]
     }
+
+    /// The return addresses, innermost first, 0 past the last.
+    pub(super) fn frames(&self) -> &[usize; FRAMES] {
+        &self.frames
+    }
 }
 
 std::thread_local! {

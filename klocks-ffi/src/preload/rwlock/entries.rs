@@ -16,6 +16,7 @@ use libc::{
 };
 
 use super::super::fork::{self, Patience, GLIBC_OWNED};
+use super::super::lockdep;
 use super::super::profile::{self, with_caller, Role};
 use super::super::time::Deadline;
 use super::super::{config, glibc};
@@ -56,6 +57,9 @@ unsafe extern "C" fn init_from(
     let result = unsafe { init(r, attr) };
     if result == 0 && profile::on() {
         profile::initialised(r as usize, site, Role::Write);
+    }
+    if result == 0 && lockdep::on() {
+        lockdep::initialised(r as usize, site);
     }
     result
 }
@@ -124,6 +128,9 @@ unsafe fn init(r: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) -> c
 /// POSIX's contract for `pthread_rwlock_destroy`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_destroy(r: *mut pthread_rwlock_t) -> c_int {
+    if lockdep::on() {
+        lockdep::destroyed(r as usize);
+    }
     // SAFETY: caller's contract.
     let result = unsafe { destroy(r) };
     if result == 0 && profile::on() {
@@ -152,6 +159,18 @@ unsafe fn destroy(r: *mut pthread_rwlock_t) -> c_int {
                 0
             }
         }
+    }
+}
+
+/// The validator's mode of a call on `r` as `role`.
+///
+/// # Safety
+/// `r` is null or points to a `pthread_rwlock_t`.
+unsafe fn mode_of(r: *mut pthread_rwlock_t, role: Role) -> klocks_core::lockdep::Mode {
+    match role {
+        // SAFETY: caller's contract.
+        Role::Read => unsafe { lockdep::read_mode(r) },
+        _ => klocks_core::lockdep::Mode::Exclusive,
     }
 }
 
@@ -200,6 +219,22 @@ macro_rules! blocking_calls {
         /// # Safety
         /// POSIX's contract for the call.
         pub(super) unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
+            if lockdep::on() {
+                // SAFETY: caller's contract.
+                let mode = unsafe { mode_of(r, $role) };
+                return lockdep::acquire(r as usize, mode, site, || {
+                    // SAFETY: caller's contract.
+                    unsafe { profiled(r, site) }
+                });
+            }
+            // SAFETY: caller's contract.
+            return unsafe { profiled(r, site) };
+
+            /// The call past the validator.
+            ///
+            /// # Safety
+            /// POSIX's contract for the call.
+            unsafe fn profiled(r: *mut pthread_rwlock_t, site: usize) -> c_int {
             if profile::on() {
                 // SAFETY: caller's contract, for both.
                 return profile::acquire(
@@ -212,6 +247,7 @@ macro_rules! blocking_calls {
             }
             // SAFETY: caller's contract.
             unsafe { $entry(r) }
+            }
         }
     )*};
 }
@@ -238,6 +274,18 @@ macro_rules! try_calls {
         /// # Safety
         /// POSIX's contract for the call.
         pub(super) unsafe extern "C" fn $from(r: *mut pthread_rwlock_t, site: usize) -> c_int {
+            if lockdep::on() {
+                // SAFETY: caller's contract.
+                let mode = unsafe { mode_of(r, $role) };
+                return lockdep::try_acquire(r as usize, mode, site, || {
+                    if profile::on() {
+                        // SAFETY: caller's contract.
+                        return profile::try_acquire(r as usize, $role, site, || unsafe { $entry(r) });
+                    }
+                    // SAFETY: caller's contract.
+                    unsafe { $entry(r) }
+                });
+            }
             if profile::on() {
                 // SAFETY: caller's contract.
                 return profile::try_acquire(r as usize, $role, site, || unsafe { $entry(r) });
@@ -258,6 +306,9 @@ try_calls! {
 /// # Safety
 /// POSIX's contract for it.
 pub(in crate::preload) unsafe extern "C" fn unlock_from(r: *mut pthread_rwlock_t) -> c_int {
+    if lockdep::on() {
+        lockdep::released_only(r as usize);
+    }
     if profile::on() {
         // SAFETY: caller's contract.
         return profile::release(r as usize, || unsafe { unlock_entry(r) });
@@ -276,6 +327,17 @@ fn profiled_wait(
     try_entry: impl Fn() -> c_int,
     wait: impl FnOnce() -> c_int,
 ) -> c_int {
+    if lockdep::on() {
+        // SAFETY: `r` is the caller's rwlock (the call's contract).
+        let mode = unsafe { mode_of(r, role) };
+        return lockdep::acquire(r as usize, mode, site, || {
+            if profile::on() {
+                profile::acquire(r as usize, role, site, try_entry, wait)
+            } else {
+                wait()
+            }
+        });
+    }
     if profile::on() {
         profile::acquire(r as usize, role, site, try_entry, wait)
     } else {

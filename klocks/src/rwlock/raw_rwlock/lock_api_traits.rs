@@ -23,31 +23,67 @@ macro_rules! impl_lock_api_raw_rwlock {
 
             #[inline]
             fn lock_shared(&self) {
+                let class = $crate::lockdep::rust::before(
+                    self as *const Self as *const (),
+                    $crate::lockdep::Mode::Read,
+                );
                 $crate::rwlock::raw_rwlock::RawRwLock::lock_shared(self);
+                $crate::lockdep::rust::after(
+                    self as *const Self as *const (),
+                    class,
+                    $crate::lockdep::Mode::Read,
+                );
             }
 
             #[inline]
             fn try_lock_shared(&self) -> bool {
-                $crate::rwlock::raw_rwlock::RawRwLock::try_lock_shared(self)
+                let taken = $crate::rwlock::raw_rwlock::RawRwLock::try_lock_shared(self);
+                if taken {
+                    $crate::lockdep::rust::after(
+                        self as *const Self as *const (),
+                        0,
+                        $crate::lockdep::Mode::Read,
+                    );
+                }
+                taken
             }
 
             #[inline]
             unsafe fn unlock_shared(&self) {
+                $crate::lockdep::rust::release(self as *const Self as *const ());
                 $crate::rwlock::raw_rwlock::RawRwLock::unlock_shared(self);
             }
 
             #[inline]
             fn lock_exclusive(&self) {
+                let class = $crate::lockdep::rust::before(
+                    self as *const Self as *const (),
+                    $crate::lockdep::Mode::Exclusive,
+                );
                 $crate::rwlock::raw_rwlock::RawRwLock::lock_exclusive(self);
+                $crate::lockdep::rust::after(
+                    self as *const Self as *const (),
+                    class,
+                    $crate::lockdep::Mode::Exclusive,
+                );
             }
 
             #[inline]
             fn try_lock_exclusive(&self) -> bool {
-                $crate::rwlock::raw_rwlock::RawRwLock::try_lock_exclusive(self)
+                let taken = $crate::rwlock::raw_rwlock::RawRwLock::try_lock_exclusive(self);
+                if taken {
+                    $crate::lockdep::rust::after(
+                        self as *const Self as *const (),
+                        0,
+                        $crate::lockdep::Mode::Exclusive,
+                    );
+                }
+                taken
             }
 
             #[inline]
             unsafe fn unlock_exclusive(&self) {
+                $crate::lockdep::rust::release(self as *const Self as *const ());
                 $crate::rwlock::raw_rwlock::RawRwLock::unlock_exclusive(self);
             }
 
@@ -153,11 +189,28 @@ unsafe impl lock_api::RawRwLockTimed for RawRwLock {
 // drain that waits for readers still inside, this thread's among them).
 unsafe impl lock_api::RawRwLockRecursive for RawRwLock {
     fn lock_shared_recursive(&self) {
+        let class = crate::lockdep::rust::before(
+            self as *const Self as *const (),
+            crate::lockdep::Mode::RecursiveRead,
+        );
         RawRwLock::lock_shared_recursive(self);
+        crate::lockdep::rust::after(
+            self as *const Self as *const (),
+            class,
+            crate::lockdep::Mode::RecursiveRead,
+        );
     }
 
     fn try_lock_shared_recursive(&self) -> bool {
-        RawRwLock::try_lock_shared_recursive(self)
+        let taken = RawRwLock::try_lock_shared_recursive(self);
+        if taken {
+            crate::lockdep::rust::after(
+                self as *const Self as *const (),
+                0,
+                crate::lockdep::Mode::RecursiveRead,
+            );
+        }
+        taken
     }
 }
 

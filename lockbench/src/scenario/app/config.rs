@@ -97,6 +97,13 @@ pub struct Args {
     #[arg(long)]
     pub profile_cost: bool,
 
+    /// Run the command with glibc's locks, through the preload, and under its lock
+    /// validator (KLOCKS_LOCKDEP=1): the validator's cost is its row against the
+    /// preloaded one, and its reports (the deadlocks the program's lock orders make
+    /// possible) are printed under the table. Other locks run only if --with names them
+    #[arg(long, conflicts_with = "profile")]
+    pub lockdep: bool,
+
     /// The preload library [default: libklocks.so next to the lockbench executable;
     /// build it with `cargo build --release -p klocks-ffi`]
     #[arg(long, value_name = "FILE")]
@@ -161,6 +168,8 @@ pub struct Config {
     pub(super) profile: Option<Arc<Mutex<String>>>,
     /// With `--profile`: what to profile, and what came of it.
     pub(super) profiling: Option<Profiling>,
+    /// With `--lockdep`: the last validated run's reports.
+    pub(super) lockdep: Option<Arc<Mutex<String>>>,
 }
 
 
@@ -189,7 +198,9 @@ impl Config {
         if args.profile {
             return Self::profiling(args, common, preload);
         }
-        let mut locks = if args.with.is_empty() {
+        let mut locks = if args.lockdep {
+            args.with.clone()
+        } else if args.with.is_empty() {
             default_locks()
         } else {
             args.with.clone()
@@ -201,6 +212,8 @@ impl Config {
             .chain(args.peers.iter().copied().map(Variant::Peer))
             .chain(locks.into_iter().map(Variant::Lock))
             .chain(profiled.into_iter().filter(|_| args.profile_cost))
+            .chain([Variant::Preloaded, Variant::Validated].into_iter().filter(|_| args.lockdep && !args.profile_cost))
+            .chain([Variant::Validated].into_iter().filter(|_| args.lockdep && args.profile_cost))
             .collect();
         let shown = shown(&args.command);
         Ok(Self {
@@ -216,6 +229,7 @@ impl Config {
             runs: common.runs,
             adaptive: common.adaptive.clone(),
             profile: args.profile_cost.then(Default::default),
+            lockdep: args.lockdep.then(Default::default),
             profiling: None,
         })
     }
@@ -251,6 +265,7 @@ impl Config {
             runs: common.runs,
             adaptive: common.adaptive.clone(),
             profile: Some(Default::default()),
+            lockdep: None,
             profiling: Some(Profiling {
                 current,
                 try_advice: args.try_advice,
@@ -288,6 +303,7 @@ impl Config {
             runs: common.runs,
             adaptive: common.adaptive.clone(),
             profile: None,
+            lockdep: None,
             profiling: None,
         }
     }

@@ -16,6 +16,8 @@ pub(super) const PROFILE: Var = Var::new(c"KLOCKS_PROFILE");
 pub(super) const PROFILE_FILE: Var = Var::new(c"KLOCKS_PROFILE_FILE");
 pub(super) const PROFILE_FORMAT: Var = Var::new(c"KLOCKS_PROFILE_FORMAT");
 pub(super) const PROFILE_TOP: Var = Var::new(c"KLOCKS_PROFILE_TOP");
+pub(super) const LOCKDEP: Var = Var::new(c"KLOCKS_LOCKDEP");
+pub(super) const LOCKDEP_FILE: Var = Var::new(c"KLOCKS_LOCKDEP_FILE");
 
 /// The baseline's name in the tables, and the value that keeps glibc's locks.
 pub(super) const GLIBC: &str = "glibc";

@@ -5,7 +5,7 @@
 
 use super::config::{Config, Profiling};
 use super::runs::peer_names;
-use super::setting::{GLIBC, PROFILE};
+use super::setting::{GLIBC, LOCKDEP, PROFILE};
 use super::variant::Variant;
 use crate::cells::{num, si, wrap, Cell, Table};
 use crate::harness::versus::against_best;
@@ -46,6 +46,31 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
             profile.row(vec![line.to_owned()]);
         }
         tables.push(profile);
+    }
+    if let Some(reports) = &config.lockdep {
+        let reports = reports.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut cost = timing_table(config, &[Variant::Preloaded, Variant::Validated], cells);
+        cost.note("the lock validator's cost: glibc+lockdep against glibc+preload".to_owned());
+        tables.push(cost);
+        let found = reports.matches("WARNING: ").count();
+        let mut table = Table::new(
+            format!(
+                "lock validator (glibc+lockdep's last run): `{}`, LD_PRELOAD={} {}=1: {}",
+                config.shown(),
+                config.preload.display(),
+                LOCKDEP.name(),
+                match found {
+                    0 => "nothing to report".to_owned(),
+                    1 => "1 report".to_owned(),
+                    n => format!("{n} reports"),
+                }
+            ),
+            &["report"],
+        );
+        for line in reports.lines() {
+            table.row(vec![line.to_owned()]);
+        }
+        tables.push(table);
     }
     tables
 }

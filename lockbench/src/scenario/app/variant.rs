@@ -17,6 +17,8 @@ pub enum Variant {
     Preloaded,
     /// glibc's locks under the preload's contention profile.
     Profiled,
+    /// glibc's locks under the preload's lock validator (`KLOCKS_LOCKDEP=1`).
+    Validated,
     /// Under a setting of the preload, named as its variables are.
     Setting(Setting, &'static str),
     /// Under a setting, with the contention profile written as JSON (`--profile`).
@@ -31,6 +33,7 @@ impl Variant {
             Variant::Peer(peer) => peer.name,
             Variant::Preloaded => "glibc+preload",
             Variant::Profiled => "glibc+profile",
+            Variant::Validated => "glibc+lockdep",
             Variant::Setting(_, name) => name,
             Variant::ProfiledJson(_) => "profile",
         }

@@ -216,7 +216,11 @@ pub(super) fn write_site(
 /// `module+offset (function)` without line information (a program's own functions
 /// are named from its symbol table, so no `-rdynamic` is needed); the bare address if
 /// `sites` is [`Sites::Raw`] or the address is in no module.
-pub(super) fn write_code(out: &mut impl Write, site: usize, sites: Sites) -> fmt::Result {
+pub(in crate::preload::profile) fn write_code(
+    out: &mut impl Write,
+    site: usize,
+    sites: Sites,
+) -> fmt::Result {
     if sites == Sites::Raw {
         return write!(out, "{site:#x}");
     }
@@ -241,7 +245,10 @@ pub(super) fn write_code(out: &mut impl Write, site: usize, sites: Sites) -> fmt
 /// Names the lock at `lock` by the data symbol it lies in (a global or static lock,
 /// or one inside a global array or structure), as `lock name[+offset]`; `false` if
 /// none (a lock on the heap or a stack).
-pub(super) fn write_data_symbol(out: &mut impl Write, lock: usize) -> Result<bool, fmt::Error> {
+pub(in crate::preload::profile) fn write_data_symbol(
+    out: &mut impl Write,
+    lock: usize,
+) -> Result<bool, fmt::Error> {
     let Some((name, offset)) = data_symbol(lock) else {
         return Ok(false);
     };
