@@ -15,6 +15,7 @@ mod machine;
 mod pthread;
 mod rwlocks;
 mod scenario;
+mod sentence;
 mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -30,7 +31,8 @@ use crate::locks::LockName;
 use crate::machine::Machine;
 use crate::rwlocks::RwLockName;
 use crate::scenario::{
-    c2c, false_sharing, loop_, overcommit, preload, torture, uncontended, Measure, Scenario, Takes,
+    c2c, false_sharing, loop_, overcommit, preload, rw_mix, torture, uncontended, Measure,
+    Scenario, Takes,
 };
 use klocks::catalog::MutexKind;
 
@@ -302,10 +304,12 @@ fn refuse_unread(matches: &clap::ArgMatches) {
 /// Without a subcommand, runs the default suite (about a minute and a quarter on a
 /// 2-CPU machine): c2c, uncontended, preload (the LD_PRELOAD interposer's pthread mutex
 /// against glibc's, skipped with a line saying how to build libklocks.so when it is
-/// missing), loop (seeds 000 and 003), false-sharing (seed 002) and overcommit (seed
-/// 003), printing every table that fits in 120 columns, a summary of
-/// klocks::Mutex against its peers with a verdict per cell, and writing the charts to
-/// lockbench-report/index.html (--report DIR elsewhere). Every cell is repeated --runs times,
+/// missing), loop (seeds 000 and 003), false-sharing (seed 002), overcommit (seed
+/// 003) and rw-mix (klocks::RwLock read-mostly and write-heavy), printing every table
+/// that fits in 120 columns, a summary that opens with which lock to use and a
+/// sentence per lock (klocks::Mutex, klocks::RwLock) and then judges each against its
+/// peers cell by cell, and writing the charts to lockbench-report/index.html (--report
+/// DIR elsewhere). Every cell is repeated --runs times,
 /// the locks of a row interleaved, and more while klocks' verdict is too wide to decide
 /// (--budget), and reported as the median with [min–max]; a loop cell whose run hits its time
 /// cap, or an overcommit cell whose threads do not drain in time, is reported as not
@@ -450,16 +454,18 @@ enum Command {
 
     Torture(torture::Args),
 
-    /// The default suite: c2c, uncontended, preload, loop, false-sharing, overcommit
-    /// (about a minute and a quarter)
+    /// The default suite: c2c, uncontended, preload, loop, false-sharing, overcommit,
+    /// rw-mix (about a minute and a quarter)
     ///
     /// What lockbench runs without a subcommand: every scenario with its defaults,
     /// except loop with a 1 s cap on threads 1,2,4 and the locks its tables compare
     /// (default, the seeds' pairs, std, parking_lot, glibc, glibc-adaptive),
-    /// false-sharing with 100 ms runs and overcommit on a reduced grid (threads 4,32;
+    /// false-sharing with 100 ms runs, overcommit on a reduced grid (threads 4,32;
     /// short cs; overcommit 1,2; 100 ms windows; 1 s drain cap; default, ticket,
-    /// pvticket, pvqspinlock, std, parking_lot, glibc). Scaled by --seed-scale (then loop and
-    /// overcommit run their full seed-scale grids), restricted by --locks, repeated
+    /// pvticket, pvqspinlock, std, parking_lot, glibc) and rw-mix on 99.9% and 50% reads
+    /// at threads 2,8 with 50000 operations per thread (default-rw, std-rw,
+    /// parking_lot-rw, glibc-rw). Scaled by --seed-scale (then loop, overcommit and
+    /// rw-mix run their full grids), restricted by --locks and --rwlocks, repeated
     /// --runs times. Not included: mutex-load (several minutes; run it by name).
     Suite,
 
@@ -488,6 +494,7 @@ fn plan(command: Option<Command>, common: &Common) -> Vec<Box<dyn Scenario>> {
             Box::new(loop_::Config::suite(common)),
             Box::new(false_sharing::Config::suite(common)),
             Box::new(overcommit::Config::suite(common)),
+            Box::new(rw_mix::Config::suite(common)),
         ],
         Some(Command::Measure(measure)) => match measure.configure(common) {
             Ok(scenario) => vec![scenario],
@@ -604,6 +611,20 @@ fn write_outputs(
     Ok(())
 }
 
+/// The summary's opening: the headline, then a sentence per lock of ours, each
+/// wrapped at [`COLUMNS`]; empty when neither of ours ran beside a peer.
+fn opening(cells: &[Cell]) -> String {
+    let lines = sentence::lines(cells);
+    let Some((headline, sentences)) = lines.split_first() else {
+        return String::new();
+    };
+    let mut text = cells::wrap(headline, COLUMNS);
+    for line in sentences {
+        text += &cells::wrap(&format!("  {line}"), COLUMNS);
+    }
+    text + "\n"
+}
+
 fn run(cli: Cli) -> Result<(), Error> {
     let report_dir = match (&cli.global.report, &cli.command) {
         (Some(dir), _) => Some(dir.clone()),
@@ -623,6 +644,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         explained: Default::default(),
     };
     let cells = measure(&steps, &machine, &printing)?;
+    print!("{}", opening(&cells));
     if let Some(summary) = cells::summary::table(&cells) {
         print!("{}", printing.summary(&summary));
     }

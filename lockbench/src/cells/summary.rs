@@ -37,7 +37,7 @@ pub struct Versus {
 }
 
 /// The row a cell belongs to: every parameter but the lock.
-fn row_of(cell: &Cell) -> String {
+pub(crate) fn row_of(cell: &Cell) -> String {
     let mut parts = vec![format!("threads {}", cell.threads)];
     if let Some(layout) = cell.layout {
         parts.push(layout.to_owned());
@@ -87,7 +87,7 @@ fn ours_beside_peers(cells: &[Cell]) -> Vec<(&Cell, String, Vec<&Cell>)> {
 
 /// The cells of ours that ran beside a peer and have no verdict, because ours or
 /// every peer of the row did not finish (a run hit its cap): (scenario, lock, row).
-fn unjudged(cells: &[Cell]) -> Vec<(&'static str, &'static str, String)> {
+pub(crate) fn unjudged(cells: &[Cell]) -> Vec<(&'static str, &'static str, String)> {
     ours_beside_peers(cells)
         .into_iter()
         .filter(|(ours, _, in_row)| {
@@ -236,7 +236,7 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             },
             ledger.worst().map_or("-".to_owned(), |(row, judgement)| {
                 lowest.push(format!("{scenario} {}: {row}", verdict::label(lock)));
-                judgement.to_string()
+                crate::sentence::ratio(judgement)
             }),
             fairness,
         ]);
@@ -359,7 +359,7 @@ mod tests {
         // lowest.
         assert!(line.contains("  0.99× ["), "{line}");
         assert_eq!(line.matches('[').count(), 2, "{line}");
-        assert!(line.contains("1.25× slower ["), "{line}");
+        assert!(line.contains("slower 0.80× ["), "{line}");
         assert!(
             text.contains("those cells: mutex-load klocks::Mutex: threads 4"),
             "{text}"
@@ -421,7 +421,7 @@ mod tests {
             long(cell("std", 128, 100.0, &[50, 50])),
         ];
         let text = table(&cells).expect("ours ran").to_string();
-        assert!(text.contains("1.25× slower ["), "{text}");
+        assert!(text.contains("slower 0.80× ["), "{text}");
         assert!(text.contains("threads 128, medium cs, 2×"), "{text}");
         for line in text.lines().filter(|l| l.starts_with("false-sharing")) {
             assert!(line.chars().count() <= 120, "{line}");

@@ -29,29 +29,59 @@ pub struct Figure {
     pub unfinished: String,
 }
 
-/// A colour per lock, the same in every chart of a report.
+/// A colour per lock, the same in every chart of a report, and never the colour of
+/// another lock drawn in the same chart.
 #[derive(Debug, Default)]
-pub struct Colors(Vec<String>);
+pub struct Colors(Vec<(String, usize)>);
 
 impl Colors {
-    /// Assigns colours to the locks of `files` in the order first seen.
+    /// Assigns colours to the locks of `files` in the order first seen: each lock
+    /// takes the first palette index that no lock sharing a chart with it holds (a
+    /// greedy colouring of the graph whose edges join locks drawn together), so a
+    /// report of more locks than the palette has still draws each chart in distinct
+    /// colours, and a report of few locks keeps the palette's order.
     pub fn of(files: &[RunFile]) -> Self {
-        let mut names: Vec<String> = Vec::new();
-        for cell in files.iter().flat_map(|f| &f.cells) {
-            if charted(cell.scenario) && !names.iter().any(|name| name == cell.lock) {
-                names.push(cell.lock.to_owned());
+        let mut names: Vec<&str> = Vec::new();
+        let mut charts: Vec<(String, Vec<&str>)> = Vec::new();
+        for file in files {
+            for cell in &file.cells {
+                let Some((Panel { key, .. }, _)) = panel(cell, file.machine.pause_ns) else {
+                    continue;
+                };
+                let id = figure_id(cell.scenario, &key);
+                let at = match charts.iter().position(|(known, _)| *known == id) {
+                    Some(at) => at,
+                    None => {
+                        charts.push((id, Vec::new()));
+                        charts.len() - 1
+                    }
+                };
+                if !charts[at].1.contains(&cell.lock) {
+                    charts[at].1.push(cell.lock);
+                }
+                if !names.contains(&cell.lock) {
+                    names.push(cell.lock);
+                }
             }
         }
-        Self(names)
+        let mut assigned: Vec<(String, usize)> = Vec::new();
+        for name in names {
+            let taken: Vec<usize> = charts
+                .iter()
+                .filter(|(_, locks)| locks.contains(&name))
+                .flat_map(|(_, locks)| locks.iter())
+                .filter_map(|other| assigned.iter().find(|(n, _)| n == other))
+                .map(|(_, index)| *index)
+                .collect();
+            let index = (0..).find(|i| !taken.contains(i)).unwrap_or_default();
+            assigned.push((name.to_owned(), index));
+        }
+        Self(assigned)
     }
 
     fn get(&self, lock: &str) -> RGBColor {
-        chart::color(
-            self.0
-                .iter()
-                .position(|n| n == lock)
-                .unwrap_or(self.0.len()),
-        )
+        let index = self.0.iter().find(|(name, _)| name == lock);
+        chart::color(index.map_or(self.0.len(), |(_, index)| *index))
     }
 }
 
@@ -399,5 +429,70 @@ mod tests {
         assert_eq!(slug("1000 locks"), "1000-locks");
         assert_eq!(figure_id("loop", ""), "loop");
         assert_eq!(figure_id("rw-mix", "50-reads"), "rw-mix-50-reads");
+    }
+
+    /// The palette's colours are far apart, and far from the grey of the reference
+    /// lines and the black of the DNF crosses.
+    #[test]
+    fn the_palette_holds_distinct_colours() {
+        let distance = |(r, g, b): (u8, u8, u8), (s, h, c): (u8, u8, u8)| {
+            let d = |x: u8, y: u8| (f64::from(x) - f64::from(y)).powi(2);
+            (d(r, s) + d(g, h) + d(b, c)).sqrt()
+        };
+        let palette = chart::PALETTE;
+        for (i, &a) in palette.iter().enumerate() {
+            for &b in &palette[i + 1..] {
+                assert!(distance(a, b) > 60.0, "{a:?} and {b:?}");
+            }
+            for line in [(110, 110, 110), (0, 0, 0)] {
+                assert!(distance(a, line) > 60.0, "{a:?} beside {line:?}");
+            }
+        }
+    }
+
+    /// In every chart of the committed default runs (the uncontended bars hold every
+    /// mutex and rwlock, more locks than the palette) and of a report of two files,
+    /// no two locks share a colour, and each lock keeps one colour across charts.
+    #[test]
+    fn every_chart_draws_its_locks_in_distinct_colours() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results");
+        let load = |name: &str| RunFile::load(&dir.join(name)).unwrap_or_else(|e| panic!("{e}"));
+        let sets = [
+            vec![load("default-suite.json")],
+            vec![load("default-suite.json"), load("rw-mix-2026-11-25.json")],
+        ];
+        for files in sets {
+            let colors = Colors::of(&files);
+            let mut charts: Vec<(String, Vec<(&str, RGBColor)>)> = Vec::new();
+            let mut seen: Vec<(&str, RGBColor)> = Vec::new();
+            for file in &files {
+                for cell in &file.cells {
+                    let Some((panel, _)) = panel(cell, file.machine.pause_ns) else {
+                        continue;
+                    };
+                    let id = figure_id(cell.scenario, &panel.key);
+                    let color = colors.get(cell.lock);
+                    match seen.iter().find(|(lock, _)| *lock == cell.lock) {
+                        Some((_, before)) => assert_eq!(*before, color, "{}", cell.lock),
+                        None => seen.push((cell.lock, color)),
+                    }
+                    match charts.iter_mut().find(|(known, _)| *known == id) {
+                        Some((_, locks)) => {
+                            if !locks.iter().any(|(lock, _)| *lock == cell.lock) {
+                                locks.push((cell.lock, color));
+                            }
+                        }
+                        None => charts.push((id, vec![(cell.lock, color)])),
+                    }
+                }
+            }
+            assert!(seen.len() > chart::PALETTE.len(), "{} locks", seen.len());
+            for (id, locks) in &charts {
+                for (i, (a, color)) in locks.iter().enumerate() {
+                    let twin = locks[i + 1..].iter().find(|(_, other)| other == color);
+                    assert!(twin.is_none(), "{id}: {a} and {twin:?}");
+                }
+            }
+        }
     }
 }

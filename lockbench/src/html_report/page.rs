@@ -24,17 +24,28 @@ pub struct Written {
 pub fn write(files: &[RunFile], dir: &Path) -> Result<Written, String> {
     let io = |path: &Path, err: std::io::Error| format!("writing {}: {err}", path.display());
     std::fs::create_dir_all(dir).map_err(|err| io(dir, err))?;
+    let (html, svgs) = render(files)?;
+    let mut charts = Vec::new();
+    for (name, svg) in svgs {
+        let path = dir.join(name);
+        std::fs::write(&path, svg).map_err(|err| io(&path, err))?;
+        charts.push(path);
+    }
+    let index = dir.join("index.html");
+    std::fs::write(&index, html).map_err(|err| io(&index, err))?;
+    Ok(Written { index, charts })
+}
+
+/// The page of `files` and its charts, each as (file name, SVG document).
+fn render(files: &[RunFile]) -> Result<(String, Vec<(String, String)>), String> {
     let colors = Colors::of(files);
     let mut html = String::new();
     head(&mut html, files);
     let mut charts = Vec::new();
-    let mut write_charts = |figures: &[Figure], prefix: &str| -> Result<(), String> {
+    let mut keep = |figures: &[Figure], prefix: &str| {
         for figure in figures {
-            let path = dir.join(format!("{prefix}{}.svg", figure.id));
-            std::fs::write(&path, &figure.svg).map_err(|err| io(&path, err))?;
-            charts.push(path);
+            charts.push((format!("{prefix}{}.svg", figure.id), figure.svg.clone()));
         }
-        Ok(())
     };
     if let [a, b] = files {
         // Two files: each one's verdicts, machine and tables, then one chart per
@@ -46,12 +57,12 @@ pub fn write(files: &[RunFile], dir: &Path) -> Result<Written, String> {
         let _ = write!(
             html,
             "<h2>A against B</h2>\n<p>A = {} (solid lines), B = {} (dashed lines): each \
-             chart draws both files on one scale.</p>\n",
+             chart draws both files on one scale.</p>\n{CHARTS_NOTE}",
             escape(&a.name()),
             escape(&b.name())
         );
         charts_div(&mut html, &figures, "");
-        write_charts(&figures, "")?;
+        keep(&figures, "");
     } else {
         for (index, file) in files.iter().enumerate() {
             let figures = figures::figures(file, &colors)?;
@@ -60,13 +71,11 @@ pub fn write(files: &[RunFile], dir: &Path) -> Result<Written, String> {
                 _ => format!("{}-{}-", index + 1, stem(file)),
             };
             section(&mut html, file, &figures, &prefix);
-            write_charts(&figures, &prefix)?;
+            keep(&figures, &prefix);
         }
     }
     html.push_str("</body>\n</html>\n");
-    let index = dir.join("index.html");
-    std::fs::write(&index, html).map_err(|err| io(&index, err))?;
-    Ok(Written { index, charts })
+    Ok((html, charts))
 }
 
 fn stem(file: &RunFile) -> String {
@@ -80,23 +89,27 @@ h1{font-size:22px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc
 code{background:#f4f4f4;padding:1px 4px}table{border-collapse:collapse;margin:8px 0}\
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;font-size:13px}\
 td:first-child,th:first-child{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:12px}\
-figure{margin:0}figcaption{font-size:12px;color:#555}";
+figure{margin:0}figcaption{font-size:12px;color:#555}\
+.headline{border-left:4px solid #1f77b4;background:#f3f8fc;padding:4px 16px;margin:12px 0}\
+.headline .choice{font-size:18px;font-weight:bold}.headline li{margin:4px 0}";
 
 fn head(html: &mut String, files: &[RunFile]) {
     let _ = write!(
         html,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <title>lockbench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
-         <h1>lockbench report</h1>\n<p>{} result file{}. Each chart shows the median of \
-         its runs with their min–max as error bars; where cells did not finish, one \
-         cross on the top edge per thread count, marked DNF with their number, and the \
-         locks listed under the chart; a scenario measured at one thread count is drawn \
-         as bars. Each chart names the command that measured \
-         it.</p>\n",
+         <h1>lockbench report</h1>\n<p>{} result file{}.</p>\n",
         files.len(),
         if files.len() == 1 { "" } else { "s" }
     );
 }
+
+/// How to read the charts, above them.
+const CHARTS_NOTE: &str = "<p>Each chart shows the median of its runs with their min–max as \
+    error bars; where cells did not finish, one cross on the top edge per thread count, \
+    marked DNF with their number, and the locks listed under the chart; a scenario \
+    measured at one thread count is drawn as bars. Each chart names the command that \
+    measured it.</p>\n";
 
 /// A file's heading, command, verdicts, machine, charts (`prefix` before their file
 /// names) and the tables of its scenarios without charts; `figures` empty in an
@@ -116,9 +129,11 @@ fn section(html: &mut String, file: &RunFile, figures: &[Figure], prefix: &str) 
             .map(|d| format!(" · measured {}", escape(d)))
             .unwrap_or_default()
     );
+    headline(html, file);
     verdicts(html, file);
     machine(html, file);
     if !figures.is_empty() {
+        html.push_str(CHARTS_NOTE);
         charts_div(html, figures, prefix);
     }
     for scenario in file.scenarios() {
@@ -148,6 +163,25 @@ fn charts_div(html: &mut String, figures: &[Figure], prefix: &str) {
     html.push_str("</div>\n");
 }
 
+/// Which lock to use, then a sentence per lock of ours ([`crate::sentence`]), the
+/// first thing a reader of the file sees; nothing where neither of ours ran beside a
+/// peer.
+fn headline(html: &mut String, file: &RunFile) {
+    let lines = crate::sentence::lines(&file.cells);
+    let Some((headline, sentences)) = lines.split_first() else {
+        return;
+    };
+    let _ = writeln!(
+        html,
+        "<div class=\"headline\">\n<p class=\"choice\">{}</p>\n<ul>",
+        escape(headline)
+    );
+    for sentence in sentences {
+        let _ = writeln!(html, "<li>{}</li>", escape(sentence));
+    }
+    html.push_str("</ul>\n</div>\n");
+}
+
 /// The run's verdicts (klocks::Mutex and klocks::RwLock against the fastest peer of
 /// each cell): the summary the run printed last, a line per scenario, made again from
 /// the file's cells (so a file written before runs stored their verdicts has it too);
@@ -170,9 +204,10 @@ fn verdicts(html: &mut String, file: &RunFile) {
         settings.confidence * 100.0
     );
     for v in &file.verdicts {
-        let fairness = v
-            .fairness_judgement
-            .map_or_else(|| "-".to_owned(), |j| j.worded(FAIRNESS.0, FAIRNESS.1));
+        let fairness = v.fairness_judgement.map_or_else(
+            || "-".to_owned(),
+            |j| crate::sentence::ratio_worded(&j, FAIRNESS),
+        );
         let _ = writeln!(
             html,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -180,7 +215,7 @@ fn verdicts(html: &mut String, file: &RunFile) {
             escape(verdict::label(&v.lock)),
             escape(&v.row),
             escape(&v.best_peer),
-            escape(&v.judgement.to_string()),
+            escape(&crate::sentence::ratio(&v.judgement)),
             escape(&fairness)
         );
     }
@@ -368,12 +403,12 @@ mod tests {
         let verdicts = html.find("<td>klocks::Mutex</td><td>threads 4</td><td>std</td>");
         let row = verdicts.unwrap_or_else(|| panic!("{html}"));
         assert!(
-            html[row..].contains("1.25× slower [1.16–1.33]</td><td>-</td>"),
+            html[row..].contains("slower 0.80× [0.75–0.86]</td><td>-</td>"),
             "{html}"
         );
         // A verdict on fairness, where the file has one, in the fairness words.
         assert!(
-            html.contains("1.25× slower [1.16–1.33]</td><td>1.25× less fair [1.16–1.33]</td>"),
+            html.contains("slower 0.80× [0.75–0.86]</td><td>less fair 0.80× [0.75–0.86]</td>"),
             "{html}"
         );
         assert!(
@@ -391,5 +426,84 @@ mod tests {
         .expect("a file without verdicts loads");
         section(&mut without, &file, &[], "");
         assert!(!without.contains("klocks::Mutex"), "{without}");
+    }
+
+    /// A five-run cell of `lock` at about `ops` ops/s.
+    fn cell(scenario: &'static str, lock: &'static str, threads: usize, ops: f64) -> Cell {
+        let runs = [0.99, 1.0, 1.01, 0.995, 1.005]
+            .iter()
+            .map(|jitter| {
+                crate::cells::Run::timed(ops * jitter, std::time::Duration::from_secs(1), 1)
+            })
+            .collect();
+        let layout = (scenario == "rw-mix").then_some("99.9% reads");
+        Cell::of_runs(scenario, lock, threads, layout, "ops/s", runs)
+    }
+
+    #[test]
+    fn the_first_screen_says_which_lock_to_use() {
+        let cells = vec![
+            cell("loop", "default", 2, 87.0),
+            cell("loop", "std", 2, 100.0),
+            cell("loop", "default", 4, 101.0),
+            cell("loop", "std", 4, 100.0),
+            cell("rw-mix", "default-rw", 2, 120.0),
+            cell("rw-mix", "parking_lot-rw", 2, 100.0),
+        ];
+        let file = RunFile {
+            source: PathBuf::new(),
+            machine: super::super::MachineInfo {
+                cpu_model: "cpu".to_owned(),
+                online_cpus: 2,
+                kernel: "6.1".to_owned(),
+                glibc: "2.36".to_owned(),
+                rustc: "1.88".to_owned(),
+                pause_ns: 30.0,
+                pv_spin_ns: 20_000,
+                pv_spin_source: "calibrated".to_owned(),
+                owner_probe: "perf".to_owned(),
+            },
+            command: vec!["lockbench".to_owned()],
+            date: None,
+            verdicts: crate::cells::summary::versus(&cells)
+                .into_iter()
+                .map(|v| super::super::VerdictData {
+                    scenario: v.scenario.to_owned(),
+                    lock: v.lock.to_owned(),
+                    row: v.row,
+                    best_peer: v.best_peer.to_owned(),
+                    judgement: v.judgement,
+                    fairness_judgement: v.fairness_judgement,
+                })
+                .collect(),
+            cells,
+        };
+        let (html, charts) = render(&[file]).expect("the page renders");
+        assert!(!charts.is_empty());
+        let at = |text: &str| html.find(text).unwrap_or_else(|| panic!("{text}: {html}"));
+        let headline = at(
+            "<p class=\"choice\">Which lock to use, from this run: klocks::Mutex; \
+                           klocks::RwLock.</p>",
+        );
+        let mutex = at(
+            "<li>klocks::Mutex: faster than the best peer in 0 of 2 cells, no clear \
+                        difference in 1, slower in 1 (worst: 0.87× in loop, threads 2).</li>",
+        );
+        let rwlock = at("<li>klocks::RwLock: faster than the best peer in 1 of 1 cell");
+        // Above every table and chart: the first thing after the file's heading.
+        let first_table = at("<table");
+        let first_chart = at("<svg");
+        for sentence in [headline, mutex, rwlock] {
+            assert!(sentence < first_table && sentence < first_chart, "{html}");
+        }
+        // One convention everywhere: ours ÷ the best peer, the estimate beside every
+        // interval, never a factor turned around.
+        assert!(html.contains("slower 0.87× ["), "{html}");
+        assert!(html.contains("≈ 1.01× ["), "{html}");
+        assert!(
+            !html.contains("× slower") && !html.contains("× faster"),
+            "{html}"
+        );
+        assert!(!html.contains("≈ ["), "{html}");
     }
 }

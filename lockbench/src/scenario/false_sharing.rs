@@ -113,8 +113,8 @@ impl Config {
         }
     }
 
-    /// The default suite's share: the defaults with 250 ms runs (500 ms with
-    /// --seed-scale).
+    /// The default suite's share: the defaults with [`SUITE_DURATION_MS`] runs (the
+    /// scenario's own with --seed-scale).
     pub fn suite(common: &Common) -> Self {
         let args = Args {
             duration_ms: (!common.seed_scale).then_some(SUITE_DURATION_MS),

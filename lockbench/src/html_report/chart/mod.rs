@@ -128,20 +128,34 @@ pub struct Ranges {
     pub roles: Vec<(String, RGBColor)>,
 }
 
-/// A distinct colour per index (Tableau 10, then darker variants).
+/// The colours of the locks, each far from the others and from the greys and black
+/// of the reference lines and the DNF crosses: Tableau 10 without its grey, then
+/// Trubetskoy's "20 distinct colours" that are dark enough on white. A chart holds up
+/// to 19 locks (the uncontended bars); past those, darker variants.
+pub const PALETTE: [(u8, u8, u8); 19] = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (188, 189, 34),
+    (23, 190, 207),
+    (0, 0, 117),
+    (128, 0, 0),
+    (70, 153, 144),
+    (240, 50, 230),
+    (128, 128, 0),
+    (255, 225, 25),
+    (0, 90, 50),
+    (67, 99, 216),
+    (154, 99, 36),
+    (145, 30, 180),
+];
+
+/// A distinct colour per index ([`PALETTE`], then darker variants).
 pub fn color(index: usize) -> RGBColor {
-    const PALETTE: [(u8, u8, u8); 10] = [
-        (31, 119, 180),
-        (255, 127, 14),
-        (44, 160, 44),
-        (214, 39, 40),
-        (148, 103, 189),
-        (140, 86, 75),
-        (227, 119, 194),
-        (127, 127, 127),
-        (188, 189, 34),
-        (23, 190, 207),
-    ];
     let (r, g, b) = PALETTE[index % PALETTE.len()];
     let shade = |c: u8| (u32::from(c) * 3 / (3 + (index / PALETTE.len()) as u32 * 2)) as u8;
     RGBColor(shade(r), shade(g), shade(b))

@@ -134,7 +134,42 @@ impl Config {
     pub fn cells(&self) -> u64 {
         (self.locks.len() * self.threads.len() * self.reads.len()) as u64
     }
+
+    /// The default suite's share ([`SUITE_THREADS`], [`SUITE_READS`], [`SUITE_OPS`]
+    /// operations and [`SUITE_LOCKS`] unless --rwlocks names others), or the full grid
+    /// with --seed-scale.
+    pub fn suite(common: &Common) -> Self {
+        let mut config = Self::new(&Args::default(), common);
+        if common.seed_scale {
+            return config;
+        }
+        config.threads = SUITE_THREADS.to_vec();
+        config.reads = SUITE_READS.to_vec();
+        config.ops = SUITE_OPS;
+        if common.rwlocks.is_none() {
+            config.locks = SUITE_LOCKS.to_vec();
+        }
+        config
+    }
 }
+
+/// The default suite's thread counts: as many as the 2-CPU machine's CPUs, and 4×
+/// (more readers than CPUs, where a reader that writes the lock's word pays most).
+const SUITE_THREADS: [usize; 2] = [2, 8];
+/// The default suite's read fractions: read-mostly, and write-heavy.
+const SUITE_READS: [ReadFraction; 2] = [ReadFraction::per_mille(999), ReadFraction::per_mille(500)];
+/// The default suite's operations per thread: half the scenario's, so that a row of
+/// 8 threads stays short enough to repeat while its verdict is open.
+const SUITE_OPS: u64 = 50_000;
+/// The default suite's locks: ours and the peers a user would pick. Not
+/// glibc-rw-writer: at 50% reads its writers' turns cost seconds per run, a row as long
+/// as the rest of the suite, for a lock no user picks over glibc-rw.
+const SUITE_LOCKS: [RwLockName; 4] = [
+    OURS,
+    RwLockName::Std,
+    RwLockName::ParkingLot,
+    RwLockName::Pthread,
+];
 
 /// Measures every cell, the locks of a row interleaved in rotating order.
 pub fn run(config: &Config, progress: &Progress) -> Result<Vec<Cell>, Error> {
