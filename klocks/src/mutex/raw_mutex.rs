@@ -469,10 +469,16 @@ impl RawMutex {
     fn unlock_contended(&self, me: u32) {
         // Relaxed: reads our own acquisition's write if we hold the lock (nobody else
         // changes the owner field meanwhile); any other value means we do not.
-        let mut val = self.word.load(Relaxed);
+        let val = self.word.load(Relaxed);
         if owner_of(val) != me {
             unlock_by_non_owner(owner_of(val), me);
         }
+        self.release_contended(val);
+    }
+
+    /// The release of `unlock_contended` by the holder of the word `val`, as the
+    /// transitions `unlock, *` say.
+    fn release_contended(&self, mut val: u32) {
         let word: *const AtomicU32 = &self.word;
         let mut skip_wake = None;
         loop {

@@ -52,8 +52,9 @@ impl RawMutex {
         let mut ticked = false;
         // Whether we slept before a fair unlock could have reserved the lock for the
         // threads that slept (`sleeper takes`): on a word without `TO_SLEEPER`, or
-        // until a tick. A sleep on a free word so reserved, which we could not take,
-        // does not count: the reservation is for the threads that were there first.
+        // until a wake or a tick. A sleep attempt on a free word so reserved that
+        // returned at once does not count: the reservation is for the threads that
+        // were there first, and a re-lock that barges so (`bump`'s) is no sleeper.
         // A signal handler on a thread that waits here as a sleeper counts as its
         // thread: the fair unlock may have woken that thread, which cannot take the
         // lock until the handler returns (`Role::Sleeper`, read before this level
@@ -322,7 +323,7 @@ impl RawMutex {
     /// liveness tick (then `ticked`: [`try_acquire`](Self::try_acquire) takes what a
     /// delegate left), or at once if the lock came free or the word changed; and
     /// whether the sleep counts as one before a fair unlock's reservation (`queued`:
-    /// on a word without `TO_SLEEPER`, or it ticked).
+    /// on a word without `TO_SLEEPER`, or one that a wake or the tick ended).
     ///
     /// A signal handler whose thread is this mutex's spinner first clears the flag,
     /// `(o,1,*,h) -> (o,0,*,h)`: the unlock would otherwise leave the wake to the
@@ -364,11 +365,14 @@ impl RawMutex {
                 SLEEPER
             };
             stats::count(STATS, Event::Sleep);
-            let ticked = patience.sleep(&self.word, val, class);
+            let (ticked, slept) = patience.sleep_woke(&self.word, val, class);
             if ticked {
                 stats::count(STATS, Event::Tick);
             }
-            return (ticked, ticked || val & TO_SLEEPER == 0);
+            // On a free word reserved for the threads that slept, only a sleep that
+            // a wake (or the tick) ended counts: one that returned at once on a word
+            // that had changed was no sleep, and its thread no sleeper.
+            return (ticked, slept || val & TO_SLEEPER == 0);
         }
         (false, false)
     }

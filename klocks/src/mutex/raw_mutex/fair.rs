@@ -88,8 +88,11 @@ impl RawMutex {
             // `w` is set if a thread went to sleep since the mark. Relaxed: we hold
             // the lock; the releasing RMW of the unlock is the Release.
             let val = self.word.fetch_and(!TO_SLEEPER, Relaxed) & !TO_SLEEPER;
-            return self.unlock_beside_others(me, val);
+            return self.release_contended(val);
         }
+        // A handoff: the claims and the sleepers' turns of plain unlocks are spaced
+        // from it (`claimed_at`, written while we hold the lock). Relaxed: a hint.
+        self.claimed_at.store(now_us(), Relaxed);
         // Release: pairs with the Acquire of the sleeper that takes the lock.
         // Relaxed load: the expected value; the cmpxchg checks it.
         let mut val = self.word.load(Relaxed);
