@@ -22,8 +22,8 @@
 //!     about: "what it is",        // one line
 //!     use_when: "...",            // KLOCKS_LOCK=help, docs/design.md's table
 //!     avoid_when: "...",          // docs/design.md's table
-//!     known_as: "klocks::Mutex",  // the type users know it by (the crate's two
-//!                                 // picks only): lockbench's verdicts name it so
+//!     known_as: "klocks::Mutex",  // the type users know it by (the crate's picks
+//!                                 // and FairMutex): lockbench's verdicts name it so
 //!     lends_roles: true,          // a signal handler gets the lock while its own
 //!                                 // thread waits for it (docs/misuse.md)
 //!     c_kind: 8,                  // mutex: its klocks_kind number; none: not in the C API
@@ -51,6 +51,16 @@ macro_rules! for_each_mutex {
                 known_as: "klocks::Mutex",
                 lends_roles: true,
                 c_kind: 7,
+                tracks_owner: true,
+                sleeps: true,
+            };
+            Fair => $crate::RawFairMutex {
+                name: "fair",
+                about: "klocks::FairMutex: klocks::Mutex whose every unlock is fair: with threads asleep on it the lock passes to one of them, which no running thread can take first (parking_lot's FairMutex)",
+                use_when: "waiters must take turns, not win by luck",
+                avoid_when: "throughput with more threads than CPUs (each contended unlock waits for a woken thread)",
+                known_as: "klocks::FairMutex",
+                lends_roles: true,
                 tracks_owner: true,
                 sleeps: true,
             };
@@ -207,8 +217,8 @@ macro_rules! family {
             }
 
             /// The type users know the lock by (`klocks::Mutex`), for the crate's two
-            /// picks, whose lockbench name (`default`) says less; `None` for the
-            /// others, known by their name.
+            /// picks and `klocks::FairMutex`, whose lockbench names (`default`,
+            /// `fair`) say less; `None` for the others, known by their name.
             pub const fn known_as(self) -> Option<&'static str> {
                 match self {
                     $($(#[$attr])* $kind::$variant => optional!($($known_as)?),)*

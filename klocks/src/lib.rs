@@ -34,17 +34,15 @@
 //!
 //! # Coming from parking_lot
 //!
-//! Replacing `parking_lot::` with `klocks::` compiles: [`Mutex`], [`RwLock`],
-//! [`Condvar`], [`ReentrantMutex`], [`Once`] and every guard, `Raw*` type, `const_*`
-//! constructor and `Arc` guard of parking_lot 0.12's root have the same names and
-//! methods (`tests/parking_lot_port.rs` uses each). What differs:
+//! Replacing `parking_lot::` with `klocks::` compiles: [`Mutex`], [`FairMutex`],
+//! [`RwLock`], [`Condvar`], [`ReentrantMutex`], [`Once`] and every guard, `Raw*`
+//! type, `const_*` constructor and `Arc` guard of parking_lot 0.12's root have the
+//! same names and methods (`tests/parking_lot_port.rs` uses each), and
+//! `MutexGuard::unlock_fair` and `bump` pass the lock to a sleeper as parking_lot's
+//! do ([`RawMutex::unlock_fair`]). What differs:
 //!
-//! - **Left out:** `FairMutex` (with its guards, `RawFairMutex` and
-//!   `const_fair_mutex`: a fair unlock that hands the lock to a sleeper needs a
-//!   reservation in the default mutex's word that is not built yet; the default
-//!   mutex bounds every wait with its timed handoff instead), and the `deadlock`
-//!   module (parking_lot's optional deadlock detector, which needs its global
-//!   parking table; klocks locks have none).
+//! - **Left out:** the `deadlock` module (parking_lot's optional deadlock detector,
+//!   which needs its global parking table; klocks locks have none).
 //! - **Misuse panics instead of deadlocking.** Locking a [`Mutex`] again from the
 //!   thread that holds it, or an [`RwLock`] for writing (or reading) while holding
 //!   it for writing, panics where the `lock_api` method docs say it deadlocks;
@@ -194,6 +192,7 @@ mod wait;
 
 #[cfg(not(loom))]
 pub use condvar::{Condvar, WaitTimeoutResult};
+pub use mutex::fair_mutex::RawFairMutex;
 pub use mutex::futex_mutex::FutexMutex;
 pub use mutex::raw_mutex::RawMutex;
 pub use mutex::reentrant::RawThreadId;
@@ -271,6 +270,43 @@ pub use lock_api::{
     ArcMutexGuard, ArcReentrantMutexGuard, ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard,
     ArcRwLockWriteGuard,
 };
+
+/// A mutex whose every unlock is fair (parking_lot's `FairMutex`): `Mutex<T>` on a
+/// [`RawFairMutex`]. When threads sleep on it, an unlock passes it to one of them
+/// (in the futex's order: priority, then arrival), and neither the unlocking thread
+/// nor any other running thread can take it in between; when nobody sleeps, it
+/// unlocks as [`Mutex`] does. Each waiter that sleeps gets its turn, at the price of
+/// a wake-up per contended unlock: pick [`Mutex`], whose waits are bounded too
+/// (by its timed handoff), unless the waiters must take turns.
+///
+/// As for [`Mutex`], a relock by the owner panics instead of deadlocking, and guards
+/// are released on the thread that took them.
+///
+/// ```
+/// let turns = klocks::FairMutex::new(Vec::new());
+/// std::thread::scope(|s| {
+///     for id in 0..4 {
+///         let turns = &turns;
+///         s.spawn(move || turns.lock().push(id));
+///     }
+/// });
+/// assert_eq!(turns.lock().len(), 4);
+/// ```
+#[cfg(not(loom))]
+pub type FairMutex<T> = lock_api::Mutex<RawFairMutex, T>;
+/// Guard of a [`FairMutex`]; its drop is a fair unlock.
+#[cfg(not(loom))]
+pub type FairMutexGuard<'a, T> = lock_api::MutexGuard<'a, RawFairMutex, T>;
+/// A [`FairMutexGuard`] mapped to a part of the data ([`lock_api::MutexGuard::map`]).
+#[cfg(not(loom))]
+pub type MappedFairMutexGuard<'a, T> = lock_api::MappedMutexGuard<'a, RawFairMutex, T>;
+
+/// A [`FairMutex`] in a `const` or `static` initializer, as parking_lot's
+/// `const_fair_mutex`.
+#[cfg(not(loom))]
+pub const fn const_fair_mutex<T>(val: T) -> FairMutex<T> {
+    FairMutex::const_new(RawFairMutex::new(), val)
+}
 
 /// A [`Mutex`] in a `const` or `static` initializer, as parking_lot's `const_mutex`.
 #[cfg(not(loom))]

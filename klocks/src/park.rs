@@ -52,13 +52,13 @@ mod futex {
 
     /// Sleeps while `*word == expected`, as a sleeper of class `bits`, until woken by
     /// a wake of a matching class, until `deadline` (absolute, `CLOCK_MONOTONIC`), or
-    /// spuriously. Whether it returned because the deadline passed.
+    /// spuriously. How the sleep ended.
     pub(crate) fn wait_bits(
         word: &AtomicU32,
         expected: u32,
         bits: u32,
         deadline: Option<&libc::timespec>,
-    ) -> bool {
+    ) -> super::Woke {
         let deadline = deadline.map_or(std::ptr::null(), |t| t as *const libc::timespec);
         // SAFETY: as in `wait`; `deadline` is null or a timespec that outlives the call
         // (FUTEX_WAIT_BITSET takes an absolute time on CLOCK_MONOTONIC). The unused
@@ -74,8 +74,15 @@ mod futex {
                 bits,
             )
         };
+        if ret == 0 {
+            return super::Woke::Woken;
+        }
         // SAFETY: errno is this thread's; read right after the call that set it.
-        ret == -1 && unsafe { *libc::__errno_location() } == libc::ETIMEDOUT
+        match unsafe { *libc::__errno_location() } {
+            libc::ETIMEDOUT => super::Woke::TimedOut,
+            // EAGAIN (the word differed), EINTR (a signal).
+            _ => super::Woke::NotAsleep,
+        }
     }
 
     /// Wakes up to `count` sleepers of a class in `bits` on the word at `word`, which
@@ -189,13 +196,13 @@ mod futex {
         expected: u32,
         bits: u32,
         _deadline: Option<&libc::timespec>,
-    ) -> bool {
+    ) -> super::Woke {
         let (table, wakeup) = &*TABLE;
         let mut t = table.lock().unwrap();
         // Relaxed: the table lock orders this read after any store that preceded a
         // wake which took the lock first, as the kernel's bucket lock does.
         if word.load(Relaxed) != expected {
-            return false;
+            return super::Woke::NotAsleep;
         }
         let id = t.next_id;
         t.next_id += 1;
@@ -210,7 +217,7 @@ mod futex {
             let me = t.sleepers.iter().position(|s| s.id == id).unwrap();
             if t.sleepers[me].woken {
                 t.sleepers.remove(me);
-                return false;
+                return super::Woke::Woken;
             }
         }
     }
@@ -318,17 +325,37 @@ pub(crate) fn wait_as(word: &AtomicU32, expected: u32, bits: u32, deadline: Opti
     futex::wait_bits(word, expected, bits, deadline.as_ref().map(|d| &d.0));
 }
 
-/// [`wait_as`] until `deadline`; whether it returned because the deadline passed
-/// (not woken, not spurious). Under loom it never times out.
+/// [`wait_as`] without a deadline, telling how the sleep ended (the loom models'
+/// sleeps, which never time out).
+#[cfg(loom)]
+pub(crate) fn wait_bits_model(word: &AtomicU32, expected: u32, bits: u32) -> Woke {
+    futex::wait_bits(word, expected, bits, None)
+}
+
+/// How a sleep of [`wait_as_until_woke`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Woke {
+    /// A wake (or a spurious return while asleep).
+    Woken,
+    /// The deadline passed while asleep.
+    TimedOut,
+    /// It did not sleep, or not to the end: the word differed from the expected value
+    /// (it changed before the kernel compared it), or a signal interrupted the sleep.
+    NotAsleep,
+}
+
+/// [`wait_as`] until `deadline`, telling how the sleep ended: whether the deadline
+/// passed (not woken, not spurious), and whether it slept at all (a wait that
+/// returned at once on a changed word did not). Under loom it never times out.
 // Timed waits are native only (loom has no time).
 #[cfg_attr(loom, allow(dead_code))]
 #[inline]
-pub(crate) fn wait_as_until(
+pub(crate) fn wait_as_until_woke(
     word: &AtomicU32,
     expected: u32,
     bits: u32,
     deadline: Deadline,
-) -> bool {
+) -> Woke {
     futex::wait_bits(word, expected, bits, Some(&deadline.0))
 }
 

@@ -22,6 +22,7 @@
 //! |---|---|---|
 //! | [`Role::Spinner`] | before the flag is set, until after it is cleared | clears the flag before it sleeps, so the unlock wakes a sleeper (the interrupted spinner sets the flag again at its next look, as after any unlock that cleared it) |
 //! | [`Role::Claimant`] | before the claim is made, until the claimant took the lock or gave the claim up | the mutex: takes the lock reserved for its thread and consumes the claim, and the interrupted claimant then waits as any waiter; the rwlock: takes `WRITER` past its thread's claim and leaves it, and the interrupted claimant takes the next release |
+//! | [`Role::Sleeper`] | before a default mutex waiter's first sleep, until it took the lock or gave up | takes a lock that a fair unlock reserved for a thread that slept (its thread may be the one that unlock woke); the interrupted waiter then waits as any waiter |
 //! | [`Role::Writer`] | for the whole write slow path of a default rwlock | as a reader, enters a free lock past `WRITERS_WAITING` left for its thread |
 //! | [`Role::Drainer`] | after `WRITER` is taken, until no reader is inside | enters alongside its thread's `WRITER`: as a reader at once, as a writer once the readers left, without releasing `WRITER` at its unlock |
 //!
@@ -66,13 +67,16 @@ pub(crate) enum Role {
     /// The default mutex's handoff claimant, and the default rwlock's writer that
     /// holds a claim.
     Claimant,
+    /// A default mutex waiter that has slept: a fair unlock may have woken it and
+    /// reserved the lock for it.
+    Sleeper,
     /// A writer in the default rwlock's write slow path.
     Writer,
     /// The default rwlock's writer that holds `WRITER` and waits for the readers.
     Drainer,
 }
 
-const ROLES: usize = 4;
+const ROLES: usize = 5;
 
 /// How many nested levels of one role a thread records (module doc, "Nesting").
 pub(crate) const DEPTH: usize = 8;

@@ -104,6 +104,14 @@ impl Patience {
     /// was not woken, and a delegate it may have slept behind has had a tick to act.
     #[cfg(not(loom))]
     pub(crate) fn sleep(self, word: &AtomicU32, expected: u32, bits: u32) -> bool {
+        self.sleep_woke(word, expected, bits).0
+    }
+
+    /// [`sleep`](Self::sleep), also telling whether the thread slept at all: `false`
+    /// if the word differed from `expected` when the kernel compared it (or a signal
+    /// cut the sleep short), so that the call returned without sleeping.
+    #[cfg(not(loom))]
+    pub(crate) fn sleep_woke(self, word: &AtomicU32, expected: u32, bits: u32) -> (bool, bool) {
         let shift = TICK_SHIFT.with(Cell::get);
         let tick = std::time::Duration::from_micros(u64::from(TICK_US << shift));
         let (deadline, by_tick) = match self {
@@ -117,26 +125,34 @@ impl Patience {
                 }
             }
         };
-        let ticked = park::wait_as_until(word, expected, bits, deadline) && by_tick;
+        let woke = park::wait_as_until_woke(word, expected, bits, deadline);
+        let ticked = woke == park::Woke::TimedOut && by_tick;
         let next = if ticked {
             (shift + 1).min((MAX_TICK_US / TICK_US).ilog2())
         } else {
             0
         };
         TICK_SHIFT.with(|s| s.set(next));
-        ticked
+        (ticked, woke != park::Woke::NotAsleep)
     }
 
     /// Under loom: a plain sleep, or, in the models that turn ticks on
     /// ([`TICKS_IN_MODELS`]), no sleep and a passed tick.
     #[cfg(loom)]
     pub(crate) fn sleep(self, word: &AtomicU32, expected: u32, bits: u32) -> bool {
+        self.sleep_woke(word, expected, bits).0
+    }
+
+    /// Under loom: as [`sleep`](Self::sleep), and whether the thread slept (a passed
+    /// tick counts as a sleep).
+    #[cfg(loom)]
+    pub(crate) fn sleep_woke(self, word: &AtomicU32, expected: u32, bits: u32) -> (bool, bool) {
         if TICKS_IN_MODELS.with(Cell::get) {
             crate::sync::yield_now();
-            return true;
+            return (true, true);
         }
-        park::wait_as(word, expected, bits, None);
-        false
+        let woke = park::wait_bits_model(word, expected, bits);
+        (false, woke != park::Woke::NotAsleep)
     }
 
     /// Sleeps `at_most`, or until the deadline if it comes first: the wait of a

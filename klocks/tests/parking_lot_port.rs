@@ -1,18 +1,18 @@
 #![cfg(not(loom))]
 //! A parking_lot program ported by renaming the crate: every item of parking_lot
-//! 0.12's root that klocks has (all but `FairMutex` and its guards, `RawFairMutex`,
-//! `const_fair_mutex`, and the `deadlock` module), used by its klocks name, with
-//! the methods parking_lot's own tests call on them.
+//! 0.12's root that klocks has (all but the `deadlock` module), used by its klocks
+//! name, with the methods parking_lot's own tests call on them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use klocks::lock_api::RawMutex as _;
 use klocks::{
-    const_mutex, const_reentrant_mutex, const_rwlock, ArcMutexGuard, ArcReentrantMutexGuard,
-    ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard, ArcRwLockWriteGuard, Condvar,
-    MappedMutexGuard, MappedReentrantMutexGuard, MappedRwLockReadGuard, MappedRwLockWriteGuard,
-    Mutex, MutexGuard, Once, OnceState, RawMutex, RawRwLock, RawThreadId, ReentrantMutex,
+    const_fair_mutex, const_mutex, const_reentrant_mutex, const_rwlock, ArcMutexGuard,
+    ArcReentrantMutexGuard, ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard, ArcRwLockWriteGuard,
+    Condvar, FairMutex, FairMutexGuard, MappedFairMutexGuard, MappedMutexGuard,
+    MappedReentrantMutexGuard, MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, MutexGuard,
+    Once, OnceState, RawFairMutex, RawMutex, RawRwLock, RawThreadId, ReentrantMutex,
     ReentrantMutexGuard, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard,
     WaitTimeoutResult,
 };
@@ -41,6 +41,26 @@ fn mutex() {
     // SAFETY: this thread took the raw lock just above.
     unsafe { klocks::lock_api::RawMutex::unlock(&raw) };
     assert_eq!(Mutex::new(5).into_inner(), 5);
+}
+
+static FAIR: FairMutex<u32> = const_fair_mutex(0);
+
+#[test]
+fn fair_mutex() {
+    let mut guard: FairMutexGuard<'_, u32> = FAIR.lock();
+    *guard += 1;
+    FairMutexGuard::bump(&mut guard);
+    let mapped: MappedFairMutexGuard<'_, u32> = FairMutexGuard::map(guard, |n| n);
+    drop(mapped);
+    FairMutexGuard::unlock_fair(FAIR.lock());
+    assert!(FAIR.try_lock_for(SHORT).is_some());
+    let raw = RawFairMutex::INIT;
+    raw.lock();
+    // SAFETY: this thread took the raw lock just above.
+    unsafe { klocks::lock_api::RawMutexFair::unlock_fair(&raw) };
+    let mut guard = COUNT.lock();
+    MutexGuard::bump(&mut guard);
+    MutexGuard::unlock_fair(guard);
 }
 
 #[test]

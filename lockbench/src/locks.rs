@@ -76,6 +76,7 @@ macro_rules! raw_bench_lock {
 raw_bench_lock! {
     spin::mutex::SpinMutex<()> => "spin",
     parking_lot::RawMutex => "parking_lot",
+    parking_lot::RawFairMutex => "parking_lot-fair",
     // The negative control: a test-then-set lock that lets two threads in at once.
     klocks::testing::BustedLock => "busted",
     // The negative control of `torture --signals same`: a wake left to a spinner
@@ -221,6 +222,8 @@ lock_table! {
     Spin => spin::mutex::SpinMutex<()>, raw: "spin 0.9 SpinMutex: test-and-set spinlock, not FIFO";
     Std => std::sync::Mutex<()>: "std::sync::Mutex<()>: futex, spins briefly before sleeping";
     ParkingLot => parking_lot::RawMutex, raw: "parking_lot::RawMutex: spins a little, then parks";
+    ParkingLotFair => parking_lot::RawFairMutex, raw:
+        "parking_lot::FairMutex's raw lock: every unlock hands the lock to the first parked thread";
     Pthread => Pthread: "glibc pthread_mutex_t, default type: futex, no spinning";
     PthreadAdaptive => PthreadAdaptive:
         "glibc PTHREAD_MUTEX_ADAPTIVE_NP: bounded spin, then futex";

@@ -8,6 +8,7 @@
 //! spinner's take, its early stop and the unlock that skips its wake for the spinner
 //! are all explored next to the sleep path.
 
+use super::fair_mutex::RawFairMutex;
 use super::futex_mutex::FutexMutex;
 use super::raw_mutex::RawMutex;
 use super::spin_futex_mutex::SpinFutexMutex;
@@ -382,6 +383,163 @@ fn spin_futex_mutex_frozen_spinner_is_passed_after_a_tick() {
             lock.unlock();
             waiter.join().unwrap();
             assert!(!lock.is_locked());
+        });
+    });
+}
+
+/// `FairMutex`'s raw lock, every unlock fair: the mark, the wake while held, the
+/// reserved release, the sleeper's take, and the plain unlock when the wake found
+/// nobody, between two threads that each take the lock twice.
+#[test]
+fn raw_fair_mutex_two_threads_twice() {
+    explore::<RawFairMutex>(2, 2);
+}
+
+/// As above with three threads: a sleeper, a spinner or claimant and a barger at one
+/// fair unlock.
+#[test]
+fn raw_fair_mutex_three_threads() {
+    explore::<RawFairMutex>(3, 1);
+}
+
+/// As above with the handoff claim off: a woken waiter that finds the lock taken
+/// sleeps again as a plain sleeper, so a fair unlock meets a sleeper that went back
+/// to sleep on its marked word, whose wake it owes after the release.
+#[test]
+fn raw_fair_mutex_owner_then_two_waiters_without_claims() {
+    crate::testing::with_switch(
+        &super::raw_mutex::handoff::CLAIMS_IN_MODELS,
+        false,
+        owner_then_two_waiters::<RawFairMutex>,
+    );
+}
+
+/// The fair unlock with a racing barger: the owner unlocks fairly while a waiter
+/// sleeps (or is on its way to sleep) and a second thread barges with `try_lock`
+/// and then `lock`. Exclusion holds (the count), nobody is left asleep (loom's
+/// deadlock check), and the lock ends free, not reserved for a sleeper that is gone.
+#[test]
+fn raw_mutex_unlock_fair_with_a_racing_barger() {
+    crate::testing::with_switch(&super::raw_mutex::handoff::CLAIMS_IN_MODELS, false, || {
+        bounded(2).check(|| {
+            let lock = crate::sync::Arc::new(RawMutex::new());
+            let data = crate::sync::Arc::new(crate::sync::UnsafeCell::new(0u32));
+            lock.lock();
+            let count = |lock: &RawMutex, data: &crate::sync::UnsafeCell<u32>| {
+                // SAFETY: under the lock (loom checks that it excludes).
+                data.with_mut(|d| unsafe { *d += 1 });
+                lock.unlock_fair();
+            };
+            let sleeper = {
+                let (lock, data) = (lock.clone(), data.clone());
+                crate::sync::spawn(move || {
+                    lock.lock();
+                    count(&lock, &data);
+                })
+            };
+            crate::sync::yield_now();
+            let barger = {
+                let (lock, data) = (lock.clone(), data.clone());
+                crate::sync::spawn(move || {
+                    if !lock.try_lock() {
+                        lock.lock();
+                    }
+                    count(&lock, &data);
+                })
+            };
+            lock.unlock_fair();
+            sleeper.join().unwrap();
+            barger.join().unwrap();
+            // SAFETY: both threads are done with the data.
+            assert_eq!(data.with(|d| unsafe { *d }), 2);
+            assert!(lock.try_lock(), "a fair unlock left the lock reserved");
+            lock.unlock();
+        });
+    });
+}
+
+/// The fair unlock with nobody asleep, or a waiter arriving while it runs: the wake
+/// finds nobody (or the arriving sleeper), and the lock must end free, never reserved
+/// for nobody.
+#[test]
+fn raw_mutex_unlock_fair_with_no_sleeper() {
+    bounded(2).check(|| {
+        let lock = crate::sync::Arc::new(RawMutex::new());
+        lock.lock();
+        let arriving = {
+            let lock = lock.clone();
+            crate::sync::spawn(move || {
+                lock.lock();
+                lock.unlock_fair();
+            })
+        };
+        lock.unlock_fair();
+        arriving.join().unwrap();
+        assert!(!lock.is_locked());
+        assert!(
+            lock.try_lock(),
+            "a fair unlock left the lock reserved for nobody"
+        );
+        lock.unlock();
+    });
+}
+
+/// A sleeper whose sleeps end without a wake (each returns as if its liveness tick
+/// passed, as a timed-out sleep does): the fair unlock's wake may find it awake, or
+/// asleep and then racing its own tick; either way the lock passes or is freed, and
+/// both threads finish.
+#[test]
+fn raw_mutex_unlock_fair_with_a_sleeper_that_times_out() {
+    crate::testing::with_switch(&crate::wait::TICKS_IN_MODELS, true, || {
+        bounded(2).check(|| {
+            let lock = crate::sync::Arc::new(RawMutex::new());
+            lock.lock();
+            let sleeper = {
+                let lock = lock.clone();
+                crate::sync::spawn(move || {
+                    lock.lock();
+                    lock.unlock_fair();
+                })
+            };
+            crate::sync::yield_now();
+            lock.unlock_fair();
+            sleeper.join().unwrap();
+            assert!(lock.try_lock(), "the lock stayed reserved");
+            lock.unlock();
+        });
+    });
+}
+
+/// A claimant that never takes its reservation, released by a fair unlock: the fair
+/// unlock is the handoff unlock then, and the waiter whose sleep ticks breaks the
+/// reservation and takes the lock, as after a plain unlock.
+#[test]
+fn raw_mutex_frozen_claimant_is_passed_after_a_fair_unlock() {
+    use super::raw_mutex::handoff::Claim;
+    use crate::role::Role;
+    crate::testing::with_switch(&crate::wait::TICKS_IN_MODELS, true, || {
+        bounded(2).check(|| {
+            let lock = crate::sync::Arc::new(RawMutex::new());
+            lock.lock();
+            let frozen = {
+                let lock = lock.clone();
+                crate::sync::spawn(move || {
+                    let outer = Role::Claimant.mark();
+                    assert!(lock.claim(Claim::Slept { since: 0 }, outer));
+                })
+            };
+            frozen.join().unwrap();
+            let waiter = {
+                let lock = lock.clone();
+                crate::sync::spawn(move || {
+                    lock.lock();
+                    lock.unlock_fair();
+                })
+            };
+            lock.unlock_fair();
+            waiter.join().unwrap();
+            assert!(!lock.is_locked());
+            assert!(lock.try_lock());
         });
     });
 }

@@ -74,14 +74,17 @@
 //! # The words
 //!
 //! ```text
-//!    31        30         29      28     22 21                0
-//! +---------+----------+----------+--------+-------------------+
-//! | WAITERS | SPINNING | HANDOFF  |   0    |  owner thread id  |   owner 0: free
-//! +---------+----------+----------+--------+-------------------+
+//!    31        30         29          28        27   22 21                0
+//! +---------+----------+---------+------------+--------+-------------------+
+//! | WAITERS | SPINNING | HANDOFF | TO_SLEEPER |   0    |  owner thread id  |   owner 0: free
+//! +---------+----------+---------+------------+--------+-------------------+
 //! ```
 //!
 //! and `claimed_at`, the microsecond clock (wrapping) of the last handoff claim.
-//! Transitions, as `(owner, spinning, waiters, handoff)`:
+//! Transitions, as `(owner, spinning, waiters, handoff)`, where `handoff` is 0, 1
+//! (`HANDOFF`: reserved for the claimant) or `S` (`TO_SLEEPER`: a fair unlock
+//! reserved it for any thread that slept: "The fair unlock" below); the two
+//! reservations are never set together:
 //!
 //! ```text
 //! fast path:       (0,s,0,0) -> (me,s,0,0)                    cmpxchg (s = 0, then 1)
@@ -98,7 +101,15 @@
 //! unlock, wake:    (me,0,1,0) -> (0,0,0,0), futex_wake(SLEEPER)
 //! unlock, spin:    (me,1,1,0) -> (0,1,1,0); every FAIR_SKIPS-th futex_wake(SLEEPER)
 //! unlock, handoff: (me,s,w,1) -> (0,s,w,1), futex_wake(CLAIMANT)
+//! fair unlock, mark:  (me,s,1,0) -> (me,s,0,S), futex_wake(SLEEPER) cmpxchg, still held
+//! fair, none woke:    (me,s,w,S) -> (me,s,w,0), then `unlock`     fetch_and, still held
+//! fair, one woke:     (me,s,w,S) -> (0,s,1,S); futex_wake(SLEEPER) if w
+//! sleeper takes:      (0,s,w,S) -> (me,s',1,0)                    cmpxchg, by a thread that slept
 //! ```
+//!
+//! (`s'`: the spinner's flag, dropped by a take after a sleep that ticked, as in
+//! `barge`.) The fair unlock's `S` on a held word is its mark, and no other unlock
+//! meets it: only the holder unlocks, and a sleeper's take clears it.
 //!
 //! `slept`: a thread that has slept in this acquisition takes the lock with `WAITERS`
 //! set (Drepper's rule): it cannot know whether others still sleep. A claimant after
@@ -128,6 +139,16 @@
 //! the one that wakes it. A timed waiter that gives up after sleeping may have eaten
 //! a wake: it leaves `WAITERS` set on a held or reserved word (or takes a free one),
 //! so the duty is not lost with it.
+//!
+//! # The fair unlock
+//!
+//! [`unlock_fair`](RawMutex::unlock_fair) passes the lock to a thread that sleeps on
+//! it, as parking_lot's does, and unlocks plainly when nobody sleeps: `WAITERS` alone
+//! cannot tell (it often stands for nobody), so the unlock asks the futex, waking one
+//! sleeper while it still holds the lock, and reserves the lock only if the kernel
+//! woke one. The transitions `fair *` and `sleeper takes` above; the races with a
+//! barger and with a new sleeper, and why the wake comes before the release, are in
+//! `raw_mutex/fair.rs`. [`FairMutex`](crate::FairMutex) unlocks so every time.
 //!
 //! # Signals
 //!
@@ -195,6 +216,9 @@ use crate::sync::{cpu_relax_times, AtomicU32, Ordering::*};
 
 /// The owner's thread id (Linux thread ids fit in 22 bits: `PID_MAX_LIMIT`).
 const OWNER_MASK: u32 = (1 << 22) - 1;
+/// A fair unlock is under way (on a held word) or has reserved the free lock for any
+/// thread that slept on it (`handoff = S` in the module doc).
+const TO_SLEEPER: u32 = 1 << 28;
 /// The lock is reserved for the thread that claimed a handoff.
 const HANDOFF: u32 = 1 << 29;
 /// One waiter spins on the owner.
@@ -340,7 +364,7 @@ impl RawMutex {
     #[inline]
     pub fn try_lock(&self) -> bool {
         let me = owner::current_tid();
-        self.take_free(me) || self.try_acquire(me, false, false)
+        self.take_free(me) || self.try_acquire(me, false, false, false)
     }
 
     /// Takes a free word with nobody waiting, for the thread whose
@@ -445,10 +469,16 @@ impl RawMutex {
     fn unlock_contended(&self, me: u32) {
         // Relaxed: reads our own acquisition's write if we hold the lock (nobody else
         // changes the owner field meanwhile); any other value means we do not.
-        let mut val = self.word.load(Relaxed);
+        let val = self.word.load(Relaxed);
         if owner_of(val) != me {
             unlock_by_non_owner(owner_of(val), me);
         }
+        self.release_contended(val);
+    }
+
+    /// The release of `unlock_contended` by the holder of the word `val`, as the
+    /// transitions `unlock, *` say.
+    fn release_contended(&self, mut val: u32) {
         let word: *const AtomicU32 = &self.word;
         let mut skip_wake = None;
         loop {
@@ -557,6 +587,7 @@ impl std::fmt::Debug for RawMutex {
             .field("spinning", &(val & SPINNING != 0))
             .field("waiters", &(val & WAITERS != 0))
             .field("handoff", &(val & HANDOFF != 0))
+            .field("to_sleeper", &(val & TO_SLEEPER != 0))
             .finish()
     }
 }
@@ -591,6 +622,7 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
 }
 
 mod contended;
+mod fair;
 mod fork_child;
 pub(super) mod handoff;
 

@@ -87,7 +87,9 @@ impl RawMutex {
         // Acquire).
         let mut val = self.word.load(Relaxed);
         loop {
-            if owner_of(val) == 0 || val & HANDOFF != 0 {
+            // A fair unlock under way (TO_SLEEPER) passes the lock to a thread that
+            // slept, which a claimant is too: no claim beside it.
+            if owner_of(val) == 0 || val & (HANDOFF | TO_SLEEPER) != 0 {
                 return false;
             }
             // Recorded before the word says so: a signal handler that sees HANDOFF on
@@ -128,11 +130,16 @@ impl RawMutex {
             // Relaxed: picks the transition; the take below is the Acquire.
             let val = self.word.load(Relaxed);
             let owner = owner_of(val);
+            if owner == 0 && val & HANDOFF == 0 {
+                // Free and no longer reserved: someone consumed the claim. The
+                // caller barges (or takes what a fair unlock left for a sleeper).
+                return false;
+            }
             if owner == 0 {
                 // Only a claimant's take clears HANDOFF: nobody else can take it
                 // meanwhile (but a handler on this thread, which consumes the claim
-                // record first). Without HANDOFF the lock is simply free: we barge.
-                // Acquire: pairs with the Release of the handoff unlock.
+                // record first). Acquire: pairs with the Release of the handoff
+                // unlock.
                 if self
                     .word
                     .compare_exchange(
