@@ -152,7 +152,7 @@ fn reads(name: Option<&str>) -> Option<Vec<&'static str>> {
             let takes = scenario::takes_of(name)?;
             ids.extend(ADAPTIVE);
             ids.push("stats");
-            if !["sharded", "rw-mix"].contains(&name) {
+            if !["sharded", "rw-mix", "lock-bench"].contains(&name) {
                 ids.push("seed_scale");
             }
             match takes {

@@ -14,12 +14,14 @@ mod repeated;
 mod rw_mix;
 pub mod summary;
 mod table;
+mod wait;
 
 pub use conditions::{Conditions, Placement, NEAR_MAX_NS};
 pub use progress::Progress;
 pub use repeated::{Ended, Repeated};
 pub use rw_mix::{RwMix, ThreadPlacement};
 pub use table::{num, percent, si, wrap, Table, COLUMNS};
+pub use wait::{Wait, Waits};
 
 use serde::{Deserialize, Serialize};
 
@@ -97,6 +99,10 @@ pub struct Run {
     /// Reader-writer runs only: the readers' and the writers' shares.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rw: Option<RwRun>,
+    /// The scenarios that time their acquisitions (mutex-load, overcommit, rw-fair,
+    /// rw-mix): the run's lock waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<Waits>,
 }
 
 impl Run {
@@ -133,7 +139,13 @@ impl Run {
             drain: None,
             last_start_ms: None,
             rw: None,
+            wait: None,
         }
+    }
+
+    /// The run's p99.9 wait ([`Waits::tail_ns`]), where it timed its acquisitions.
+    pub fn wait_tail_ns(&self) -> Option<f64> {
+        self.wait.and_then(|w| w.tail_ns())
     }
 }
 
@@ -460,6 +472,34 @@ impl Cell {
             .filter(|run| run.finished)
             .filter_map(|run| crate::verdict::log_throughput(run.value, self.lower_is_better()))
             .collect()
+    }
+
+    /// Every finished run's p99.9 wait ([`Run::wait_tail_ns`]) as a log throughput
+    /// (lower is better: `-ln`), for the verdicts on the tail; none when the cell did
+    /// not finish or timed no acquisition.
+    pub fn log_wait_tails(&self) -> Vec<f64> {
+        if self.unfinished.is_some() || self.summary.is_none() {
+            return Vec::new();
+        }
+        self.runs
+            .iter()
+            .filter(|run| run.finished)
+            .filter_map(Run::wait_tail_ns)
+            .filter_map(|ns| crate::verdict::log_throughput(ns, true))
+            .collect()
+    }
+
+    /// The median over runs of one histogram's quantiles (p50, p99, p99.9, max, in
+    /// ns), `pick` choosing the histogram of a run's waits; `None` where no run has it.
+    pub fn wait_quantiles(&self, pick: impl Fn(&Waits) -> Option<Wait>) -> Option<[f64; 4]> {
+        let quantiles: Vec<[f64; 4]> = self
+            .runs
+            .iter()
+            .filter_map(|run| run.wait.as_ref().and_then(&pick))
+            .map(|wait| wait.quantiles())
+            .collect();
+        let median = |at: usize| Summary::of(quantiles.iter().map(|q| q[at])).map(|s| s.median);
+        Some([median(0)?, median(1)?, median(2)?, median(3)?])
     }
 
     /// The median over runs of the slowest thread's operations ÷ the mean; `None`

@@ -45,7 +45,8 @@ pub fn write_json(path: &Path, machine: &Machine, cells: &[Cell]) -> io::Result<
 const CSV_HEADER: &str = "scenario,lock,threads,layout,unit,median,min,max,runs,finished,\
 progress_pct,ns_per_handoff,handoff_per_c2c,c2c_before_ns,c2c_after_ns,placement_changed,\
 pause_before_ns,pause_after_ns,steal_ms,others_ms,noisy,cs,overcommit,load_pauses,min_per_mean,max_per_mean,drain_ms,\
-readers,writers,reads_per_s,writes_per_s,reader_group";
+readers,writers,reads_per_s,writes_per_s,reader_group,wait_every,wait_added_ns,wait_p50_ns,wait_p99_ns,\
+wait_p999_ns,wait_max_ns,read_wait_p999_ns,write_wait_p999_ns";
 
 fn opt(value: Option<f64>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
@@ -54,6 +55,8 @@ fn opt(value: Option<f64>) -> String {
 fn csv_row(cell: &Cell) -> String {
     let summary = cell.summary.as_ref();
     let conditions = cell.conditions.as_ref();
+    // The waits' p50/p99/p99.9/max, medians over the runs.
+    let all = cell.wait_quantiles(|w| w.all);
     let fields = [
         cell.scenario.to_owned(),
         cell.lock.to_owned(),
@@ -98,6 +101,17 @@ fn csv_row(cell: &Cell) -> String {
         opt(cell.median_of(|run| run.rw.map(|rw| rw.reads_per_s))),
         opt(cell.median_of(|run| run.rw.map(|rw| rw.writes_per_s))),
         opt(cell.median_of(|run| run.rw.and_then(|rw| rw.reader_group))),
+        cell.runs
+            .iter()
+            .find_map(|run| run.wait.map(|w| w.every.to_string()))
+            .unwrap_or_default(),
+        opt(cell.median_of(|run| run.wait.map(|w| w.added_ns))),
+        opt(all.map(|q| q[0])),
+        opt(all.map(|q| q[1])),
+        opt(all.map(|q| q[2])),
+        opt(all.map(|q| q[3])),
+        opt(cell.wait_quantiles(|w| w.readers).map(|q| q[2])),
+        opt(cell.wait_quantiles(|w| w.writers).map(|q| q[2])),
     ];
     fields.map(|f| csv_field(&f)).join(",")
 }
@@ -130,5 +144,36 @@ mod tests {
         assert_eq!(csv_field("std"), "std");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
+    #[test]
+    fn every_row_has_a_field_per_header_and_the_waits_land_under_theirs() {
+        let wait = crate::cells::Wait {
+            samples: 10,
+            p50_ns: 20,
+            p99_ns: 300,
+            p999_ns: 4_000,
+            max_ns: 50_000,
+        };
+        let run = crate::cells::Run {
+            wait: Some(crate::cells::Waits {
+                every: 16,
+                added_ns: 40.0,
+                all: Some(wait),
+                readers: None,
+                writers: None,
+            }),
+            ..crate::cells::Run::timed(1.0, std::time::Duration::from_secs(1), 1)
+        };
+        let cell = Cell::of_runs("mutex-load", "std", 2, None, "ops/s", vec![run]);
+        let headers: Vec<&str> = CSV_HEADER.split(',').collect();
+        let row = csv_row(&cell);
+        let fields: Vec<&str> = row.split(',').collect();
+        assert_eq!(fields.len(), headers.len(), "{row}");
+        let field = |name: &str| fields[headers.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(field("wait_every"), "16");
+        assert_eq!(field("wait_p999_ns"), "4000");
+        assert_eq!(field("wait_max_ns"), "50000");
+        assert_eq!(field("write_wait_p999_ns"), "");
     }
 }

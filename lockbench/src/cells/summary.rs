@@ -1,16 +1,18 @@
 //! The summary at the end of a run: in each scenario, `klocks::Mutex` (`default`)
 //! and `klocks::RwLock` (`default-rw`) against the fastest of the locks a user would
-//! otherwise pick, cell by cell, with the verdicts of [`crate::verdict`]; and whether
-//! the machine was quiet while it measured.
+//! otherwise pick, cell by cell, with the verdicts of [`crate::verdict`]: throughput
+//! and fairness, and where the cells timed their lock waits the p99.9 wait against
+//! the peer whose p99.9 is the shortest; and whether the machine was quiet while it
+//! measured.
 
 use serde::Serialize;
 
 use super::{Cell, Table};
-use crate::harness::versus::{against_best, STARVED};
+use crate::harness::versus::{against_best, against_shortest_tail, STARVED};
 use crate::harness::windowed::{against_fairest, fairness};
 use crate::locks::{LockName, ALTERNATIVES, DEFAULT};
 use crate::rwlocks::{RwLockName, RW_ALTERNATIVES, RW_DEFAULT};
-use crate::verdict::{self, Judgement, Ledger, Settings, Tally};
+use crate::verdict::{self, Judgement, Ledger, Settings, Tally, WAIT};
 
 /// One cell of ours against the best peer of its row.
 #[derive(Debug, Clone, Serialize)]
@@ -32,6 +34,23 @@ pub struct Versus {
     pub fairness_judgement: Option<Judgement>,
     /// Our runs' and the best peer's log throughputs, for the geometric mean's
     /// interval.
+    #[serde(skip)]
+    pub runs: (Vec<f64>, Vec<f64>),
+    /// Where the cells timed their waits: ours against the peer with the shortest
+    /// p99.9 wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait: Option<TailVersus>,
+}
+
+/// One cell of ours against the peer of its row whose p99.9 wait is the shortest.
+#[derive(Debug, Clone, Serialize)]
+pub struct TailVersus {
+    /// The peer with the shortest median p99.9 wait.
+    pub shortest_peer: &'static str,
+    /// That peer's p99.9 ÷ ours, run by run (above 1: ours is shorter).
+    pub judgement: Judgement,
+    /// Our runs' and that peer's p99.9 waits as log throughputs (`-ln`), for the
+    /// geometric mean's interval.
     #[serde(skip)]
     pub runs: (Vec<f64>, Vec<f64>),
 }
@@ -109,6 +128,13 @@ pub fn versus(cells: &[Cell]) -> Vec<Versus> {
             continue;
         };
         let fairest = against_fairest(ours, &in_row);
+        let wait = against_shortest_tail(ours, in_row.iter().copied()).map(|(peer, judgement)| {
+            TailVersus {
+                shortest_peer: peer.lock,
+                judgement,
+                runs: (ours.log_wait_tails(), peer.log_wait_tails()),
+            }
+        });
         found.push(Versus {
             scenario: ours.scenario,
             lock: ours.lock,
@@ -118,6 +144,7 @@ pub fn versus(cells: &[Cell]) -> Vec<Versus> {
             fairness: fairness(ours).zip(fairest.map(|(f, _, _)| f)),
             fairness_judgement: fairest.and_then(|(_, _, judged)| judged),
             runs: (ours.log_throughputs(), best.log_throughputs()),
+            wait,
         });
     }
     found
@@ -240,6 +267,13 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             }),
             fairness,
         ]);
+        let tail_rows = versus
+            .iter()
+            .filter(|v| v.scenario == scenario && v.lock == lock)
+            .filter_map(|v| Some((v.row.as_str(), v.wait.as_ref()?)));
+        if let Some(tail) = tail_row(scenario, lock, tail_rows, &mut lowest) {
+            table.row(tail);
+        }
     }
     table.note(format!(
         "faster/≈/slower: cells where ours is faster than the fastest peer, not clearly \
@@ -249,7 +283,10 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
          fairest peer's, run by run: cells where ours is fairer/≈/less fair\n  (a starved \
          thread counts as {STARVED}); then ours / the fairest peer's, geometric means over \
          the cells where every\n  thread of both got a turn; \"N starved\": cells where a \
-         thread of either got none",
+         thread of either got none\n  p99.9 wait: the p99.9 lock wait of the peer with the \
+         shortest ÷ ours, run by run (above 1: ours is shorter; with\n  readers and \
+         writers, the longer role's); its faster/≈/slower: cells where ours is \
+         shorter/≈/longer",
         match lowest.is_empty() {
             true => "-".to_owned(),
             false => lowest.join("; "),
@@ -269,6 +306,48 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
     table.note(all.tally().note(settings));
     table.note(machine_note(cells));
     Some(table)
+}
+
+/// The p99.9-wait line under a scenario's line, from its cells' verdicts on the tail
+/// (`rows`: each cell's row and verdict); `None` when no cell has one. Its lowest cell
+/// is named in `lowest`.
+fn tail_row<'a>(
+    scenario: &str,
+    lock: &str,
+    rows: impl Iterator<Item = (&'a str, &'a TailVersus)>,
+    lowest: &mut Vec<String>,
+) -> Option<Vec<String>> {
+    let settings = Settings::default();
+    let mut ledger = Ledger::default();
+    let mut runs: Vec<(&[f64], &[f64])> = Vec::new();
+    for (row, tail) in rows {
+        ledger.add(row, tail.judgement);
+        runs.push((&tail.runs.0, &tail.runs.1));
+    }
+    let (row, worst) = ledger.worst()?;
+    let tally = ledger.tally();
+    let mut counts = format!(
+        "{}/{}/{}",
+        tally.faster, tally.no_clear_difference, tally.slower
+    );
+    if tally.too_few_runs > 0 {
+        counts += &format!(" ({} too few runs)", tally.too_few_runs);
+    }
+    let mean = verdict::geometric_mean_interval(&runs, settings.confidence);
+    let label = verdict::label(lock);
+    lowest.push(format!("{scenario} {label} p99.9 wait: {row}"));
+    Some(vec![
+        scenario.to_owned(),
+        format!("{label} p99.9 wait"),
+        counts,
+        match (mean, ledger.geometric_mean()) {
+            (Some(mean), _) => mean.to_string(),
+            (None, Some(mean)) => format!("{mean:.2}×, too few runs"),
+            (None, None) => "-".to_owned(),
+        },
+        worst.worded(WAIT.0, WAIT.1),
+        "-".to_owned(),
+    ])
 }
 
 /// Whether the machine was quiet: the contended cells whose placement changed (`*`)

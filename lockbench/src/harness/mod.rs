@@ -9,6 +9,7 @@ pub mod rw;
 pub mod spread;
 pub mod stats;
 pub mod versus;
+pub mod wait;
 pub mod watch;
 pub mod windowed;
 
@@ -26,6 +27,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::locks::{BenchLock, LockName};
 use crate::rwlocks::RwLockName;
+use wait::WaitClock;
 
 /// The global options, resolved.
 #[derive(Debug, Clone)]
@@ -179,6 +181,25 @@ impl<L: BenchLock> Guarded<L> {
             data.count += 1;
             std::mem::replace(&mut data.owner, me)
         });
+        previous != me && previous != NO_OWNER
+    }
+
+    /// [`enter_with`](Self::enter_with), `clock` timing the lock call when it picks
+    /// this acquisition: read just before the call and first thing under the lock,
+    /// recorded after the unlock.
+    #[inline]
+    pub fn enter_timed(&self, me: usize, clock: &mut WaitClock, work: impl FnOnce()) -> bool {
+        let started = clock.start();
+        let (previous, acquired) = self.inner.lock.with(|| {
+            let acquired = WaitClock::acquired(started);
+            work();
+            // SAFETY: inside the lock (see the `Sync` impl); the reference does not
+            // outlive the critical section.
+            let data = unsafe { &mut *self.inner.data.get() };
+            data.count += 1;
+            (std::mem::replace(&mut data.owner, me), acquired)
+        });
+        clock.record(started, acquired);
         previous != me && previous != NO_OWNER
     }
 

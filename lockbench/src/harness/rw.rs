@@ -25,8 +25,10 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use super::wait::WaitClock;
 use super::{pause, Error, Stop, Tallied};
 use crate::cells::{num, Cell, PerThread, RwRun};
 use crate::rwlocks::BenchRwLock;
@@ -73,12 +75,21 @@ struct RwInner<L> {
 // `busted-rw` breaks it on purpose and is caught.
 unsafe impl<L: BenchRwLock> Sync for RwGuarded<L> {}
 
-/// One thread's run: its sections inside the window, after it, and its torn reads.
-#[derive(Debug, Clone, Copy, Default)]
+/// One thread's run: its sections inside the window, after it, its torn reads and
+/// its waits.
+#[derive(Debug, Clone)]
 pub struct RwTally {
     counted: u64,
     late: u64,
     torn: u64,
+    waits: Histogram<u64>,
+}
+
+impl RwTally {
+    /// The waits this thread's clock recorded.
+    pub fn waits(&self) -> &Histogram<u64> {
+        &self.waits
+    }
 }
 
 impl Tallied for RwTally {
@@ -110,8 +121,26 @@ impl<L: BenchRwLock> RwGuarded<L> {
     /// `a == b`.
     #[inline]
     pub fn read(&self, load: u32) -> bool {
+        self.inner.lock.read(|| self.read_data(load))
+    }
+
+    /// [`read`](Self::read), `clock` timing the lock call when it picks this one.
+    #[inline]
+    pub fn read_timed(&self, load: u32, clock: &mut WaitClock) -> bool {
+        let started = clock.start();
+        let (whole, acquired) = self.inner.lock.read(|| {
+            let acquired = WaitClock::acquired(started);
+            (self.read_data(load), acquired)
+        });
+        clock.record(started, acquired);
+        whole
+    }
+
+    /// The read section's body, under the read side.
+    #[inline(always)]
+    fn read_data(&self, load: u32) -> bool {
         let inner = &*self.inner;
-        inner.lock.read(|| {
+        {
             let data = inner.data.get();
             // SAFETY: inside the read side (see the `Sync` impl): writers are out,
             // so nothing writes `a` or `b`; raw reads, no reference that could alias
@@ -126,15 +155,33 @@ impl<L: BenchRwLock> RwGuarded<L> {
             // SAFETY: as for `a`.
             let b = unsafe { ptr::read_volatile(ptr::addr_of!((*data).b)) };
             a == b
-        })
+        }
     }
 
     /// One write section: `a += 1`, `load` pauses, `b += 1`, closing the read phase
     /// it finds open.
     #[inline]
     pub fn write(&self, load: u32) {
+        self.inner.lock.write(|| self.write_data(load));
+    }
+
+    /// [`write`](Self::write), `clock` timing the lock call when it picks this one.
+    #[inline]
+    pub fn write_timed(&self, load: u32, clock: &mut WaitClock) {
+        let started = clock.start();
+        let acquired = self.inner.lock.write(|| {
+            let acquired = WaitClock::acquired(started);
+            self.write_data(load);
+            acquired
+        });
+        clock.record(started, acquired);
+    }
+
+    /// The write section's body, under the write side.
+    #[inline(always)]
+    fn write_data(&self, load: u32) {
         let inner = &*self.inner;
-        inner.lock.write(|| {
+        {
             let data = inner.data.get();
             // SAFETY: inside the write side (see the `Sync` impl): this thread alone
             // touches the data until it unlocks.
@@ -154,17 +201,23 @@ impl<L: BenchRwLock> RwGuarded<L> {
                 let b = ptr::addr_of_mut!((*data).b);
                 ptr::write_volatile(b, ptr::read_volatile(b) + 1);
             }
-        });
+        }
     }
 
-    /// A lock thread of `role`: its section, then `outside` pauses, until stopped. A
-    /// section that finishes after the thread sees the stop flag is late: verified,
-    /// not counted.
-    pub fn work(&self, role: Role, load: u32, outside: u32, stop: &Stop) -> RwTally {
+    /// A lock thread of `role`: its section, then `outside` pauses, until stopped,
+    /// `clock` timing its lock calls. A section that finishes after the thread sees
+    /// the stop flag is late: verified, not counted.
+    pub fn work(
+        &self,
+        role: Role,
+        (load, outside): (u32, u32),
+        clock: WaitClock,
+        stop: &Stop,
+    ) -> RwTally {
         match role {
-            Role::Reader => loop_until(stop, outside, || !self.read(load)),
-            Role::Writer => loop_until(stop, outside, || {
-                self.write(load);
+            Role::Reader => loop_until(stop, outside, clock, |clock| !self.read_timed(load, clock)),
+            Role::Writer => loop_until(stop, outside, clock, |clock| {
+                self.write_timed(load, clock);
                 false
             }),
         }
@@ -192,18 +245,28 @@ impl<L: BenchRwLock> RwGuarded<L> {
 /// Runs `section` (which returns whether it saw a torn read), then `outside` pauses,
 /// until stopped.
 #[inline]
-fn loop_until(stop: &Stop, outside: u32, section: impl Fn() -> bool) -> RwTally {
-    let mut tally = RwTally::default();
+fn loop_until(
+    stop: &Stop,
+    outside: u32,
+    mut clock: WaitClock,
+    section: impl Fn(&mut WaitClock) -> bool,
+) -> RwTally {
+    let (mut counted, mut late, mut torn) = (0, 0, 0);
     while !stop.requested() {
-        tally.torn += u64::from(section());
+        torn += u64::from(section(&mut clock));
         if stop.requested() {
-            tally.late += 1;
+            late += 1;
         } else {
-            tally.counted += 1;
+            counted += 1;
         }
         pause(outside);
     }
-    tally
+    RwTally {
+        counted,
+        late,
+        torn,
+        waits: clock.into_histogram(),
+    }
 }
 
 /// What a reader-writer cell process reports beside the per-thread counts.
@@ -397,7 +460,10 @@ mod tests {
         guarded.write(1);
         guarded.write(1);
         assert!(guarded.read(1));
-        let tallies = [RwTally::default(), RwTally::default()];
+        let stop = Stop::new();
+        stop.request();
+        let idle = || guarded.work(Role::Reader, (1, 0), WaitClock::new(1, 0), &stop);
+        let tallies = [idle(), idle()];
         let counts = guarded.into_counts(1, &tallies);
         assert_eq!((counts.a, counts.b, counts.read_phases), (2, 2, 2));
     }

@@ -101,6 +101,33 @@ pub fn judge_fairness(
     verdict::judge(&logs(x), &logs(y), Settings::default())
 }
 
+/// The peer of `peers` with the shortest median p99.9 wait ([`Cell::log_wait_tails`]),
+/// among those that finished and timed their waits.
+pub fn shortest_tail_peer<'a>(peers: impl IntoIterator<Item = &'a Cell>) -> Option<&'a Cell> {
+    peers
+        .into_iter()
+        .filter_map(|peer| Some((peer, Summary::of(peer.log_wait_tails())?.median)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(peer, _)| peer)
+}
+
+/// `ours` against the peer with the shortest p99.9 wait ([`shortest_tail_peer`]): that
+/// peer and the verdict on the runs' p99.9 waits, lower is better (the ratio is the
+/// peer's wait ÷ ours: above 1, ours is shorter); `None` when ours or every peer did
+/// not finish or timed no wait.
+pub fn against_shortest_tail<'a>(
+    ours: &Cell,
+    peers: impl IntoIterator<Item = &'a Cell>,
+) -> Option<(&'a Cell, Judgement)> {
+    let best = shortest_tail_peer(peers)?;
+    let judgement = verdict::judge(
+        &ours.log_wait_tails(),
+        &best.log_wait_tails(),
+        Settings::default(),
+    )?;
+    Some((best, judgement))
+}
+
 /// One lock against the best of its peers, row by row of a table whose cells are
 /// wall times or throughputs.
 pub struct Versus {

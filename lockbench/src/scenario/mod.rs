@@ -190,6 +190,7 @@ scenarios! {
     Preload => preload,
     Sharded => sharded,
     RwMix => rw_mix,
+    LockBench => lock_bench,
 }
 
 #[cfg(test)]

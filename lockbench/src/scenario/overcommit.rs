@@ -73,7 +73,9 @@ impl Cs {
 /// pvqspinlock bars (vs the better of parking_lot and glibc, short cs, 16–128
 /// threads), default (`klocks::Mutex`) against the best of std, parking_lot, glibc
 /// and glibc-adaptive (throughput ratio and fairness, cell by cell, with their
-/// geometric means) and per-cell detail. Default locks: default, ticket, pvticket, qspinlock,
+/// geometric means), default's p99.9 lock wait against the peer with the shortest
+/// (one lock call in --wait-every timed, from just before it to just after it
+/// returned) and per-cell detail with p50/p99/p99.9/max waits. Default locks: default, ticket, pvticket, qspinlock,
 /// pvqspinlock, std, parking_lot, glibc, glibc-adaptive, spin. The full default
 /// grid takes several minutes; with --seed-scale (3 s windows) over an hour.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -169,6 +171,7 @@ impl Config {
                 runs: common.runs,
                 stats: common.stats,
                 adaptive: common.adaptive.clone(),
+                wait_every: crate::harness::wait::EVERY,
             },
             threads: SUITE_THREADS.to_vec(),
             cs: vec![Cs::Short],
@@ -297,13 +300,14 @@ pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
         lengths.join(", "),
         machine::online_cpus()
     );
-    let [versus, fairness] = default_versus_peers(config, cells, &scale);
+    let [versus, fairness, wait] = default_versus_peers(config, cells, &scale);
     let tables = [
         seed_table(config, cells, &scale),
         Some(matrix(config, cells, &scale)),
         bars(config, cells),
         versus,
         fairness,
+        wait,
         Some(windowed::detail(
             "overcommit",
             &["threads", "cs", "overcommit"],
@@ -382,8 +386,8 @@ fn matrix(config: &Config, cells: &[Cell], scale: &str) -> Table {
 }
 
 /// default (`klocks::Mutex`) against the best of the peers that ran, cell by cell:
-/// throughput, then fairness.
-fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str) -> [Option<Table>; 2] {
+/// throughput, fairness, then the tail of the waits.
+fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str) -> [Option<Table>; 3] {
     let rows: Vec<windowed::VersusRow> = config
         .rows()
         .into_iter()

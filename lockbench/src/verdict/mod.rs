@@ -408,6 +408,10 @@ pub const SPEED: Words = ("faster", "slower");
 /// The verdicts' words for fairness (the slowest thread ÷ the mean).
 pub const FAIRNESS: Words = ("fairer", "less fair");
 
+/// The verdicts' words for the tail of the lock waits (a ratio of reciprocal waits:
+/// above 1, X's tail is the shorter).
+pub const WAIT: Words = ("shorter", "longer");
+
 /// How many verdicts of each kind a table holds, and what chance alone could have
 /// done to them.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]

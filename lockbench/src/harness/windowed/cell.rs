@@ -5,8 +5,12 @@ use std::io::{self, Write};
 use std::thread;
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
+
+use crate::cells::Waits;
 use crate::harness::rw::{self, RwGuarded};
 use crate::harness::stats::Counting;
+use crate::harness::wait::{self, WaitClock};
 use crate::harness::{join, pause, race_announced, Guarded, Race, Stop, Tallied};
 use crate::locks::{BenchLock, LockName, LockVisitor};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor};
@@ -52,6 +56,10 @@ pub struct CellArgs {
     /// Measurement window
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     window_ms: u64,
+
+    /// Time one acquisition in N (0: none)
+    #[arg(long, default_value_t = wait::EVERY)]
+    wait_every: u32,
 }
 
 /// Runs one cell and prints its reports on stdout, one JSON line each: `started` when
@@ -84,10 +92,27 @@ impl LockVisitor for CellRun<'_> {
 
     fn visit<L: BenchLock>(self) -> Measured {
         let args = self.0;
+        let added_ns = {
+            let alone = Guarded::<L>::unlocked();
+            wait::added_ns(|clock| {
+                match clock {
+                    Some(clock) => alone.enter_timed(0, clock, || {}),
+                    None => alone.enter(0),
+                };
+            })
+        };
         let guarded = Guarded::<L>::unlocked();
         let race = race_with_hogs(args, |me, stop| work(&guarded, me, args, stop));
+        let waits = race.results.iter().map(|tally| tally.waits.clone());
         Measured {
             count: guarded.into_count(),
+            wait: Some(Waits {
+                every: args.wait_every,
+                added_ns,
+                all: wait::merge(waits).map(|all| wait::quantiles(&all)),
+                readers: None,
+                writers: None,
+            }),
             ..Measured::of(&race)
         }
     }
@@ -107,6 +132,13 @@ impl RwLockVisitor for RwCellRun<'_> {
             args.readers,
             args.threads
         );
+        let added_ns = {
+            let alone = RwGuarded::<L>::unlocked();
+            wait::added_ns(|clock| match clock {
+                Some(clock) => alone.write_timed(0, clock),
+                None => alone.write(0),
+            })
+        };
         let guarded = RwGuarded::<L>::unlocked();
         let race = race_with_hogs(args, |me, stop| {
             let role = if me < args.readers {
@@ -114,10 +146,24 @@ impl RwLockVisitor for RwCellRun<'_> {
             } else {
                 rw::Role::Writer
             };
-            guarded.work(role, args.inside, args.outside, stop)
+            let clock = WaitClock::new(args.wait_every, me as u64);
+            guarded.work(role, (args.inside, args.outside), clock, stop)
         });
+        let (reading, writing) = race.results.split_at(args.readers);
+        let role = |tallies: &[rw::RwTally]| {
+            let waits = tallies.iter().map(|tally| tally.waits().clone());
+            wait::merge(waits).map(|merged| wait::quantiles(&merged))
+        };
+        let everyone = race.results.iter().map(|tally| tally.waits().clone());
         Measured {
             rw: Some(guarded.into_counts(args.readers, &race.results)),
+            wait: Some(Waits {
+                every: args.wait_every,
+                added_ns,
+                all: wait::merge(everyone).map(|all| wait::quantiles(&all)),
+                readers: role(reading),
+                writers: role(writing),
+            }),
             ..Measured::of(&race)
         }
     }
@@ -137,6 +183,7 @@ impl Measured {
             drain_ns: nanos(race.wall.saturating_sub(window)),
             last_start_ns: nanos(race.last_start),
             rw: None,
+            wait: None,
             stats: None,
         }
     }
@@ -171,30 +218,34 @@ fn race_with_hogs<T: Send>(args: &CellArgs, work: impl Fn(usize, &Stop) -> T + S
     })
 }
 
-/// One thread's operations: inside the window, and finished after the stop flag.
+/// One thread's operations (inside the window, and finished after the stop flag)
+/// and its waits.
 struct Tally {
     counted: u64,
     late: u64,
+    waits: Histogram<u64>,
 }
 
 /// A lock thread: the critical section, then the work outside the lock, until
-/// stopped. An operation that finishes after the thread sees the stop flag is late:
-/// it is verified but not counted.
+/// stopped, its lock calls timed one in `--wait-every`. An operation that finishes
+/// after the thread sees the stop flag is late: it is verified but not counted.
 fn work<L: BenchLock>(guarded: &Guarded<L>, me: usize, args: &CellArgs, stop: &Stop) -> Tally {
-    let mut tally = Tally {
-        counted: 0,
-        late: 0,
-    };
+    let mut clock = WaitClock::new(args.wait_every, me as u64);
+    let (mut counted, mut late) = (0, 0);
     while !stop.requested() {
-        guarded.enter_with(me, || pause(args.inside));
+        guarded.enter_timed(me, &mut clock, || pause(args.inside));
         if stop.requested() {
-            tally.late += 1;
+            late += 1;
         } else {
-            tally.counted += 1;
+            counted += 1;
         }
         pause(args.outside);
     }
-    tally
+    Tally {
+        counted,
+        late,
+        waits: clock.into_histogram(),
+    }
 }
 
 /// A CPU hog, the load of another VM's vCPU: spins, touching no lock.

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::plan::{CellLock, Spec, CELL_COMMAND, SETUP_CAP};
+use crate::cells::Waits;
 use crate::harness::rw::RwCounts;
 use crate::harness::stats::Counts;
 use crate::harness::Error;
@@ -45,6 +46,9 @@ pub(super) struct Measured {
     /// A reader-writer lock's cell: the data's counters and the roles' counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) rw: Option<RwCounts>,
+    /// The lock threads' waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) wait: Option<Waits>,
     /// `--stats`, a klocks lock: what it counted in this process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) stats: Option<Counts>,
@@ -77,6 +81,7 @@ impl CellProcess {
             .args(["--outside", &spec.work.outside.to_string()])
             .args(["--hogs", &spec.work.hogs.to_string()])
             .args(["--window-ms", &spec.window.as_millis().to_string()])
+            .args(["--wait-every", &spec.wait_every.to_string()])
             .args(spec.stats.then_some("--stats"))
             .env(
                 klocks::config::SPIN_NS.name(),

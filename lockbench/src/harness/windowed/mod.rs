@@ -124,6 +124,7 @@ pub fn run<G: Grid>(grid: &G, progress: &Progress) -> Result<Vec<Cell>, Error> {
                 window: plan.window,
                 drain_cap: plan.drain_cap,
                 stats: plan.stats,
+                wait_every: plan.wait_every,
             };
             let run = run_once(&spec, &context)?;
             if run.is_none() {
@@ -235,6 +236,7 @@ fn run_once<L: CellLock>(
         }),
         last_start_ms: Some(measured.last_start_ns as f64 / 1e6),
         rw,
+        wait: measured.wait.filter(|waits| waits.every > 0),
     };
     Ok(Some((run, measured.stats)))
 }

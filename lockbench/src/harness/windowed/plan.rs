@@ -41,6 +41,13 @@ pub struct WindowArgs {
     /// [default: 3]
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub drain_cap_secs: Option<Duration>,
+
+    /// Time one lock acquisition in N, at random intervals averaging N (1: every
+    /// acquisition; 0: none, and no wait columns): from just before the lock call to
+    /// just after it returns, into a histogram per thread, merged after the window
+    /// [default: 16]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub wait_every: Option<u32>,
 }
 
 /// A lock a windowed cell can run: a mutex ([`LockName`]) or a reader-writer lock
@@ -85,6 +92,8 @@ pub struct Plan<L = LockName> {
     pub stats: bool,
     /// `--budget`: extra rounds for rows still undecided.
     pub adaptive: Adaptive,
+    /// `--wait-every`: one acquisition in this many is timed (0: none).
+    pub wait_every: u32,
 }
 
 impl Plan {
@@ -111,6 +120,7 @@ impl<L: CellLock> Plan<L> {
             runs: common.runs,
             stats: common.stats,
             adaptive: common.adaptive.clone(),
+            wait_every: args.wait_every.unwrap_or(crate::harness::wait::EVERY),
         }
     }
 
@@ -149,4 +159,5 @@ pub(super) struct Spec<L> {
     pub(super) window: Duration,
     pub(super) drain_cap: Duration,
     pub(super) stats: bool,
+    pub(super) wait_every: u32,
 }

@@ -2,7 +2,7 @@
 //! matrices, comparisons, per-cell detail and footnotes.
 
 use super::plan::{CellLock, Plan, TRUSTED_WINDOW};
-use crate::cells::{num, si, Cell, PerThread, Run, Table, Unfinished};
+use crate::cells::{num, si, Cell, PerThread, Run, Table, Unfinished, Wait, Waits};
 use crate::harness::versus::{judge_cells, judge_fairness};
 use crate::harness::watch::{self, Conditions};
 use crate::verdict::{self, Judgement, Ledger, Settings};
@@ -30,6 +30,45 @@ pub fn short(cell: &Cell, format: fn(f64) -> String) -> String {
         ),
         _ => cell.short(format),
     }
+}
+
+/// The header of a column of [`waits`].
+pub const WAIT_HEADER: &str = "wait µs p50/p99/p99.9/max";
+
+/// A cell's waits, `p50/p99/p99.9/max` in µs (medians over its runs of each run's
+/// quantiles), `pick` choosing the histogram (every thread's, a role's); `-` without.
+pub fn waits(cell: &Cell, pick: impl Fn(&Waits) -> Option<Wait>) -> String {
+    cell.wait_quantiles(pick).map_or_else(
+        || "-".to_owned(),
+        |quantiles| quantiles.map(|ns| num(ns / 1e3)).join("/"),
+    )
+}
+
+/// What timing one acquisition added to a cell's lock, uncontended (median over its
+/// runs), `+41.2`; `-` for a cell that timed none.
+pub fn timing_cost(cell: &Cell) -> String {
+    cell.median_of(|run| run.wait.map(|w| w.added_ns))
+        .map_or_else(|| "-".to_owned(), |ns| format!("+{}", num(ns)))
+}
+
+/// The note under a table with wait columns: what a wait is, how many were timed,
+/// and what timing cost.
+pub fn wait_note(cells: &[Cell]) -> Option<String> {
+    let every = cells
+        .iter()
+        .flat_map(|cell| &cell.runs)
+        .find_map(|run| run.wait.map(|w| w.every))?;
+    let timed = match every {
+        1 => "every acquisition".to_owned(),
+        n => format!("one acquisition in {n}, at random intervals (--wait-every)"),
+    };
+    Some(format!(
+        "wait = from just before the lock call to just after it returned (one clock read \
+         included), {timed}, into a histogram per thread merged after the window; \
+         p50/p99/p99.9/max are medians over the runs of each run's quantiles; timing ns = \
+         what timing one acquisition added, uncontended, in each run's process (the same \
+         code for every lock)"
+    ))
 }
 
 /// A table row: the row's parameter columns, then the cell of each lock (`None`
@@ -147,6 +186,8 @@ pub fn detail(
             "f min",
             "f max",
             "drain ms",
+            WAIT_HEADER,
+            "timing ns",
             "placement",
             "steal+others ms",
         ])
@@ -185,6 +226,8 @@ pub fn detail(
             show_fairness(fairness(cell)),
             show_fairness(cell.median_of(|run| run.per_thread.map(|p| p.max_per_mean()))),
             show(cell.median_of(|run| run.drain.map(|d| d.ms)), num),
+            waits(cell, |w| w.all),
+            timing_cost(cell),
             conditions.map_or_else(|| "-".to_owned(), Conditions::placement),
             conditions.map_or_else(
                 || "-".to_owned(),
@@ -255,6 +298,10 @@ fn footnotes<L: CellLock>(table: &mut Table, cells: &[Cell], plan: &Plan<L>) {
         ));
     }
     if let Some(note) = late_start_note(cells, plan.window) {
+        table.note(note);
+    }
+    let timed_waits = table.parts().1.iter().any(|h| h.contains(WAIT_HEADER));
+    if let Some(note) = wait_note(cells).filter(|_| timed_waits) {
         table.note(note);
     }
     watch::explain_marks(table, cells);

@@ -4,10 +4,10 @@
 //! a bar is judged on (geometric means, the lowest row, the verdicts' counts, the
 //! unfair cells).
 
-use super::tables::{against_fairest, fairness, short, show_fairness};
-use crate::cells::{Cell, Table};
-use crate::harness::versus::{against_best, STARVED};
-use crate::verdict::{self, Ledger, Settings, FAIRNESS};
+use super::tables::{against_fairest, fairness, short, show_fairness, waits, WAIT_HEADER};
+use crate::cells::{num, Cell, Table};
+use crate::harness::versus::{against_best, against_shortest_tail, STARVED};
+use crate::verdict::{self, Ledger, Settings, FAIRNESS, WAIT};
 
 /// The fairness (slowest thread ÷ mean) below which a cell counts as unfair.
 const UNFAIR_BELOW: f64 = 0.5;
@@ -15,24 +15,26 @@ const UNFAIR_BELOW: f64 = 0.5;
 /// One row: its parameter columns, our cell and the peers' cells that ran.
 pub type VersusRow<'a> = (Vec<String>, &'a Cell, Vec<&'a Cell>);
 
-/// Two tables: throughput, then fairness. The first: `label_headers`, ours
+/// Three tables: throughput, fairness, then the tail of the waits. The first: `label_headers`, ours
 /// (`1.23M f0.97`), the fastest peer, ours against it (the throughput ratio with
 /// its interval and verdict); notes: the geometric mean and the lowest of the
 /// ratios, the verdicts' counts. The second, where the cells counted per thread:
 /// `label_headers`, our fairness, the fairest peer's, ours against it (the fairness
 /// ratio, above 1: ours is fairer, with its interval and verdict); notes: both
-/// geometric means, our cells below [`UNFAIR_BELOW`], the verdicts' counts. Two
-/// tables rather than one, so that each fits in 120 columns. `None`s without rows.
+/// geometric means, our cells below [`UNFAIR_BELOW`], the verdicts' counts. The
+/// third, where the cells timed their waits ([`wait_versus`]). Three tables rather
+/// than one, so that each fits in 120 columns. `None`s without rows.
 pub fn versus_peers(
     title: String,
     label_headers: &[&str],
     ours: &str,
     rows: &[VersusRow],
     format: fn(f64) -> String,
-) -> [Option<Table>; 2] {
+) -> [Option<Table>; 3] {
     if rows.is_empty() {
-        return [None, None];
+        return [None, None, None];
     }
+    let wait = wait_versus(&title, label_headers, ours, rows);
     let name = verdict::label(ours);
     let ratio_header = format!("{name} vs best");
     let headers: Vec<&str> = label_headers
@@ -105,10 +107,84 @@ pub fn versus_peers(
         table.note(note);
     }
     let Some(note) = fairness_note(name, &fairnesses, &fair_ledger) else {
-        return [Some(table), None];
+        return [Some(table), None, wait];
     };
     fair_table.note(note);
-    [Some(table), Some(fair_table)]
+    [Some(table), Some(fair_table), wait]
+}
+
+/// The tail of the waits: `label_headers`, our p50/p99/p99.9/max, the peer with the
+/// shortest p99.9 and its p99.9, ours against it (the peer's p99.9 ÷ ours, run by
+/// run: above 1, ours is shorter, with its interval and verdict); notes: the
+/// geometric mean and the longest of the ratios, the verdicts' counts. `None` when no
+/// row's cells timed their waits.
+fn wait_versus(
+    title: &str,
+    label_headers: &[&str],
+    ours: &str,
+    rows: &[VersusRow],
+) -> Option<Table> {
+    let name = verdict::label(ours);
+    let ours_header = format!("{name} {WAIT_HEADER}");
+    let headers: Vec<&str> = label_headers
+        .iter()
+        .copied()
+        .chain([
+            ours_header.as_str(),
+            "shortest p99.9 peer",
+            "p99.9 vs shortest",
+        ])
+        .collect();
+    let mut table = Table::new(
+        format!("{title}; wait = one lock call, from just before it to just after it returned"),
+        &headers,
+    );
+    let mut ledger = Ledger::default();
+    let mut timed = false;
+    for (labels, cell, peers) in rows {
+        let ours_waits = waits(cell, |w| w.all);
+        timed |= ours_waits != "-";
+        let judged = against_shortest_tail(cell, peers.iter().copied());
+        if let Some((_, judgement)) = judged {
+            let row: Vec<String> = label_headers
+                .iter()
+                .zip(labels)
+                .map(|(header, label)| format!("{header} {label}"))
+                .collect();
+            ledger.add(row.join(", "), judgement);
+        }
+        let peer = judged.and_then(|(peer, _)| {
+            let tail = peer.median_of(crate::cells::Run::wait_tail_ns)?;
+            Some(format!("{} {}", num(tail / 1e3), peer.lock))
+        });
+        table.row(
+            labels
+                .iter()
+                .cloned()
+                .chain([
+                    ours_waits,
+                    peer.unwrap_or_else(|| "-".to_owned()),
+                    judged.map_or_else(|| "-".to_owned(), |(_, j)| j.worded(WAIT.0, WAIT.1)),
+                ])
+                .collect(),
+        );
+    }
+    if !timed {
+        return None;
+    }
+    if let (Some(mean), Some((row, worst))) = (ledger.geometric_mean(), ledger.worst()) {
+        table.note(format!(
+            "p99.9 vs shortest = the p99.9 wait of the peer whose p99.9 is the shortest ÷ \
+             {name}'s, run by run (above 1: {name}'s tail is shorter; with readers and \
+             writers, the longer of the roles' p99.9), {:.0}% interval\n  geometric mean \
+             {mean:.2}× over {} cells; lowest {} ({row})",
+            Settings::default().confidence * 100.0,
+            ledger.entries.len(),
+            worst.worded(WAIT.0, WAIT.1),
+        ));
+        table.note(ledger.tally().note_worded(Settings::default(), WAIT));
+    }
+    Some(table)
 }
 
 /// The fairness note: what the fairness verdict compares, both geometric means over
@@ -173,10 +249,10 @@ mod tests {
             .enumerate()
             .map(|(i, (ours, a, b))| (vec![(i + 1).to_string()], ours, vec![a, b]))
             .collect();
-        let [Some(table), Some(fair)] =
+        let [Some(table), Some(fair), None] =
             versus_peers("t".to_owned(), &["threads"], "default", &rows, si)
         else {
-            panic!("two rows, both tables");
+            panic!("two rows, both tables, no waits");
         };
         let (text, fair) = (table.to_string(), fair.to_string());
         let row = |text: &str, first: &str| {
@@ -229,11 +305,68 @@ mod tests {
         );
     }
 
+    /// `cell`, each run's p99.9 wait `p999_ns` (±1%).
+    fn timed(cell: Cell, p999_ns: u64) -> Cell {
+        let runs = cell
+            .runs
+            .into_iter()
+            .zip([99, 100, 101, 100, 99])
+            .map(|(run, percent)| Run {
+                wait: Some(crate::cells::Waits {
+                    every: 16,
+                    added_ns: 40.0,
+                    all: Some(crate::cells::Wait {
+                        samples: 1_000,
+                        p50_ns: 100,
+                        p99_ns: 1_000,
+                        p999_ns: p999_ns * percent / 100,
+                        max_ns: p999_ns * 10,
+                    }),
+                    readers: None,
+                    writers: None,
+                }),
+                ..run
+            })
+            .collect();
+        Cell { runs, ..cell }
+    }
+
+    #[test]
+    fn the_tail_is_judged_against_the_peer_whose_p999_wait_is_the_shortest() {
+        // Ours waits 2 µs at p99.9; glibc 4 µs (the shortest peer), std 40 µs.
+        let ours = timed(cell("default", 80.0, &[40, 60]), 2_000);
+        let std = timed(cell("std", 100.0, &[10, 90]), 40_000);
+        let glibc = timed(cell("glibc", 50.0, &[45, 55]), 4_000);
+        let rows = [(vec!["1".to_owned()], &ours, vec![&std, &glibc])];
+        let [_, _, Some(wait)] = versus_peers("t".to_owned(), &["threads"], "default", &rows, si)
+        else {
+            panic!("the cells timed their waits");
+        };
+        let text = wait.to_string();
+        let line = text.lines().find(|l| l.starts_with("1 ")).expect("the row");
+        assert!(line.contains("0.100/1.00/2.00/20.0"), "{text}");
+        assert!(line.contains("4.00 glibc"), "{text}");
+        assert!(line.contains("2.00× shorter ["), "{text}");
+        assert!(
+            text.contains("1 shorter, 0 no clear difference, 0 longer"),
+            "{text}"
+        );
+        // A longer tail than the shortest peer's reads longer.
+        let slow = timed(cell("default", 80.0, &[40, 60]), 8_000);
+        let rows = [(vec!["1".to_owned()], &slow, vec![&std, &glibc])];
+        let [_, _, Some(wait)] = versus_peers("t".to_owned(), &["threads"], "default", &rows, si)
+        else {
+            panic!("timed");
+        };
+        assert!(wait.to_string().contains("2.00× longer ["), "{wait}");
+    }
+
     #[test]
     fn rows_without_a_peer_get_dashes_and_no_summary() {
         let ours = cell("default", 80.0, &[40, 60]);
         let rows = [(vec!["2".to_owned()], &ours, vec![])];
-        let [Some(table), None] = versus_peers("t".to_owned(), &["threads"], "default", &rows, si)
+        let [Some(table), None, None] =
+            versus_peers("t".to_owned(), &["threads"], "default", &rows, si)
         else {
             panic!("a throughput table and no fairness one without a peer");
         };
@@ -241,7 +374,7 @@ mod tests {
         assert!(!text.contains("geometric mean"), "{text}");
         assert!(matches!(
             versus_peers("t".to_owned(), &["threads"], "default", &[], si),
-            [None, None]
+            [None, None, None]
         ));
     }
 }

@@ -126,6 +126,7 @@ impl LockVisitor for Measure<'_> {
             drain: None,
             last_start_ms: None,
             rw: None,
+            wait: None,
         })
     }
 }

@@ -45,6 +45,11 @@ use crate::cells::num;
 /// same peers: its throughput against the best peer's and its fairness against the
 /// fairest peer's, cell by cell, each with its verdict.
 ///
+/// The lock waits (one lock call in --wait-every timed, from just before it to just
+/// after it returned, into a histogram per thread merged after the window) give
+/// p50/p99/p99.9/max per cell in the detail table and a third table of default
+/// against the peer with the shortest p99.9 wait, run by run, with its verdict.
+///
 /// Default locks: default, futex, spinfutex, pvqspinlock, std, parking_lot, glibc,
 /// glibc-adaptive. The default grid (threads 2,10,64,256 × loads 1,10,50,100 × 8
 /// locks, 1 s windows, 5 runs) takes about twelve minutes on 2 CPUs; it is not part of

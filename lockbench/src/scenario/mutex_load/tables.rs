@@ -26,13 +26,14 @@ pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
          {pause_ns:.1} ns; {outside}",
         config.plan.scale("kops/s"),
     );
-    let [versus, fairness] = default_versus_peers(config, cells, pause_ns, &scale);
+    let [versus, fairness, wait] = default_versus_peers(config, cells, pause_ns, &scale);
     let tables = [
         seed_table(config, cells, pause_ns, &scale),
         Some(matrix(config, cells, pause_ns, &scale)),
         bars(config, cells, pause_ns),
         versus,
         fairness,
+        wait,
         Some(windowed::detail(
             "mutex-load",
             &["threads", "load"],
@@ -129,13 +130,13 @@ pub(super) fn overhead_bound(load_ns: f64, cell: &Cell) -> bool {
 }
 
 /// default (`klocks::Mutex`) against the best of the peers that ran, cell by cell:
-/// throughput, then fairness.
+/// throughput, fairness, then the tail of the waits.
 pub(super) fn default_versus_peers(
     config: &Config,
     cells: &[Cell],
     pause_ns: f64,
     scale: &str,
-) -> [Option<Table>; 2] {
+) -> [Option<Table>; 3] {
     let rows: Vec<windowed::VersusRow> = config
         .rows()
         .into_iter()
@@ -295,6 +296,7 @@ mod tests {
                 drain: None,
                 last_start_ms: None,
                 rw: None,
+                wait: None,
             }],
         }
     }

@@ -21,8 +21,11 @@ use crate::rwlocks::RwLockName;
 /// average reader group (reads ÷ read phases). Then the bars for the three rwsem
 /// policies: whether every reader and every writer reached 25% of its role's
 /// mean in every run (no starvation), and each role's mean ÷ the best policy's;
-/// a note gives seed 001's bar, rwsem-adaptive at 40+40. Marks * and ! as in
-/// rwsem. Default: 7 locks × 2 groups, 1 s windows, 5 runs: about a minute and a half.
+/// a note gives seed 001's bar, rwsem-adaptive at 40+40. Each group's table also
+/// gives the readers' and the writers' lock waits, p50/p99/p99.9/max (one lock call
+/// in --wait-every timed, from just before it to just after it returned), and
+/// default-rw is judged against the peer with the shortest p99.9 (the longer
+/// role's) beside throughput and fairness. Marks * and ! as in rwsem. Default: 7 locks × 2 groups, 1 s windows, 5 runs: about a minute and a half.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Groups of dedicated threads, comma-separated, each READERS+WRITERS (each 1 to

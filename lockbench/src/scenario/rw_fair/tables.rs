@@ -39,13 +39,13 @@ pub fn tables(config: &Config, cells: &[Cell], pause_ns: f64) -> Vec<Table> {
 /// default-rw (`klocks::RwLock`) against the best of the peers that ran, group by
 /// group: throughput (reads + writes) against the fastest, fairness (the slower
 /// role's slowest thread ÷ that role's mean) against the fairest.
-pub(super) fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str) -> [Option<Table>; 2] {
+pub(super) fn default_versus_peers(config: &Config, cells: &[Cell], scale: &str) -> [Option<Table>; 3] {
     let peers: Vec<RwLockName> = RW_ALTERNATIVES
         .into_iter()
         .filter(|peer| config.plan.locks.contains(peer))
         .collect();
     if !config.plan.locks.contains(&RW_DEFAULT) || peers.is_empty() {
-        return [None, None];
+        return [None, None, None];
     }
     let rows: Vec<windowed::VersusRow> = config
         .groups
@@ -84,6 +84,8 @@ pub(super) fn iterations(cell: &Cell, role: Role) -> String {
 pub(super) fn group_table(config: &Config, cells: &[Cell], group: Group, scale: &str) -> Table {
     let readers = format!("{} readers, Iterations Min/Mean/Max", group.readers);
     let writers = format!("{} writers, Iterations Min/Mean/Max", group.writers);
+    let read_wait = format!("read {}", windowed::WAIT_HEADER);
+    let write_wait = format!("write {}", windowed::WAIT_HEADER);
     let mut table = Table::new(
         format!(
             "rw-fair, {} readers + {} writers: {scale}; min÷mean = the slowest thread's \
@@ -99,6 +101,8 @@ pub(super) fn group_table(config: &Config, cells: &[Cell], group: Group, scale: 
             &writers,
             "min÷mean",
             "reader group",
+            &read_wait,
+            &write_wait,
         ],
     );
     for &lock in &config.plan.locks {
@@ -121,6 +125,8 @@ pub(super) fn group_table(config: &Config, cells: &[Cell], group: Group, scale: 
             role(iterations, Role::Writer),
             role(|c, r| show_ratio(role_fairness(c, r)), Role::Writer),
             show(reader_group(cell), num),
+            windowed::waits(cell, |w| w.readers),
+            windowed::waits(cell, |w| w.writers),
         ]);
     }
     table
@@ -342,6 +348,7 @@ mod tests {
                     read_phases: 4,
                     reader_group: Some(reads as f64 / 4.0),
                 }),
+                wait: None,
             }],
         }
     }
@@ -360,6 +367,7 @@ mod tests {
                 runs: 1,
                 stats: false,
                 adaptive: crate::adaptive::Adaptive::new(crate::adaptive::Budget::Off),
+                wait_every: 0,
             },
             groups: vec![group, SEED_GROUP],
             load: 1,

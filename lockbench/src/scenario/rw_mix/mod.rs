@@ -13,11 +13,13 @@ use std::cell::UnsafeCell;
 use reads::ReadFraction;
 
 use crate::adaptive::{Adaptive, Drive};
-use crate::cells::{num, Cell, Progress, Run, RwMix, Table, ThreadPlacement};
+use crate::cells::{num, Cell, Progress, Run, RwMix, Table, ThreadPlacement, Waits};
 use crate::harness::rounds::{rounds, Plan};
 use crate::harness::spread::{current_cpu, Spread};
 use crate::harness::stats::Counting;
 use crate::harness::versus::{leak, pauses, race_to_finish_on, Versus};
+use crate::harness::wait::{self, WaitClock};
+use crate::harness::windowed::{timing_cost, wait_note, waits, WAIT_HEADER};
 use crate::harness::{Common, Error};
 use crate::html_report::figures::{self, Chart, Kind, Panel, Threads};
 use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor, RW_ALTERNATIVES, RW_DEFAULT};
@@ -35,7 +37,9 @@ use crate::rwlocks::{BenchRwLock, RwLockName, RwLockVisitor, RW_ALTERNATIVES, RW
 /// times. Verified: the pair must equal the writes done, no reader may have seen its
 /// halves differ, and a spread thread must have run on its CPU. Table: wall ms per
 /// rwlock and, with default-rw among them, its ratio to the best of std-rw,
-/// parking_lot-rw, glibc-rw and glibc-rw-writer. Threads 2,8,32.
+/// parking_lot-rw, glibc-rw and glibc-rw-writer; then each cell's read and write
+/// lock waits, p50/p99/p99.9/max (one lock call in --wait-every timed, from just
+/// before it to just after it returned). Threads 2,8,32.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// Thread counts, comma-separated [default: 2,8,32]
@@ -65,6 +69,12 @@ pub struct Args {
     /// runs readers) [default: free]
     #[arg(long, value_enum, hide_possible_values = true)]
     pub placement: Option<ThreadPlacement>,
+
+    /// Time one read and one write in N, at random intervals averaging N (1: every
+    /// one; 0: none), from just before the lock call to just after it returns, into a
+    /// histogram per thread and role, merged after the run [default: 16]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub wait_every: Option<u32>,
 }
 
 /// What to run.
@@ -77,6 +87,7 @@ pub struct Config {
     cs_pauses: u32,
     outside_pauses: u32,
     placement: ThreadPlacement,
+    wait_every: u32,
     runs: u32,
     stats: bool,
     adaptive: Adaptive,
@@ -124,6 +135,7 @@ impl Config {
             cs_pauses: args.cs_pauses.unwrap_or(5),
             outside_pauses: args.outside_pauses.unwrap_or(20),
             placement: args.placement.unwrap_or_default(),
+            wait_every: args.wait_every.unwrap_or(wait::EVERY),
             runs: common.runs,
             stats: common.stats,
             adaptive: common.adaptive.clone(),
@@ -270,42 +282,64 @@ impl RwLockVisitor for Measure<'_> {
             ThreadPlacement::Free => None,
             ThreadPlacement::Spread => Some(Spread::allowed()?),
         };
+        let added_ns = {
+            let alone = L::new();
+            wait::added_ns(|clock| match clock {
+                Some(clock) => {
+                    let started = clock.start();
+                    let acquired = alone.write(|| WaitClock::acquired(started));
+                    clock.record(started, acquired);
+                }
+                None => alone.write(|| ()),
+            })
+        };
         let race = race_to_finish_on(threads, spread.as_ref(), |seed| {
             let mut rng =
                 0x2545_F491_4F6C_DD1D_u64 ^ (seed as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let (mut writes, mut torn) = (0, 0);
+            let mut read_clock = WaitClock::new(config.wait_every, 2 * seed as u64);
+            let mut write_clock = WaitClock::new(config.wait_every, 2 * seed as u64 + 1);
             for _ in 0..config.ops {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
                 if reads.reads(rng) {
-                    table.lock.read(|| {
+                    let started = read_clock.start();
+                    let acquired = table.lock.read(|| {
+                        let acquired = WaitClock::acquired(started);
                         // SAFETY: under the read lock: no writer meanwhile.
                         let a = unsafe { (*table.pair.get()).0 };
                         pauses(config.cs_pauses);
                         // SAFETY: as above.
                         let b = unsafe { (*table.pair.get()).1 };
                         torn += u64::from(a != b);
+                        acquired
                     });
+                    read_clock.record(started, acquired);
                 } else {
-                    table.lock.write(|| {
+                    let started = write_clock.start();
+                    let acquired = table.lock.write(|| {
+                        let acquired = WaitClock::acquired(started);
                         // SAFETY: under the write lock: nobody else.
                         unsafe { (*table.pair.get()).0 += 1 };
                         pauses(config.cs_pauses);
                         // SAFETY: as above.
                         unsafe { (*table.pair.get()).1 += 1 };
+                        acquired
                     });
+                    write_clock.record(started, acquired);
                     writes += 1;
                 }
                 pauses(config.outside_pauses);
             }
             // A spread thread's CPU, sampled once its work is done: the pinning held.
             let ran_on = spread.as_ref().map(|_| current_cpu());
-            (writes, torn, ran_on)
+            let waits = (read_clock.into_histogram(), write_clock.into_histogram());
+            (writes, torn, ran_on, waits)
         })?;
         let wall = race.wall;
         let writes: u64 = race.results.iter().map(|&(writes, ..)| writes).sum();
-        let torn: u64 = race.results.iter().map(|&(_, torn, _)| torn).sum();
+        let torn: u64 = race.results.iter().map(|&(_, torn, ..)| torn).sum();
         let (a, b) = *shared.pair.get_mut();
         let cell = || {
             format!(
@@ -321,7 +355,7 @@ impl RwLockVisitor for Measure<'_> {
             )));
         }
         if let Some(spread) = &spread {
-            let astray = race.results.iter().enumerate().find_map(|(id, &(.., ran_on))| {
+            let astray = race.results.iter().enumerate().find_map(|(id, &(.., ran_on, _))| {
                 let cpu = spread.cpu_of(id);
                 (ran_on != Some(Some(cpu))).then_some((id, cpu, ran_on.flatten()))
             });
@@ -333,11 +367,21 @@ impl RwLockVisitor for Measure<'_> {
                 )));
             }
         }
-        Ok(Run::timed(
-            wall.as_secs_f64() * 1e3,
-            wall,
-            threads as u64 * config.ops,
-        ))
+        let merged = |histograms: Vec<_>| wait::merge(histograms).map(|h| wait::quantiles(&h));
+        let (reading, writing): (Vec<_>, Vec<_>) =
+            race.results.into_iter().map(|(.., waits)| waits).unzip();
+        let everyone = reading.iter().chain(&writing).cloned().collect();
+        let waits = Waits {
+            every: config.wait_every,
+            added_ns,
+            all: merged(everyone),
+            readers: merged(reading),
+            writers: merged(writing),
+        };
+        Ok(Run {
+            wait: (config.wait_every > 0).then_some(waits),
+            ..Run::timed(wall.as_secs_f64() * 1e3, wall, threads as u64 * config.ops)
+        })
     }
 }
 
@@ -390,7 +434,42 @@ pub fn tables(config: &Config, cells: &[Cell]) -> Vec<Table> {
     if config.placement == ThreadPlacement::Spread {
         table.note(spread_note());
     }
-    vec![table]
+    [Some(table), wait_table(config, cells)].into_iter().flatten().collect()
+}
+
+/// The lock waits per cell, readers' and writers' apart; `None` when no cell timed
+/// them (`--wait-every 0`).
+fn wait_table(config: &Config, cells: &[Cell]) -> Option<Table> {
+    let note = wait_note(cells)?;
+    let (read, write) = (format!("read {WAIT_HEADER}"), format!("write {WAIT_HEADER}"));
+    let mut table = Table::new(
+        "rw-mix, lock waits per cell: wait = one lock call, from just before it to just \
+         after it returned",
+        &["lock", "reads", "threads", &read, &write, "timing ns"],
+    );
+    for &reads in &config.reads {
+        let layout = layout(reads, config.placement);
+        for &threads in &config.threads {
+            for lock in &config.locks {
+                let found = cells.iter().find(|c| {
+                    c.lock == lock.name() && c.threads == threads && c.layout == Some(layout.as_str())
+                });
+                let Some(cell) = found else {
+                    continue;
+                };
+                table.row(vec![
+                    lock.name().to_owned(),
+                    reads.label(),
+                    threads.to_string(),
+                    waits(cell, |w| w.readers),
+                    waits(cell, |w| w.writers),
+                    timing_cost(cell),
+                ]);
+            }
+        }
+    }
+    table.note(note);
+    Some(table)
 }
 
 /// How the title names the threads' placement.
@@ -453,6 +532,7 @@ mod tests {
     fn a_tiny_cell_runs_and_verifies() {
         let args = Args {
             ops: Some(300),
+            wait_every: Some(1),
             ..Default::default()
         };
         let config = Config::new(&args, &common());
@@ -466,6 +546,12 @@ mod tests {
             let run = lock.visit(measure).expect("verified");
             assert_eq!(run.operations, 900, "{}", lock.name());
             assert!(run.wall_ns > 0, "{}", lock.name());
+            // Every acquisition timed, each role in its own histogram.
+            let waits = run.wait.expect("timed");
+            let (readers, writers) = (waits.readers.unwrap(), waits.writers.unwrap());
+            assert_eq!(readers.samples + writers.samples, 900, "{}", lock.name());
+            assert_eq!(waits.all.unwrap().samples, 900, "{}", lock.name());
+            assert!(readers.p50_ns <= readers.max_ns, "{}", lock.name());
         }
     }
 

@@ -338,6 +338,7 @@ mod tests {
                     read_phases: 10,
                     reader_group: Some(half as f64 / 10.0),
                 }),
+                wait: None,
             }],
         }
     }
