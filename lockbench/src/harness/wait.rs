@@ -128,7 +128,7 @@ pub fn merge(histograms: impl IntoIterator<Item = Histogram<u64>>) -> Option<His
             .add(&one)
             .unwrap_or_else(|err| unreachable!("histograms of one shape: {err}"));
     }
-    (merged.len() > 0).then_some(merged)
+    (!merged.is_empty()).then_some(merged)
 }
 
 /// p50, p99, p99.9 and the max of `waits`.

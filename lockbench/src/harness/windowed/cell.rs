@@ -73,7 +73,7 @@ pub fn cell(args: &CellArgs, stats: bool) {
         (None, None) => unreachable!("clap requires --lock or --rwlock"),
     };
     let stats = counting.counts(name);
-    report(&Report::Finished(Measured { stats, ..measured }));
+    report(&Report::Finished(Box::new(Measured { stats, ..measured })));
 }
 
 /// Prints one report line. A failed write means the parent is gone: nobody is left to

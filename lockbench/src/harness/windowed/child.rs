@@ -22,8 +22,9 @@ use crate::machine;
 pub(super) enum Report {
     /// The clock runs and the start gate is opening.
     Started,
-    /// Every lock thread has returned.
-    Finished(Measured),
+    /// Every lock thread has returned (boxed: the waits make it far larger than
+    /// `Started`).
+    Finished(Box<Measured>),
 }
 
 /// What a cell process measured.
@@ -118,7 +119,7 @@ impl CellProcess {
         match self.next(cap)? {
             Some(Report::Finished(measured)) => {
                 self.exited()?;
-                Ok(Some(measured))
+                Ok(Some(*measured))
             }
             Some(Report::Started) => Err(self.garbled("a second start")),
             None => Ok(None),
