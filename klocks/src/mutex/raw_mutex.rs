@@ -5,8 +5,8 @@
 //!
 //! [`RawMutex`] is [`SpinFutexMutex`](crate::SpinFutexMutex) (seed 004) made into a
 //! lock to pick without reading a table, with four changes that come from what the
-//! anchors do and from what lockbench measured (the measurements are in
-//! `docs/results/tuning.md`):
+//! anchors do and from what lockbench measured (`docs/decisions/raw-mutex.md`:
+//! tuning):
 //!
 //! - **Fast paths as short as std's futex mutex's**: one cmpxchg to lock, expecting
 //!   the free word 0 without reading it first, and one to unlock (a load before
@@ -44,7 +44,7 @@
 //!   a thread that comes back to its CPU after a yield or a preemption has mostly
 //!   waited that long already, and gets the lock from the thread on the other CPU
 //!   instead of spinning its budget away, yielding and sleeping while that thread
-//!   keeps it for its whole slice (`docs/results/running-claims-2026-11-27.txt`).
+//!   keeps it for its whole slice (`docs/decisions/raw-mutex.md`: running-claims).
 //! - **Turns** ([`turn`](crate::turn), after u-SCL's lock slices, EuroSys 2020). A
 //!   thread that sleeps on a `RawMutex` begins a turn when it wakes; once the turn is
 //!   [`TURN_US`](crate::turn::TURN_US) old, the next time the thread finds a mutex
