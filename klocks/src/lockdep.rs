@@ -82,87 +82,16 @@ mod graph;
 mod held;
 mod report;
 pub(crate) mod rust;
+mod state;
 
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 
 pub use class::{ClassKind, NAME_BYTES};
-pub use report::{Dependency, Report, ReportKind, MAX_CHAIN};
-
-/// The most classes.
-pub const MAX_CLASSES: usize = 4096;
-/// The most dependencies between classes.
-pub const MAX_DEPENDENCIES: usize = 16384;
-/// The most live locks with a class at once.
-pub const MAX_LOCKS: usize = 1 << 20;
-/// The most locks one thread holds at once (the kernel's `MAX_LOCK_DEPTH`).
-pub const MAX_HELD: usize = 48;
-/// The most reports kept; later ones are counted.
-pub const MAX_REPORTS: usize = 32;
-/// How many return addresses a dependency keeps of the stack that made it.
-pub const FRAMES: usize = 8;
-
-/// How a lock is taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// A mutex, spinlock or write lock.
-    Exclusive,
-    /// A non-recursive mutex type that may be relocked by its holder without
-    /// deadlock (recursive and error-checking pthread mutexes): a relock is no
-    /// dependency.
-    Reentrant,
-    /// A read lock that waits behind a queued writer (klocks' rwlocks' `read`,
-    /// glibc's writer-preferring rwlock).
-    Read,
-    /// A read lock that waits only for a writer holding the lock (glibc's default
-    /// rwlock, `read_recursive`).
-    RecursiveRead,
-}
-
-impl Mode {
-    fn shared(self) -> bool {
-        matches!(self, Mode::Read | Mode::RecursiveRead)
-    }
-}
-
-/// What a host gives the validator.
-pub struct Host {
-    /// Fills `frames` with the calling thread's stack from the lock call that returns
-    /// to `site` (0 past the last). Called only for a dependency never seen before.
-    pub capture: fn(site: usize, frames: &mut [usize; FRAMES]),
-    /// Told of each report as it is made (with the graph's lock held: it must not
-    /// take a lock the validator sees).
-    pub found: fn(report: &Report),
-    /// Told once that a bound was reached, with the one-line reason.
-    pub stopped: fn(why: &str),
-}
-
-/// Who switched the validator on: bit [`PRELOAD`] or [`RUST`]; 0 while off.
-static ON: AtomicU8 = AtomicU8::new(0);
-/// The interposer's bit of [`ON`].
-const PRELOAD: u8 = 1;
-/// klocks' Rust locks' bit of [`ON`].
-const RUST: u8 = 2;
-
-/// Whether the interposer's hooks validate: the one check they pay when off.
-#[inline(always)]
-pub fn preload_on() -> bool {
-    // Relaxed: the tables are published by `start`'s Release store of the table
-    // pointers, which every use loads with Acquire; this flag only says "try".
-    ON.load(Relaxed) & PRELOAD != 0
-}
-
-/// Whether klocks' Rust locks validate.
-#[inline(always)]
-pub(crate) fn rust_on() -> bool {
-    // Relaxed: as in `preload_on`.
-    ON.load(Relaxed) & RUST != 0
-}
-
-/// Whether the validator runs for anyone.
-pub fn on() -> bool {
-    // Relaxed: as in `preload_on`.
-    ON.load(Relaxed) != 0
-}
+pub use report::{Dependency, Report, ReportKind, FRAMES, MAX_CHAIN};
+pub use state::{
+    on, preload_on, Host, Mode, MAX_CLASSES, MAX_DEPENDENCIES, MAX_HELD, MAX_LOCKS, MAX_REPORTS,
+};
+use state::{ON, PRELOAD, RUST};
 
 /// Switches the validator on for klocks' Rust locks, with the Rust host: reports
 /// are printed on stderr as they are found (and kept: [`reports`]). Idempotent;
@@ -182,20 +111,10 @@ fn start(host: &'static Host, who: u8) -> bool {
     if !graph::start(host) {
         return false;
     }
+    held::start();
     // Relaxed: see `preload_on`.
     ON.fetch_or(who, Relaxed);
     true
-}
-
-/// Stops validating for the rest of the process, after `why` (a bound was reached).
-fn stop(why: &str) {
-    // Relaxed: see `preload_on`; a thread already past its check finishes its call
-    // on tables that stay mapped.
-    if ON.swap(0, Relaxed) != 0 {
-        if let Some(host) = graph::host() {
-            (host.stopped)(why);
-        }
-    }
 }
 
 /// Gives the lock at `lock` the class `name`: every lock given the same name is one

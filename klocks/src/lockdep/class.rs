@@ -20,7 +20,7 @@ use std::sync::atomic::{
     Ordering::{Acquire, Relaxed, Release},
 };
 
-use super::{stop, MAX_CLASSES, MAX_LOCKS};
+use super::state::{stop, MAX_CLASSES, MAX_LOCKS};
 
 /// How many bytes of a class's name are kept.
 pub const NAME_BYTES: usize = 32;

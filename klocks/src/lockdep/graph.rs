@@ -38,7 +38,7 @@ use std::sync::OnceLock;
 
 use super::class::{self, map};
 use super::report::{Dependency, Report, ReportKind, MAX_CHAIN};
-use super::{stop, Host, MAX_CLASSES, MAX_DEPENDENCIES, MAX_REPORTS};
+use super::state::{self, stop, Host, MAX_CLASSES, MAX_DEPENDENCIES, MAX_REPORTS};
 
 /// The seen set's size: twice the dependencies, so probe paths stay short.
 const SET: usize = 2 * MAX_DEPENDENCIES;
@@ -119,6 +119,7 @@ pub(super) fn start(host: &'static Host) -> bool {
     if !class::start() {
         return false;
     }
+    state::set_host(host);
     let (Some(seen), Some(graph)) = (map::<AtomicU64>(SET), map::<UnsafeCell<Graph>>(1)) else {
         return false;
     };
@@ -157,7 +158,6 @@ pub(super) fn start(host: &'static Host) -> bool {
     // SAFETY: plain functions that live as long as the process; the child's handler
     // releases the lock its forking thread took in `prepare`, so the graph is whole.
     unsafe { libc::pthread_atfork(Some(prepare), Some(after), Some(after)) };
-    crate::lockdep::held::start();
     true
 }
 

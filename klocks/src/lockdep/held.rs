@@ -15,9 +15,10 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
+use super::class;
 use super::graph::{self, key};
 use super::report::{Dependency, ReportKind};
-use super::{class, stop, Mode, FRAMES, MAX_HELD};
+use super::state::{self, stop, Mode, FRAMES, MAX_HELD};
 
 /// Dependencies a thread remembers having made.
 const CACHE: usize = 64;
@@ -66,8 +67,12 @@ std::thread_local! {
 /// The exit key, `u32::MAX` until made.
 static EXIT_KEY: AtomicU32 = AtomicU32::new(u32::MAX);
 
-/// Makes the exit key (from `graph::start`, once).
+/// Makes the exit key (from the validator's start).
 pub(super) fn start() {
+    // Relaxed: see below; a second start (both hosts) keeps the first key.
+    if EXIT_KEY.load(Relaxed) != u32::MAX {
+        return;
+    }
     let mut key: libc::pthread_key_t = 0;
     // SAFETY: a plain function that lives as long as the process.
     if unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) } == 0 {
@@ -286,7 +291,7 @@ fn watch_exit() {
 
 /// The exit key's destructor: a warning for each class the thread still holds.
 extern "C" fn thread_exit(_: *mut libc::c_void) {
-    if !super::on() {
+    if !state::on() {
         return;
     }
     let held: Option<[Held; MAX_HELD]> = with_thread(|thread| {

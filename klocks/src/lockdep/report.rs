@@ -1,7 +1,8 @@
 //! What a report holds: plain values, no allocation, so that the graph keeps them in
 //! its mapped memory and a host may render them where allocating is unsafe.
 
-use super::FRAMES;
+/// How many return addresses a dependency keeps of the stack that made it.
+pub const FRAMES: usize = 8;
 
 /// The longest chain a report keeps (a longer cycle's first dependencies).
 pub const MAX_CHAIN: usize = 8;

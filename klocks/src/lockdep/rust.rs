@@ -10,14 +10,16 @@
 
 use std::fmt::Write;
 
+use super::class::{self, ClassKind};
+use super::held;
 use super::report::{Report, ReportKind};
-use super::{class, rust_on, ClassKind, Host, Mode, FRAMES};
+use super::state::{rust_on, Host, Mode, FRAMES};
 
 /// Before a wait for the Rust lock `lock`: the class for [`after`] (0: none).
 #[inline(always)]
 pub(crate) fn before(lock: *const (), mode: Mode) -> u32 {
     if rust_on() {
-        super::wait(lock as usize, mode, 0)
+        held::wait(lock as usize, mode, 0)
     } else {
         0
     }
@@ -27,7 +29,7 @@ pub(crate) fn before(lock: *const (), mode: Mode) -> u32 {
 #[inline(always)]
 pub(crate) fn after(lock: *const (), class: u32, mode: Mode) {
     if rust_on() {
-        super::acquired(lock as usize, class, mode, 0);
+        held::acquired(lock as usize, class, mode, 0);
     }
 }
 
@@ -35,7 +37,7 @@ pub(crate) fn after(lock: *const (), class: u32, mode: Mode) {
 #[inline(always)]
 pub(crate) fn release(lock: *const ()) {
     if rust_on() {
-        super::released(lock as usize);
+        held::released(lock as usize);
     }
 }
 

@@ -427,5 +427,8 @@ fn lockdep_takes_one_json_and_zero() {
     assert_eq!(parse_lockdep(Some("1")), Ok(Lockdep::Text));
     assert_eq!(parse_lockdep(Some("JSON")), Ok(Lockdep::Json));
     let complaint = parse_lockdep(Some("yes")).unwrap_err();
-    assert!(complaint.contains("KLOCKS_LOCKDEP=\"yes\"") && complaint.contains("json"), "{complaint}");
+    assert!(
+        complaint.contains("KLOCKS_LOCKDEP=\"yes\"") && complaint.contains("json"),
+        "{complaint}"
+    );
 }
