@@ -140,6 +140,35 @@
 //! a wake: it leaves `WAITERS` set on a held or reserved word (or takes a free one),
 //! so the duty is not lost with it.
 //!
+//! # How long a waiter waits
+//!
+//! The anchors bound a waiter by a rate of fair handoffs, not by a time per waiter:
+//! parking_lot forces a fair unlock about every 0.5 ms, Go's mutex switches to FIFO
+//! for a waiter that waited 1 ms (and latches there with many workers,
+//! golang/go#33747), the rwsem sets its handoff bit after 4 ms. Here a waiter that
+//! has waited [`FAIR_WAIT_US`] claims the next unlock, claims are at least
+//! [`FAIR_INTERVAL_US`] apart ([`RUNNING_INTERVAL_US`] for a waiter on its CPU), and
+//! a claimant gets the lock at the unlock that follows its claim: one section and
+//! its scheduling delay later. What that bounds:
+//!
+//! - **A waiter that claims** waits `FAIR_WAIT_US` + the wait for the claim slot +
+//!   one section + its scheduling delay. The slot is shared: with `k` waiters past
+//!   their wait at once, the last claims `k` intervals later, so the bound is the
+//!   queue of claimants times the interval, which grows with the number of threads
+//!   and is not a bound in time.
+//! - **A sleeper claims only when it looks**: after a wake, or at its liveness tick.
+//!   An unlock that finds a spinner wakes nobody (but every [`FAIR_SKIPS`]-th of the
+//!   unlocking thread's), and the tick doubles while it passes unwoken, up to
+//!   `MAX_TICK_US` (128 ms), so a sleeper behind a spinner and an owner that hand
+//!   the lock back and forth may not look for that long.
+//!
+//! [`unlock_fair`](RawMutex::unlock_fair) (below) passes the lock to a sleeper
+//! without its having to look. Making the plain unlock do so once per interval
+//! (parking_lot's eventual fairness) closes the second gap; it is not done here,
+//! since it makes the sleepers' turns pre-empt the claims that the tests of the
+//! claim and of its signal rules reach, and its cost to the barging unlock is not
+//! measured yet.
+//!
 //! # The fair unlock
 //!
 //! [`unlock_fair`](RawMutex::unlock_fair) passes the lock to a thread that sleeps on
