@@ -13,30 +13,7 @@ use crate::cells::summary::{row_of, unjudged, versus};
 use crate::cells::Cell;
 use crate::locks::DEFAULT;
 use crate::rwlocks::RW_DEFAULT;
-use crate::verdict::{self, Judgement, Verdict, Words, SPEED};
-
-/// `judgement` as ours ÷ the best peer: `faster 1.10× [1.06–1.15]`, `slower 0.87×
-/// [0.80–0.93]`, `≈ 0.98× [0.90–1.07]`, or `0.95× (too few runs, 3+3)`.
-pub fn ratio(judgement: &Judgement) -> String {
-    ratio_worded(judgement, SPEED)
-}
-
-/// [`ratio`] for a measure other than speed: `words` are its verdicts
-/// ([`verdict::FAIRNESS`]).
-pub fn ratio_worded(judgement: &Judgement, (better, worse): Words) -> String {
-    let (Some(low), Some(high)) = (judgement.low, judgement.high) else {
-        return format!(
-            "{:.2}× (too few runs, {}+{})",
-            judgement.ratio, judgement.runs_x, judgement.runs_y
-        );
-    };
-    let word = match judgement.verdict {
-        Verdict::Faster => better,
-        Verdict::Slower => worse,
-        Verdict::NoClearDifference | Verdict::TooFewRuns => "≈",
-    };
-    format!("{word} {:.2}× [{low:.2}–{high:.2}]", judgement.ratio)
-}
+use crate::verdict::{self, Judgement, Verdict};
 
 /// What one lock of ours did in a run, cell by cell against the best peer.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,6 +204,7 @@ pub fn lines(cells: &[Cell]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::cells::{Conditions, Run};
+    use crate::verdict::ratio;
     use std::time::Duration;
 
     /// A five-run cell of `lock` in `scenario` at about `ops` ops/s, with its runs

@@ -263,7 +263,7 @@ pub fn table(cells: &[Cell]) -> Option<Table> {
             },
             ledger.worst().map_or("-".to_owned(), |(row, judgement)| {
                 lowest.push(format!("{scenario} {}: {row}", verdict::label(lock)));
-                crate::sentence::ratio(judgement)
+                crate::verdict::ratio(judgement)
             }),
             fairness,
         ]);

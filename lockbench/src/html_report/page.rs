@@ -206,7 +206,7 @@ fn verdicts(html: &mut String, file: &RunFile) {
     for v in &file.verdicts {
         let fairness = v.fairness_judgement.map_or_else(
             || "-".to_owned(),
-            |j| crate::sentence::ratio_worded(&j, FAIRNESS),
+            |j| crate::verdict::ratio_worded(&j, FAIRNESS),
         );
         let _ = writeln!(
             html,
@@ -215,7 +215,7 @@ fn verdicts(html: &mut String, file: &RunFile) {
             escape(verdict::label(&v.lock)),
             escape(&v.row),
             escape(&v.best_peer),
-            escape(&crate::sentence::ratio(&v.judgement)),
+            escape(&crate::verdict::ratio(&v.judgement)),
             escape(&fairness)
         );
     }

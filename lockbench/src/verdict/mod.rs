@@ -408,6 +408,29 @@ pub const SPEED: Words = ("faster", "slower");
 /// The verdicts' words for fairness (the slowest thread ÷ the mean).
 pub const FAIRNESS: Words = ("fairer", "less fair");
 
+/// `judgement` as ours ÷ the best peer: `faster 1.10× [1.06–1.15]`, `slower 0.87×
+/// [0.80–0.93]`, `≈ 0.98× [0.90–1.07]`, or `0.95× (too few runs, 3+3)`.
+pub fn ratio(judgement: &Judgement) -> String {
+    ratio_worded(judgement, SPEED)
+}
+
+/// [`ratio`] for a measure other than speed: `words` are its verdicts
+/// ([`FAIRNESS`]).
+pub fn ratio_worded(judgement: &Judgement, (better, worse): Words) -> String {
+    let (Some(low), Some(high)) = (judgement.low, judgement.high) else {
+        return format!(
+            "{:.2}× (too few runs, {}+{})",
+            judgement.ratio, judgement.runs_x, judgement.runs_y
+        );
+    };
+    let word = match judgement.verdict {
+        Verdict::Faster => better,
+        Verdict::Slower => worse,
+        Verdict::NoClearDifference | Verdict::TooFewRuns => "≈",
+    };
+    format!("{word} {:.2}× [{low:.2}–{high:.2}]", judgement.ratio)
+}
+
 /// The verdicts' words for the tail of the lock waits (a ratio of reciprocal waits:
 /// above 1, X's tail is the shorter).
 pub const WAIT: Words = ("shorter", "longer");
