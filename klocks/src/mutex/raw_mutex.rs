@@ -142,10 +142,9 @@
 //!
 //! # How long a waiter waits
 //!
-//! The anchors bound a waiter by a rate of fair handoffs, not by a time per waiter:
-//! parking_lot forces a fair unlock about every 0.5 ms, Go's mutex switches to FIFO
-//! for a waiter that waited 1 ms (and latches there with many workers,
-//! golang/go#33747), the rwsem sets its handoff bit after 4 ms. Here a waiter that
+//! The anchors (parking_lot's eventual fairness, Go's starvation mode, the rwsem's
+//! handoff bit: `docs/decisions/raw-mutex.md`, waiting-bounds) bound a waiter by a
+//! rate of fair handoffs, not by a time per waiter. Here a waiter that
 //! has waited [`FAIR_WAIT_US`] claims the next unlock, claims are at least
 //! [`FAIR_INTERVAL_US`] apart ([`RUNNING_INTERVAL_US`] for a waiter on its CPU), and
 //! a claimant gets the lock at the unlock that follows its claim: one section and
@@ -159,7 +158,7 @@
 //! - **A sleeper claims only when it looks**: after a wake, or at its liveness tick.
 //!   An unlock that finds a spinner wakes nobody (but every [`FAIR_SKIPS`]-th of the
 //!   unlocking thread's), and the tick doubles while it passes unwoken, up to
-//!   `MAX_TICK_US` (128 ms), so a sleeper behind a spinner and an owner that hand
+//!   `MAX_TICK_US`, so a sleeper behind a spinner and an owner that hand
 //!   the lock back and forth may not look for that long.
 //!
 //! [`unlock_fair`](RawMutex::unlock_fair) (below) passes the lock to a sleeper
