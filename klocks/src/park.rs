@@ -338,6 +338,8 @@ pub(crate) enum Woke {
     /// A wake (or a spurious return while asleep).
     Woken,
     /// The deadline passed while asleep.
+    // The loom models never time out.
+    #[cfg_attr(loom, allow(dead_code))]
     TimedOut,
     /// It did not sleep, or not to the end: the word differed from the expected value
     /// (it changed before the kernel compared it), or a signal interrupted the sleep.

@@ -3,6 +3,7 @@
 //! cycle the orders make; the clean orders must find nothing. One test, since the
 //! validator's graph is the process's: the cases use locks of their own, each its
 //! own class (or named), and are told apart by the classes their reports name.
+#![cfg(not(loom))]
 
 use klocks::lockdep::{self, Report, ReportKind, Validated};
 use klocks::{Mutex, RwLock};
