@@ -7,9 +7,9 @@
 //! catalog name.
 //!
 //! A literal that is a name fails. So does a longer literal that holds a name as a
-//! word (help text, a title), except for the three names that are also words the
-//! prose uses (`default`, `futex`, `ticket`: "default type", "futex, no
-//! spinning"); a literal that is one of those alone still fails.
+//! word (help text, a title), except for the four names that are also words the
+//! prose uses (`default`, `fair`, `futex`, `ticket`: "default type", "less fair",
+//! "futex, no spinning"); a literal that is one of those alone still fails.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +17,7 @@ use klocks::catalog::{MutexKind, RwLockKind};
 
 /// The catalog's names that are also English words of the prose, checked only as
 /// whole literals.
-const WORDS: [&str; 3] = ["default", "futex", "ticket"];
+const WORDS: [&str; 4] = ["default", "fair", "futex", "ticket"];
 
 /// Every name of the catalog (lockbench builds klocks with every optional lock).
 fn catalog_names() -> Vec<&'static str> {
